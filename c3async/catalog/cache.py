@@ -1,0 +1,51 @@
+"""Stage 5: the per-project cache, ``.c3/cache/session_catalog.json``.
+
+Keyed per transcript path on (size, mtime): an unchanged file costs one stat, a grown one only
+its new bytes. It is only a cache: written by atomic replace without a lock (the last writer
+wins, and losing it costs time, never data), and anything that does not decode as our own
+format, version and entry shape is thrown away and rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from ..jsondoc import write_atomic
+from .read import Transcript
+
+__all__ = ("FORMAT", "VERSION", "load", "save")
+
+FORMAT = "c3async.session_catalog"
+VERSION = 1
+
+
+class _CacheFile(msgspec.Struct):
+    format: str
+    version: int
+    entries: dict[str, Transcript]
+
+
+_decoder = msgspec.json.Decoder(_CacheFile)
+_encoder = msgspec.json.Encoder()
+
+
+def load(path: Path) -> dict[str, Transcript]:
+    try:
+        doc = _decoder.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return {}
+    if doc.format != FORMAT or doc.version != VERSION:
+        return {}
+    return doc.entries
+
+
+def save(path: Path, entries: dict[str, Transcript]) -> bool:
+    """Write the cache; False (and no error) when the folder is not writable."""
+    data = _encoder.encode(_CacheFile(FORMAT, VERSION, entries))
+    try:
+        write_atomic(path, data, fsync=False)
+    except OSError:
+        return False
+    return True

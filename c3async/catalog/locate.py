@@ -1,0 +1,159 @@
+"""Stage 1: find the Claude Code transcript folders that belong to a project.
+
+Claude Code names a project's folder after the session's cwd: every UTF-16 code unit outside
+``[A-Za-z0-9]`` becomes ``-`` (an emoji gives two); a name over 200 units is cut to 200 and a
+``-<hash>`` is appended, and that hash differs between the CLI (Bun) and the SDK (Node), so long
+names are matched on the 200-unit prefix. Nothing else is accepted: a folder that merely contains
+the project's name would resume another project's session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = (
+    "MAX_SLUG_LENGTH",
+    "ProjectDirs",
+    "config_home",
+    "locate",
+    "project_dirs",
+    "projects_root",
+    "same_path",
+    "slug",
+)
+
+MAX_SLUG_LENGTH = 200
+_WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
+_HASH_SUFFIX = re.compile(r"^-[0-9a-z]+$")
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def config_home() -> Path:
+    """``$CLAUDE_CONFIG_DIR`` (an empty value counts as unset), else ``~/.claude``; NFC, as Claude Code."""
+    value = os.environ.get("CLAUDE_CONFIG_DIR")
+    if value:
+        return Path(unicodedata.normalize("NFC", value))
+    return Path.home() / ".claude"
+
+
+def projects_root() -> Path:
+    return config_home() / "projects"
+
+
+def slug(path: str) -> str:
+    """Claude Code's folder name for a cwd (before the long-path hash)."""
+    path = unicodedata.normalize("NFC", path)
+    # Per UTF-16 code unit: a character outside the BMP is two units, so two dashes.
+    return "".join(
+        ch if ch.isascii() and ch.isalnum() else ("--" if ord(ch) > 0xFFFF else "-") for ch in path
+    )
+
+
+def is_windows_path(path: str) -> bool:
+    return bool(_WINDOWS_ABS.match(path))
+
+
+def canonical(path: str) -> str:
+    """The form Claude Code records: realpath and NFC. A Windows path is kept as written."""
+    if is_windows_path(path):
+        return unicodedata.normalize("NFC", path)
+    return unicodedata.normalize("NFC", os.path.realpath(path))
+
+
+def same_path(recorded: str, wanted: str) -> bool:
+    """Is a transcript's recorded cwd this directory? Windows paths compare case-insensitively."""
+    if recorded == wanted:
+        return True
+    if is_windows_path(recorded) or is_windows_path(wanted):
+        norm = lambda p: p.replace("/", "\\").rstrip("\\").casefold()  # noqa: E731
+        return norm(recorded) == norm(wanted)
+    recorded = unicodedata.normalize("NFC", recorded).rstrip("/") or "/"
+    return recorded == wanted or canonical(recorded) == wanted
+
+
+def _folder_matches(name: str, wanted: str) -> bool:
+    if len(wanted) > MAX_SLUG_LENGTH:
+        prefix = wanted[:MAX_SLUG_LENGTH]
+        return name.startswith(prefix) and bool(_HASH_SUFFIX.match(name[MAX_SLUG_LENGTH:]))
+    if name == wanted:
+        return True
+    # "Exact alphanumeric match": the same letters and digits in the same places, only the
+    # separators differ (another build's slug rule). Never a substring match.
+    return len(name) == len(wanted) and _NON_ALNUM.sub("-", name) == wanted
+
+
+def worktrees(path: str) -> list[str]:
+    """Every worktree of the git repository at ``path`` (the main one first), read from git's own
+    files so that no process is spawned. Empty when ``path`` is not the root of a checkout."""
+    dot_git = Path(path) / ".git"
+    try:
+        if dot_git.is_dir():
+            common = dot_git
+        elif dot_git.is_file():
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return []
+            gitdir = (Path(path) / text[len("gitdir:") :].strip()).resolve()
+            commondir = gitdir / "commondir"
+            common = (gitdir / commondir.read_text().strip()).resolve() if commondir.is_file() else gitdir
+        else:
+            return []
+        found: list[str] = []
+        if common.name == ".git":
+            found.append(str(common.parent))
+        wt_root = common / "worktrees"
+        if wt_root.is_dir():
+            for entry in sorted(wt_root.iterdir()):
+                gitdir_file = entry / "gitdir"
+                if gitdir_file.is_file():
+                    target = gitdir_file.read_text(encoding="utf-8", errors="replace").strip()
+                    found.append(str(Path(target).parent))
+    except OSError:
+        return []
+    return [canonical(p) for p in found]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectDirs:
+    """A project's working directories (itself and its worktrees) and the transcript folders found."""
+
+    project: str
+    cwds: tuple[str, ...]
+    folders: tuple[tuple[Path, str], ...]  # (transcript folder, the cwd it was matched for)
+
+
+def project_dirs(project: str, extra_cwds: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
+    """The canonical project path and every cwd whose sessions belong to it."""
+    root = canonical(project)
+    cwds = [root]
+    if not is_windows_path(root):
+        for wt in worktrees(root):
+            if wt not in cwds:
+                cwds.append(wt)
+    for extra in extra_cwds:
+        extra = canonical(extra)
+        if extra not in cwds:
+            cwds.append(extra)
+    return root, tuple(cwds)
+
+
+def locate(project: str, extra_cwds: tuple[str, ...] = (), root: Path | None = None) -> ProjectDirs:
+    """Find the transcript folders of ``project`` and its worktrees under ``projects_root()``."""
+    project_path, cwds = project_dirs(project, extra_cwds)
+    root = projects_root() if root is None else root
+    try:
+        names = [e.name for e in os.scandir(root) if e.is_dir(follow_symlinks=True)]
+    except OSError:
+        names = []
+    wanted = [(slug(cwd), cwd) for cwd in cwds]
+    folders: list[tuple[Path, str]] = []
+    for name in sorted(names):
+        for want, cwd in wanted:
+            if _folder_matches(name, want):
+                folders.append((root / name, cwd))
+                break
+    return ProjectDirs(project=project_path, cwds=cwds, folders=tuple(folders))

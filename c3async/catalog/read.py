@@ -1,0 +1,230 @@
+"""Stage 3: read a transcript's head and tail windows and turn them into a ``Transcript``.
+
+Head 64 KiB, widened to 512 KiB when it holds no real first prompt (a pasted prompt pushed it
+out); tail 256 KiB, then 1 MiB, then 4 MiB, until a title turns up. Where the windows would meet,
+the file is small enough to read whole. So memory is bounded by the windows, whatever the size
+of the file. A file that grew since it was cached (transcripts are append-only) costs only its
+new bytes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from .extract import Facts, prompt_title, scan
+
+__all__ = ("HEAD", "HEAD_WIDE", "TAILS", "Transcript", "read_transcript")
+
+HEAD = 64 * 1024
+HEAD_WIDE = 512 * 1024
+TAILS = (256 * 1024, 1024 * 1024, 4 * 1024 * 1024)
+
+
+class Transcript(msgspec.Struct, omit_defaults=True):
+    """What the catalog knows of one transcript file: the cache entry and the source of a row."""
+
+    size: int
+    mtime_ns: int
+    skip: str | None = None  # why this file is not a session row (sidechain, metadata-only...)
+    cwd: str | None = None
+    entrypoint: str | None = None
+    custom_title: str | None = None
+    ai_title: str | None = None
+    first_prompt: str | None = None
+    first_prompt_truncated: bool = False
+    first_command: str | None = None
+    last_prompt: str | None = None
+    last_prompt_truncated: bool = False
+    branch: str | None = None
+    created_at: str | None = None
+    last_activity: str | None = None
+    user_turns: int = 0
+    user_turns_exact: bool = True  # False when the middle of a big file was never read
+    began_with_clear: bool = False
+    clean_end: int = 0  # where an append-only reader resumes
+    bytes_read: int = 0  # by the read that produced this record (not cumulative)
+
+    @property
+    def title(self) -> str | None:
+        if self.custom_title:
+            return self.custom_title
+        if self.ai_title:
+            return self.ai_title
+        if self.first_prompt:
+            return prompt_title(self.first_prompt)
+        return self.first_command
+
+    @property
+    def title_source(self) -> str | None:
+        if self.custom_title:
+            return "custom-title"
+        if self.ai_title:
+            return "ai-title"
+        if self.first_prompt:
+            return "first-prompt"
+        return "command" if self.first_command else None
+
+
+def _pread(fd: int, offset: int, length: int) -> bytes:
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
+def _first(regions: list[Facts], field: str):
+    for facts in regions:
+        value = getattr(facts, field)
+        if value:
+            return value
+    return None
+
+
+def _last(regions: list[Facts], field: str):
+    for facts in reversed(regions):
+        value = getattr(facts, field)
+        if value:
+            return value
+    return None
+
+
+def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_read: int) -> Transcript:
+    """Fold the facts of disjoint windows, given in file order, into one record."""
+    head = regions[0]
+    first_with_prompt = next((r for r in regions if r.first_prompt), None)
+    last_with_prompt = next((r for r in reversed(regions) if r.last_prompt), None)
+    rec = Transcript(
+        size=size,
+        mtime_ns=mtime_ns,
+        cwd=_first(regions, "cwd"),
+        entrypoint=_first(regions, "entrypoint"),
+        custom_title=_last(regions, "custom_title"),
+        ai_title=_last(regions, "ai_title"),
+        first_command=_first(regions, "first_command"),
+        branch=_last(regions, "last_branch") or _first(regions, "first_branch"),
+        created_at=_first(regions, "first_ts"),
+        last_activity=_last(regions, "last_ts"),
+        user_turns=sum(r.prompts for r in regions),
+        user_turns_exact=whole,
+        began_with_clear=head.began_with_clear,
+        clean_end=regions[-1].clean_end,
+        bytes_read=bytes_read,
+    )
+    if first_with_prompt is not None:
+        rec.first_prompt = first_with_prompt.first_prompt
+        rec.first_prompt_truncated = first_with_prompt.first_prompt_truncated
+    if last_with_prompt is not None:
+        rec.last_prompt = last_with_prompt.last_prompt
+        rec.last_prompt_truncated = last_with_prompt.last_prompt_truncated
+    else:
+        rec.last_prompt = _last(regions, "last_prompt_meta")
+    if not any(r.conversation for r in regions):
+        rec.skip = "metadata-only"
+    elif head.first_is_sidechain:
+        rec.skip = "sidechain"
+    return rec
+
+
+def read_transcript(path: str, size: int, mtime_ns: int, cached: Transcript | None = None) -> Transcript:
+    """Read one transcript, reusing ``cached`` when the file only grew since.
+
+    Raises OSError when the file cannot be opened or read; the caller decides what that means.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        if size == 0:
+            return Transcript(size=0, mtime_ns=mtime_ns, skip="empty")
+        if cached is not None and cached.skip is None and cached.size < size and cached.clean_end > 0:
+            grown = _read_growth(fd, size, mtime_ns, cached)
+            if grown is not None:
+                return grown
+        return _read_cold(fd, size, mtime_ns)
+    finally:
+        os.close(fd)
+
+
+def _read_whole(fd: int, size: int, mtime_ns: int) -> Transcript:
+    buf = _pread(fd, 0, size)
+    return _merge(size, mtime_ns, [scan(buf, 0, from_start=True)], True, len(buf))
+
+
+def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
+    if size <= HEAD + TAILS[0]:
+        return _read_whole(fd, size, mtime_ns)
+    head_buf = _pread(fd, 0, HEAD)
+    head = scan(head_buf, 0, from_start=True)
+    read = len(head_buf)
+    if head.first_prompt is None or head.first_prompt_truncated:
+        if size <= HEAD_WIDE + TAILS[0]:
+            return _read_whole(fd, size, mtime_ns)
+        head_buf = _pread(fd, 0, HEAD_WIDE)
+        head = scan(head_buf, 0, from_start=True)
+        read += len(head_buf)
+    head_end = len(head_buf)
+    tails: list[Facts] = []  # newest region first
+    for window in TAILS:
+        if size - window <= head_end:
+            # The windows meet: read the whole file once rather than stitch the middle.
+            rec = _read_whole(fd, size, mtime_ns)
+            rec.bytes_read += read
+            return rec
+        new_start = size - window
+        # Read up to the start of the previous window's first complete line, so no line is lost
+        # at the seam and none is counted twice.
+        seam = tails[-1].seam if tails else size
+        buf = _pread(fd, new_start, seam - new_start)
+        read += len(buf)
+        facts = scan(buf, new_start, from_start=False)
+        facts_seam = new_start + (buf.find(b"\n") + 1 if b"\n" in buf else len(buf))
+        tails.append(_Region(facts, facts_seam))
+        if any(t.facts.custom_title or t.facts.ai_title for t in tails):
+            break
+    regions = [head] + [t.facts for t in reversed(tails)]
+    rec = _merge(size, mtime_ns, regions, False, read)
+    rec.clean_end = tails[0].facts.clean_end
+    return rec
+
+
+class _Region:
+    __slots__ = ("facts", "seam")
+
+    def __init__(self, facts: Facts, seam: int) -> None:
+        self.facts = facts
+        self.seam = seam  # offset of the first complete line this region scanned
+
+
+def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Transcript | None:
+    """Scan only what was appended since ``cached``; None when a cold read is needed instead."""
+    start = cached.clean_end
+    if size - start > TAILS[-1]:
+        return None
+    buf = _pread(fd, start - 1, size - start + 1)
+    if not buf.startswith(b"\n"):
+        return None  # the file was rewritten, not appended to
+    new = scan(buf[1:], start, from_start=True)
+    rec = msgspec.structs.replace(cached, size=size, mtime_ns=mtime_ns, bytes_read=len(buf))
+    if new.custom_title:
+        rec.custom_title = new.custom_title
+    if new.ai_title:
+        rec.ai_title = new.ai_title
+    if new.last_prompt:
+        rec.last_prompt, rec.last_prompt_truncated = new.last_prompt, new.last_prompt_truncated
+    elif new.last_prompt_meta and not rec.last_prompt:
+        rec.last_prompt = new.last_prompt_meta
+    if not rec.first_prompt and new.first_prompt:
+        rec.first_prompt, rec.first_prompt_truncated = new.first_prompt, new.first_prompt_truncated
+    rec.first_command = rec.first_command or new.first_command
+    rec.branch = new.last_branch or new.first_branch or rec.branch
+    rec.last_activity = new.last_ts or rec.last_activity
+    rec.created_at = rec.created_at or new.first_ts
+    rec.cwd = rec.cwd or new.cwd
+    rec.user_turns += new.prompts
+    rec.clean_end = new.clean_end if new.clean_end > start else start
+    return rec

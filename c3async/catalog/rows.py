@@ -1,0 +1,90 @@
+"""Stage 6 (join): a catalog row as the CLI, the MCP tools and the Hub show it.
+
+Liveness, marks, hints and links are joined in by their own modules; until one of them has
+something to say, its keys are present and empty, so scripts can rely on the shape.
+"""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, timezone
+from typing import Any
+
+import msgspec
+
+from .scan import Session
+
+__all__ = ("Row", "Links", "to_row", "resume_command")
+
+
+class Links(msgspec.Struct):
+    tasks: list[Any] = msgspec.field(default_factory=list)
+    decisions: list[Any] = msgspec.field(default_factory=list)
+    snapshot: Any = None
+
+
+class Row(msgspec.Struct):
+    id: str
+    title: str
+    title_source: str | None
+    first_prompt: str | None
+    first_prompt_truncated: bool
+    last_prompt: str | None
+    last_prompt_truncated: bool
+    branch: str | None
+    cwd: str
+    project: str
+    created_at: str | None
+    last_activity: str | None
+    mtime: str
+    size: int
+    user_turns: int
+    user_turns_exact: bool
+    began_with_clear: bool
+    entrypoint: str | None
+    path: str
+    resume: str
+    live: bool = False
+    mcp_count: int = 0
+    hints: list[str] = msgspec.field(default_factory=list)
+    stale: Any = None
+    note: Any = None
+    links: Links = msgspec.field(default_factory=Links)
+
+
+def resume_command(cwd: str, session_id: str) -> str:
+    """``cd <cwd> && claude --resume <id>``, quoted for a POSIX shell."""
+    return f"cd {shlex.quote(cwd)} && claude --resume {shlex.quote(session_id)}"
+
+
+def iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_row(session: Session) -> Row:
+    rec, cand = session.record, session.candidate
+    cwd = rec.cwd or session.project
+    title = rec.title or cand.session_id[:8]
+    return Row(
+        id=cand.session_id,
+        title=title,
+        title_source=rec.title_source,
+        first_prompt=rec.first_prompt,
+        first_prompt_truncated=rec.first_prompt_truncated,
+        last_prompt=rec.last_prompt,
+        last_prompt_truncated=rec.last_prompt_truncated,
+        branch=rec.branch,
+        cwd=cwd,
+        project=session.project,
+        created_at=rec.created_at,
+        last_activity=rec.last_activity,
+        mtime=iso(cand.mtime_ns),
+        size=cand.size,
+        user_turns=rec.user_turns,
+        user_turns_exact=rec.user_turns_exact,
+        began_with_clear=rec.began_with_clear,
+        entrypoint=rec.entrypoint,
+        path=cand.path,
+        resume=resume_command(cwd, cand.session_id),
+    )
+

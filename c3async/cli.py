@@ -1,0 +1,193 @@
+"""The ``c3async`` command. Thin: each subcommand calls the library functions the MCP tools call.
+
+Imports happen inside each command so that ``c3async sessions`` does not pay for the MCP SDK.
+Errors go to stderr with exit status 1; usage errors exit 2; ``--json`` output is for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+__all__ = ("main",)
+
+
+class Progress:
+    """A one-line counter on stderr, shown only on a terminal and only once work takes a moment."""
+
+    def __init__(self, what: str, delay: float = 0.3) -> None:
+        self.what = what
+        self.enabled = sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.delay = delay
+        self.shown = False
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.start < self.delay or (now - self.last < 0.05 and done < total):
+            return
+        self.last = now
+        self.shown = True
+        sys.stderr.write(f"\r{self.what} {done}/{total}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _age(iso: str | None, now: float) -> str:
+    from datetime import datetime
+
+    if not iso:
+        return "?"
+    try:
+        then = datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return "?"
+    secs = max(0, now - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit}"
+    return f"{int(secs)}s"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "K", "M", "G"):
+        if n < 1024 or unit == "G":
+            return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return str(n)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "\u2026"
+
+
+def print_table(rows, show_project: bool) -> None:
+    import shutil
+
+    now = time.time()
+    width = shutil.get_terminal_size((120, 24)).columns
+    cols = [(r.id[:8], _age(r.last_activity or r.mtime, now), _size(r.size), r.branch or "-",
+             os.path.basename(r.project) if show_project else None, r.title) for r in rows]
+    branch_w = min(24, max([len(c[3]) for c in cols] + [6]))
+    proj_w = min(20, max([len(c[4] or "") for c in cols] + [7])) if show_project else 0
+    head = f"{'ID':8}  {'AGE':>4}  {'SIZE':>6}  {'BRANCH':{branch_w}}  "
+    if show_project:
+        head += f"{'PROJECT':{proj_w}}  "
+    title_w = max(20, width - len(head))
+    out = [head + "TITLE"]
+    for sid, age, size, branch, proj, title in cols:
+        line = f"{sid:8}  {age:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
+        if show_project:
+            line += f"{_clip(proj, proj_w):{proj_w}}  "
+        out.append(line + _clip(" ".join(title.split()), title_w))
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    import anyio
+    import msgspec
+
+    from . import registry
+    from .catalog import scan_projects, to_row
+    from .catalog.locate import canonical
+
+    if args.all:
+        projects = registry.projects()
+        if args.project:
+            projects = [p for p in projects if p != canonical(args.project)] + [canonical(args.project)]
+        if not projects:
+            print("c3async: no projects registered yet; run `c3async sessions` in a project first",
+                  file=sys.stderr)
+    else:
+        from .paths import default_project
+
+        projects = [canonical(args.project or default_project())]
+    progress = Progress("reading transcripts")
+    try:
+        scans = anyio.run(lambda: scan_projects(projects, progress=progress))
+    finally:
+        progress.close()
+    if not args.all:
+        try:
+            registry.register(scans[0].dirs.project)
+        except Exception as exc:  # the listing is still right; say why it wasn't remembered
+            print(f"c3async: could not register the project: {exc}", file=sys.stderr)
+    rows = [to_row(s) for scan in scans for s in scan.sessions]
+    rows.sort(key=lambda r: (r.mtime, r.id), reverse=True)
+    if args.limit is not None:
+        rows = rows[: args.limit]
+    if not args.all and not scans[0].dirs.folders:
+        from .catalog.locate import projects_root, slug
+
+        print(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
+              f"(looked for {projects_root() / slug(scans[0].dirs.project)})", file=sys.stderr)
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(rows) + b"\n")
+    elif rows:
+        print_table(rows, show_project=args.all)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="c3async", description="Find, judge and resume your Claude Code sessions."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p = sub.add_parser("sessions", help="list a project's sessions, one row each, newest first")
+    p.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    p.add_argument("--all", action="store_true", help="every registered project")
+    p.add_argument("--json", action="store_true", help="print a JSON array of rows")
+    p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
+    p.set_defaults(func=cmd_sessions)
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="c3async: %(message)s", stream=sys.stderr)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `c3async sessions | head`: the reader left; not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:
+        from .jsondoc import CorruptDocument
+
+        if isinstance(exc, (CorruptDocument, OSError)):
+            print(f"c3async: error: {exc}", file=sys.stderr)
+            return 1
+        raise
