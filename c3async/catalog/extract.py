@@ -190,6 +190,8 @@ def scan(buf: bytes, offset: int, *, from_start: bool) -> Facts:
     last_nl = buf.rfind(b"\n")
     if last_nl < 0:
         facts.clean_end = offset
+        if from_start:  # one line longer than the whole window: a huge pasted prompt?
+            _take_cut_prompt(facts, buf)
         return facts
     facts.clean_end = offset + last_nl + 1
     body = buf[: last_nl + 1]
@@ -246,10 +248,14 @@ def scan(buf: bytes, offset: int, *, from_start: bool) -> Facts:
             facts.last_prompt, facts.last_prompt_truncated = text, cut
     _take_tail_markers(facts, lines)
     if facts.first_prompt is None and from_start:
-        cut = _cut_prompt(buf[last_nl + 1 :])
-        if cut is not None:
-            facts.first_prompt, facts.first_prompt_truncated = cut, True
+        _take_cut_prompt(facts, buf[last_nl + 1 :])
     return facts
+
+
+def _take_cut_prompt(facts: Facts, partial: bytes) -> None:
+    cut = _cut_prompt(partial)
+    if cut is not None:
+        facts.first_prompt, facts.first_prompt_truncated = cut, True
 
 
 def _take(facts: Facts, line: _Line) -> None:

@@ -54,6 +54,8 @@ class Transcript(msgspec.Struct, omit_defaults=True):
             return self.ai_title
         if self.first_prompt:
             return prompt_title(self.first_prompt)
+        if self.last_prompt:  # the head held no readable prompt: better than no title
+            return prompt_title(self.last_prompt)
         return self.first_command
 
     @property
@@ -64,6 +66,8 @@ class Transcript(msgspec.Struct, omit_defaults=True):
             return "ai-title"
         if self.first_prompt:
             return "first-prompt"
+        if self.last_prompt:
+            return "last-prompt"
         return "command" if self.first_command else None
 
 
@@ -98,7 +102,8 @@ def _last(regions: list[Facts], field: str):
 def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_read: int) -> Transcript:
     """Fold the facts of disjoint windows, given in file order, into one record."""
     head = regions[0]
-    first_with_prompt = next((r for r in regions if r.first_prompt), None)
+    # Only the head knows the first prompt, unless the whole file was read.
+    first_with_prompt = head if head.first_prompt else None
     last_with_prompt = next((r for r in reversed(regions) if r.last_prompt), None)
     rec = Transcript(
         size=size,
