@@ -93,48 +93,78 @@ def print_table(rows, show_project: bool) -> None:
     sys.stdout.write("\n".join(out) + "\n")
 
 
+def _projects(args: argparse.Namespace) -> list[str]:
+    from . import registry
+    from .catalog.locate import canonical
+    from .paths import default_project
+
+    if not getattr(args, "all", False):
+        return [canonical(args.project or default_project())]
+    projects = registry.projects()
+    if args.project and canonical(args.project) not in projects:
+        projects.append(canonical(args.project))
+    if not projects:
+        print("c3async: no projects registered yet; run `c3async sessions` in a project first",
+              file=sys.stderr)
+    return projects
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
     import anyio
     import msgspec
 
     from . import registry
-    from .catalog import scan_projects, to_row
-    from .catalog.locate import canonical
+    from .catalog.join import list_rows
 
-    if args.all:
-        projects = registry.projects()
-        if args.project:
-            projects = [p for p in projects if p != canonical(args.project)] + [canonical(args.project)]
-        if not projects:
-            print("c3async: no projects registered yet; run `c3async sessions` in a project first",
-                  file=sys.stderr)
-    else:
-        from .paths import default_project
-
-        projects = [canonical(args.project or default_project())]
+    projects = _projects(args)
     progress = Progress("reading transcripts")
     try:
-        scans = anyio.run(lambda: scan_projects(projects, progress=progress))
+        scans, rows = anyio.run(lambda: list_rows(projects, which=args.filter, search=args.search))
     finally:
         progress.close()
-    if not args.all:
+    if not args.all and scans:
         try:
             registry.register(scans[0].dirs.project)
-        except Exception as exc:  # the listing is still right; say why it wasn't remembered
+        except Exception as exc:  # the listing is still right; say why it was not remembered
             print(f"c3async: could not register the project: {exc}", file=sys.stderr)
-    rows = [to_row(s) for scan in scans for s in scan.sessions]
-    rows.sort(key=lambda r: (r.mtime, r.id), reverse=True)
+        if not scans[0].dirs.folders:
+            from .catalog.locate import projects_root, slug
+
+            print(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
+                  f"(looked for {projects_root() / slug(scans[0].dirs.project)})", file=sys.stderr)
     if args.limit is not None:
         rows = rows[: args.limit]
-    if not args.all and not scans[0].dirs.folders:
-        from .catalog.locate import projects_root, slug
-
-        print(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
-              f"(looked for {projects_root() / slug(scans[0].dirs.project)})", file=sys.stderr)
     if args.json:
         sys.stdout.buffer.write(msgspec.json.encode(rows) + b"\n")
     elif rows:
         print_table(rows, show_project=args.all)
+    return 0
+
+
+def cmd_mark(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .marks import write_mark
+
+    project = _projects(args)[0]
+    ref = args.id
+    if ref is None:  # `mark note` without an id: the session this shell runs in, if any
+        ref = os.environ.get("CLAUDE_CODE_SESSION_ID")
+        if not ref:
+            from .errors import BadArgument
+
+            raise BadArgument("no session id given, and this shell is not inside a Claude Code "
+                              "session (CLAUDE_CODE_SESSION_ID is unset): give the id")
+    mark = write_mark(
+        project, ref, args.op,
+        reason=getattr(args, "reason", None), successor=getattr(args, "successor", None),
+        summary=getattr(args, "summary", None), next_steps=getattr(args, "next", None),
+        by="user", by_session=os.environ.get("CLAUDE_CODE_SESSION_ID"),
+    )
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(mark) + b"\n")
+    else:
+        print(f"{args.op} {mark.id}")
     return 0
 
 
@@ -149,7 +179,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every registered project")
     p.add_argument("--json", action="store_true", help="print a JSON array of rows")
     p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
+    p.add_argument("--filter", choices=("all", "likely", "stale", "live"), default="all",
+                   help="likely: unmarked rows with at least one hint (default: all)")
+    p.add_argument("--search", metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT")
     p.set_defaults(func=cmd_sessions)
+
+    m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
+    msub = m.add_subparsers(dest="op", metavar="OP", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    common.add_argument("--json", action="store_true", help="print the mark written, as JSON")
+    st = msub.add_parser("stale", parents=[common], help="do not resume this session (needs --reason)")
+    st.add_argument("id", help="a session id or a unique prefix (4+ characters)")
+    st.add_argument("--reason", required=True, help="why: superseded, finished, abandoned...")
+    st.add_argument("--successor", metavar="ID", help="the session that took over")
+    un = msub.add_parser("unstale", parents=[common], help="undo a stale mark")
+    un.add_argument("id", help="a session id or a unique prefix (4+ characters)")
+    un.add_argument("--reason", help="why (optional)")
+    no = msub.add_parser("note", parents=[common], help="leave a note on a session")
+    no.add_argument("id", nargs="?", help="a session id or prefix (default: the current session)")
+    no.add_argument("--summary", help="what was done")
+    no.add_argument("--next", metavar="STEPS", help="what comes next")
+    m.set_defaults(func=cmd_mark)
     return parser
 
 
@@ -185,9 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
+        from .errors import C3Error
         from .jsondoc import CorruptDocument
 
-        if isinstance(exc, (CorruptDocument, OSError)):
+        if isinstance(exc, (C3Error, CorruptDocument, OSError)):
             print(f"c3async: error: {exc}", file=sys.stderr)
             return 1
         raise

@@ -15,6 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from .gitrefs import common_dir
+
 __all__ = (
     "MAX_SLUG_LENGTH",
     "ProjectDirs",
@@ -89,31 +91,22 @@ def _folder_matches(name: str, wanted: str) -> bool:
 def worktrees(path: str) -> list[str]:
     """Every worktree of the git repository at ``path`` (the main one first), read from git's own
     files so that no process is spawned. Empty when ``path`` is not the root of a checkout."""
-    dot_git = Path(path) / ".git"
-    try:
-        if dot_git.is_dir():
-            common = dot_git
-        elif dot_git.is_file():
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if not text.startswith("gitdir:"):
-                return []
-            gitdir = (Path(path) / text[len("gitdir:") :].strip()).resolve()
-            commondir = gitdir / "commondir"
-            common = (gitdir / commondir.read_text().strip()).resolve() if commondir.is_file() else gitdir
-        else:
-            return []
-        found: list[str] = []
-        if common.name == ".git":
-            found.append(str(common.parent))
-        wt_root = common / "worktrees"
-        if wt_root.is_dir():
-            for entry in sorted(wt_root.iterdir()):
-                gitdir_file = entry / "gitdir"
-                if gitdir_file.is_file():
-                    target = gitdir_file.read_text(encoding="utf-8", errors="replace").strip()
-                    found.append(str(Path(target).parent))
-    except OSError:
+    common = common_dir(path)
+    if common is None:
         return []
+    found: list[str] = []
+    if common.name == ".git":
+        found.append(str(common.parent))
+    try:
+        entries = sorted((common / "worktrees").iterdir())
+    except OSError:
+        entries = []
+    for entry in entries:
+        try:
+            target = (entry / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        found.append(str(Path(target).parent))
     return [canonical(p) for p in found]
 
 

@@ -50,6 +50,7 @@ class Row(msgspec.Struct):
     stale: Any = None
     note: Any = None
     links: Links = msgspec.field(default_factory=Links)
+    marked: bool = False  # any mark at all (stale, unstale or note): "likely" skips these
 
 
 def resume_command(cwd: str, session_id: str) -> str:

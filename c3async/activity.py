@@ -1,0 +1,43 @@
+"""The project's activity log, ``.c3/activity.jsonl``: one row ``{ts, kind, ...}`` per event
+(session_start, session_end, session_mark, tool calls, hook events), from every process."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from . import jsonl
+from .paths import project_state
+
+__all__ = ("ActivityRow", "activity_path", "read_rows", "record")
+
+
+def activity_path(project: str) -> Path:
+    return project_state(project) / "activity.jsonl"
+
+
+class ActivityRow(msgspec.Struct, kw_only=True):
+    """The fields readers fold on; rows carry more, which this view skips."""
+
+    ts: float
+    kind: str
+    session_id: str | None = None  # the host (Claude Code) session
+    c3_session_id: str | None = None
+    reason: str | None = None
+    source: str | None = None
+    claude_pid: int | None = None
+
+
+def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:
+    """Append one activity row; fields that are None are left out."""
+    row: dict[str, Any] = {"ts": round(time.time(), 3), "kind": kind}
+    row.update((k, v) for k, v in fields.items() if v is not None)
+    jsonl.append(activity_path(project), row)
+    return row
+
+
+def read_rows(project: str) -> jsonl.Batch[ActivityRow]:
+    return jsonl.read_all(activity_path(project), ActivityRow)

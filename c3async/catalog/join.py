@@ -1,0 +1,81 @@
+"""The catalog as every front end sees it (CLI, MCP tools, Hub): rows joined with marks and
+hints, filtered, searched and sorted. One function, so the three never disagree."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from .. import activity, config
+from ..marks import MarkBook
+from .gitrefs import branches
+from .hints import HintContext, add_hints
+from .rows import Row, to_row
+from .scan import NEWEST, ProjectScan, Progress, scan_projects
+
+__all__ = ("FILTERS", "filter_rows", "join_scan", "list_rows")
+
+FILTERS = ("all", "likely", "stale", "live")
+
+
+def _cleared_ids(project: str) -> set[str]:
+    rows = activity.read_rows(project).records
+    return {r.session_id for r in rows if r.kind == "session_end" and r.reason == "clear" and r.session_id}
+
+
+def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None = None) -> list[Row]:
+    """Rows of one project with their marks and hints."""
+    project = scan.dirs.project
+    rows = [to_row(s) for s in scan.sessions]
+    if not rows:
+        return rows
+    book = (book or MarkBook(project)).refresh()
+    for row in rows:
+        state = book.get(row.id)
+        if state is not None:
+            row.stale, row.note = state.stale, state.note
+            row.marked = True
+    cfg = config.load(project)
+    add_hints(rows, HintContext(
+        now=time.time() if now is None else now,
+        idle_days=cfg.idle_days,
+        branches=branches(project),
+        cleared=_cleared_ids(project),
+    ))
+    return rows
+
+
+def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:
+    """``likely``: unmarked rows with at least one hint; ``stale``: marked stale; ``live``."""
+    if which == "likely":
+        rows = [r for r in rows if not r.marked and r.hints]
+    elif which == "stale":
+        rows = [r for r in rows if r.stale is not None]
+    elif which == "live":
+        rows = [r for r in rows if r.live]
+    else:
+        rows = list(rows)
+    if search:
+        needle = search.casefold()
+        rows = [r for r in rows if needle in _haystack(r)]
+    return rows
+
+
+def _haystack(row: Row) -> str:
+    parts = [row.id, row.title, row.first_prompt or "", row.last_prompt or "", row.branch or ""]
+    if row.note is not None:
+        parts += [row.note.summary or "", row.note.next_steps or ""]
+    if row.stale is not None:
+        parts.append(row.stale.reason or "")
+    return "\n".join(parts).casefold()
+
+
+async def list_rows(
+    projects: list[str], *, which: str = "all", search: str | None = None,
+    limit: int = NEWEST, progress: Progress | None = None,
+) -> tuple[list[ProjectScan], list[Row]]:
+    scans = await scan_projects(projects, limit=limit, progress=progress)
+    rows = [row for scan in scans for row in join_scan(scan)]
+    rows = filter_rows(rows, which, search)
+    rows.sort(key=lambda r: (r.mtime, r.id), reverse=True)
+    return scans, rows

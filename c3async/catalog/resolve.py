@@ -1,0 +1,46 @@
+"""Turn what a person or an agent typed (a full session id or a unique prefix of 4+ characters)
+into one session of the project, or an error that names the candidates."""
+
+from __future__ import annotations
+
+from ..errors import AmbiguousSession, BadArgument, UnknownSession
+from .listing import Candidate, candidates
+from .locate import locate, same_path
+from .read import read_transcript
+
+__all__ = ("MIN_PREFIX", "resolve")
+
+MIN_PREFIX = 4
+
+
+def _belongs(cand: Candidate, cwds: tuple[str, ...]) -> bool:
+    """Is this transcript a session of the project (and not a sidechain, a ghost, or the file of
+    another directory whose folder name collides)? Reads its windows once."""
+    try:
+        rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
+    except OSError:
+        return False
+    if rec.skip:
+        return False
+    return rec.cwd is None or any(same_path(rec.cwd, c) for c in cwds)
+
+
+def resolve(project: str, ref: str) -> Candidate:
+    """The project's session whose id is ``ref`` or starts with it. Raises a C3Error."""
+    ref = (ref or "").strip().lower()
+    if len(ref) < MIN_PREFIX:
+        raise BadArgument(
+            f"a session id needs at least {MIN_PREFIX} characters, got {ref!r} "
+            "(give the full id or a unique prefix; `c3async sessions` lists them)"
+        )
+    dirs = locate(project)
+    found = [c for c in candidates([f for f, _ in dirs.folders]) if c.session_id.startswith(ref)]
+    if len(found) > 1:
+        found = [c for c in found if _belongs(c, dirs.cwds)]
+        if len(found) > 1:
+            raise AmbiguousSession(ref, [c.session_id for c in found])
+    elif found and not _belongs(found[0], dirs.cwds):
+        found = []
+    if not found:
+        raise UnknownSession(ref, dirs.project)
+    return found[0]

@@ -1,0 +1,185 @@
+"""Append-only JSONL logs shared by many processes: marks, activity, stats.
+
+Writing: the whole line is ONE ``write()`` on an ``O_APPEND`` descriptor, under the sidecar lock
+(``<file>.lock``). Under that lock, a file that does not end in ``\\n`` (a writer was killed
+mid-line) first gets the ``\\n``, so a torn fragment never swallows the next good line. A write
+that fails part-way (disk full) is cut back off, so no half line is left to glue to the next.
+
+Reading: split on ``\\n``; the bytes after the last ``\\n`` are a write in flight or a torn one
+and are left for later; a line that does not decode is skipped and counted, never fatal.
+``Tail`` resumes from a byte offset, so folding a growing log only reads its new bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from .locking import locked
+
+__all__ = ("Batch", "Tail", "append", "encode_line", "read_all")
+
+T = TypeVar("T")
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_encoder = msgspec.json.Encoder()
+
+
+def encode_line(record: Any) -> bytes:
+    """One record as one line of compact JSON (JSON never holds a raw newline)."""
+    return _encoder.encode(record) + b"\n"
+
+
+def append(path: Path, record: Any) -> int:
+    """Append ``record`` as one line. Returns the offset it was written at.
+
+    Raises OSError (read-only folder, disk full...) with nothing half-written left behind.
+    """
+    line = record if isinstance(record, bytes) else encode_line(record)
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise ValueError("a log record must be exactly one line ending in a newline")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_BINARY, 0o644)
+        try:
+            start = os.fstat(fd).st_size
+            healed = start > 0 and not _ends_with_newline(path, start)
+            if healed:
+                line = b"\n" + line  # heal a torn tail left by a killed writer
+            _write_all(fd, line, start)
+            return start + healed
+        finally:
+            os.close(fd)
+
+
+def _ends_with_newline(path: Path, size: int) -> bool:
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1) == b"\n"
+
+
+def _write_all(fd: int, data: bytes, start: int) -> None:
+    written = 0
+    try:
+        while written < len(data):
+            # One write() for the whole line in practice; the loop only guards short writes.
+            written += os.write(fd, data[written:])
+    except OSError:
+        if written:
+            try:
+                os.ftruncate(fd, start)  # we hold the lock: nobody appended after us
+            except OSError:
+                pass
+        raise
+
+
+@dataclass(slots=True)
+class Batch(Generic[T]):
+    records: list[T] = field(default_factory=list)
+    skipped: int = 0  # lines that did not decode (torn, garbage, wrong shape)
+    end: int = 0  # offset just after the last complete line
+
+
+def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> None:
+    lines = data.split(b"\n")
+    lines.pop()  # after the last newline: nothing, or a line still being written
+    # Fast path: the whole chunk as one JSON array, one C call. A single bad line sends us
+    # to the line-by-line path, which skips and counts it.
+    wanted = [ln for ln in lines if ln.strip()]
+    try:
+        records = _array_decoder(decoder).decode(b"[" + b",".join(wanted) + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        records = None
+    if records is not None and len(records) == len(wanted):  # else a line held two values
+        batch.records.extend(records)
+        return
+    for line in wanted:
+        try:
+            batch.records.append(decoder.decode(line))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            batch.skipped += 1
+
+
+_array_decoders: dict[int, msgspec.json.Decoder] = {}
+
+
+def _array_decoder(decoder: msgspec.json.Decoder) -> msgspec.json.Decoder:
+    key = id(decoder)
+    found = _array_decoders.get(key)
+    if found is None:
+        found = _array_decoders[key] = msgspec.json.Decoder(list[decoder.type])  # type: ignore[name-defined]
+    return found
+
+
+def read_all(path: Path, type_: type[T]) -> Batch[T]:
+    """Every complete, valid record of ``path`` (missing file: none)."""
+    tail = Tail(path, type_)
+    return tail.poll()
+
+
+class Tail(Generic[T]):
+    """Read a log incrementally: each ``poll()`` returns only the records appended since.
+
+    A file that shrank or was replaced (another inode) is read again from the start, and
+    ``reset`` is set so the caller can rebuild what it folded.
+    """
+
+    CHUNK = 8 * 1024 * 1024
+
+    def __init__(self, path: Path, type_: type[T]) -> None:
+        self.path = path
+        self.decoder = msgspec.json.Decoder(type_)
+        self.offset = 0
+        self.skipped = 0
+        self.reset = False
+        self._ident: tuple[int, int] | None = None
+
+    def poll(self) -> Batch[T]:
+        batch: Batch[T] = Batch(end=self.offset)
+        self.reset = False
+        try:
+            fd = os.open(self.path, os.O_RDONLY | _O_BINARY)
+        except FileNotFoundError:
+            if self.offset:
+                self.offset, self.reset, self._ident = 0, True, None
+            batch.end = 0
+            return batch
+        try:
+            st = os.fstat(fd)
+            ident = (st.st_dev, st.st_ino)
+            if ident != self._ident or st.st_size < self.offset:
+                if self._ident is not None:
+                    self.reset = True
+                self.offset, self._ident = 0, ident
+            for chunk_start, data in self._chunks(fd, st.st_size):
+                last_nl = data.rfind(b"\n")
+                if last_nl < 0:
+                    break
+                _decode_lines(data[: last_nl + 1], self.decoder, batch)
+                self.offset = chunk_start + last_nl + 1
+        finally:
+            os.close(fd)
+        batch.end = self.offset
+        self.skipped += batch.skipped
+        return batch
+
+    def _chunks(self, fd: int, size: int) -> Iterator[tuple[int, bytes]]:
+        pos = self.offset
+        carry = b""
+        while pos < size:
+            data = os.pread(fd, min(self.CHUNK, size - pos), pos)
+            if not data:
+                break
+            start = pos - len(carry)
+            block = carry + data
+            pos += len(data)
+            last_nl = block.rfind(b"\n")
+            if last_nl < 0:
+                carry = block
+                continue
+            yield start, block[: last_nl + 1]
+            carry = block[last_nl + 1 :]

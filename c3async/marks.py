@@ -1,0 +1,150 @@
+"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale / note, folded last-wins.
+
+Marks are appended, never rewritten: several MCP processes, the Hub and the CLI write at once,
+and an append never loses a concurrent row the way rewriting one JSON file would. The file is
+also the audit trail; every mark writes a ``session_mark`` activity row too.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from . import activity, jsonl
+from .catalog.resolve import resolve
+from .errors import BadArgument
+from .paths import project_state
+
+__all__ = ("Mark", "MarkBook", "MarkState", "Note", "Stale", "marks_path", "write_mark")
+
+PROVIDER = "claude-code"
+Op = Literal["stale", "unstale", "note"]
+By = Literal["agent", "user"]
+
+
+class Mark(msgspec.Struct, kw_only=True):
+    """One line of the file, exactly the spec's row (field order is the wire order)."""
+
+    ts: float
+    provider: str = PROVIDER
+    id: str
+    op: Op
+    reason: str | None = None
+    successor: str | None = None
+    summary: str | None = None
+    next_steps: str | None = None
+    by: By
+    by_session: str | None = None
+
+
+class Stale(msgspec.Struct):
+    reason: str | None
+    successor: str | None
+    by: str
+    ts: float
+
+
+class Note(msgspec.Struct):
+    summary: str | None
+    next_steps: str | None
+    ts: float
+
+
+@dataclass(slots=True)
+class MarkState:
+    stale: Stale | None = None
+    note: Note | None = None
+
+
+def marks_path(project: str) -> Path:
+    return project_state(project) / "session_marks.jsonl"
+
+
+class MarkBook:
+    """The folded state of a project's marks, kept current by reading only new bytes."""
+
+    def __init__(self, project: str) -> None:
+        self.project = project
+        self.tail: jsonl.Tail[Mark] = jsonl.Tail(marks_path(project), Mark)
+        self.states: dict[str, MarkState] = {}
+
+    def refresh(self) -> MarkBook:
+        batch = self.tail.poll()
+        if self.tail.reset:
+            self.states = {}
+        for mark in batch.records:
+            self.apply(mark)
+        return self
+
+    @property
+    def skipped(self) -> int:
+        return self.tail.skipped
+
+    def apply(self, mark: Mark) -> None:
+        state = self.states.get(mark.id)
+        if state is None:
+            state = self.states[mark.id] = MarkState()
+        if mark.op == "stale":
+            state.stale = Stale(mark.reason, mark.successor, mark.by, mark.ts)
+        elif mark.op == "unstale":
+            state.stale = None
+        else:
+            state.note = Note(mark.summary, mark.next_steps, mark.ts)
+
+    def get(self, session_id: str) -> MarkState | None:
+        return self.states.get(session_id)
+
+
+def write_mark(
+    project: str,
+    ref: str,
+    op: str,
+    *,
+    reason: str | None = None,
+    successor: str | None = None,
+    summary: str | None = None,
+    next_steps: str | None = None,
+    by: str = "user",
+    by_session: str | None = None,
+) -> Mark:
+    """Validate and append one mark (and its activity row). Raises a C3Error on bad input."""
+    if op not in ("stale", "unstale", "note"):
+        raise BadArgument(f"unknown mark {op!r}: use stale, unstale or note")
+    if by not in ("agent", "user"):
+        raise BadArgument(f"by must be 'agent' or 'user', got {by!r}")
+    reason, successor = _clean(reason), _clean(successor)
+    summary, next_steps = _clean(summary), _clean(next_steps)
+    if op == "stale" and not reason:
+        raise BadArgument("marking a session stale needs a reason (why it should not be resumed)")
+    if op == "note" and not (summary or next_steps):
+        raise BadArgument("a note needs a summary (what was done) or next steps")
+    session_id = resolve(project, ref).session_id
+    if successor is not None:
+        if op != "stale":
+            raise BadArgument("a successor goes with a stale mark only")
+        successor = resolve(project, successor).session_id
+        if successor == session_id:
+            raise BadArgument("a session cannot be its own successor")
+    if op == "note":
+        reason = None  # a note's "why" is its next steps
+    else:
+        summary = next_steps = None
+    mark = Mark(
+        ts=round(time.time(), 6), id=session_id, op=op, reason=reason, successor=successor,  # type: ignore[arg-type]
+        summary=summary, next_steps=next_steps, by=by, by_session=by_session,  # type: ignore[arg-type]
+    )
+    jsonl.append(marks_path(project), mark)
+    activity.record(project, "session_mark", session_id=session_id, op=op, by=by,
+                    by_session=by_session, reason=reason, successor=successor)
+    return mark
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
