@@ -85,19 +85,20 @@ class Batch(Generic[T]):
 
 
 def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> None:
-    lines = data.split(b"\n")
-    lines.pop()  # after the last newline: nothing, or a line still being written
-    # Fast path: the whole chunk as one JSON array, one C call. A single bad line sends us
-    # to the line-by-line path, which skips and counts it.
-    wanted = [ln for ln in lines if ln.strip()]
+    """Decode ``data`` (complete lines only) into ``batch``, skipping and counting bad lines."""
+    # Fast path: the chunk as one JSON array, one C call. Any bad or blank line (or two values
+    # glued on one line, caught by the count) sends us to the line-by-line path below.
+    count = data.count(b"\n")
     try:
-        records = _array_decoder(decoder).decode(b"[" + b",".join(wanted) + b"]")
+        records = _array_decoder(decoder).decode(b"[" + data[:-1].replace(b"\n", b",") + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError):
         records = None
-    if records is not None and len(records) == len(wanted):  # else a line held two values
+    if records is not None and len(records) == count:
         batch.records.extend(records)
         return
-    for line in wanted:
+    for line in data.split(b"\n")[:-1]:
+        if not line.strip():
+            continue
         try:
             batch.records.append(decoder.decode(line))
         except (msgspec.DecodeError, msgspec.ValidationError):

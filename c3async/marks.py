@@ -65,38 +65,45 @@ def marks_path(project: str) -> Path:
 
 
 class MarkBook:
-    """The folded state of a project's marks, kept current by reading only new bytes."""
+    """The folded state of a project's marks, kept current by reading only new bytes.
+
+    Folding keeps the last stale/unstale mark and the last note per session (two dict stores a
+    mark); the state objects are built only for the sessions asked about.
+    """
 
     def __init__(self, project: str) -> None:
         self.project = project
         self.tail: jsonl.Tail[Mark] = jsonl.Tail(marks_path(project), Mark)
-        self.states: dict[str, MarkState] = {}
+        self._stale: dict[str, Mark] = {}
+        self._note: dict[str, Mark] = {}
 
     def refresh(self) -> MarkBook:
         batch = self.tail.poll()
         if self.tail.reset:
-            self.states = {}
+            self._stale, self._note = {}, {}
+        stale, note = self._stale, self._note
         for mark in batch.records:
-            self.apply(mark)
+            if mark.op == "note":
+                note[mark.id] = mark
+            else:
+                stale[mark.id] = mark
         return self
 
     @property
     def skipped(self) -> int:
         return self.tail.skipped
 
-    def apply(self, mark: Mark) -> None:
-        state = self.states.get(mark.id)
-        if state is None:
-            state = self.states[mark.id] = MarkState()
-        if mark.op == "stale":
-            state.stale = Stale(mark.reason, mark.successor, mark.by, mark.ts)
-        elif mark.op == "unstale":
-            state.stale = None
-        else:
-            state.note = Note(mark.summary, mark.next_steps, mark.ts)
+    def ids(self) -> set[str]:
+        return self._stale.keys() | self._note.keys()
 
     def get(self, session_id: str) -> MarkState | None:
-        return self.states.get(session_id)
+        s, n = self._stale.get(session_id), self._note.get(session_id)
+        if s is None and n is None:
+            return None
+        return MarkState(
+            stale=Stale(s.reason, s.successor, s.by, s.ts) if s is not None and s.op == "stale" else None,
+            note=Note(n.summary, n.next_steps, n.ts) if n is not None else None,
+        )
 
 
 def write_mark(
