@@ -110,16 +110,15 @@ def _projects(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    import anyio
     import msgspec
 
     from . import registry
-    from .catalog.join import list_rows
+    from .catalog.join import list_rows_sync
 
     projects = _projects(args)
     progress = Progress("reading transcripts")
     try:
-        scans, rows = anyio.run(lambda: list_rows(projects, which=args.filter, search=args.search))
+        scans, rows = list_rows_sync(projects, which=args.filter, search=args.search, progress=progress)
     finally:
         progress.close()
     if not args.all and scans:

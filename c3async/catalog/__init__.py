@@ -11,6 +11,7 @@ from .scan import (
     Session as Session,
     scan_project as scan_project,
     scan_projects as scan_projects,
+    scan_projects_sync as scan_projects_sync,
 )
 
-__all__ = ("NEWEST", "ProjectScan", "Row", "Session", "resume_command", "scan_project", "scan_projects", "to_row")
+__all__ = ("NEWEST", "ProjectScan", "Row", "Session", "resume_command", "scan_project", "scan_projects", "scan_projects_sync", "to_row")

@@ -117,8 +117,8 @@ def classify_prompt(line: _Line) -> tuple[str, str] | None:
         bash = _BASH_INPUT.match(stripped)
         if bash:
             return ("prompt", "! " + bash.group(1).strip())
-        name = _COMMAND_NAME.search(stripped)
-        if name:
+        name = _COMMAND_NAME.search(stripped) if _TAG_START.match(stripped) else None
+        if name:  # command markup only counts where the text starts with it
             cmd = name.group(1).strip()
             args_m = _COMMAND_ARGS.search(stripped)
             args = args_m.group(1).strip() if args_m else ""
@@ -168,94 +168,224 @@ class Facts(msgspec.Struct, omit_defaults=True):
     clean_end: int = 0  # offset just after the window's last complete line
 
 
-_USER = b'"user"'
-_ASSISTANT = b'"assistant"'
 _TOOL_RESULT = b'"tool_result"'
-_CUSTOM = b'"custom-title"'
-_AI = b'"ai-title"'
-_LAST_PROMPT = b'"last-prompt"'
 _TS = b'"timestamp"'
-_CWD = b'"cwd"'
 _BRANCH = b'"gitBranch"'
+_USER_LINE = b'"type":"user"'  # Claude Code writes compact JSON (JSON.stringify)
+_TITLE = b'Title":"'  # in both "customTitle":" and "aiTitle":"; one pass finds either
+_LAST_PROMPT = b'"last-prompt"'
+_FIRST_LINES = 400  # how far the scan for the first conversation line may go
+
+# What a scan looks for, by window. A small file is read WHOLE: every user line is classified,
+# so the prompt count is exact. A big file's HEAD yields the first prompt (and a title written at
+# creation); its TAIL the last prompt, titles, branch and time; a widened tail's new part
+# (TITLES) only titles. Searches stop at the first answer, from the right end.
+WHOLE, HEAD, TAIL, TITLES = "whole", "head", "tail", "titles"
 
 
-def scan(buf: bytes, offset: int, *, from_start: bool) -> Facts:
+def scan(buf: bytes, offset: int, *, from_start: bool, mode: str = WHOLE, at_eof: bool = True) -> Facts:
     """Scan ``buf``, which holds the file's bytes from ``offset``.
 
     ``from_start``: the window starts at a line boundary (offset 0, or just after a newline);
-    otherwise its first line is cut and dropped. The last unterminated line is dropped too: it is
-    the window's edge, a write in flight, or a torn write.
+    otherwise its first line is cut and dropped. The last unterminated line is dropped too: at
+    the end of the file (``at_eof``) it is a write in flight or a torn one; at a window's edge it
+    is a line longer than the window, whose start may still give a first prompt.
+
+    The window is never split into lines: C-level searches find the few lines that matter (user
+    lines, title lines, the first and last conversation lines), and only those are decoded.
     """
     facts = Facts()
     last_nl = buf.rfind(b"\n")
     if last_nl < 0:
         facts.clean_end = offset
-        if from_start:  # one line longer than the whole window: a huge pasted prompt?
+        if from_start and not at_eof and mode in (WHOLE, HEAD):  # a line longer than the window
             _take_cut_prompt(facts, buf)
         return facts
     facts.clean_end = offset + last_nl + 1
-    body = buf[: last_nl + 1]
-    start = 0
-    if not from_start:
-        start = body.find(b"\n") + 1
-    lines = body[start:].split(b"\n")
-    lines.pop()  # the empty string after the final newline
-    seen_first_conv = False
-    seen_first_user = False
-    for raw in lines:
-        is_user = _USER in raw
-        if is_user and _TOOL_RESULT in raw and _ASSISTANT not in raw:
-            # a tool result rides on a user line; it is never a prompt, so don't decode it,
-            # but it may still be the first line that tells cwd/branch/time.
-            if facts.first_ts is not None and facts.cwd is not None:
-                continue
-        wanted = (
-            is_user
-            or _CUSTOM in raw
-            or _AI in raw
-            or _LAST_PROMPT in raw
-            or (not seen_first_conv and (_ASSISTANT in raw or _CWD in raw or _TS in raw))
-        )
-        if not wanted:
-            continue
+    begin = 0 if from_start else buf.find(b"\n") + 1
+    end = last_nl  # index of the final newline: complete lines lie in [begin, end]
+    if mode == TITLES:
+        _scan_titles(facts, buf, begin, end)
+        return facts
+    _scan_first_lines(facts, buf, begin, end)
+    if mode == WHOLE:
+        _scan_user_lines(facts, buf, begin, end, stop_at_first=False)
+    elif mode == HEAD:
+        _scan_user_lines(facts, buf, begin, end, stop_at_first=True)
+    else:
+        _scan_last_prompt(facts, buf, begin, end)
+    if mode == HEAD:
+        # Only a title written when the file was created (`--name`) sits before the first user
+        # line; the rest of the head is searched later, and only if the tail had no title.
+        first_user = buf.find(_USER_LINE, begin, end)
+        _scan_titles(facts, buf, begin, end if first_user < 0 else _line_at(buf, first_user, begin, end)[0])
+    else:
+        _scan_titles(facts, buf, begin, end)
+    if mode != HEAD:
+        _scan_last_lines(facts, buf, begin, end)
+    if facts.last_prompt is None and mode != HEAD:
+        _scan_marker(facts, buf, begin, end, _LAST_PROMPT, "last-prompt")
+    if facts.first_prompt is None and from_start and not at_eof:
+        _take_cut_prompt(facts, buf[last_nl + 1 :])
+    return facts
+
+
+def _line_at(buf: bytes, pos: int, begin: int, end: int) -> tuple[int, int]:
+    """Bounds of the complete line holding ``pos``."""
+    start = buf.rfind(b"\n", begin, pos) + 1
+    if start == 0:
+        start = begin
+    stop = buf.find(b"\n", pos, end + 1)
+    return start, (end if stop < 0 else stop)
+
+
+def _scan_first_lines(facts: Facts, buf: bytes, begin: int, end: int) -> None:
+    """cwd, entrypoint, first timestamp and branch, and whether the first conversation line is a
+    sidechain's: from the first lines, up to the first user or assistant line."""
+    pos = begin
+    for _ in range(_FIRST_LINES):
+        if pos >= end:
+            return
+        stop = buf.find(b"\n", pos, end + 1)
+        stop = end if stop < 0 else stop
+        raw = buf[pos:stop]
+        pos = stop + 1
+        if _TS not in raw and b'"cwd"' not in raw:
+            continue  # metadata lines (titles, modes, snapshots) carry neither
         line = _decode(raw)
         if line is None:
             continue
         _take(facts, line)
-        kind = line.type
-        if kind in ("user", "assistant"):
+        if line.type in ("user", "assistant"):
             facts.conversation = True
-            if not seen_first_conv:
-                seen_first_conv = True
-                facts.first_is_sidechain = line.isSidechain is True
-        if kind == "user":
-            found = classify_prompt(line)
-            if not seen_first_user and line.isMeta is not True and line.isSidechain is not True:
-                seen_first_user = True
-                facts.began_with_clear = bool(
-                    found and found[0] == "command" and found[1].split(" ")[0] in CLEAR_COMMANDS
-                )
-            if found is None:
-                continue
-            what, text = found
-            if what == "command":
-                facts.first_command = facts.first_command or text
-                continue
+            facts.first_is_sidechain = line.isSidechain is True
+            return
+
+
+def _user_prompt(facts: Facts, buf: bytes, start: int, stop: int) -> tuple[str, str] | None | bool:
+    """Classify the user line at [start, stop): False for a tool result (not decoded)."""
+    if buf.find(_TOOL_RESULT, start, stop) >= 0:
+        return False
+    line = _decode(buf[start:stop])
+    if line is None or line.type != "user":
+        return None
+    if facts.cwd is None:
+        _take(facts, line)
+    found = classify_prompt(line)
+    if found is None and line.isMeta is not True and line.isSidechain is not True:
+        return False  # a typed line that is not a prompt (an interrupt, a tag) ends "first"
+    return found if found is not None else None
+
+
+def _scan_user_lines(facts: Facts, buf: bytes, begin: int, end: int, *, stop_at_first: bool) -> None:
+    """User lines from the start: the first prompt (and, reading a whole file, every prompt, so
+    the count is exact and the last one is known); whether the session began with /clear."""
+    first_user = True
+    pos = begin
+    while True:
+        pos = buf.find(_USER_LINE, pos, end)
+        if pos < 0:
+            return
+        start, stop = _line_at(buf, pos, begin, end)
+        pos = stop + 1
+        facts.conversation = True
+        found = _user_prompt(facts, buf, start, stop)
+        if found is None:
+            continue
+        if found is False:
+            first_user = False
+            continue
+        what, text = found
+        if first_user:
+            first_user = False
+            facts.began_with_clear = what == "command" and text.split(" ")[0] in CLEAR_COMMANDS
+        if what == "command":
+            facts.first_command = facts.first_command or text
+            continue
+        facts.prompts += 1
+        if facts.first_prompt is None:
+            facts.first_prompt, facts.first_prompt_truncated = _cap(text)
+            if stop_at_first:
+                return
+        facts.last_prompt, facts.last_prompt_truncated = _cap(text)
+
+
+def _scan_last_prompt(facts: Facts, buf: bytes, begin: int, end: int) -> None:
+    """The last real prompt, searching user lines back from the end."""
+    pos = end
+    while True:
+        pos = buf.rfind(_USER_LINE, begin, pos)
+        if pos < 0:
+            return
+        start, stop = _line_at(buf, pos, begin, end)
+        pos = start
+        facts.conversation = True
+        found = _user_prompt(facts, buf, start, stop)
+        if found and found[0] == "prompt":
             facts.prompts += 1
-            text, cut = _cap(text)
-            if facts.first_prompt is None:
-                facts.first_prompt, facts.first_prompt_truncated = text, cut
-            facts.last_prompt, facts.last_prompt_truncated = text, cut
-    _take_tail_markers(facts, lines)
-    if facts.first_prompt is None and from_start:
-        _take_cut_prompt(facts, buf[last_nl + 1 :])
-    return facts
+            facts.last_prompt, facts.last_prompt_truncated = _cap(found[1])
+            return
+
+
+def _scan_titles(facts: Facts, buf: bytes, begin: int, end: int) -> None:
+    """The last custom-title and the last ai-title, in one pass back from the end. A marker
+    inside some other line (a tool input that mentions it) is decoded, found wanting, and passed."""
+    pos = end
+    while facts.custom_title is None:
+        pos = buf.rfind(_TITLE, begin, pos)
+        if pos < 0:
+            return
+        start, stop = _line_at(buf, pos, begin, end)
+        pos = start
+        line = _decode(buf[start:stop])
+        if line is None:
+            continue
+        if line.type == "custom-title":
+            facts.custom_title = _text(line.customTitle)
+        elif line.type == "ai-title" and facts.ai_title is None:
+            facts.ai_title = _text(line.aiTitle)
+
+
+def _scan_marker(facts: Facts, buf: bytes, begin: int, end: int, marker: bytes, kind: str) -> None:
+    pos = end
+    while True:
+        pos = buf.rfind(marker, begin, pos)
+        if pos < 0:
+            return
+        start, stop = _line_at(buf, pos, begin, end)
+        pos = start
+        line = _decode(buf[start:stop])
+        if line is not None and line.type == kind:
+            _take(facts, line)
+            return
+
+
+def _scan_last_lines(facts: Facts, buf: bytes, begin: int, end: int) -> None:
+    """The last timestamp and branch: walk back from the end, decoding only candidate lines."""
+    need_ts, need_branch = True, True
+    stop = end
+    while stop > begin and (need_ts or need_branch):
+        start = buf.rfind(b"\n", begin, stop) + 1
+        if start == 0:
+            start = begin
+        raw = buf[start:stop]
+        stop = start - 1
+        if not ((need_ts and _TS in raw) or (need_branch and _BRANCH in raw)):
+            continue
+        line = _decode(raw)
+        if line is None or line.isSidechain is True:
+            continue
+        if need_ts and isinstance(line.timestamp, str) and line.type != "queue-operation":
+            facts.last_ts, need_ts = line.timestamp, False
+        if need_branch and isinstance(line.gitBranch, str) and line.gitBranch:
+            facts.last_branch, need_branch = line.gitBranch, False
 
 
 def _take_cut_prompt(facts: Facts, partial: bytes) -> None:
     cut = _cut_prompt(partial)
     if cut is not None:
         facts.first_prompt, facts.first_prompt_truncated = cut, True
+        facts.conversation = True  # a session whose one prompt outgrew every window is one
 
 
 def _take(facts: Facts, line: _Line) -> None:
@@ -281,29 +411,12 @@ def _take(facts: Facts, line: _Line) -> None:
         facts.first_branch = line.gitBranch
 
 
-def _take_tail_markers(facts: Facts, lines: list[bytes]) -> None:
-    """The last timestamp and branch: walk back from the end, decoding only candidate lines."""
-    need_ts, need_branch = True, True
-    for raw in reversed(lines):
-        if not ((need_ts and _TS in raw) or (need_branch and _BRANCH in raw)):
-            continue
-        line = _decode(raw)
-        if line is None or line.isSidechain is True:
-            continue
-        if need_ts and isinstance(line.timestamp, str) and line.type != "queue-operation":
-            facts.last_ts, need_ts = line.timestamp, False
-        if need_branch and isinstance(line.gitBranch, str) and line.gitBranch:
-            facts.last_branch, need_branch = line.gitBranch, False
-        if not (need_ts or need_branch):
-            break
-
-
 _CONTENT_KEYS = (b'"content":"', b'"text":"')
 
 
 def _cut_prompt(partial: bytes) -> str | None:
     """The first 200 characters of a user prompt whose line is longer than the window."""
-    if _USER not in partial[:4096] or _TOOL_RESULT in partial[:8192]:
+    if _USER_LINE not in partial[:4096] or _TOOL_RESULT in partial[:8192]:
         return None
     if b'"isMeta":true' in partial[:8192] or b'"isSidechain":true' in partial[:4096]:
         return None
@@ -341,11 +454,10 @@ def _string_prefix(raw: bytes) -> str:
         return raw.decode("utf-8", "ignore")
 
 
+_STRING_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+"', re.S)
+
+
 def _closing_quote(raw: bytes) -> int:
-    i = raw.find(b'"')
-    while i >= 0:
-        backslashes = len(raw[:i]) - len(raw[:i].rstrip(b"\\"))
-        if backslashes % 2 == 0:
-            return i
-        i = raw.find(b'"', i + 1)
-    return -1
+    """Index of the quote that ends a JSON string body, or -1 when it was cut off."""
+    m = _STRING_BODY.match(raw)
+    return m.end() - 1 if m else -1

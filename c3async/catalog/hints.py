@@ -10,12 +10,13 @@ live session gets none.
 
 from __future__ import annotations
 
-import os
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from .rows import Row
+from .scan import Session
 
 __all__ = ("CLEAR_GAP_S", "HintContext", "SHORT_TURNS", "add_hints", "epoch")
 
@@ -40,48 +41,64 @@ class HintContext:
     cleared: set[str] = field(default_factory=set)  # host ids with a session_end(reason=clear)
 
 
-def _last_seen(row: Row) -> float:
-    # The last line's own timestamp: the file's mtime also moves when Claude Code only re-appends
-    # metadata (exit, resume, /clear), which is not activity.
-    return epoch(row.last_activity) or epoch(row.mtime) or 0.0
+@dataclass(slots=True)
+class _Times:
+    """A row's times as epoch seconds, parsed once per listing."""
+
+    row: Row
+    folder: str
+    created: float | None
+    last: float | None  # the last timestamped line
+    mtime: float
 
 
-def _cleared_by_heuristic(rows: list[Row]) -> set[str]:
-    """Ids of sessions followed, in the same folder, by one that began with /clear right after."""
-    by_folder: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
-        by_folder[os.path.dirname(row.path)].append(row)
+def _times(row: Row, session: Session) -> _Times:
+    cand = session.candidate
+    return _Times(row, str(cand.folder), epoch(row.created_at), epoch(row.last_activity), cand.mtime_ns / 1e9)
+
+
+def _cleared_by_heuristic(times: list[_Times]) -> set[str]:
+    """Ids of sessions followed, in the same folder, by one that began with /clear right after
+    (within CLEAR_GAP_S of the old file's last line or last write)."""
+    ends: dict[str, list[tuple[float, _Times]]] = defaultdict(list)
+    for t in times:
+        for end in {t.last, t.mtime} - {None}:
+            ends[t.folder].append((end, t))  # type: ignore[arg-type]
+    for group in ends.values():
+        group.sort(key=lambda pair: pair[0])
     found: set[str] = set()
-    for group in by_folder.values():
-        for new in group:
-            if not new.began_with_clear:
+    for new in times:
+        began = new.created if new.row.began_with_clear else None
+        if began is None:
+            continue
+        group = ends[new.folder]
+        i = bisect.bisect_left(group, began - CLEAR_GAP_S, key=lambda pair: pair[0])
+        best, best_gap = None, CLEAR_GAP_S
+        while i < len(group) and group[i][0] <= began + CLEAR_GAP_S:
+            end, old = group[i]
+            i += 1
+            if old is new:
                 continue
-            began = epoch(new.created_at)
-            if began is None:
-                continue
-            best, best_gap = None, CLEAR_GAP_S
-            for old in group:
-                if old is new:
-                    continue
-                ends = [t for t in (epoch(old.last_activity), epoch(old.mtime)) if t is not None]
-                gap = min((abs(began - t) for t in ends), default=None)
-                started = epoch(old.created_at)
-                if gap is not None and gap <= best_gap and (started is None or started < began):
-                    best, best_gap = old, gap
-            if best is not None:
-                found.add(best.id)
+            if abs(began - end) <= best_gap and (old.created is None or old.created < began):
+                best, best_gap = old, abs(began - end)
+        if best is not None:
+            found.add(best.row.id)
     return found
 
 
-def add_hints(rows: list[Row], ctx: HintContext) -> None:
-    """Fill ``row.hints`` for the rows of one project."""
-    cleared = ctx.cleared | _cleared_by_heuristic(rows)
-    for row in rows:
+def add_hints(rows: list[Row], sessions: list[Session], ctx: HintContext) -> None:
+    """Fill ``row.hints`` for the rows of one project (``sessions`` in the same order)."""
+    times = [_times(row, session) for row, session in zip(rows, sessions)]
+    cleared = ctx.cleared | _cleared_by_heuristic(times)
+    for t in times:
+        row = t.row
         if row.live:
             row.hints = []
             continue
         hints: list[str] = []
-        idle_days = int((ctx.now - _last_seen(row)) // 86400)
+        # The last line's own timestamp: the file's mtime also moves when Claude Code only
+        # re-appends metadata (exit, resume, /clear), which is not activity.
+        idle_days = int((ctx.now - (t.last or t.mtime)) // 86400)
         if idle_days >= ctx.idle_days:
             hints.append(f"idle {idle_days}d")
         if row.id in cleared:

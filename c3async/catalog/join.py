@@ -11,9 +11,9 @@ from ..marks import MarkBook
 from .gitrefs import branches
 from .hints import HintContext, add_hints
 from .rows import Row, to_row
-from .scan import NEWEST, ProjectScan, Progress, scan_projects
+from .scan import NEWEST, ProjectScan, Progress, scan_projects, scan_projects_sync
 
-__all__ = ("FILTERS", "filter_rows", "join_scan", "list_rows")
+__all__ = ("FILTERS", "filter_rows", "join_scan", "list_rows", "list_rows_sync")
 
 FILTERS = ("all", "likely", "stale", "live")
 
@@ -36,7 +36,7 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
             row.stale, row.note = state.stale, state.note
             row.marked = True
     cfg = config.load(project)
-    add_hints(rows, HintContext(
+    add_hints(rows, scan.sessions, HintContext(
         now=time.time() if now is None else now,
         idle_days=cfg.idle_days,
         branches=branches(project),
@@ -70,12 +70,25 @@ def _haystack(row: Row) -> str:
     return "\n".join(parts).casefold()
 
 
+def _finish(scans: list[ProjectScan], which: str, search: str | None) -> list[Row]:
+    rows = [row for scan in scans for row in join_scan(scan)]
+    rows = filter_rows(rows, which, search)
+    rows.sort(key=lambda r: (r.mtime_ns, r.id), reverse=True)
+    return rows
+
+
 async def list_rows(
     projects: list[str], *, which: str = "all", search: str | None = None,
     limit: int = NEWEST, progress: Progress | None = None,
 ) -> tuple[list[ProjectScan], list[Row]]:
     scans = await scan_projects(projects, limit=limit, progress=progress)
-    rows = [row for scan in scans for row in join_scan(scan)]
-    rows = filter_rows(rows, which, search)
-    rows.sort(key=lambda r: (r.mtime, r.id), reverse=True)
-    return scans, rows
+    return scans, _finish(scans, which, search)
+
+
+def list_rows_sync(
+    projects: list[str], *, which: str = "all", search: str | None = None,
+    limit: int = NEWEST, progress: Progress | None = None,
+) -> tuple[list[ProjectScan], list[Row]]:
+    """For a command-line process: starts an event loop only if some transcript must be read."""
+    scans = scan_projects_sync(projects, limit=limit, progress=progress)
+    return scans, _finish(scans, which, search)

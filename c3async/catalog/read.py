@@ -13,7 +13,7 @@ import os
 
 import msgspec
 
-from .extract import Facts, prompt_title, scan
+from .extract import HEAD as HEAD_MODE, TAIL, TITLES, WHOLE, Facts, prompt_title, scan
 
 __all__ = ("HEAD", "HEAD_WIDE", "TAILS", "Transcript", "read_transcript")
 
@@ -46,29 +46,18 @@ class Transcript(msgspec.Struct, omit_defaults=True):
     clean_end: int = 0  # where an append-only reader resumes
     bytes_read: int = 0  # by the read that produced this record (not cumulative)
 
-    @property
-    def title(self) -> str | None:
+    def title(self) -> tuple[str | None, str | None]:
+        """(title, where it came from): the last custom-title, else the last ai-title, else the
+        first real prompt (else the last one, when the head held none), else a command."""
         if self.custom_title:
-            return self.custom_title
+            return self.custom_title, "custom-title"
         if self.ai_title:
-            return self.ai_title
+            return self.ai_title, "ai-title"
         if self.first_prompt:
-            return prompt_title(self.first_prompt)
-        if self.last_prompt:  # the head held no readable prompt: better than no title
-            return prompt_title(self.last_prompt)
-        return self.first_command
-
-    @property
-    def title_source(self) -> str | None:
-        if self.custom_title:
-            return "custom-title"
-        if self.ai_title:
-            return "ai-title"
-        if self.first_prompt:
-            return "first-prompt"
+            return prompt_title(self.first_prompt), "first-prompt"
         if self.last_prompt:
-            return "last-prompt"
-        return "command" if self.first_command else None
+            return prompt_title(self.last_prompt), "last-prompt"
+        return (self.first_command, "command") if self.first_command else (None, None)
 
 
 def _pread(fd: int, offset: int, length: int) -> bytes:
@@ -157,52 +146,47 @@ def read_transcript(path: str, size: int, mtime_ns: int, cached: Transcript | No
 
 def _read_whole(fd: int, size: int, mtime_ns: int) -> Transcript:
     buf = _pread(fd, 0, size)
-    return _merge(size, mtime_ns, [scan(buf, 0, from_start=True)], True, len(buf))
+    return _merge(size, mtime_ns, [scan(buf, 0, from_start=True, mode=WHOLE)], True, len(buf))
 
 
 def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
     if size <= HEAD + TAILS[0]:
         return _read_whole(fd, size, mtime_ns)
     head_buf = _pread(fd, 0, HEAD)
-    head = scan(head_buf, 0, from_start=True)
+    head = scan(head_buf, 0, from_start=True, mode=HEAD_MODE, at_eof=False)
     read = len(head_buf)
     if head.first_prompt is None or head.first_prompt_truncated:
         if size <= HEAD_WIDE + TAILS[0]:
             return _read_whole(fd, size, mtime_ns)
         head_buf = _pread(fd, 0, HEAD_WIDE)
-        head = scan(head_buf, 0, from_start=True)
+        head = scan(head_buf, 0, from_start=True, mode=HEAD_MODE, at_eof=False)
         read += len(head_buf)
     head_end = len(head_buf)
-    tails: list[Facts] = []  # newest region first
-    for window in TAILS:
-        if size - window <= head_end:
-            # The windows meet: read the whole file once rather than stitch the middle.
-            rec = _read_whole(fd, size, mtime_ns)
-            rec.bytes_read += read
-            return rec
-        new_start = size - window
-        # Read up to the start of the previous window's first complete line, so no line is lost
-        # at the seam and none is counted twice.
-        seam = tails[-1].seam if tails else size
+    tail_start = size - TAILS[0]
+    buf = _pread(fd, tail_start, TAILS[0])
+    read += len(buf)
+    tails = [scan(buf, tail_start, from_start=False, mode=TAIL)]  # newest region first
+    seam = tail_start + buf.find(b"\n") + 1  # where the scanned tail's first whole line starts
+    for window in TAILS[1:]:
+        if tails[0].custom_title or any(t.ai_title for t in tails) or seam <= head_end:
+            break
+        # Widen for a title only: read back to the previous region's first whole line (or to
+        # the end of the head, when the windows meet), so no line is lost or read twice.
+        new_start = max(size - window, head_end)
         buf = _pread(fd, new_start, seam - new_start)
         read += len(buf)
-        facts = scan(buf, new_start, from_start=False)
-        facts_seam = new_start + (buf.find(b"\n") + 1 if b"\n" in buf else len(buf))
-        tails.append(_Region(facts, facts_seam))
-        if any(t.facts.custom_title or t.facts.ai_title for t in tails):
-            break
-    regions = [head] + [t.facts for t in reversed(tails)]
+        at_head = new_start == head_end
+        tails.append(scan(buf, new_start, from_start=at_head, mode=TITLES))
+        seam = new_start if at_head else new_start + buf.find(b"\n") + 1
+    if not (head.custom_title or any(t.custom_title or t.ai_title for t in tails)):
+        # No title anywhere near the end: an ai-title written once, early (older builds), or a
+        # custom-title further in than the first user line. Search the whole head for them.
+        early = scan(head_buf, 0, from_start=True, mode=TITLES)
+        head.custom_title, head.ai_title = early.custom_title, early.ai_title
+    regions = [head] + tails[:0:-1] + [tails[0]]
     rec = _merge(size, mtime_ns, regions, False, read)
-    rec.clean_end = tails[0].facts.clean_end
+    rec.clean_end = tails[0].clean_end
     return rec
-
-
-class _Region:
-    __slots__ = ("facts", "seam")
-
-    def __init__(self, facts: Facts, seam: int) -> None:
-        self.facts = facts
-        self.seam = seam  # offset of the first complete line this region scanned
 
 
 def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Transcript | None:
@@ -210,10 +194,12 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
     start = cached.clean_end
     if size - start > TAILS[-1]:
         return None
+    if not (cached.first_prompt or cached.first_command):
+        return None  # the first user line may be among the new bytes: how it began is unknown
     buf = _pread(fd, start - 1, size - start + 1)
     if not buf.startswith(b"\n"):
         return None  # the file was rewritten, not appended to
-    new = scan(buf[1:], start, from_start=True)
+    new = scan(buf[1:], start, from_start=True, mode=WHOLE)
     rec = msgspec.structs.replace(cached, size=size, mtime_ns=mtime_ns, bytes_read=len(buf))
     if new.custom_title:
         rec.custom_title = new.custom_title

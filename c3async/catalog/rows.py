@@ -37,6 +37,7 @@ class Row(msgspec.Struct):
     created_at: str | None
     last_activity: str | None
     mtime: str
+    mtime_ns: int  # exact, for ordering (mtime is cut to milliseconds)
     size: int
     user_turns: int
     user_turns_exact: bool
@@ -55,7 +56,7 @@ class Row(msgspec.Struct):
 
 def resume_command(cwd: str, session_id: str) -> str:
     """``cd <cwd> && claude --resume <id>``, quoted for a POSIX shell."""
-    return f"cd {shlex.quote(cwd)} && claude --resume {shlex.quote(session_id)}"
+    return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"  # an id is a bare UUID
 
 
 def iso(ns: int) -> str:
@@ -65,11 +66,11 @@ def iso(ns: int) -> str:
 def to_row(session: Session) -> Row:
     rec, cand = session.record, session.candidate
     cwd = rec.cwd or session.project
-    title = rec.title or cand.session_id[:8]
+    title, source = rec.title()
     return Row(
         id=cand.session_id,
-        title=title,
-        title_source=rec.title_source,
+        title=title or cand.session_id[:8],
+        title_source=source,
         first_prompt=rec.first_prompt,
         first_prompt_truncated=rec.first_prompt_truncated,
         last_prompt=rec.last_prompt,
@@ -80,6 +81,7 @@ def to_row(session: Session) -> Row:
         created_at=rec.created_at,
         last_activity=rec.last_activity,
         mtime=iso(cand.mtime_ns),
+        mtime_ns=cand.mtime_ns,
         size=cand.size,
         user_turns=rec.user_turns,
         user_turns_exact=rec.user_turns_exact,

@@ -1,0 +1,74 @@
+"""Shared fixtures: a sandboxed Claude config home and C3 home, and the real CLI as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from transcripts import claude_slug  # noqa: E402
+
+
+class Sandbox:
+    """A tmp world: ``<root>/config`` is CLAUDE_CONFIG_DIR, ``<root>/c3home`` is C3_HOME."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.config = self.root / "config"
+        self.c3home = self.root / "c3home"
+        self.projects_root = self.config / "projects"
+        self.projects_root.mkdir(parents=True, exist_ok=True)
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
+        env.update(CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home))
+        env.update(overrides)
+        return env
+
+    def project(self, *parts: str) -> str:
+        """Create a project directory under the sandbox; returns its real path."""
+        path = self.root.joinpath("work", *parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return os.path.realpath(path)
+
+    def folder(self, project: str, name: str | None = None) -> Path:
+        """The transcript folder Claude Code would use for ``project`` (or one named ``name``)."""
+        folder = self.projects_root / (name or claude_slug(project))
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def run(self, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "c3async", *args],
+            capture_output=True,
+            text=True,
+            env=env or self.env(),
+            cwd=cwd or str(self.root),
+            timeout=120,
+        )
+
+    def sessions(self, project: str, *args: str, env: dict[str, str] | None = None) -> list[dict]:
+        """``c3async sessions --project DIR --json``: the rows, after checking the exit status."""
+        proc = self.run("sessions", "--project", project, "--json", *args, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    def rows_by_id(self, project: str, *args: str) -> dict[str, dict]:
+        return {row["id"]: row for row in self.sessions(project, *args)}
+
+
+@pytest.fixture
+def claude(tmp_path: Path) -> Sandbox:
+    return Sandbox(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_claude(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
+    """One sandbox per test module, for corpora that are built and listed once."""
+    return Sandbox(tmp_path_factory.mktemp("claude"))
