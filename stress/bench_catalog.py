@@ -110,8 +110,27 @@ class Table:
 
 
 def c3async_command() -> list[str]:
-    exe = shutil.which("c3async")
-    return [exe] if exe else [sys.executable, "-m", "c3async"]
+    """The installed console script beside this interpreter (what a user runs; a shim on PATH,
+    such as pyenv's, would add its own start-up to every figure)."""
+    exe = Path(sys.executable).with_name("c3async")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "c3async"]
+
+
+def installed_copy_differs() -> str | None:
+    """The whole-process figures measure the installed package: say so when it is not this
+    checkout's code (run `pip install .` again after a change)."""
+    repo = Path(__file__).resolve().parents[1] / "c3async"
+    out = subprocess.run([sys.executable, "-c", "import c3async, os; print(os.path.dirname(c3async.__file__))"],
+                         capture_output=True, text=True, cwd="/", env={k: v for k, v in os.environ.items()
+                                                                        if k != "PYTHONPATH"})
+    installed = Path(out.stdout.strip())
+    if not out.stdout.strip() or installed.resolve() == repo.resolve():
+        return None
+    for src in repo.rglob("*.py"):
+        other = installed / src.relative_to(repo)
+        if not other.exists() or other.read_bytes() != src.read_bytes():
+            return f"the installed c3async ({installed}) differs from this checkout at {src.relative_to(repo)}"
+    return None
 
 
 def drop_caches(projects: list[str]) -> None:
@@ -159,6 +178,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     import anyio
 
     from c3async.catalog import NEWEST, scan_projects  # the import warm-up for in-process runs
+    from c3async.catalog.join import list_rows_sync
 
     projects = corpus.project_dirs
     env = dict(os.environ, CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(c3home))
@@ -192,6 +212,9 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
           f"{sum(e['big'] for e in corpus.expected.values())} of 20-60 MiB]")
     t.add("corpus generation", "reused" if reused else f"{corpus.seconds:.1f} s", f"({root})")
     t.add("command", " ".join(os.path.basename(c) for c in cmd) + " sessions --all --json")
+    stale = installed_copy_differs()
+    if stale:
+        t.add("WARNING", "stale install", f"{stale}: whole-process figures are not this checkout's")
 
     # Register every project, the way a user would (this also warms the page cache).
     print("registering projects ...", file=sys.stderr)
@@ -224,14 +247,20 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     for _ in range(R):
         drop_caches(projects)
         started = time.perf_counter()
-        scans = anyio.run(scan_projects, projects)
+        scans, _rows = list_rows_sync(projects)
         cold_in.append(time.perf_counter() - started)
         cold_read = sum(s.read for s in scans)
         cold_bytes = sum(s.bytes_read for s in scans)
         cold_examined = sum(s.examined for s in scans)
+    cold_async = []
+    for _ in range(R):
+        drop_caches(projects)
+        started = time.perf_counter()
+        anyio.run(scan_projects, projects)
+        cold_async.append(time.perf_counter() - started)
     for _ in range(R):
         started = time.perf_counter()
-        scans = anyio.run(scan_projects, projects)
+        scans, _rows = list_rows_sync(projects)
         cached_in.append(time.perf_counter() - started)
         cached_read = sum(s.read for s in scans)
         cached_bytes = sum(s.bytes_read for s in scans)
@@ -241,8 +270,9 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     t.section("our listing (caches deleted before each cold run; page cache warm)")
     t.add("cold listing, whole process (c3async sessions --all --json)", *median_range([r.wall for r in cold]))
     t.add("cached listing, whole process", *median_range([r.wall for r in cached]))
-    t.add("cold listing, in-process (anyio.run(scan_projects, projects))", *median_range(cold_in))
-    t.add("cached listing, in-process", *median_range(cached_in))
+    t.add("cold listing, in-process (list_rows_sync: rows with marks and hints)", *median_range(cold_in))
+    t.add("cold scan, in-process, threads only (async scan_projects, as the server)", *median_range(cold_async))
+    t.add("cached listing, in-process (list_rows_sync)", *median_range(cached_in))
     t.add("peak RSS, cold whole process", *median_range([r.maxrss for r in cold], "MiB", MiB, 1))
     t.add("peak RSS, cached whole process", *median_range([r.maxrss for r in cached], "MiB", MiB, 1))
     t.add("bytes read per transcript opened, cold", f"{cold_bytes / max(1, cold_read) / KiB:.1f} KiB",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+REPO = Path(__file__).resolve().parents[1]
 
 from transcripts import claude_slug  # noqa: E402
 
@@ -27,7 +28,8 @@ class Sandbox:
 
     def env(self, **overrides: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
-        env.update(CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home))
+        env.update(CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home),
+                   PYTHONPATH=str(REPO))  # the checkout under test, whatever copy is installed
         env.update(overrides)
         return env
 

@@ -168,7 +168,10 @@ def test_invalid_utf8_in_one_line_leaves_the_other_lines_readable(listing):
 
 
 def test_invalid_utf8_in_the_only_prompt_still_lists_the_session(listing):
-    assert listing[1]["invalid_utf8_in_the_only_prompt"] is not None
+    row = listing[1]["invalid_utf8_in_the_only_prompt"]
+    # the bad bytes are replaced; the rest of the prompt is kept
+    assert row["first_prompt"].startswith("a prompt with ") and row["first_prompt"].endswith(" inside")
+    assert row["title_source"] == "first-prompt"
 
 
 def test_lone_surrogate_escape_does_not_hide_the_session(listing):

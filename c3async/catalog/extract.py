@@ -73,7 +73,12 @@ def _decode(raw: bytes) -> _Line | None:
     except msgspec.ValidationError:
         pass  # a valid line of an unexpected shape: read it loosely below
     except msgspec.DecodeError:
-        return None
+        # Invalid UTF-8 inside an otherwise whole line (a bad paste, a torn multi-byte write):
+        # read it with the bad bytes replaced rather than lose the line.
+        fixed = raw.decode("utf-8", "replace").encode()
+        if fixed == raw:
+            return None
+        return _decode(fixed)
     try:
         obj = _decode_any(raw)
     except msgspec.DecodeError:

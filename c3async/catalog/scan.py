@@ -135,14 +135,17 @@ class _Scanner:
         return todo
 
     def feed(self, read: dict[str, Transcript]) -> None:
+        """Take what was read (for every project in the scan) of this scanner's batch."""
         result = self.result
-        for rec in read.values():
-            result.read += 1
-            result.bytes_read += rec.bytes_read
-        self.new.update(read)
         for cand in self.batch:
             result.examined += 1
-            rec = self.new.get(cand.path)
+            rec = read.get(cand.path)
+            if rec is not None:
+                result.read += 1
+                result.bytes_read += rec.bytes_read
+                self.new[cand.path] = rec
+            else:
+                rec = self.new.get(cand.path)
             reason = _skip_reason(rec, self.dirs)
             if reason is None:
                 result.sessions.append(Session(cand, rec, self.dirs.project))
