@@ -85,11 +85,18 @@ def print_table(rows, show_project: bool) -> None:
         head += f"{'PROJECT':{proj_w}}  "
     title_w = max(20, width - len(head))
     out = [head + "TITLE"]
-    for sid, age, size, branch, proj, title in cols:
+    for row, (sid, age, size, branch, proj, title) in zip(rows, cols):
         line = f"{sid:8}  {age:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
         if show_project:
             line += f"{_clip(proj, proj_w):{proj_w}}  "
-        out.append(line + _clip(" ".join(title.split()), title_w))
+        text = " ".join(title.split())
+        if row.live:
+            text = f"[LIVE{'' if row.mcp_count < 2 else f' MCP×{row.mcp_count}'}] {text}"
+        if row.stale is not None:
+            text += f"  [stale: {row.stale.reason}]"
+        elif row.hints:
+            text += f"  [{', '.join(row.hints)}]"
+        out.append(line + _clip(text, title_w))
     sys.stdout.write("\n".join(out) + "\n")
 
 

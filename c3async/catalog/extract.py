@@ -10,6 +10,7 @@ for a first prompt too long for the window, whose first 200 characters are still
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -315,15 +316,18 @@ def _scan_user_lines(facts: Facts, buf: bytes, begin: int, end: int, *, stop_at_
         facts.last_prompt, facts.last_prompt_truncated = _cap(text)
 
 
-def _scan_last_prompt(facts: Facts, buf: bytes, begin: int, end: int) -> None:
-    """The last real prompt, searching user lines back from the end."""
+def _lines_back(buf: bytes, marker: bytes, begin: int, end: int) -> Iterator[tuple[int, int]]:
+    """Bounds of the lines holding ``marker``, from the last one back (each line once)."""
     pos = end
-    while True:
-        pos = buf.rfind(_USER_LINE, begin, pos)
-        if pos < 0:
-            return
+    while (pos := buf.rfind(marker, begin, pos)) >= 0:
         start, stop = _line_at(buf, pos, begin, end)
         pos = start
+        yield start, stop
+
+
+def _scan_last_prompt(facts: Facts, buf: bytes, begin: int, end: int) -> None:
+    """The last real prompt, searching user lines back from the end."""
+    for start, stop in _lines_back(buf, _USER_LINE, begin, end):
         facts.conversation = True
         found = _user_prompt(facts, buf, start, stop)
         if found and found[0] == "prompt":
@@ -335,30 +339,20 @@ def _scan_last_prompt(facts: Facts, buf: bytes, begin: int, end: int) -> None:
 def _scan_titles(facts: Facts, buf: bytes, begin: int, end: int) -> None:
     """The last custom-title and the last ai-title, in one pass back from the end. A marker
     inside some other line (a tool input that mentions it) is decoded, found wanting, and passed."""
-    pos = end
-    while facts.custom_title is None:
-        pos = buf.rfind(_TITLE, begin, pos)
-        if pos < 0:
-            return
-        start, stop = _line_at(buf, pos, begin, end)
-        pos = start
+    for start, stop in _lines_back(buf, _TITLE, begin, end):
         line = _decode(buf[start:stop])
         if line is None:
             continue
         if line.type == "custom-title":
             facts.custom_title = _text(line.customTitle)
+            if facts.custom_title:
+                return  # it outranks any ai-title further back
         elif line.type == "ai-title" and facts.ai_title is None:
             facts.ai_title = _text(line.aiTitle)
 
 
 def _scan_marker(facts: Facts, buf: bytes, begin: int, end: int, marker: bytes, kind: str) -> None:
-    pos = end
-    while True:
-        pos = buf.rfind(marker, begin, pos)
-        if pos < 0:
-            return
-        start, stop = _line_at(buf, pos, begin, end)
-        pos = start
+    for start, stop in _lines_back(buf, marker, begin, end):
         line = _decode(buf[start:stop])
         if line is not None and line.type == kind:
             _take(facts, line)
