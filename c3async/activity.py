@@ -29,6 +29,9 @@ class ActivityRow(msgspec.Struct, kw_only=True):
     reason: str | None = None
     source: str | None = None
     claude_pid: int | None = None
+    predecessor: str | None = None  # session_start after a /clear: the session it ended
+    target: str | None = None  # session_mark: the session marked
+    event: str | None = None  # hook: the hook event name
 
 
 def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:

@@ -174,6 +174,57 @@ def cmd_mark(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_live(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .live.reader import live_sessions
+
+    project = _projects(args)[0]
+    live = live_sessions(project)
+    entries = sorted(live.values(), key=lambda e: (e.source, str(e.host_session_id)))
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode([
+            {"host_session_id": e.host_session_id, "live": e.live, "mcp_count": e.mcp_count,
+             "source": e.source, "ides": e.ides, "pids": e.pids, "c3_sessions": e.c3_sessions,
+             "last_seen": e.last_seen} for e in entries]) + b"\n")
+        return 0
+    if not entries:
+        print(f"no live sessions in {project}", file=sys.stderr)
+    for e in entries:
+        mcp = f"MCP×{e.mcp_count}" if e.mcp_count else "no heartbeat (from the activity log)"
+        ides = ",".join(sorted(set(e.ides))) or "-"
+        print(f"{e.host_session_id or '(unknown host session)'}  {mcp}  {ides}  pids {e.pids or '-'}")
+    return 0
+
+
+def cmd_hook(args: argparse.Namespace) -> int:
+    from .live.hooks import main as hook_main
+
+    return hook_main()
+
+
+def cmd_install_hooks(args: argparse.Namespace) -> int:
+    from .live.hooks import install, settings_path
+
+    path = settings_path(args.project, args.user)
+    try:
+        added = install(path)
+    except ValueError as exc:
+        print(f"c3async: error: {exc}", file=sys.stderr)
+        return 1
+    if added:
+        print(f"added {', '.join(added)} hooks to {path}")
+    else:
+        print(f"the hooks are already in {path}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import serve
+
+    return serve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="c3async", description="Find, judge and resume your Claude Code sessions."
@@ -207,6 +258,23 @@ def build_parser() -> argparse.ArgumentParser:
     no.add_argument("--summary", help="what was done")
     no.add_argument("--next", metavar="STEPS", help="what comes next")
     m.set_defaults(func=cmd_mark)
+
+    lv = sub.add_parser("live", help="the project's live sessions and their MCP processes")
+    lv.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    lv.add_argument("--json", action="store_true", help="print JSON")
+    lv.set_defaults(func=cmd_live)
+
+    sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
+    sv.set_defaults(func=cmd_serve)
+
+    hk = sub.add_parser("hook", help="(for Claude Code) record a hook event read from stdin")
+    hk.set_defaults(func=cmd_hook)
+
+    ih = sub.add_parser("install-hooks", help="add the SessionStart/SessionEnd hooks to Claude Code's settings")
+    where = ih.add_mutually_exclusive_group()
+    where.add_argument("--project", metavar="DIR", help="this project's .claude/settings.local.json (default)")
+    where.add_argument("--user", action="store_true", help="your user settings (every project)")
+    ih.set_defaults(func=cmd_install_hooks)
     return parser
 
 

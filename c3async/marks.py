@@ -145,7 +145,9 @@ def write_mark(
         summary=summary, next_steps=next_steps, by=by, by_session=by_session,  # type: ignore[arg-type]
     )
     jsonl.append(marks_path(project), mark)
-    activity.record(project, "session_mark", session_id=session_id, op=op, by=by,
+    # `target`, not `session_id`: a mark is about a session, not activity of it (the liveness
+    # fallback reads session_id as "this session did something").
+    activity.record(project, "session_mark", target=session_id, op=op, by=by,
                     by_session=by_session, reason=reason, successor=successor)
     return mark
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable
 
 from .. import activity, config
+from ..live.reader import live_sessions
 from ..marks import MarkBook
 from .gitrefs import branches
 from .hints import HintContext, add_hints
@@ -18,8 +19,7 @@ __all__ = ("FILTERS", "filter_rows", "join_scan", "list_rows", "list_rows_sync")
 FILTERS = ("all", "likely", "stale", "live")
 
 
-def _cleared_ids(project: str) -> set[str]:
-    rows = activity.read_rows(project).records
+def _cleared_ids(rows: list[activity.ActivityRow]) -> set[str]:
     return {r.session_id for r in rows if r.kind == "session_end" and r.reason == "clear" and r.session_id}
 
 
@@ -30,17 +30,22 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
     if not rows:
         return rows
     book = (book or MarkBook(project)).refresh()
+    log = activity.read_rows(project).records
+    live = live_sessions(project, rows=log)
     for row in rows:
         state = book.get(row.id)
         if state is not None:
             row.stale, row.note = state.stale, state.note
             row.marked = True
+        info = live.get(row.id)
+        if info is not None and info.live:
+            row.live, row.mcp_count = True, info.mcp_count
     cfg = config.load(project)
     add_hints(rows, scan.sessions, HintContext(
         now=time.time() if now is None else now,
         idle_days=cfg.idle_days,
         branches=branches(project),
-        cleared=_cleared_ids(project),
+        cleared=_cleared_ids(log),
     ))
     return rows
 
@@ -87,8 +92,29 @@ async def list_rows(
 
 def list_rows_sync(
     projects: list[str], *, which: str = "all", search: str | None = None,
-    limit: int = NEWEST, progress: Progress | None = None,
+    limit: int = NEWEST, progress: Progress | None = None, processes: bool = True,
 ) -> tuple[list[ProjectScan], list[Row]]:
     """For a command-line process: starts an event loop only if some transcript must be read."""
-    scans = scan_projects_sync(projects, limit=limit, progress=progress)
+    scans = scan_projects_sync(projects, limit=limit, progress=progress, processes=processes)
     return scans, _finish(scans, which, search)
+
+
+def row_for(project: str, session_id: str) -> Row | None:
+    """One session's row, joined, whether or not it is among the newest listed."""
+    from .listing import candidates
+    from .locate import locate
+    from .read import read_transcript
+    from .scan import Session
+
+    dirs = locate(project)
+    cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
+    if cand is None:
+        return None
+    try:
+        rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
+    except OSError:
+        return None
+    if rec.skip:
+        return None
+    rows = join_scan(ProjectScan(dirs=dirs, sessions=[Session(cand, rec, dirs.project)]))
+    return rows[0] if rows else None

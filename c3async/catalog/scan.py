@@ -233,11 +233,14 @@ async def scan_project(project: str, **kwargs) -> ProjectScan:
     return (await scan_projects([project], **kwargs))[0]
 
 
-def scan_projects_sync(projects: list[str], *, limit: int = NEWEST, progress: Progress | None = None) -> list[ProjectScan]:
+def scan_projects_sync(
+    projects: list[str], *, limit: int = NEWEST, progress: Progress | None = None, processes: bool = True,
+) -> list[ProjectScan]:
     """The same, for a command-line process: when every file is cached, no event loop (and no
     anyio or asyncio import) is needed at all. A big cold scan also uses the other cores:
     finding markers in bytes holds the GIL, so threads alone keep to one core (measured: 8
-    threads were no faster than 1), while forked worker processes do not."""
+    threads were no faster than 1), while forked worker processes do not. A long-running
+    process with threads of its own (the MCP server) passes ``processes=False``."""
     counter = _Counter(progress)
     scanners = [_Scanner(p, limit, counter) for p in projects]
     steps = _steps(scanners)
@@ -248,7 +251,7 @@ def scan_projects_sync(projects: list[str], *, limit: int = NEWEST, progress: Pr
 
         limiter = anyio.CapacityLimiter(READERS)
         while True:
-            if pool is None and len(todo) >= PROCESS_MIN:
+            if processes and pool is None and len(todo) >= PROCESS_MIN:
                 pool = _process_pool()
             todo = steps.send(anyio.run(_read_async, todo, limiter, counter, pool))
     except StopIteration:

@@ -1,0 +1,145 @@
+"""Which Claude Code session does this MCP server serve, and from which IDE?
+
+No MCP message carries the session. Claude Code passes ``CLAUDE_CODE_SESSION_ID`` in the
+server's environment, but that stays the FIRST id after a ``/clear``. Claude Code also keeps
+``$CLAUDE_CONFIG_DIR/sessions/<pid>.json`` for each running process and rewrites its
+``sessionId`` on /clear; the server's parent is that process. A killed claude leaves its file
+behind and pids are reused, so the file counts only when its process start time matches the
+parent's real one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import msgspec
+
+from ..catalog.locate import config_home
+
+__all__ = ("HostIdentity", "detect_ide")
+
+
+class _Registry(msgspec.Struct):
+    pid: int | None = None
+    sessionId: str | None = None
+    procStart: int | str | None = None
+    startedAt: float | None = None
+
+
+def _proc_start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat: the process start time in clock ticks (Linux)."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    try:
+        return int(data[data.rindex(b")") + 2 :].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
+def _start_matches(reg: _Registry, pid: int) -> bool:
+    ticks = _proc_start_ticks(pid)
+    if ticks is not None and reg.procStart is not None:
+        try:
+            return int(reg.procStart) == ticks
+        except ValueError:
+            return False
+    if reg.startedAt is not None:  # no /proc: compare wall-clock start times, to the second
+        try:
+            import psutil
+
+            created = psutil.Process(pid).create_time()
+        except Exception:
+            return False
+        started = reg.startedAt / 1000 if reg.startedAt > 1e11 else reg.startedAt
+        return abs(created - started) < 2.0
+    return False
+
+
+class HostIdentity:
+    """The host session a server serves, re-read on demand (every heartbeat and tool call)."""
+
+    def __init__(self, parent_pid: int | None = None, env: dict[str, str] | None = None) -> None:
+        env = os.environ if env is None else env
+        self.parent_pid = os.getppid() if parent_pid is None else parent_pid
+        self.env_session_id = env.get("CLAUDE_CODE_SESSION_ID") or None
+        self.source = "env" if self.env_session_id else None
+
+    def registry_path(self) -> Path:
+        return config_home() / "sessions" / f"{self.parent_pid}.json"
+
+    def current(self) -> str | None:
+        try:
+            reg = msgspec.json.decode(self.registry_path().read_bytes(), type=_Registry)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            reg = None
+        if (
+            reg is not None
+            and reg.sessionId
+            and (reg.pid is None or reg.pid == self.parent_pid)
+            and _start_matches(reg, self.parent_pid)
+        ):
+            self.source = "registry"
+            return reg.sessionId
+        self.source = "env" if self.env_session_id else None
+        return self.env_session_id
+
+
+_IDE_PROCESSES = (
+    ("cursor", "cursor"),
+    ("windsurf", "windsurf"),
+    ("code - insiders", "vscode"),
+    ("code helper", "vscode"),
+    ("code.exe", "vscode"),
+    ("codium", "vscode"),
+    ("code", "vscode"),
+    ("pycharm", "jetbrains"),
+    ("idea", "jetbrains"),
+    ("webstorm", "jetbrains"),
+    ("goland", "jetbrains"),
+    ("clion", "jetbrains"),
+    ("rider", "jetbrains"),
+    ("phpstorm", "jetbrains"),
+    ("rubymine", "jetbrains"),
+    ("rustrover", "jetbrains"),
+    ("datagrip", "jetbrains"),
+    ("studio", "jetbrains"),
+    ("zed", "zed"),
+)
+_TERMINALS = ("terminal", "iterm", "konsole", "alacritty", "kitty", "wezterm", "ghostty", "xterm",
+              "tmux", "screen", "sshd", "warp", "tilix", "foot", "conhost", "windowsterminal")
+
+
+def detect_ide(env: dict[str, str] | None = None, max_depth: int = 12) -> str:
+    """vscode, cursor, windsurf, jetbrains, zed, terminal or unknown: from the environment the
+    IDE leaves in its terminals and extension hosts, then from the process ancestry."""
+    env = os.environ if env is None else env
+    if any(k.startswith("CURSOR_") for k in env) or "cursor" in env.get("__CFBundleIdentifier", "").lower():
+        return "cursor"
+    entry = env.get("CLAUDE_CODE_ENTRYPOINT", "")
+    if "vscode" in entry or env.get("TERM_PROGRAM") == "vscode" or "VSCODE_PID" in env:
+        return "vscode"
+    if "jetbrains" in entry or env.get("TERMINAL_EMULATOR", "").startswith("JetBrains"):
+        return "jetbrains"
+    try:
+        import psutil
+
+        proc = psutil.Process().parent()
+        for _ in range(max_depth):
+            if proc is None:
+                break
+            name = (proc.name() or "").lower()
+            for needle, ide in _IDE_PROCESSES:
+                if needle in name if len(needle) > 4 else name in (needle, needle + ".exe"):
+                    return ide
+            if any(t in name for t in _TERMINALS):
+                return "terminal"
+            proc = proc.parent()
+    except Exception:  # a process vanished or access was denied: what we saw is all we know
+        pass
+    if env.get("TERM_PROGRAM") or (sys.stdin is not None and env.get("TERM")):
+        return "terminal"
+    return "unknown"

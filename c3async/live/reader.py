@@ -1,0 +1,151 @@
+"""Who is live: heartbeat files first, the activity log only where a host session has none.
+
+A file whose ``ts`` is within the TTL is live; liveness is never decided by the pid (pids are
+reused, and there is no cheap portable "is this pid alive"). Age is judged on the monotonic
+clock when writer and reader share a boot, else on the wall clock; a ``ts`` far in the future is
+a bad clock or a bad file and never reads live. Dead files are pruned, safely when two readers
+prune at once: a file is renamed aside, re-read, and put back if it turned out fresh.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from .. import activity
+from .heartbeat import Heartbeat, boot_id, live_dir, ttl
+
+__all__ = ("ACTIVITY_WINDOW_S", "FUTURE_SLACK_S", "LiveSession", "heartbeats", "is_fresh", "live_sessions")
+
+ACTIVITY_WINDOW_S = 20 * 60  # the fallback: activity this recent, with no session_end, reads live
+FUTURE_SLACK_S = 5.0  # a ts this far ahead is still believed (clock granularity)
+
+_decode = msgspec.json.Decoder(Heartbeat).decode
+
+
+@dataclass(slots=True)
+class LiveSession:
+    host_session_id: str | None
+    live: bool
+    mcp_count: int = 0
+    source: str = "heartbeat"  # or "activity"
+    ides: list[str] = field(default_factory=list)
+    pids: list[int] = field(default_factory=list)
+    c3_sessions: list[str] = field(default_factory=list)
+    last_seen: float = 0.0
+
+
+def age(hb: Heartbeat, now: float | None = None) -> float:
+    if hb.mono is not None and hb.boot_id and hb.boot_id == boot_id():
+        return time.monotonic() - hb.mono
+    return (time.time() if now is None else now) - hb.ts
+
+
+def is_fresh(hb: Heartbeat, limit: float | None = None, now: float | None = None) -> bool:
+    a = age(hb, now)
+    return -FUTURE_SLACK_S <= a <= (ttl() if limit is None else limit)
+
+
+def _read(path: Path) -> Heartbeat | None:
+    try:
+        return _decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _prune(path: Path, limit: float) -> None:
+    """Remove a dead heartbeat without ever removing a fresh one: move it aside (atomic), look
+    again, and link it back (which fails rather than overwrite a newer file) if it is fresh."""
+    aside = path.with_name(f".prune.{os.getpid()}.{uuid.uuid4().hex}.{path.name}")
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return  # gone already (another reader pruned it) or not ours to move
+    try:
+        hb = _read(aside)
+        if hb is not None and is_fresh(hb, limit):
+            try:
+                os.link(aside, path)
+            except OSError:
+                pass  # a newer file took its place meanwhile
+    finally:
+        try:
+            os.unlink(aside)
+        except OSError:
+            pass
+
+
+def heartbeats(project: str, *, prune: bool = True) -> list[Heartbeat]:
+    """The fresh heartbeats of a project's MCP processes; dead files are pruned on the way."""
+    folder = live_dir(project)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+    except OSError:
+        return []
+    limit = ttl()
+    fresh: list[Heartbeat] = []
+    for name in names:
+        path = folder / name
+        hb = _read(path)
+        if hb is not None and is_fresh(hb, limit):
+            fresh.append(hb)
+        elif prune and (hb is not None or _older_than(path, limit)):
+            _prune(path, limit)
+    return fresh
+
+
+def _older_than(path: Path, limit: float) -> bool:
+    """An unreadable file is pruned only once it has not changed for a TTL (it may be a write
+    we caught half-way on a filesystem without atomic rename)."""
+    try:
+        return time.time() - path.stat().st_mtime > limit
+    except OSError:
+        return False
+
+
+def live_sessions(
+    project: str, *, now: float | None = None, prune: bool = True,
+    rows: list[activity.ActivityRow] | None = None,
+) -> dict[str | None, LiveSession]:
+    """Per host session: live or not, and how many MCP processes serve it. ``rows``: the
+    activity log, when the caller has read it already."""
+    now = time.time() if now is None else now
+    out: dict[str | None, LiveSession] = {}
+    for hb in heartbeats(project, prune=prune):
+        entry = out.get(hb.host_session_id)
+        if entry is None:
+            entry = out[hb.host_session_id] = LiveSession(hb.host_session_id, True)
+        entry.mcp_count += 1
+        entry.ides.append(hb.ide)
+        entry.pids.append(hb.pid)
+        entry.c3_sessions.append(hb.session_id)
+        entry.last_seen = max(entry.last_seen, hb.ts)
+    if rows is None:
+        rows = activity.read_rows(project).records
+    for sid, seen in _activity_live(rows, now).items():
+        if sid not in out:
+            out[sid] = LiveSession(sid, True, 0, "activity", last_seen=seen)
+    return out
+
+
+def _activity_live(rows: list[activity.ActivityRow], now: float) -> dict[str, float]:
+    """The old inference, for host sessions with no heartbeat: a session_start with no later
+    session_end, and activity within ACTIVITY_WINDOW_S. The whole log is read (a session_start
+    may sit far from the end of a busy log)."""
+    started: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for row in rows:
+        sid = row.session_id
+        if not sid:
+            continue
+        if row.kind == "session_start":
+            started[sid] = row.ts
+        elif row.kind == "session_end":
+            started.pop(sid, None)
+        last[sid] = max(last.get(sid, 0.0), row.ts)
+    return {sid: last[sid] for sid in started if now - last[sid] <= ACTIVITY_WINDOW_S}

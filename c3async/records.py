@@ -1,0 +1,87 @@
+"""C3 session records, ``.c3/sessions/<c3_session_id>.json``: one per run of the MCP server.
+
+A record holds what the agent said through ``c3_session``'s lifecycle actions (start, log,
+snapshot, plan, end) and which host sessions the run served (several, after a /clear). Only
+its own server process writes it, by atomic replace; everyone may read it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import msgspec
+
+from .jsondoc import write_atomic
+from .paths import project_state
+
+__all__ = ("Event", "SessionRecord", "Snapshot", "load_all", "record_path", "save")
+
+
+class Event(msgspec.Struct, kw_only=True):
+    ts: float
+    host_session_id: str | None
+    event_type: str
+    data: str = ""
+    reasoning: str = ""
+
+
+class Snapshot(msgspec.Struct, kw_only=True):
+    ts: float
+    host_session_id: str | None
+    summary: str
+    data: str = ""
+
+
+class SessionRecord(msgspec.Struct, kw_only=True):
+    version: int = 1
+    c3_session_id: str
+    host_session_ids: list[str] = msgspec.field(default_factory=list)
+    ide: str | None = None
+    cwd: str | None = None
+    branch: str | None = None
+    pid: int | None = None
+    started: float = 0.0
+    ended: float | None = None
+    description: str | None = None
+    summary: str | None = None
+    plan: str | None = None
+    snapshots: list[Snapshot] = msgspec.field(default_factory=list)
+    events: list[Event] = msgspec.field(default_factory=list)
+
+    def serve(self, host_session_id: str | None) -> None:
+        if host_session_id and host_session_id not in self.host_session_ids:
+            self.host_session_ids.append(host_session_id)
+
+
+def record_path(project: str, c3_session_id: str) -> Path:
+    return project_state(project) / "sessions" / f"{c3_session_id}.json"
+
+
+def save(project: str, record: SessionRecord) -> None:
+    write_atomic(record_path(project, record.c3_session_id), msgspec.json.encode(record), fsync=False)
+
+
+_decoder = msgspec.json.Decoder(SessionRecord)
+
+
+def load_all(project: str) -> list[SessionRecord]:
+    """Every readable record of the project, oldest first; unreadable ones are skipped."""
+    folder = project_state(project) / "sessions"
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        try:
+            out.append(_decoder.decode((folder / name).read_bytes()))
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            continue
+    out.sort(key=lambda r: r.started)
+    return out
+
+
+def new_record(c3_session_id: str, ide: str | None, cwd: str) -> SessionRecord:
+    return SessionRecord(c3_session_id=c3_session_id, ide=ide, cwd=cwd, pid=os.getpid(), started=time.time())

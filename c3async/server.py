@@ -1,0 +1,241 @@
+"""The MCP server, ``c3async serve``: one process per IDE session, many at once per project.
+
+An anyio task group runs, beside the protocol: the heartbeat (the live light), a warm catalog
+scan (so the first ``list`` is fast) and mark folding (new bytes of the marks file as they
+arrive). A failing background task is logged to stderr and restarted with backoff; it never
+takes the server down. Nothing but protocol messages goes to stdout.
+
+Shutdown (SIGINT, SIGTERM, stdin EOF, normal exit) deletes the heartbeat file FIRST, before any
+slower teardown: Claude Code sends SIGINT, SIGTERM 100 ms later, SIGKILL ~400 ms after that.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+
+from . import __version__, activity, records, registry, session_actions, status
+from .catalog.locate import canonical
+from .catalog.scan import scan_project
+from .errors import C3Error
+from .live.heartbeat import HeartbeatWriter
+from .live.identity import HostIdentity, detect_ide
+from .marks import MarkBook
+from .paths import default_project
+
+__all__ = ("mcp", "serve")
+
+log = logging.getLogger("c3async.server")
+
+BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
+MARK_POLL_S = 2.0
+TEARDOWN_BUDGET_S = 1.0
+INSTALL_SIGNAL_HANDLERS = False  # serve() sets it; in-process tests keep pytest's handlers
+
+
+@dataclass
+class ServerState:
+    project: str
+    c3_session_id: str
+    identity: HostIdentity
+    ide: str
+    heartbeat: HeartbeatWriter
+    record: records.SessionRecord
+    book: MarkBook
+    started: float = field(default_factory=time.time)
+    warm: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def caller(self) -> session_actions.Caller:
+        """Who calls, as of now: the host session is re-read on every call (a /clear moves it)."""
+        host = self.identity.current()
+        return session_actions.Caller(self.project, self.c3_session_id, host, self.record, by="agent")
+
+
+async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
+    """Run ``job``; when it fails, log it and start it again after a growing pause."""
+    failures = 0
+    while True:
+        try:
+            await job()
+            return
+        except Exception:
+            pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+            failures += 1
+            log.exception("background task %s failed; restarting in %.0f s", name, pause)
+            await anyio.sleep(pause)
+
+
+async def _warm_scan(state: ServerState) -> None:
+    await scan_project(state.project)
+    state.warm = True
+
+
+async def _fold_marks(state: ServerState) -> None:
+    while True:
+        await anyio.to_thread.run_sync(state.book.refresh)
+        await anyio.sleep(MARK_POLL_S)
+
+
+async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            state.heartbeat.remove()  # first, before anything that could be cut short
+            log.info("signal %s: shutting down", signum)
+            # The stdio transport reads stdin in a thread that only returns at EOF; a host that
+            # signals without closing our stdin would leave us hanging: exit after the budget.
+            backstop = threading.Timer(TEARDOWN_BUDGET_S + 0.5, os._exit, args=(0,))
+            backstop.daemon = True
+            backstop.start()
+            scope.cancel()
+            return
+
+
+def _new_state() -> ServerState:
+    project = canonical(default_project())
+    c3_session_id = str(uuid.uuid4())
+    identity = HostIdentity()
+    ide = detect_ide()
+    record = records.new_record(c3_session_id, ide, project)
+    heartbeat = HeartbeatWriter(project, c3_session_id, ide, identity.current)
+    return ServerState(project, c3_session_id, identity, ide, heartbeat, record, MarkBook(project))
+
+
+@asynccontextmanager
+async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
+    state = _new_state()
+    try:
+        registry.register(state.project)
+    except Exception as exc:  # the registry only feeds the Hub's project list
+        log.warning("could not register %s: %s", state.project, exc)
+    log.info("c3async %s serving %s (C3 session %s, %s)", __version__, state.project,
+             state.c3_session_id, state.ide)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(supervised, "heartbeat", state.heartbeat.run)
+            tg.start_soon(supervised, "catalog", lambda: _warm_scan(state))
+            tg.start_soon(supervised, "marks", lambda: _fold_marks(state))
+            if INSTALL_SIGNAL_HANDLERS:
+                tg.start_soon(_watch_signals, state, tg.cancel_scope)
+            try:
+                yield state
+            finally:
+                state.heartbeat.remove()  # synchronous, no await: nothing can cut it short
+                tg.cancel_scope.cancel()
+    finally:
+        state.heartbeat.remove()
+
+
+mcp = MCPServer(
+    "c3async",
+    version=__version__,
+    instructions=(
+        "c3async catalogs this project's Claude Code sessions. Use c3_session(action='list') to "
+        "find earlier sessions, 'show' to read one, 'stale' (with reasoning) to mark a dead end, "
+        "and 'note' before stopping. c3_status(view='live') shows what is running."
+    ),
+    lifespan=lifespan,
+)
+
+
+def _result(text: str, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+
+async def _call(state: ServerState, tool: str, action: str, fn: Callable[[], str]) -> CallToolResult:
+    """Run a tool body in a worker thread (file I/O stays off the event loop), turning our
+    errors into readable tool errors and anything else into a logged, generic one."""
+    try:
+        text = await anyio.to_thread.run_sync(fn)
+    except C3Error as exc:
+        return _result(str(exc), error=True)
+    except OSError as exc:
+        return _result(f"{tool}: could not read or write a file: {exc}", error=True)
+    except Exception:
+        log.exception("%s(action=%r) failed", tool, action)
+        return _result(f"{tool}(action={action!r}) failed inside c3async; the server's stderr has "
+                       "the details. Other actions still work.", error=True)
+    return _result(text)
+
+
+def _log_call(state: ServerState, tool: str, action: str, host: str | None) -> None:
+    try:
+        activity.record(state.project, "tool_call", session_id=host, c3_session_id=state.c3_session_id,
+                        tool=tool, action=action or None)
+    except OSError as exc:
+        log.warning("could not write the activity log: %s", exc)
+
+
+@mcp.tool()
+async def c3_session(
+    action: str,
+    data: str = "",
+    reasoning: str = "",
+    description: str = "",
+    summary: str = "",
+    event_type: str = "",
+    target: str = "",
+    *,
+    ctx: Context,
+) -> CallToolResult:
+    """Sessions of this project: the catalog of Claude Code conversations, and this C3 session.
+
+    Catalog actions (target takes a session id or a unique prefix of 4+ characters):
+    - list: one line per session, newest first. target: all | likely | stale | live | search text.
+    - show: one session expanded (prompts, note or snapshot, chain, last turns). target: id.
+    - stale: mark a session not worth resuming. target, reasoning (why) required; data: successor id.
+    - unstale: undo it. target.
+    - note: leave a note. data: summary, reasoning: next steps; target defaults to this session.
+    Lifecycle actions: start (description), log (event_type, data, reasoning),
+    snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
+    """
+    state: ServerState = ctx.request_context.lifespan_context
+    caller = state.caller()
+    _log_call(state, "c3_session", action, caller.host_session_id)
+    args = dict(data=data, reasoning=reasoning, description=description, summary=summary,
+                event_type=event_type, target=target)
+
+    def body() -> str:
+        if action.strip().lower() in session_actions.LIFECYCLE:
+            with state.lock:  # one writer of this process's record at a time
+                return session_actions.run(caller, action, **args)
+        return session_actions.run(caller, action, **args)
+
+    return await _call(state, "c3_session", action, body)
+
+
+@mcp.tool()
+async def c3_status(view: str = "sessions", *, ctx: Context) -> CallToolResult:
+    """Reports. view='sessions': tokens and cost per host session (a budget report, not the
+    catalog). view='live': the project's live sessions and their MCP processes."""
+    state: ServerState = ctx.request_context.lifespan_context
+    _log_call(state, "c3_status", view, state.identity.current())
+    return await _call(state, "c3_status", view, lambda: status.run(state.project, view))
+
+
+def serve() -> int:
+    """``c3async serve``: the stdio server, until the client goes away or a signal comes."""
+    global INSTALL_SIGNAL_HANDLERS
+    INSTALL_SIGNAL_HANDLERS = True
+    logging.getLogger("c3async").setLevel(logging.INFO)
+    try:
+        anyio.run(mcp.run_stdio_async)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

@@ -1,0 +1,228 @@
+"""``c3_session``: the actions behind the MCP tool, as plain functions over a ``Caller``.
+
+Two families. Lifecycle (start, log, snapshot, restore, plan, end) writes this server's C3
+session record and the activity log. Catalog (list, show, stale, unstale, note) reads and marks
+the session catalog through the same library functions the CLI and the Hub use.
+Every problem raises a C3Error whose message says how to fix the call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from . import activity, records
+from .catalog.detail import detail
+from .catalog.join import FILTERS, list_rows_sync, row_for
+from .catalog.resolve import resolve
+from .errors import BadArgument, C3Error
+from .marks import write_mark
+
+__all__ = ("ACTIONS", "Caller", "run")
+
+LIFECYCLE = ("start", "log", "snapshot", "restore", "plan", "end")
+CATALOG = ("list", "show", "stale", "unstale", "note")
+ACTIONS = LIFECYCLE + CATALOG
+LIST_ROWS = 40  # rows a `list` answer shows; the rest are counted
+
+
+@dataclass
+class Caller:
+    """Who is calling: the project, this server's C3 session and record, the host session now."""
+
+    project: str
+    c3_session_id: str
+    host_session_id: str | None
+    record: records.SessionRecord
+    by: str = "agent"
+
+
+def _need(value: str, name: str, action: str, what: str) -> str:
+    value = (value or "").strip()
+    if not value:
+        raise BadArgument(f"c3_session(action='{action}') needs {name}: {what}")
+    return value
+
+
+def _save(caller: Caller) -> None:
+    caller.record.serve(caller.host_session_id)
+    records.save(caller.project, caller.record)
+
+
+def _age(iso: str | None, now: float) -> str:
+    if not iso:
+        return "?"
+    try:
+        secs = max(0.0, now - datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit}"
+    return f"{int(secs)}s"
+
+
+# ---------------------------------------------------------------- lifecycle
+
+def start(c: Caller, description: str = "", **_: str) -> str:
+    c.record.description = description.strip() or c.record.description
+    _save(c)
+    activity.record(c.project, "session_start", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
+                    source="c3_session", description=c.record.description)
+    return f"started C3 session {c.c3_session_id[:8]} for host session {c.host_session_id or '(unknown)'}"
+
+
+def log(c: Caller, event_type: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
+    event_type = _need(event_type, "event_type", "log", "decision, discovery, blocker, progress...")
+    data = _need(data, "data", "log", "what happened")
+    c.record.events.append(records.Event(ts=time.time(), host_session_id=c.host_session_id,
+                                         event_type=event_type, data=data, reasoning=reasoning.strip()))
+    _save(c)
+    activity.record(c.project, "log", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
+                    event_type=event_type)
+    return f"logged {event_type} ({len(c.record.events)} events in this C3 session)"
+
+
+def snapshot(c: Caller, summary: str = "", data: str = "", **_: str) -> str:
+    summary = _need(summary, "summary", "snapshot", "where things stand")
+    c.record.snapshots.append(records.Snapshot(ts=time.time(), host_session_id=c.host_session_id,
+                                               summary=summary, data=data.strip()))
+    _save(c)
+    activity.record(c.project, "snapshot", session_id=c.host_session_id, c3_session_id=c.c3_session_id)
+    return f"snapshot saved ({len(c.record.snapshots)} in this C3 session)"
+
+
+def restore(c: Caller, target: str = "", **_: str) -> str:
+    """The last snapshot of a host session (target: id or prefix; default: the current one,
+    else the project's latest)."""
+    host = resolve(c.project, target).session_id if target.strip() else c.host_session_id
+    best = None
+    for rec in records.load_all(c.project):
+        for s in rec.snapshots:
+            if (host is None or s.host_session_id == host) and (best is None or s.ts > best.ts):
+                best = s
+    if best is None and not target.strip():
+        for rec in records.load_all(c.project):
+            for s in rec.snapshots:
+                if best is None or s.ts > best.ts:
+                    best = s
+    if best is None:
+        raise C3Error(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
+    when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds")
+    return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (f"\n\n{best.data}" if best.data else "")
+
+
+def plan(c: Caller, data: str = "", **_: str) -> str:
+    if not data.strip():
+        return c.record.plan or "(no plan yet: set one with data='...')"
+    c.record.plan = data.strip()
+    _save(c)
+    return "plan saved (ephemeral: it lives with this C3 session; durable work goes in c3_task)"
+
+
+def end(c: Caller, summary: str = "", **_: str) -> str:
+    c.record.ended = time.time()
+    c.record.summary = summary.strip() or c.record.summary
+    _save(c)
+    activity.record(c.project, "session_end", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
+                    reason="c3_session")
+    return f"ended C3 session {c.c3_session_id[:8]}"
+
+
+# ---------------------------------------------------------------- catalog
+
+def list_(c: Caller, target: str = "", **_: str) -> str:
+    target = target.strip()
+    which, search = (target, None) if target in FILTERS else ("all", target or None)
+    _, rows = list_rows_sync([c.project], which=which, search=search, processes=False)
+    if not rows:
+        return f"no {which if which != 'all' else ''} sessions".replace("  ", " ") + (f" matching {search!r}" if search else "")
+    now = time.time()
+    lines = []
+    for r in rows[:LIST_ROWS]:
+        flags = "LIVE " if r.live else ""
+        if r.mcp_count > 1:
+            flags += f"MCP×{r.mcp_count} "
+        tail = f"stale: {r.stale.reason}" if r.stale is not None else ", ".join(r.hints)
+        cur = " (this session)" if r.id == c.host_session_id else ""
+        lines.append(f"{r.id[:8]}  {_age(r.last_activity or r.mtime, now):>4}  {r.branch or '-'}  "
+                     f"{flags}{' '.join(r.title.split())[:80]}{cur}" + (f"  [{tail}]" if tail else ""))
+    more = len(rows) - LIST_ROWS
+    if more > 0:
+        lines.append(f"... {more} more; narrow with target='likely', 'stale', 'live' or search text")
+    return "\n".join(lines)
+
+
+def show(c: Caller, target: str = "", **_: str) -> str:
+    sid = resolve(c.project, target).session_id if target.strip() else c.host_session_id
+    if not sid:
+        raise BadArgument("c3_session(action='show') needs target: a session id or prefix")
+    _, rows = list_rows_sync([c.project], processes=False)
+    row = next((r for r in rows if r.id == sid), None) or row_for(c.project, sid)
+    if row is None:
+        raise C3Error(f"session {sid} has no catalog row (no readable transcript in this project)")
+    d = detail(c.project, row, rows)
+    out = [f"{row.id}  {row.title}", f"branch {row.branch or '-'}  cwd {row.cwd}  "
+           f"{'LIVE' if row.live else 'not live'}{f' MCP×{row.mcp_count}' if row.mcp_count else ''}",
+           f"resume: {row.resume}"]
+    if row.stale is not None:
+        out.append(f"STALE ({row.stale.by}): {row.stale.reason}" + (f" -> {row.stale.successor}" if row.stale.successor else ""))
+    if row.hints:
+        out.append("hints: " + ", ".join(row.hints))
+    out.append(f"first prompt: {row.first_prompt or '-'}")
+    out.append(f"last prompt: {row.last_prompt or '-'}")
+    if row.note is not None:
+        out.append(f"note: {row.note.summary or '-'}; next: {row.note.next_steps or '-'}")
+    elif d.last_snapshot is not None:
+        out.append(f"last snapshot: {d.last_snapshot.summary}")
+    if row.links.tasks:
+        out.append("tasks: " + "; ".join(str(t) for t in row.links.tasks))
+    if row.links.decisions:
+        out.append("decisions: " + "; ".join(str(t) for t in row.links.decisions))
+    if d.predecessors:
+        out.append("predecessors: " + ", ".join(d.predecessors))
+    if d.successors:
+        out.append("successors: " + ", ".join(d.successors))
+    if d.turns:
+        out.append("last turns:")
+        out += [f"  [{t.role}] {' '.join(t.text.split())[:300]}" for t in d.turns]
+    return "\n".join(out)
+
+
+def _mark(c: Caller, op: str, target: str, **fields) -> str:
+    mark = write_mark(c.project, target, op, by=c.by, by_session=c.host_session_id, **fields)
+    return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "")
+
+
+def stale(c: Caller, target: str = "", reasoning: str = "", data: str = "", **_: str) -> str:
+    _need(target, "target", "stale", "the session id or prefix to mark")
+    _need(reasoning, "reasoning", "stale", "why it should not be resumed (superseded, finished, abandoned)")
+    return _mark(c, "stale", target, reason=reasoning, successor=data.strip() or None)
+
+
+def unstale(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
+    _need(target, "target", "unstale", "the session id or prefix")
+    return _mark(c, "unstale", target, reason=reasoning.strip() or None)
+
+
+def note(c: Caller, target: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
+    target = target.strip() or c.host_session_id or ""
+    if not target:
+        raise BadArgument("c3_session(action='note') could not tell the current session: pass target")
+    if not (data.strip() or reasoning.strip()):
+        raise BadArgument("c3_session(action='note') needs data (the summary) and/or reasoning (next steps)")
+    return _mark(c, "note", target, summary=data, next_steps=reasoning)
+
+
+_HANDLERS = {
+    "start": start, "log": log, "snapshot": snapshot, "restore": restore, "plan": plan, "end": end,
+    "list": list_, "show": show, "stale": stale, "unstale": unstale, "note": note,
+}
+
+
+def run(caller: Caller, action: str, **args: str) -> str:
+    handler = _HANDLERS.get((action or "").strip().lower())
+    if handler is None:
+        raise BadArgument(f"unknown action {action!r}: use one of {', '.join(ACTIONS)}")
+    return handler(caller, **args)
