@@ -118,7 +118,7 @@ def test_table_output_has_a_header_and_one_line_per_row(claude):
     assert header.split() == ["ID", "AGE", "SIZE", "BRANCH", "TITLE"]
     assert len(lines) == 1
     assert lines[0].startswith(c.id[:8])
-    assert "feature" in lines[0] and lines[0].endswith("Fix the flaky test")
+    assert "feature" in lines[0] and "Fix the flaky test  [idle" in lines[0]  # hints follow the title
 
 
 def test_normal_listing_exits_0_with_nothing_on_stderr(claude):
