@@ -219,6 +219,33 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tasks(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .pm import actions
+
+    project = _projects(args)[0]
+    who = actions.Who(session=os.environ.get("CLAUDE_CODE_SESSION_ID"), by="user")
+    fields = ("task_id", "title", "description", "status", "priority", "due", "tags", "milestone",
+              "blocked_by", "text", "reasoning", "link_type", "ref")
+    result = actions.run(project, who, args.action, **{f: getattr(args, f) or "" for f in fields})
+    if args.json or args.action not in ("list", "board"):
+        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n")
+    elif args.action == "list":
+        for t in result["tasks"]:
+            due = f" due {t['due']}" if t["due"] else ""
+            tags = f" #{' #'.join(t['tags'])}" if t["tags"] else ""
+            print(f"{t['id'][:8]}  {t['priority']}  {t['status']:<11}  {t['title']}{due}{tags}")
+        if not result["tasks"]:
+            print("no tasks", file=sys.stderr)
+    else:
+        for column, tasks in result["columns"].items():
+            print(f"{column} ({len(tasks)})")
+            for t in tasks:
+                print(f"  {t['id'][:8]}  {t['priority']}  {t['title']}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
@@ -258,6 +285,22 @@ def build_parser() -> argparse.ArgumentParser:
     no.add_argument("--summary", help="what was done")
     no.add_argument("--next", metavar="STEPS", help="what comes next")
     m.set_defaults(func=cmd_mark)
+
+    tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")
+    tk.add_argument("action", metavar="ACTION", help=(
+        "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
+        "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
+        "decisions, time_report"))
+    tk.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    tk.add_argument("--json", action="store_true", help="print JSON (reads and changes alike)")
+    for flag, text in (("--task-id", "a task id or unique prefix (4+ characters)"), ("--title", None),
+                       ("--description", None), ("--status", "backlog, in_progress, blocked or done"),
+                       ("--priority", "p0 to p3"), ("--due", "YYYY-MM-DD"), ("--tags", "comma-separated"),
+                       ("--milestone", "milestone id or name"), ("--blocked-by", "comma-separated task ids"),
+                       ("--text", "a decision"), ("--reasoning", "why"), ("--link-type", "session"),
+                       ("--ref", "a session id, or 'current'")):
+        tk.add_argument(flag, help=text)
+    tk.set_defaults(func=cmd_tasks)
 
     lv = sub.add_parser("live", help="the project's live sessions and their MCP processes")
     lv.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")

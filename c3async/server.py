@@ -217,6 +217,52 @@ async def c3_session(
 
 
 @mcp.tool()
+async def c3_task(
+    action: str,
+    task_id: str = "",
+    title: str = "",
+    description: str = "",
+    status: str = "",
+    priority: str = "",
+    due: str = "",
+    tags: str = "",
+    milestone: str = "",
+    blocked_by: str = "",
+    text: str = "",
+    reasoning: str = "",
+    link_type: str = "",
+    ref: str = "",
+    *,
+    ctx: Context,
+) -> CallToolResult:
+    """Durable project tasks, milestones and decisions (they outlive every conversation).
+
+    Changes: add (title; description, status backlog|in_progress|blocked|done, priority p0-p3,
+    due YYYY-MM-DD, tags a,b, milestone, blocked_by ids), update (task_id + fields), link
+    (task_id, link_type='session', ref='current' or a session id), decide (text, reasoning,
+    task_id), milestone_add (milestone, due), milestone_complete / milestone_reopen /
+    milestone_archive (milestone: id or name), time_start / time_stop (task_id).
+    Reads (never write): get, list (filters status, priority, tags, milestone, due), board,
+    report (blocking / ready to unblock), history, decisions, time_report.
+    Task ids accept a unique prefix of 4+ characters. Tasks and decisions changed here are
+    linked to the current session.
+    """
+    import msgspec
+
+    from .pm import actions as pm_actions
+
+    state: ServerState = ctx.request_context.lifespan_context
+    host = state.identity.current()
+    _log_call(state, "c3_task", action, host)
+    args = dict(task_id=task_id, title=title, description=description, status=status, priority=priority,
+                due=due, tags=tags, milestone=milestone, blocked_by=blocked_by, text=text,
+                reasoning=reasoning, link_type=link_type, ref=ref)
+    who = pm_actions.Who(session=host, by="agent")
+    return await _call(state, "c3_task", action, lambda: msgspec.json.format(
+        msgspec.json.encode(pm_actions.run(state.project, who, action, **args)), indent=1).decode())
+
+
+@mcp.tool()
 async def c3_status(view: str = "sessions", *, ctx: Context) -> CallToolResult:
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
     catalog). view='live': the project's live sessions and their MCP processes."""

@@ -3,18 +3,23 @@ hints, filtered, searched and sorted. One function, so the three never disagree.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 
-from .. import activity, config
+from .. import activity, config, records
+from ..errors import C3Error
 from ..live.reader import live_sessions
 from ..marks import MarkBook
+from ..pm import store as pm_store
 from .gitrefs import branches
 from .hints import HintContext, add_hints
 from .rows import Row, to_row
 from .scan import NEWEST, ProjectScan, Progress, scan_projects, scan_projects_sync
 
-__all__ = ("FILTERS", "filter_rows", "join_scan", "list_rows", "list_rows_sync")
+__all__ = ("FILTERS", "filter_rows", "join_scan", "list_rows", "list_rows_sync", "row_for")
+
+log = logging.getLogger("c3async.catalog")
 
 FILTERS = ("all", "likely", "stale", "live")
 
@@ -40,6 +45,7 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
         info = live.get(row.id)
         if info is not None and info.live:
             row.live, row.mcp_count = True, info.mcp_count
+    _join_links(project, rows)
     cfg = config.load(project)
     add_hints(rows, scan.sessions, HintContext(
         now=time.time() if now is None else now,
@@ -48,6 +54,31 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
         cleared=_cleared_ids(log),
     ))
     return rows
+
+
+def _join_links(project: str, rows: list[Row]) -> None:
+    """Tasks and decisions linked to each session (pm.json), and its last snapshot (C3 records)."""
+    by_id = {row.id: row for row in rows}
+    try:
+        pm = pm_store.load(project)
+    except C3Error as exc:  # a corrupt pm.json costs the links, not the listing
+        log.warning("%s", exc)
+        pm = None
+    if pm is not None:
+        for task in pm.tasks:
+            for sid in task.sessions:
+                row = by_id.get(sid)
+                if row is not None:
+                    row.links.tasks.append({"id": task.id, "title": task.title, "status": task.status})
+        for d in pm.decisions[-500:]:
+            row = by_id.get(d.session) if d.session else None
+            if row is not None:
+                row.links.decisions.append({"id": d.id, "text": d.text, "ts": d.ts})
+    for rec in records.load_all(project):
+        for snap in rec.snapshots:
+            row = by_id.get(snap.host_session_id) if snap.host_session_id else None
+            if row is not None and (row.links.snapshot is None or snap.ts >= row.links.snapshot["ts"]):
+                row.links.snapshot = {"summary": snap.summary, "ts": snap.ts}
 
 
 def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:

@@ -1,0 +1,406 @@
+"""The c3_task operations, shared by the MCP tool, the CLI and the Hub.
+
+Each takes the project, a ``Who`` (which host session and C3 session act, agent or user) and
+string arguments as a tool receives them, and returns a plain dict (JSON for scripts; the
+front ends render it). Read actions never write: they are safe in plan mode. Every change is
+recorded as an Event, and a task or decision changed from a session is linked to that session.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import msgspec
+
+from ..errors import AmbiguousSession, BadArgument, C3Error
+from . import store
+from .store import PM, Decision, Event, Milestone, Task, TimeEntry
+
+__all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run")
+
+STATUSES = ("backlog", "in_progress", "blocked", "done")
+PRIORITIES = ("p0", "p1", "p2", "p3")
+MIN_PREFIX = 4
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass
+class Who:
+    session: str | None = None  # the host session acting (linked to what it changes)
+    by: str = "agent"
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _task(pm: PM, ref: str) -> Task:
+    ref = (ref or "").strip().lower()
+    if len(ref) < MIN_PREFIX:
+        raise BadArgument(f"task_id needs at least {MIN_PREFIX} characters of a task id, got {ref!r}")
+    found = [t for t in pm.tasks if t.id.startswith(ref)]
+    if len(found) > 1:
+        raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
+    if not found:
+        raise C3Error(f"no task has the id {ref!r} (`c3_task(action='list')` shows them)")
+    return found[0]
+
+
+def _milestone(pm: PM, ref: str) -> Milestone:
+    ref = (ref or "").strip()
+    if not ref:
+        raise BadArgument("milestone is required: a milestone id or its unique name")
+    by_id = [m for m in pm.milestones if m.id == ref or (len(ref) >= MIN_PREFIX and m.id.startswith(ref.lower()))]
+    if len(by_id) == 1:
+        return by_id[0]
+    by_name = [m for m in pm.milestones if m.name.casefold() == ref.casefold()]
+    if len(by_name) == 1:
+        return by_name[0]
+    if len(by_id) + len(by_name) > 1:
+        names = ", ".join(f"{m.id} ({m.name}, {m.status})" for m in by_id + by_name)
+        raise C3Error(f"milestone {ref!r} is ambiguous: {names}; use the id")
+    raise C3Error(f"no milestone {ref!r} (`c3_task(action='milestone_add', milestone='...')` creates one)")
+
+
+def _choice(value: str, allowed: tuple[str, ...], name: str) -> str:
+    value = value.strip().lower()
+    if value not in allowed:
+        raise BadArgument(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _due(value: str) -> str | None:
+    value = value.strip()
+    if not value or value.lower() == "none":
+        return None
+    if not _DATE.match(value):
+        raise BadArgument(f"due must be a date YYYY-MM-DD, got {value!r}")
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise BadArgument(f"due is not a real date: {value!r}") from None
+    return value
+
+
+def _tags(value: str) -> list[str]:
+    return sorted({t.strip().lower() for t in value.split(",") if t.strip()})
+
+
+def _touch(task: Task, who: Who) -> None:
+    task.updated = store.now()
+    if who.session and who.session not in task.sessions:
+        task.sessions.append(who.session)
+
+
+def _event(pm: PM, who: Who, action: str, target: str | None, **changes: Any) -> None:
+    pm.events.append(Event(ts=store.now(), action=action, target=target, session=who.session, by=who.by,
+                           changes={k: v for k, v in changes.items() if v is not None}))
+
+
+def _view(task: Task) -> dict[str, Any]:
+    out = msgspec.to_builtins(task)
+    open_timer = next((e for e in task.time if e.end is None), None)
+    out["tracked_s"] = round(sum((e.end or store.now()) - e.start for e in task.time), 1)
+    out["timer_running"] = open_timer is not None
+    del out["time"]
+    return out
+
+
+# ------------------------------------------------------------------ changes
+
+def add(project: str, who: Who, title: str = "", description: str = "", status: str = "", priority: str = "",
+        due: str = "", tags: str = "", milestone: str = "", blocked_by: str = "", **_: str) -> dict:
+    title = title.strip()
+    if not title:
+        raise BadArgument("c3_task(action='add') needs title")
+
+    def fn(pm: PM) -> dict:
+        task = Task(id=_new_id(), title=title, description=description.strip(),
+                    status=_choice(status or "backlog", STATUSES, "status"),  # type: ignore[arg-type]
+                    priority=_choice(priority or "p2", PRIORITIES, "priority"),  # type: ignore[arg-type]
+                    due=_due(due), tags=_tags(tags), created=store.now())
+        if milestone.strip():
+            task.milestone = _milestone(pm, milestone).id
+        task.blocked_by = [_task(pm, ref).id for ref in blocked_by.split(",") if ref.strip()]
+        _touch(task, who)
+        pm.tasks.append(task)
+        _event(pm, who, "add", task.id, title=task.title, status=task.status, priority=task.priority)
+        return _view(task)
+
+    return store.change(project, fn)
+
+
+def update(project: str, who: Who, task_id: str = "", title: str = "", description: str = "", status: str = "",
+           priority: str = "", due: str = "", tags: str = "", milestone: str = "", blocked_by: str = "",
+           **_: str) -> dict:
+    def fn(pm: PM) -> dict:
+        task = _task(pm, task_id)
+        changes: dict[str, Any] = {}
+        if title.strip():
+            changes["title"] = task.title = title.strip()
+        if description.strip():
+            changes["description"] = task.description = description.strip()
+        if status.strip():
+            changes["status"] = task.status = _choice(status, STATUSES, "status")  # type: ignore[assignment]
+        if priority.strip():
+            changes["priority"] = task.priority = _choice(priority, PRIORITIES, "priority")  # type: ignore[assignment]
+        if due.strip():
+            changes["due"] = task.due = _due(due)
+        if tags.strip():
+            changes["tags"] = task.tags = _tags(tags)
+        if milestone.strip():
+            task.milestone = None if milestone.strip().lower() == "none" else _milestone(pm, milestone).id
+            changes["milestone"] = task.milestone
+        if blocked_by.strip():
+            refs = [] if blocked_by.strip().lower() == "none" else blocked_by.split(",")
+            changes["blocked_by"] = task.blocked_by = [_task(pm, r).id for r in refs if r.strip()]
+        if not changes:
+            raise BadArgument("c3_task(action='update') changed nothing: give title, description, status, "
+                              "priority, due, tags, milestone or blocked_by")
+        _touch(task, who)
+        _event(pm, who, "update", task.id, **changes)
+        return _view(task)
+
+    return store.change(project, fn)
+
+
+def link(project: str, who: Who, task_id: str = "", link_type: str = "session", ref: str = "", **_: str) -> dict:
+    if (link_type or "session").strip() != "session":
+        raise BadArgument(f"link_type must be 'session', got {link_type!r}")
+    ref = ref.strip()
+    if ref in ("", "current"):
+        if not who.session:
+            raise BadArgument("ref='current' needs a current session; give a session id")
+        session = who.session
+    else:
+        session = ref
+
+    def fn(pm: PM) -> dict:
+        task = _task(pm, task_id)
+        if session not in task.sessions:
+            task.sessions.append(session)
+        task.updated = store.now()
+        _event(pm, who, "link", task.id, session=session)
+        return _view(task)
+
+    return store.change(project, fn)
+
+
+def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id: str = "", **_: str) -> dict:
+    text = text.strip()
+    if not text:
+        raise BadArgument("c3_task(action='decide') needs text: the decision")
+
+    def fn(pm: PM) -> dict:
+        task = _task(pm, task_id).id if task_id.strip() else None
+        d = Decision(id=_new_id(), text=text, reasoning=reasoning.strip(), task=task, session=who.session,
+                     ts=store.now())
+        pm.decisions.append(d)
+        _event(pm, who, "decide", d.id, task=task)
+        return msgspec.to_builtins(d)
+
+    return store.change(project, fn)
+
+
+def milestone_add(project: str, who: Who, milestone: str = "", due: str = "", **_: str) -> dict:
+    name = milestone.strip()
+    if not name:
+        raise BadArgument("c3_task(action='milestone_add') needs milestone: its name")
+
+    def fn(pm: PM) -> dict:
+        if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in pm.milestones):
+            raise C3Error(f"a milestone named {name!r} exists already")
+        m = Milestone(id=_new_id(), name=name, due=_due(due), created=store.now())
+        pm.milestones.append(m)
+        _event(pm, who, "milestone_add", m.id, name=name)
+        return msgspec.to_builtins(m)
+
+    return store.change(project, fn)
+
+
+def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+    def fn(pm: PM) -> dict:
+        m = _milestone(pm, milestone)
+        if m.status != "open":
+            raise C3Error(f"milestone {m.name!r} is {m.status}, not open")
+        still_open = [t for t in pm.tasks if t.milestone == m.id and t.status != "done"]
+        if still_open:
+            names = "; ".join(f"{t.id[:8]} {t.title} ({t.status})" for t in still_open)
+            raise C3Error(f"milestone {m.name!r} still has {len(still_open)} open task(s): {names}. "
+                          "Finish them or move them to another milestone first.")
+        m.status, m.completed_at = "completed", store.now()
+        _event(pm, who, "milestone_complete", m.id)
+        return msgspec.to_builtins(m)
+
+    return store.change(project, fn)
+
+
+def milestone_reopen(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+    def fn(pm: PM) -> dict:
+        m = _milestone(pm, milestone)
+        if m.status != "completed":
+            raise C3Error(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
+        m.status, m.completed_at = "open", None
+        _event(pm, who, "milestone_reopen", m.id)
+        return msgspec.to_builtins(m)
+
+    return store.change(project, fn)
+
+
+def milestone_archive(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+    """Archive a milestone and detach its tasks (what shipped under it survives only in the
+    event log: `milestone_complete` keeps the links)."""
+    def fn(pm: PM) -> dict:
+        m = _milestone(pm, milestone)
+        detached = [t.id for t in pm.tasks if t.milestone == m.id]
+        for t in pm.tasks:
+            if t.milestone == m.id:
+                t.milestone = None
+                t.updated = store.now()
+        m.status, m.archived_at = "archived", store.now()
+        _event(pm, who, "milestone_archive", m.id, detached=detached)
+        return {**msgspec.to_builtins(m), "detached": detached}
+
+    return store.change(project, fn)
+
+
+def time_start(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    def fn(pm: PM) -> dict:
+        task = _task(pm, task_id)
+        if any(e.end is None for e in task.time):
+            raise C3Error(f"the timer of task {task.id[:8]} is already running")
+        task.time.append(TimeEntry(start=store.now(), session=who.session))
+        _touch(task, who)
+        _event(pm, who, "time_start", task.id)
+        return _view(task)
+
+    return store.change(project, fn)
+
+
+def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    def fn(pm: PM) -> dict:
+        task = _task(pm, task_id)
+        entry = next((e for e in task.time if e.end is None), None)
+        if entry is None:
+            raise C3Error(f"no timer is running on task {task.id[:8]}")
+        entry.end = store.now()
+        _touch(task, who)
+        _event(pm, who, "time_stop", task.id, seconds=round(entry.end - entry.start, 1))
+        return _view(task)
+
+    return store.change(project, fn)
+
+
+# ------------------------------------------------------------------ reads (never write)
+
+def get(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    pm = store.load(project)
+    task = _task(pm, task_id)
+    out = _view(task)
+    out["decisions"] = [msgspec.to_builtins(d) for d in pm.decisions if d.task == task.id]
+    return out
+
+
+def list_(project: str, who: Who, status: str = "", priority: str = "", tags: str = "", milestone: str = "",
+          due: str = "", **_: str) -> dict:
+    pm = store.load(project)
+    tasks = pm.tasks
+    if status.strip():
+        wanted = {_choice(s, STATUSES, "status") for s in status.split(",")}
+        tasks = [t for t in tasks if t.status in wanted]
+    if priority.strip():
+        wanted = {_choice(p, PRIORITIES, "priority") for p in priority.split(",")}
+        tasks = [t for t in tasks if t.priority in wanted]
+    if tags.strip():
+        wanted_tags = set(_tags(tags))
+        tasks = [t for t in tasks if wanted_tags & set(t.tags)]
+    if milestone.strip():
+        mid = _milestone(pm, milestone).id
+        tasks = [t for t in tasks if t.milestone == mid]
+    if due.strip():
+        limit = _due(due)
+        tasks = [t for t in tasks if t.due is not None and limit is not None and t.due <= limit]
+    tasks = sorted(tasks, key=lambda t: (t.status == "done", t.priority, t.due or "9999", -t.updated))
+    return {"tasks": [_view(t) for t in tasks]}
+
+
+def board(project: str, who: Who, **_: str) -> dict:
+    pm = store.load(project)
+    columns = {s: [] for s in STATUSES}
+    for t in sorted(pm.tasks, key=lambda t: (t.priority, -t.updated)):
+        columns[t.status].append({"id": t.id, "title": t.title, "priority": t.priority})
+    return {"columns": columns}
+
+
+def report(project: str, who: Who, **_: str) -> dict:
+    """What is blocking (open tasks others wait on), and what is ready to unblock (blocked
+    tasks whose blockers are all done)."""
+    pm = store.load(project)
+    by_id = {t.id: t for t in pm.tasks}
+    waiting: dict[str, list[str]] = {}
+    ready, blocked = [], []
+    for t in pm.tasks:
+        if t.status == "done":
+            continue
+        open_blockers = [b for b in t.blocked_by if b in by_id and by_id[b].status != "done"]
+        for b in open_blockers:
+            waiting.setdefault(b, []).append(t.id)
+        if t.status == "blocked" or t.blocked_by:
+            (blocked if open_blockers else ready).append({"id": t.id, "title": t.title, "waiting_on": open_blockers})
+    blocking = [{"id": b, "title": by_id[b].title, "status": by_id[b].status, "blocks": ids}
+                for b, ids in waiting.items()]
+    today = date.today().isoformat()
+    overdue = [{"id": t.id, "title": t.title, "due": t.due} for t in pm.tasks
+               if t.status != "done" and t.due and t.due < today]
+    return {"blocking": blocking, "ready_to_unblock": ready, "still_blocked": blocked, "overdue": overdue}
+
+
+def history(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    pm = store.load(project)
+    events = pm.events
+    if task_id.strip():
+        tid = _task(pm, task_id).id
+        events = [e for e in events if e.target == tid]
+    return {"events": [msgspec.to_builtins(e) for e in events[-200:]]}
+
+
+def decisions(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    pm = store.load(project)
+    ds = pm.decisions
+    if task_id.strip():
+        tid = _task(pm, task_id).id
+        ds = [d for d in ds if d.task == tid]
+    return {"decisions": [msgspec.to_builtins(d) for d in ds[-100:]]}
+
+
+def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    pm = store.load(project)
+    tasks = [_task(pm, task_id)] if task_id.strip() else pm.tasks
+    rows = [{"id": t.id, "title": t.title, "tracked_s": _view(t)["tracked_s"],
+             "running": any(e.end is None for e in t.time)} for t in tasks if t.time]
+    return {"tasks": rows, "total_s": round(sum(r["tracked_s"] for r in rows), 1)}
+
+
+_CHANGES = {
+    "add": add, "update": update, "link": link, "decide": decide, "milestone_add": milestone_add,
+    "milestone_complete": milestone_complete, "milestone_reopen": milestone_reopen,
+    "milestone_archive": milestone_archive, "time_start": time_start, "time_stop": time_stop,
+}
+_READS = {
+    "get": get, "list": list_, "board": board, "report": report, "history": history,
+    "decisions": decisions, "time_report": time_report,
+}
+ACTIONS = tuple(_CHANGES) + tuple(_READS)
+READ_ACTIONS = tuple(_READS)
+
+
+def run(project: str, who: Who, action: str, **args: str) -> dict:
+    action = (action or "").strip().lower()
+    fn = _CHANGES.get(action) or _READS.get(action)
+    if fn is None:
+        raise BadArgument(f"unknown action {action!r}: use one of {', '.join(ACTIONS)}")
+    return fn(project, who, **{k: (v or "") for k, v in args.items()})

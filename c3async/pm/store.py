@@ -1,0 +1,142 @@
+"""The pm.json format and the one safe way to change it.
+
+Every change is: lock ``pm.json.lock`` (a sidecar, never the file that is replaced), read,
+modify, write a temp file, fsync, ``os.replace``. Before the replace, the current good file is
+kept as ``pm.json.bak``. A pm.json that does not parse is never overwritten: the change fails with
+an error naming the file and that backup. Reads take no lock: a replace is atomic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import msgspec
+
+from ..errors import C3Error
+from ..jsondoc import write_atomic
+from ..locking import locked
+from ..paths import project_state
+
+__all__ = (
+    "PM", "Decision", "Event", "Milestone", "PMCorrupt", "Task", "TimeEntry", "load", "pm_path", "change",
+)
+
+Status = Literal["backlog", "in_progress", "blocked", "done"]
+Priority = Literal["p0", "p1", "p2", "p3"]
+MilestoneStatus = Literal["open", "completed", "archived"]
+T = TypeVar("T")
+
+
+class TimeEntry(msgspec.Struct, kw_only=True):
+    start: float
+    end: float | None = None
+    session: str | None = None
+
+
+class Task(msgspec.Struct, kw_only=True):
+    id: str
+    title: str
+    description: str = ""
+    status: Status = "backlog"
+    priority: Priority = "p2"
+    due: str | None = None  # YYYY-MM-DD
+    tags: list[str] = msgspec.field(default_factory=list)
+    blocked_by: list[str] = msgspec.field(default_factory=list)
+    milestone: str | None = None
+    created: float = 0.0
+    updated: float = 0.0
+    sessions: list[str] = msgspec.field(default_factory=list)  # host sessions that created/touched it
+    time: list[TimeEntry] = msgspec.field(default_factory=list)
+
+
+class Milestone(msgspec.Struct, kw_only=True):
+    id: str
+    name: str
+    status: MilestoneStatus = "open"
+    due: str | None = None
+    created: float = 0.0
+    completed_at: float | None = None
+    archived_at: float | None = None
+
+
+class Decision(msgspec.Struct, kw_only=True):
+    id: str
+    text: str
+    reasoning: str = ""
+    task: str | None = None
+    session: str | None = None
+    ts: float = 0.0
+
+
+class Event(msgspec.Struct, kw_only=True):
+    """One change: what, to which task or milestone, from which session, and the new values."""
+
+    ts: float
+    action: str
+    target: str | None = None
+    session: str | None = None
+    by: str = "agent"
+    changes: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+class PM(msgspec.Struct, kw_only=True):
+    version: int = 1
+    tasks: list[Task] = msgspec.field(default_factory=list)
+    milestones: list[Milestone] = msgspec.field(default_factory=list)
+    decisions: list[Decision] = msgspec.field(default_factory=list)
+    events: list[Event] = msgspec.field(default_factory=list)
+
+
+class PMCorrupt(C3Error):
+    def __init__(self, path: Path, detail: str) -> None:
+        backup = path.with_name(path.name + ".bak")
+        where = f"the last good copy is {backup}" if backup.exists() else "there is no backup yet"
+        super().__init__(
+            f"{path} does not parse ({detail}); it was left untouched and nothing was changed. "
+            f"Repair it, or replace it with a good copy ({where}), then try again."
+        )
+
+
+def pm_path(project: str) -> Path:
+    return project_state(project) / "pm" / "pm.json"
+
+
+_decoder = msgspec.json.Decoder(PM)
+_encoder = msgspec.json.Encoder()
+
+
+def _read(path: Path) -> tuple[PM, bytes | None]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return PM(), None
+    try:
+        return _decoder.decode(data), data
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise PMCorrupt(path, str(exc)) from None
+
+
+def load(project: str) -> PM:
+    """The current state, for reading (no lock; raises PMCorrupt)."""
+    return _read(pm_path(project))[0]
+
+
+def change(project: str, fn: Callable[[PM], T]) -> T:
+    """Apply ``fn`` to the state under the lock and store the result; ``fn``'s return value
+    is returned. If ``fn`` raises, nothing is written."""
+    path = pm_path(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path):
+        pm, old = _read(path)
+        result = fn(pm)
+        if old is not None:
+            write_atomic(path.with_name(path.name + ".bak"), old, fsync=False)
+        write_atomic(path, msgspec.json.format(_encoder.encode(pm), indent=1) + b"\n")
+    return result
+
+
+def now() -> float:
+    return round(time.time(), 3)
