@@ -246,6 +246,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_hub(args: argparse.Namespace) -> int:
+    from .hub.server import run_hub
+
+    return run_hub(args.host, args.port, args.open)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
@@ -309,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
     sv.set_defaults(func=cmd_serve)
+
+    hb = sub.add_parser("hub", help="the local web Hub: every session of every registered project")
+    hb.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks a free one)")
+    hb.add_argument("--host", default="127.0.0.1", help="a loopback address; anything else is refused")
+    hb.add_argument("--open", action="store_true", help="open the page in a browser")
+    hb.set_defaults(func=cmd_hub)
 
     hk = sub.add_parser("hook", help="(for Claude Code) record a hook event read from stdin")
     hk.set_defaults(func=cmd_hook)

@@ -1,0 +1,489 @@
+"""The MCP server in process: ``mcp.Client(c3async.server.mcp)`` in both protocol eras.
+
+``mode="auto"`` takes the 2026-07-28 direct path (no JSON-RPC framing), ``mode="legacy"`` the
+initialize handshake over in-memory streams, which is what IDEs speak today. Every test runs in
+both. The lifespan reads its environment when the client connects, so the ``world`` fixture sets
+CLAUDE_CONFIG_DIR, C3_HOME, CLAUDE_PROJECT_DIR, CLAUDE_CODE_SESSION_ID and a short heartbeat
+interval first. What the server wrote is checked where the other front ends read it: the
+``c3async sessions --json`` rows (a subprocess on this checkout), the marks and activity logs,
+the C3 session record and the heartbeat file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the checkout under test, not an installed copy
+    sys.path.insert(0, str(REPO))
+
+from mcp import Client  # noqa: E402
+from mcp.types import CallToolResult  # noqa: E402
+
+import c3async  # noqa: E402
+from c3async import server  # noqa: E402
+from transcripts import simple_session  # noqa: E402
+
+HOST = "aaaa1111-0000-4000-8000-000000000001"  # the session the server serves (newest)
+OLD = "aaaa2222-0000-4000-8000-000000000002"  # shares the prefix "aaaa" with HOST
+DOCS = "bbbb3333-0000-4000-8000-000000000003"
+ACTIONS = ("start", "log", "snapshot", "restore", "plan", "end", "list", "show", "stale", "unstale", "note")
+PARAMS = ("action", "data", "reasoning", "description", "summary", "event_type", "target")
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"  # what `c3async serve` runs on (anyio.run's default)
+
+
+def test_the_checkout_is_under_test():
+    assert Path(c3async.__file__).resolve().parent == REPO / "c3async", c3async.__file__
+
+
+# ------------------------------------------------------------------------------------ fixtures
+
+
+@dataclass
+class World:
+    claude: object  # conftest.Sandbox
+    project: str
+
+    @property
+    def state(self) -> Path:
+        return Path(self.project, ".c3")
+
+    def rows(self) -> dict[str, dict]:
+        """The catalog as ``c3async sessions --project P --json`` prints it."""
+        return self.claude.rows_by_id(self.project)
+
+    def marks(self) -> list[dict]:
+        return _jsonl(self.state / "session_marks.jsonl")
+
+    def activity(self) -> list[dict]:
+        return _jsonl(self.state / "activity.jsonl")
+
+    def heartbeats(self) -> list[Path]:
+        return sorted((self.state / "live").glob("*.json"))
+
+    def records(self) -> list[Path]:
+        return sorted((self.state / "sessions").glob("*.json"))
+
+
+def _jsonl(path: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def _point_at(monkeypatch: pytest.MonkeyPatch, claude, **extra: str) -> None:
+    """This process sees only the sandbox (nothing of a real Claude Code around the test run)."""
+    for key in list(os.environ):
+        if key.startswith(("CLAUDE", "C3_")):
+            monkeypatch.delenv(key)
+    for key, value in {**claude.env(), "C3_HEARTBEAT_INTERVAL_S": "0.2", **extra}.items():
+        monkeypatch.setenv(key, value)
+
+
+def _sessions(claude) -> str:
+    """Three sessions: DOCS oldest, OLD, and the host session newest."""
+    project = claude.project("app")
+    folder = claude.folder(project)
+    now = time.time()
+    simple_session(folder, project, "Document the parser API", session_id=DOCS, mtime=now - 300)
+    simple_session(folder, project, "Add the cache layer", session_id=OLD, mtime=now - 200)
+    simple_session(folder, project, "Fix the flaky retry test", session_id=HOST, mtime=now - 100)
+    return project
+
+
+@pytest.fixture
+def world(claude, monkeypatch) -> World:
+    project = _sessions(claude)
+    _point_at(monkeypatch, claude, CLAUDE_PROJECT_DIR=project, CLAUDE_CODE_SESSION_ID=HOST)
+    return World(claude, project)
+
+
+@pytest.fixture
+def hostless(claude, monkeypatch) -> World:
+    """The same project, but a server that cannot tell which host session it serves."""
+    project = _sessions(claude)
+    _point_at(monkeypatch, claude, CLAUDE_PROJECT_DIR=project)
+    return World(claude, project)
+
+
+async def _wait_for_heartbeat(w: World) -> Path:
+    with anyio.fail_after(10):
+        while not w.heartbeats():
+            await anyio.sleep(0.01)
+    (path,) = w.heartbeats()
+    return path
+
+
+@pytest.fixture(params=["auto", "legacy"])
+async def client(request, world):
+    async with Client(server.mcp, mode=request.param) as c:
+        await _wait_for_heartbeat(world)
+        yield c
+
+
+@pytest.fixture(params=["auto", "legacy"])
+async def hostless_client(request, hostless):
+    async with Client(server.mcp, mode=request.param) as c:
+        await _wait_for_heartbeat(hostless)
+        yield c
+
+
+async def session(c: Client, action: str, **args: str) -> CallToolResult:
+    return await c.call_tool("c3_session", {"action": action, **args})
+
+
+def ok(result: CallToolResult) -> str:
+    text = "\n".join(b.text for b in result.content)
+    assert not result.is_error, text
+    return text
+
+
+def err(result: CallToolResult) -> str:
+    text = "\n".join(b.text for b in result.content)
+    assert result.is_error, f"expected an error, got: {text}"
+    assert "Traceback" not in text and "failed inside c3async" not in text, text
+    return text
+
+
+def lines_of(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def ids_listed(text: str) -> list[str]:
+    return [line.split()[0] for line in text.splitlines() if not line.startswith("...")]
+
+
+# ------------------------------------------------------------------------------------ tools
+
+
+async def test_tools_and_their_input_schema(client):
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"c3_session", "c3_status"} <= set(tools)
+    schema = tools["c3_session"].input_schema
+    assert schema["required"] == ["action"]
+    assert set(schema["properties"]) == set(PARAMS)
+    for name in PARAMS[1:]:
+        assert schema["properties"][name]["type"] == "string"
+        assert schema["properties"][name]["default"] == ""
+    assert tools["c3_session"].output_schema is None  # plain text results
+    status = tools["c3_status"].input_schema
+    assert not status.get("required")
+    assert status["properties"]["view"]["default"] == "sessions"
+    for action in ACTIONS:  # the description documents every action
+        assert action in tools["c3_session"].description
+
+
+async def test_missing_action_and_unknown_tool_are_errors_not_crashes(client):
+    assert "Field required" in err(await client.call_tool("c3_session", {}))
+    assert "c3_nope" in err(await client.call_tool("c3_nope", {}))
+
+
+async def test_unknown_action_lists_the_valid_ones(client):
+    text = err(await session(client, "bogus"))
+    assert "unknown action 'bogus'" in text
+    for action in ACTIONS:
+        assert action in text
+    # case and spaces do not matter for a valid one
+    assert ids_listed(ok(await session(client, "  List ")))[0] == HOST[:8]
+
+
+# ------------------------------------------------------------------------------------ list
+
+
+async def test_list_all_is_newest_first_and_marks_this_live_session(client):
+    text = ok(await session(client, "list"))
+    assert ids_listed(text) == [HOST[:8], OLD[:8], DOCS[:8]]
+    first = lines_of(text)[0]
+    assert "LIVE" in first and "(this session)" in first and "Fix the flaky retry test" in first
+    assert "LIVE" not in text.split("\n", 1)[1]
+    assert ok(await session(client, "list", target="all")) == text
+
+
+async def test_list_filters_likely_stale_live(client):
+    # every session is months old: the others have hints; the live one gets none
+    assert ids_listed(ok(await session(client, "list", target="likely"))) == [OLD[:8], DOCS[:8]]
+    assert ids_listed(ok(await session(client, "list", target="live"))) == [HOST[:8]]
+    assert ok(await session(client, "list", target="stale")) == "no stale sessions"
+
+    ok(await session(client, "stale", target=OLD, reasoning="superseded by the docs work"))
+    stale = ok(await session(client, "list", target="stale"))
+    assert ids_listed(stale) == [OLD[:8]] and "[stale: superseded by the docs work]" in stale
+    assert ids_listed(ok(await session(client, "list", target="likely"))) == [DOCS[:8]]  # marked: not likely
+    ok(await session(client, "note", target=DOCS, data="docs half done"))
+    assert ok(await session(client, "list", target="likely")) == "no likely sessions"
+
+
+async def test_list_search_text(client):
+    assert ids_listed(ok(await session(client, "list", target="parser"))) == [DOCS[:8]]
+    assert ids_listed(ok(await session(client, "list", target="CACHE layer"))) == [OLD[:8]]
+    assert ids_listed(ok(await session(client, "list", target="bbbb3333"))) == [DOCS[:8]]  # ids match too
+    assert ok(await session(client, "list", target="no such words")) == "no sessions matching 'no such words'"
+
+
+async def test_list_sees_sessions_written_after_start_and_caps_the_answer(client, world):
+    folder = world.claude.folder(world.project)
+    for i in range(45):
+        simple_session(folder, world.project, f"batch prompt {i}")
+    text = ok(await session(client, "list"))
+    rows = lines_of(text)
+    assert len(rows) == 41
+    assert rows[-1].startswith("... 8 more; narrow with target='likely'")
+
+
+# ------------------------------------------------------------------------------------ show
+
+
+async def test_show_by_prefix(client, world):
+    text = ok(await session(client, "show", target="bbbb"))
+    lines = lines_of(text)
+    assert lines[0] == f"{DOCS}  Document the parser API"
+    assert "not live" in lines[1]
+    assert f"resume: cd {world.project} && claude --resume {DOCS}" in lines
+    assert "first prompt: Document the parser API" in lines
+    assert "last turns:" in lines and "  [user] Document the parser API" in lines
+
+
+async def test_show_without_target_is_the_current_session(client):
+    text = ok(await session(client, "show"))
+    assert lines_of(text)[0] == f"{HOST}  Fix the flaky retry test"
+    assert "LIVE MCP×1" in lines_of(text)[1]
+
+
+async def test_show_unknown_short_and_ambiguous_ids(client, world):
+    text = err(await session(client, "show", target="cccc"))
+    assert "'cccc'" in text and world.project in text and "unique prefix" in text
+    assert "at least 4 characters" in err(await session(client, "show", target="aaa"))
+    text = err(await session(client, "show", target="aaaa"))
+    assert HOST in text and OLD in text and DOCS not in text
+    assert "matches 2 sessions" in text and "Give more characters" in text
+
+
+# ------------------------------------------------------------------------------------ stale / unstale
+
+
+async def test_stale_argument_errors_write_nothing(client, world):
+    assert "needs target" in err(await session(client, "stale", reasoning="done"))
+    assert "needs reasoning" in err(await session(client, "stale", target=OLD))
+    assert "needs reasoning" in err(await session(client, "stale", target=OLD, reasoning="   "))
+    text = err(await session(client, "stale", target=OLD, reasoning="superseded", data="dddd"))
+    assert "'dddd'" in text  # the unknown successor is named
+    assert "own successor" in err(await session(client, "stale", target=OLD, reasoning="x", data=OLD[:8]))
+    assert "'cccc'" in err(await session(client, "stale", target="cccc", reasoning="x"))
+    assert "matches 2 sessions" in err(await session(client, "stale", target="aaaa", reasoning="x"))
+    assert world.marks() == []
+    assert world.rows()[OLD]["stale"] is None
+
+
+async def test_stale_is_seen_by_the_cli_and_by_show(client, world):
+    text = ok(await session(client, "stale", target="aaaa2", reasoning="superseded", data="bbbb"))
+    assert text == f"stale {OLD} (successor {DOCS})"
+
+    row = world.rows()[OLD]
+    assert row["stale"]["reason"] == "superseded"
+    assert row["stale"]["successor"] == DOCS
+    assert row["stale"]["by"] == "agent"
+    (mark,) = world.marks()
+    assert (mark["id"], mark["op"], mark["by"], mark["by_session"]) == (OLD, "stale", "agent", HOST)
+    audit = [r for r in world.activity() if r["kind"] == "session_mark"]
+    assert [(r["target"], r["op"], r["by"], r["by_session"]) for r in audit] == [(OLD, "stale", "agent", HOST)]
+
+    shown = ok(await session(client, "show", target=OLD))
+    assert f"STALE (agent): superseded -> {DOCS}" in lines_of(shown)
+    assert f"successors: {DOCS}" in lines_of(shown)
+    assert f"predecessors: {OLD}" in lines_of(ok(await session(client, "show", target=DOCS)))
+
+
+async def test_unstale_undoes_it(client, world):
+    ok(await session(client, "stale", target=OLD, reasoning="finished"))
+    assert "needs target" in err(await session(client, "unstale"))
+    assert ok(await session(client, "unstale", target=OLD[:6], reasoning="not finished after all")) == f"unstale {OLD}"
+    assert world.rows()[OLD]["stale"] is None
+    assert ok(await session(client, "list", target="stale")) == "no stale sessions"
+    assert [(m["op"], m["by"], m["by_session"]) for m in world.marks()] == [
+        ("stale", "agent", HOST), ("unstale", "agent", HOST)]
+
+
+# ------------------------------------------------------------------------------------ note
+
+
+async def test_note_defaults_to_the_current_host_session(client, world):
+    assert ok(await session(client, "note", data="retry fixed", reasoning="add a regression test")) == f"note {HOST}"
+    row = world.rows()[HOST]
+    assert row["note"]["summary"] == "retry fixed"
+    assert row["note"]["next_steps"] == "add a regression test"
+    (mark,) = world.marks()
+    assert (mark["id"], mark["by"], mark["by_session"]) == (HOST, "agent", HOST)
+    assert "note: retry fixed; next: add a regression test" in lines_of(ok(await session(client, "show")))
+
+
+async def test_note_on_another_session_and_its_errors(client, world):
+    assert ok(await session(client, "note", target="bbbb", reasoning="only next steps")) == f"note {DOCS}"
+    assert world.rows()[DOCS]["note"]["summary"] is None
+    assert world.rows()[DOCS]["note"]["next_steps"] == "only next steps"
+    assert "needs data" in err(await session(client, "note", target=DOCS))
+    assert "matches 2 sessions" in err(await session(client, "note", target="aaaa", data="x"))
+    # JSON-looking text is kept as text (the parameters are plain str)
+    ok(await session(client, "note", target=DOCS, data='{"a": 1}', reasoning="[1, 2]"))
+    note = world.rows()[DOCS]["note"]
+    assert (note["summary"], note["next_steps"]) == ('{"a": 1}', "[1, 2]")
+
+
+async def test_without_a_host_session_note_and_show_ask_for_a_target(hostless_client, hostless):
+    c = hostless_client
+    assert "pass target" in err(await session(c, "note", data="x"))
+    assert "needs target" in err(await session(c, "show"))
+    assert "(this session)" not in ok(await session(c, "list"))
+    assert ok(await session(c, "start")).endswith("for host session (unknown)")
+    assert json.loads(hostless.heartbeats()[0].read_text())["host_session_id"] is None
+    assert ok(await session(c, "note", target=DOCS, data="x")) == f"note {DOCS}"
+    assert hostless.marks()[-1]["by_session"] is None
+
+
+async def test_host_session_follows_the_registry_of_the_parent_process(client, world):
+    """Claude Code keeps $CLAUDE_CONFIG_DIR/sessions/<its pid>.json and rewrites its sessionId
+    on /clear; in process, the server's "parent" is the parent of the test process."""
+    ppid = os.getppid()
+    stat = Path(f"/proc/{ppid}/stat").read_bytes()
+    ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+    reg = Path(world.claude.config, "sessions", f"{ppid}.json")
+    reg.parent.mkdir(parents=True, exist_ok=True)
+    reg.write_text(json.dumps({"pid": ppid, "sessionId": DOCS, "procStart": ticks, "cwd": world.project}))
+    assert ok(await session(client, "note", data="after /clear")) == f"note {DOCS}"
+    assert world.marks()[-1]["by_session"] == DOCS
+    assert "(this session)" in [line for line in lines_of(ok(await session(client, "list")))
+                                if line.startswith(DOCS[:8])][0]
+    reg.write_text(json.dumps({"pid": ppid, "sessionId": OLD, "procStart": ticks + 1}))  # a dead claude's file
+    assert ok(await session(client, "note", data="back to env")) == f"note {HOST}"
+
+
+# ------------------------------------------------------------------------------------ lifecycle
+
+
+async def test_lifecycle_writes_the_record_and_the_activity_log(client, world):
+    c3_id = world.heartbeats()[0].stem
+    text = ok(await session(client, "start", description="fix retries"))
+    assert text == f"started C3 session {c3_id[:8]} for host session {HOST}"
+    (path,) = world.records()
+    assert path.name == f"{c3_id}.json"
+    rec = json.loads(path.read_text())
+    assert (rec["c3_session_id"], rec["host_session_ids"], rec["description"]) == (c3_id, [HOST], "fix retries")
+    assert (rec["cwd"], rec["pid"], rec["ended"]) == (world.project, os.getpid(), None)
+
+    assert "needs event_type" in err(await session(client, "log", data="x"))
+    assert "needs data" in err(await session(client, "log", event_type="decision"))
+    assert ok(await session(client, "log", event_type="decision", data="use backoff", reasoning="spiky load")) \
+        == "logged decision (1 events in this C3 session)"
+
+    assert "needs summary" in err(await session(client, "snapshot", data="x"))
+    assert "no snapshot for" in err(await session(client, "restore"))
+    assert ok(await session(client, "snapshot", summary="half way", data="next: tests")) \
+        == "snapshot saved (1 in this C3 session)"
+    restored = ok(await session(client, "restore"))
+    assert restored.startswith(f"snapshot of {HOST} at ") and restored.endswith("half way\n\nnext: tests")
+    assert ok(await session(client, "restore", target="aaaa1")) == restored
+    assert f"no snapshot for {DOCS}" in err(await session(client, "restore", target="bbbb"))
+    assert "'cccc'" in err(await session(client, "restore", target="cccc"))
+
+    assert ok(await session(client, "plan")).startswith("(no plan yet")
+    assert ok(await session(client, "plan", data="1. test\n2. fix")).startswith("plan saved")
+    assert ok(await session(client, "plan")) == "1. test\n2. fix"
+    assert ok(await session(client, "end", summary="retries fixed")) == f"ended C3 session {c3_id[:8]}"
+
+    rec = json.loads(path.read_text())
+    assert [(e["event_type"], e["data"], e["reasoning"], e["host_session_id"]) for e in rec["events"]] == [
+        ("decision", "use backoff", "spiky load", HOST)]
+    assert [(s["summary"], s["data"], s["host_session_id"]) for s in rec["snapshots"]] == [
+        ("half way", "next: tests", HOST)]
+    assert (rec["plan"], rec["summary"]) == ("1. test\n2. fix", "retries fixed")
+    assert rec["ended"] is not None and rec["ended"] >= rec["started"]
+
+    rows = world.activity()
+    kinds = [(r["kind"], r.get("session_id"), r.get("c3_session_id")) for r in rows if r["kind"] != "tool_call"]
+    assert kinds == [("session_start", HOST, c3_id), ("log", HOST, c3_id), ("snapshot", HOST, c3_id),
+                     ("session_end", HOST, c3_id)]
+    assert next(r for r in rows if r["kind"] == "session_start")["description"] == "fix retries"
+    assert next(r for r in rows if r["kind"] == "session_end")["reason"] == "c3_session"
+    calls = [r for r in rows if r["kind"] == "tool_call"]
+    assert {(r["tool"], r["session_id"], r["c3_session_id"]) for r in calls} == {("c3_session", HOST, c3_id)}
+    assert [r["action"] for r in calls][:3] == ["start", "log", "log"]
+
+
+async def test_a_snapshot_shows_in_show_until_a_note_replaces_it(client):
+    ok(await session(client, "snapshot", summary="tests green"))
+    assert "last snapshot: tests green" in lines_of(ok(await session(client, "show")))
+    ok(await session(client, "note", data="shipped"))
+    shown = lines_of(ok(await session(client, "show")))
+    assert "note: shipped; next: -" in shown and "last snapshot: tests green" not in shown
+
+
+async def test_a_file_error_is_a_readable_tool_error(client, world):
+    (world.state / "sessions").write_text("not a folder")
+    text = err(await session(client, "start"))
+    assert text.startswith("c3_session: could not read or write a file:")
+    assert ids_listed(ok(await session(client, "list")))[0] == HOST[:8]  # other actions still work
+
+
+# ------------------------------------------------------------------------------------ c3_status
+
+
+async def test_status_sessions_view(client, world):
+    assert ok(await client.call_tool("c3_status", {})).startswith("no stats yet")
+    assert ok(await client.call_tool("c3_status", {"view": "sessions"})).startswith("no stats yet")
+    stats = world.state / "session_stats.jsonl"
+    stats.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"ts": 1.0, "session_id": HOST, "title": "retry", "input": 10, "output": 1, "cost_usd": 0.5},
+        {"ts": 2.0, "session_id": DOCS, "title": "docs", "input": 5, "output": 2, "cache_read": 7, "cost_usd": 0.25},
+        {"ts": 3.0, "session_id": HOST, "title": "retry", "input": 100, "output": 20, "cache_write_5m": 3,
+         "cache_write_1h": 4, "cost_usd": 1.5, "unknown_models": ["claude-next"]},
+    ]))
+    lines = lines_of(ok(await client.call_tool("c3_status", {"view": "sessions"})))
+    assert lines[0].split() == ["session", "input", "output", "cache-w", "cache-r", "cost", "title"]
+    assert lines[1].split()[:7] == [HOST[:8], "100", "20", "7", "0", "1.50", "retry"]  # latest totals win
+    assert "(unpriced: claude-next)" in lines[1]
+    assert lines[2].split() == [DOCS[:8], "5", "2", "0", "7", "0.25", "docs"]
+    assert lines[3].split() == ["total", "105", "22", "7", "7", "1.75"]
+
+
+async def test_status_live_view_and_unknown_view(client):
+    text = ok(await client.call_tool("c3_status", {"view": "live"}))
+    assert text.startswith(f"{HOST}  MCP×1 (")
+    assert ok(await client.call_tool("c3_status", {"view": " LIVE "})) == text
+    text = err(await client.call_tool("c3_status", {"view": "budget"}))
+    assert "unknown view 'budget'" in text and "sessions" in text and "live" in text
+
+
+# ------------------------------------------------------------------------------------ heartbeat
+
+
+async def test_heartbeat_is_rewritten_and_removed_on_disconnect(world):
+    for mode in ("auto", "legacy"):
+        async with Client(server.mcp, mode=mode):
+            path = await _wait_for_heartbeat(world)
+            first = json.loads(path.read_bytes())
+            assert (first["session_id"], first["host_session_id"], first["pid"]) == (path.stem, HOST, os.getpid())
+            assert first["project"] == world.project and first["ide"]
+            with anyio.fail_after(10):  # interval 0.2 s: the next beat comes
+                while json.loads(path.read_bytes())["ts"] == first["ts"]:
+                    await anyio.sleep(0.02)
+            row = world.rows()[HOST]
+            assert (row["live"], row["mcp_count"]) == (True, 1)
+        assert world.heartbeats() == [], mode
+        assert world.rows()[HOST]["live"] is False
+
+
+async def test_the_project_is_registered_for_the_hub(client, world):
+    doc = json.loads(Path(world.claude.c3home, "projects.json").read_text())
+    assert [p["path"] for p in doc["projects"]] == [world.project]
