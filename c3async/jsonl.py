@@ -105,14 +105,14 @@ def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> N
             batch.skipped += 1
 
 
-_array_decoders: dict[int, msgspec.json.Decoder] = {}
+_array_decoders: dict[Any, msgspec.json.Decoder] = {}
 
 
 def _array_decoder(decoder: msgspec.json.Decoder) -> msgspec.json.Decoder:
-    key = id(decoder)
-    found = _array_decoders.get(key)
+    # Keyed by the record type (an id() would be reused once a decoder is collected).
+    found = _array_decoders.get(decoder.type)
     if found is None:
-        found = _array_decoders[key] = msgspec.json.Decoder(list[decoder.type])  # type: ignore[name-defined]
+        found = _array_decoders[decoder.type] = msgspec.json.Decoder(list[decoder.type])  # type: ignore[name-defined]
     return found
 
 

@@ -552,8 +552,8 @@ def registry_file(claude, pid: int, session_id: str, proc_start: int | str | Non
                   file_pid: int | None = None, **extra) -> Path:
     folder = claude.config / "sessions"
     folder.mkdir(parents=True, exist_ok=True)
-    data = {"pid": pid if file_pid is None else file_pid, "sessionId": session_id, "cwd": str(claude.root), "startedAt": int(time.time() * 1000),
-            "version": "2.1.332", "kind": "interactive", "entrypoint": "cli", "status": "idle", **extra}
+    data = {"pid": pid if file_pid is None else file_pid, "sessionId": session_id, "cwd": str(claude.root),
+            "startedAt": int(time.time() * 1000), "version": "2.1.332", "kind": "interactive", "entrypoint": "cli", "status": "idle", **extra}
     if proc_start is not None:
         data["procStart"] = proc_start
     path = folder / f"{pid}.json"

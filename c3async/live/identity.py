@@ -20,6 +20,8 @@ from ..catalog.locate import config_home
 
 __all__ = ("HostIdentity", "detect_ide")
 
+MAX_ANCESTORS = 4  # how far up the process tree the claude process may be
+
 
 class _Registry(msgspec.Struct):
     pid: int | None = None
@@ -67,23 +69,46 @@ class HostIdentity:
         self.parent_pid = os.getppid() if parent_pid is None else parent_pid
         self.env_session_id = env.get("CLAUDE_CODE_SESSION_ID") or None
         self.source = "env" if self.env_session_id else None
+        self.claude_pid: int | None = None  # the ancestor whose registry file matched
 
-    def registry_path(self) -> Path:
-        return config_home() / "sessions" / f"{self.parent_pid}.json"
+    def registry_path(self, pid: int | None = None) -> Path:
+        return config_home() / "sessions" / f"{self.parent_pid if pid is None else pid}.json"
+
+    def _ancestors(self) -> list[int]:
+        """The parent, then (when launched through `uv run`, a shell script...) its ancestors."""
+        if self.claude_pid is not None:
+            return [self.claude_pid]
+        pids = [self.parent_pid]
+        try:
+            import psutil
+
+            proc = psutil.Process(self.parent_pid)
+            for _ in range(MAX_ANCESTORS - 1):
+                proc = proc.parent()
+                if proc is None or proc.pid <= 1:
+                    break
+                pids.append(proc.pid)
+        except Exception:  # gone, or not ours to inspect: the parent alone
+            pass
+        return pids
+
+    def _registered(self, pid: int) -> str | None:
+        try:
+            reg = msgspec.json.decode(self.registry_path(pid).read_bytes(), type=_Registry)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if reg.sessionId and (reg.pid is None or reg.pid == pid) and _start_matches(reg, pid):
+            return reg.sessionId
+        return None
 
     def current(self) -> str | None:
-        try:
-            reg = msgspec.json.decode(self.registry_path().read_bytes(), type=_Registry)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            reg = None
-        if (
-            reg is not None
-            and reg.sessionId
-            and (reg.pid is None or reg.pid == self.parent_pid)
-            and _start_matches(reg, self.parent_pid)
-        ):
-            self.source = "registry"
-            return reg.sessionId
+        for pid in self._ancestors():
+            found = self._registered(pid)
+            if found:
+                self.claude_pid = pid
+                self.source = "registry"
+                return found
+        self.claude_pid = None
         self.source = "env" if self.env_session_id else None
         return self.env_session_id
 

@@ -84,10 +84,18 @@ def heartbeats(project: str, *, prune: bool = True) -> list[Heartbeat]:
     """The fresh heartbeats of a project's MCP processes; dead files are pruned on the way."""
     folder = live_dir(project)
     try:
-        names = [n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+        all_names = os.listdir(folder)
     except OSError:
         return []
+    names = [n for n in all_names if n.endswith(".json") and not n.startswith(".")]
     limit = ttl()
+    if prune:  # temp and side files left by a process killed mid-write or mid-prune
+        for name in all_names:
+            if name.startswith(".") and _older_than(folder / name, limit):
+                try:
+                    os.unlink(folder / name)
+                except OSError:
+                    pass
     fresh: list[Heartbeat] = []
     for name in names:
         path = folder / name
