@@ -252,6 +252,24 @@ def cmd_hub(args: argparse.Namespace) -> int:
     return run_hub(args.host, args.port, args.open)
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .status import format_table
+    from .usage.account import account
+
+    project = _projects(args)[0]
+    result = account(project)
+    rows = sorted(result.totals.values(), key=lambda r: r.last_ts or "", reverse=True)
+    if args.json:
+        sys.stdout.buffer.write(msgspec.json.encode(rows) + b"\n")
+    elif rows:
+        print(format_table(rows))
+    else:
+        print(f"no token usage found in {project}'s transcripts", file=sys.stderr)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .server import serve
 
@@ -312,6 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
     lv.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     lv.add_argument("--json", action="store_true", help="print JSON")
     lv.set_defaults(func=cmd_live)
+
+    st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
+    st.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    st.add_argument("--json", action="store_true", help="print JSON")
+    st.set_defaults(func=cmd_stats)
 
     sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
     sv.set_defaults(func=cmd_serve)

@@ -41,6 +41,7 @@ log = logging.getLogger("c3async.server")
 
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 MARK_POLL_S = 2.0
+USAGE_EVERY_S = 60.0
 TEARDOWN_BUDGET_S = 1.0
 INSTALL_SIGNAL_HANDLERS = False  # serve() sets it; in-process tests keep pytest's handlers
 
@@ -89,6 +90,15 @@ async def _fold_marks(state: ServerState) -> None:
         await anyio.sleep(MARK_POLL_S)
 
 
+async def _account_usage(state: ServerState) -> None:
+    """Keep .c3/session_stats.jsonl current: each run reads only bytes appended since the last."""
+    from .usage.account import account
+
+    while True:
+        await anyio.to_thread.run_sync(account, state.project)
+        await anyio.sleep(USAGE_EVERY_S)
+
+
 async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
@@ -127,6 +137,7 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
             tg.start_soon(supervised, "heartbeat", state.heartbeat.run)
             tg.start_soon(supervised, "catalog", lambda: _warm_scan(state))
             tg.start_soon(supervised, "marks", lambda: _fold_marks(state))
+            tg.start_soon(supervised, "usage", lambda: _account_usage(state))
             if INSTALL_SIGNAL_HANDLERS:
                 tg.start_soon(_watch_signals, state, tg.cancel_scope)
             try:
