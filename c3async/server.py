@@ -27,6 +27,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
 from . import __version__, activity, records, registry, session_actions, status
+from .catalog.gitrefs import current_branch
 from .catalog.locate import canonical
 from .catalog.scan import scan_project
 from .errors import C3Error
@@ -109,6 +110,10 @@ async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
             backstop = threading.Timer(TEARDOWN_BUDGET_S + 0.5, os._exit, args=(0,))
             backstop.daemon = True
             backstop.start()
+            # Claude Code follows SIGINT with SIGTERM 100 ms later: let teardown finish rather
+            # than die on the second signal's default action.
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
             scope.cancel()
             return
 
@@ -119,6 +124,7 @@ def _new_state() -> ServerState:
     identity = HostIdentity()
     ide = detect_ide()
     record = records.new_record(c3_session_id, ide, project)
+    record.branch = current_branch(project)
     heartbeat = HeartbeatWriter(project, c3_session_id, ide, identity.current)
     return ServerState(project, c3_session_id, identity, ide, heartbeat, record, MarkBook(project))
 

@@ -68,8 +68,10 @@ def _age(iso: str | None, now: float) -> str:
 def start(c: Caller, description: str = "", **_: str) -> str:
     c.record.description = description.strip() or c.record.description
     _save(c)
-    activity.record(c.project, "session_start", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
-                    source="c3_session", description=c.record.description)
+    # Not "session_start": that kind is the hooks' fact about a host session, which the liveness
+    # fallback trusts; a lifecycle start says nothing about when the host session ends.
+    activity.record(c.project, "c3_start", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
+                    description=c.record.description)
     return f"started C3 session {c.c3_session_id[:8]} for host session {c.host_session_id or '(unknown)'}"
 
 
@@ -125,8 +127,7 @@ def end(c: Caller, summary: str = "", **_: str) -> str:
     c.record.ended = time.time()
     c.record.summary = summary.strip() or c.record.summary
     _save(c)
-    activity.record(c.project, "session_end", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
-                    reason="c3_session")
+    activity.record(c.project, "c3_end", session_id=c.host_session_id, c3_session_id=c.c3_session_id)
     return f"ended C3 session {c.c3_session_id[:8]}"
 
 
@@ -134,7 +135,7 @@ def end(c: Caller, summary: str = "", **_: str) -> str:
 
 def list_(c: Caller, target: str = "", **_: str) -> str:
     target = target.strip()
-    which, search = (target, None) if target in FILTERS else ("all", target or None)
+    which, search = (target.lower(), None) if target.lower() in FILTERS else ("all", target or None)
     _, rows = list_rows_sync([c.project], which=which, search=search, processes=False)
     if not rows:
         return f"no {which if which != 'all' else ''} sessions".replace("  ", " ") + (f" matching {search!r}" if search else "")

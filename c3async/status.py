@@ -8,7 +8,7 @@ from typing import Any
 from . import jsonl
 from .errors import BadArgument
 from .live.reader import live_sessions
-from .usage.account import SessionTotals, stats_path
+from .usage.account import SessionTotals, session_titles, stats_path
 
 __all__ = ("VIEWS", "run")
 
@@ -24,6 +24,11 @@ def sessions_view(project: str) -> str:
     latest: dict[str, SessionTotals] = {}
     for row in batch.records:  # each row holds running totals: the last one per session wins
         latest[row.session_id] = row
+    titles = None
+    for row in latest.values():
+        if not row.title:  # accounted before the catalog knew the session: ask it now
+            titles = titles if titles is not None else session_titles(project)
+            row.title = titles.get(row.session_id)
     return format_table(list(latest.values()))
 
 

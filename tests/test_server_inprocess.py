@@ -1,8 +1,8 @@
 """The MCP server in process: ``mcp.Client(c3async.server.mcp)`` in both protocol eras.
 
 ``mode="auto"`` takes the 2026-07-28 direct path (no JSON-RPC framing), ``mode="legacy"`` the
-initialize handshake over in-memory streams, which is what IDEs speak today. Every test runs in
-both. The lifespan reads its environment when the client connects, so the ``world`` fixture sets
+initialize handshake over in-memory streams, which is what IDEs speak today. Every test that
+takes the ``client`` fixture runs in both. The lifespan reads its environment when the client connects, so the ``world`` fixture sets
 CLAUDE_CONFIG_DIR, C3_HOME, CLAUDE_PROJECT_DIR, CLAUDE_CODE_SESSION_ID and a short heartbeat
 interval first. What the server wrote is checked where the other front ends read it: the
 ``c3async sessions --json`` rows (a subprocess on this checkout), the marks and activity logs,
@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import anyio
@@ -29,7 +30,7 @@ from mcp import Client  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
 
 import c3async  # noqa: E402
-from c3async import server  # noqa: E402
+from c3async import server, session_actions  # noqa: E402
 from transcripts import simple_session  # noqa: E402
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"  # the session the server serves (newest)
@@ -98,9 +99,10 @@ def _sessions(claude) -> str:
     project = claude.project("app")
     folder = claude.folder(project)
     now = time.time()
-    simple_session(folder, project, "Document the parser API", session_id=DOCS, mtime=now - 300)
-    simple_session(folder, project, "Add the cache layer", session_id=OLD, mtime=now - 200)
-    simple_session(folder, project, "Fix the flaky retry test", session_id=HOST, mtime=now - 100)
+    long_ago = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)  # every one is idle: hints
+    simple_session(folder, project, "Document the parser API", session_id=DOCS, mtime=now - 300, start=long_ago)
+    simple_session(folder, project, "Add the cache layer", session_id=OLD, mtime=now - 200, start=long_ago)
+    simple_session(folder, project, "Fix the flaky retry test", session_id=HOST, mtime=now - 100, start=long_ago)
     return project
 
 
@@ -355,6 +357,7 @@ async def test_without_a_host_session_note_and_show_ask_for_a_target(hostless_cl
 async def test_host_session_follows_the_registry_of_the_parent_process(client, world):
     """Claude Code keeps $CLAUDE_CONFIG_DIR/sessions/<its pid>.json and rewrites its sessionId
     on /clear; in process, the server's "parent" is the parent of the test process."""
+    ok(await session(client, "start"))  # serving HOST (from the environment)
     ppid = os.getppid()
     stat = Path(f"/proc/{ppid}/stat").read_bytes()
     ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
@@ -363,6 +366,9 @@ async def test_host_session_follows_the_registry_of_the_parent_process(client, w
     reg.write_text(json.dumps({"pid": ppid, "sessionId": DOCS, "procStart": ticks, "cwd": world.project}))
     assert ok(await session(client, "note", data="after /clear")) == f"note {DOCS}"
     assert world.marks()[-1]["by_session"] == DOCS
+    ok(await session(client, "log", event_type="progress", data="now in DOCS"))
+    (record,) = world.records()
+    assert json.loads(record.read_text())["host_session_ids"] == [HOST, DOCS]
     assert "(this session)" in [line for line in lines_of(ok(await session(client, "list")))
                                 if line.startswith(DOCS[:8])][0]
     reg.write_text(json.dumps({"pid": ppid, "sessionId": OLD, "procStart": ticks + 1}))  # a dead claude's file
@@ -412,10 +418,9 @@ async def test_lifecycle_writes_the_record_and_the_activity_log(client, world):
 
     rows = world.activity()
     kinds = [(r["kind"], r.get("session_id"), r.get("c3_session_id")) for r in rows if r["kind"] != "tool_call"]
-    assert kinds == [("session_start", HOST, c3_id), ("log", HOST, c3_id), ("snapshot", HOST, c3_id),
-                     ("session_end", HOST, c3_id)]
-    assert next(r for r in rows if r["kind"] == "session_start")["description"] == "fix retries"
-    assert next(r for r in rows if r["kind"] == "session_end")["reason"] == "c3_session"
+    assert kinds == [("c3_start", HOST, c3_id), ("log", HOST, c3_id), ("snapshot", HOST, c3_id),
+                     ("c3_end", HOST, c3_id)]
+    assert next(r for r in rows if r["kind"] == "c3_start")["description"] == "fix retries"
     calls = [r for r in rows if r["kind"] == "tool_call"]
     assert {(r["tool"], r["session_id"], r["c3_session_id"]) for r in calls} == {("c3_session", HOST, c3_id)}
     assert [r["action"] for r in calls][:3] == ["start", "log", "log"]
@@ -436,25 +441,77 @@ async def test_a_file_error_is_a_readable_tool_error(client, world):
     assert ids_listed(ok(await session(client, "list")))[0] == HOST[:8]  # other actions still work
 
 
+async def test_an_unexpected_failure_is_a_generic_tool_error(client, monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setitem(session_actions._HANDLERS, "plan", broken)
+    result = await session(client, "plan")
+    assert result.is_error
+    text = result.content[0].text
+    assert text == ("c3_session(action='plan') failed inside c3async; the server's stderr has the details. "
+                    "Other actions still work.")
+    assert ids_listed(ok(await session(client, "list")))[0] == HOST[:8]
+
+
 # ------------------------------------------------------------------------------------ c3_status
 
 
+async def test_status_sessions_view_before_any_stats(claude, monkeypatch):
+    project = claude.project("empty")  # no transcripts: nothing to account for
+    _point_at(monkeypatch, claude, CLAUDE_PROJECT_DIR=project, CLAUDE_CODE_SESSION_ID=HOST)
+    for mode in ("auto", "legacy"):
+        async with Client(server.mcp, mode=mode) as c:
+            assert ok(await c.call_tool("c3_status", {})).startswith("no stats yet")
+            assert ok(await c.call_tool("c3_status", {"view": "sessions"})).startswith("no stats yet")
+            assert ok(await session(c, "list")) == "no sessions"
+
+
+async def _stats_table(client, sessions: int = 3) -> list[str]:
+    """c3_status(view='sessions') once the server has accounted for every transcript (its
+    background task appends one row per session)."""
+    with anyio.fail_after(20):
+        while len(lines := lines_of(ok(await client.call_tool("c3_status", {"view": "sessions"})))) < sessions + 2:
+            await anyio.sleep(0.05)
+    return lines
+
+
 async def test_status_sessions_view(client, world):
-    assert ok(await client.call_tool("c3_status", {})).startswith("no stats yet")
-    assert ok(await client.call_tool("c3_status", {"view": "sessions"})).startswith("no stats yet")
-    stats = world.state / "session_stats.jsonl"
-    stats.write_text("".join(json.dumps(r) + "\n" for r in [
-        {"ts": 1.0, "session_id": HOST, "title": "retry", "input": 10, "output": 1, "cost_usd": 0.5},
-        {"ts": 2.0, "session_id": DOCS, "title": "docs", "input": 5, "output": 2, "cache_read": 7, "cost_usd": 0.25},
-        {"ts": 3.0, "session_id": HOST, "title": "retry", "input": 100, "output": 20, "cache_write_5m": 3,
-         "cache_write_1h": 4, "cost_usd": 1.5, "unknown_models": ["claude-next"]},
-    ]))
-    lines = lines_of(ok(await client.call_tool("c3_status", {"view": "sessions"})))
+    lines = await _stats_table(client)
     assert lines[0].split() == ["session", "input", "output", "cache-w", "cache-r", "cost", "title"]
-    assert lines[1].split()[:7] == [HOST[:8], "100", "20", "7", "0", "1.50", "retry"]  # latest totals win
-    assert "(unpriced: claude-next)" in lines[1]
-    assert lines[2].split() == [DOCS[:8], "5", "2", "0", "7", "0.25", "docs"]
-    assert lines[3].split() == ["total", "105", "22", "7", "7", "1.75"]
+    # each transcript holds one reply written as two lines (thinking, text): counted once
+    by_id = {line.split()[0]: line.split() for line in lines[1:-1]}
+    assert set(by_id) == {HOST[:8], OLD[:8], DOCS[:8]}
+    for cols in by_id.values():
+        assert cols[1:5] == ["3", "28", "3296", "11331"]
+    assert lines[-1].split()[:5] == ["total", "9", "84", "9888", "33993"]
+
+    # rows hold running totals: the last one of a session wins; a bad or torn line is skipped
+    stats = world.state / "session_stats.jsonl"
+    with stats.open("a") as f:
+        f.write(json.dumps({"session_id": HOST, "ts": time.time(), "title": "retry", "input": 100, "output": 20,
+                            "cache_write_5m": 3, "cache_write_1h": 4, "cache_read": 5, "cost_usd": 1.5,
+                            "unknown_models": ["claude-next"]}) + "\n")
+        f.write('not json\n{"session_id": "torn')
+    lines = lines_of(ok(await client.call_tool("c3_status", {"view": "sessions"})))
+    mine = next(line for line in lines if line.startswith(HOST[:8]))
+    assert mine.split()[:7] == [HOST[:8], "100", "20", "7", "5", "1.50", "retry"]
+    assert mine.endswith("(unpriced: claude-next)")
+    assert lines[-1].split()[:5] == ["total", "106", "76", "6599", "22667"]
+
+
+async def test_status_sessions_view_titles_rows_accounted_before_the_catalog_knew_them(world):
+    """`c3async stats` in a project never listed before accounts for the transcripts while no
+    catalog cache exists, so its rows carry no title. Once the catalog is built (the server's
+    warm scan, a `list`), the sessions view should show the titles, as `c3async stats` does."""
+    stats = world.claude.run("stats", "--project", world.project)
+    assert stats.returncode == 0, stats.stderr
+    async with Client(server.mcp, mode="legacy") as c:
+        ok(await session(c, "list"))  # the catalog (and its cache) now knows every title
+        lines = await _stats_table(c)
+        titles = {line.split()[0]: " ".join(line.split()[6:]) for line in lines[1:-1]}
+        assert titles == {HOST[:8]: "Fix the flaky retry test", OLD[:8]: "Add the cache layer",
+                          DOCS[:8]: "Document the parser API"}, "\n".join(lines)
 
 
 async def test_status_live_view_and_unknown_view(client):
@@ -487,3 +544,47 @@ async def test_heartbeat_is_rewritten_and_removed_on_disconnect(world):
 async def test_the_project_is_registered_for_the_hub(client, world):
     doc = json.loads(Path(world.claude.c3home, "projects.json").read_text())
     assert [p["path"] for p in doc["projects"]] == [world.project]
+
+
+
+async def test_concurrent_calls_lose_nothing(client, world):
+    async def log(i: int) -> None:
+        ok(await session(client, "log", event_type="progress", data=f"step {i}"))
+
+    async def note(sid: str, i: int) -> None:
+        ok(await session(client, "note", target=sid, data=f"note {i}"))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(20):
+            tg.start_soon(log, i)
+            tg.start_soon(note, (HOST, OLD, DOCS)[i % 3], i)
+    (record,) = world.records()
+    events = json.loads(record.read_text())["events"]
+    assert sorted(e["data"] for e in events) == sorted(f"step {i}" for i in range(20))
+    assert sorted(m["summary"] for m in world.marks()) == sorted(f"note {i}" for i in range(20))
+
+
+async def test_project_defaults_to_the_cwd(claude, monkeypatch):
+    project = _sessions(claude)
+    _point_at(monkeypatch, claude, CLAUDE_CODE_SESSION_ID=HOST)
+    monkeypatch.chdir(project)
+    w = World(claude, project)
+    async with Client(server.mcp, mode="legacy") as c:
+        beat = json.loads((await _wait_for_heartbeat(w)).read_text())
+        assert beat["project"] == project
+        assert ids_listed(ok(await session(c, "list"))) == [HOST[:8], OLD[:8], DOCS[:8]]
+
+
+async def test_a_cleanly_stopped_server_leaves_its_session_not_live(world):
+    """The heartbeat is deleted on a clean shutdown so that the session stops reading live at
+    once. `start` also writes a c3_start activity row, which the liveness fallback (for
+    hosts with no heartbeat) must not turn back into LIVE once the heartbeat is gone."""
+    async with Client(server.mcp, mode="legacy") as c:
+        await _wait_for_heartbeat(world)
+        ok(await session(c, "start", description="then the IDE closes"))
+        assert world.rows()[HOST]["live"] is True
+    assert world.heartbeats() == []
+    live = world.claude.run("live", "--project", world.project, "--json")
+    assert json.loads(live.stdout) == [], "a stopped server's host session still reads live: " + live.stdout
+    row = world.rows()[HOST]
+    assert (row["live"], row["mcp_count"]) == (False, 0)

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -175,35 +174,54 @@ async def test_heartbeat_lives_while_the_client_is_connected(claude, project, tm
 
 
 async def test_three_servers_on_one_project(claude, project):
-    async with AsyncExitStack() as stack:
-        clients = []
-        for host in (HOST, HOST, DOCS):  # two IDEs on the same host session, one on another
-            clients.append(await stack.enter_async_context(Client(params(claude, project, host))))
-        beats = await wait_for_heartbeats(project, 3)
-        assert sorted(b["host_session_id"] for b in beats.values()) == sorted([HOST, HOST, DOCS])
-        assert len({b["pid"] for b in beats.values()}) == 3
+    hosts = (HOST, HOST, DOCS)  # two IDEs on the same host session, one on another
+    clients: dict[int, Client] = {}
+    done = anyio.Event()
 
-        live = await anyio.to_thread.run_sync(claude.run, "live", "--project", project, "--json")
-        assert live.returncode == 0, live.stderr
-        by_host = {e["host_session_id"]: e for e in json.loads(live.stdout)}
-        assert set(by_host) == {HOST, DOCS}
-        assert (by_host[HOST]["mcp_count"], by_host[HOST]["source"]) == (2, "heartbeat")
-        assert sorted(by_host[HOST]["c3_sessions"]) == sorted(k for k, b in beats.items() if b["host_session_id"] == HOST)
-        assert by_host[DOCS]["mcp_count"] == 1
+    async def serve(i: int) -> None:  # started side by side: each one's imports take a while
+        async with Client(params(claude, project, hosts[i])) as c:
+            clients[i] = c
+            await done.wait()
 
-        rows = await anyio.to_thread.run_sync(claude.rows_by_id, project)
-        assert (rows[HOST]["live"], rows[HOST]["mcp_count"]) == (True, 2)
-        assert (rows[DOCS]["live"], rows[DOCS]["mcp_count"]) == (True, 1)
-        assert (rows[OLD]["live"], rows[OLD]["mcp_count"]) == (False, 0)
-
-        for c, host in zip(clients, (HOST, HOST, DOCS)):
-            listed = text_of(await c.call_tool("c3_session", {"action": "list"})).splitlines()
-            mine = next(line for line in listed if line.startswith(host[:8]))
-            assert "(this session)" in mine
-            assert "MCP×2" in next(line for line in listed if line.startswith(HOST[:8]))
+    async with anyio.create_task_group() as tg:
+        for i in range(3):
+            tg.start_soon(serve, i)
+        with anyio.fail_after(START_TIMEOUT):
+            while len(clients) < 3:
+                await anyio.sleep(0.02)
+        try:
+            await _check_three(claude, project, [clients[i] for i in range(3)], hosts)
+        finally:
+            done.set()
     assert heartbeats(project) == {}
     live = await anyio.to_thread.run_sync(claude.run, "live", "--project", project, "--json")
     assert json.loads(live.stdout) == []
+
+
+async def _check_three(claude, project: str, clients: list[Client], hosts: tuple[str, ...]) -> None:
+    """What the CLI and each server say while all three run."""
+    beats = await wait_for_heartbeats(project, 3)
+    assert sorted(b["host_session_id"] for b in beats.values()) == sorted([HOST, HOST, DOCS])
+    assert len({b["pid"] for b in beats.values()}) == 3
+
+    live = await anyio.to_thread.run_sync(claude.run, "live", "--project", project, "--json")
+    assert live.returncode == 0, live.stderr
+    by_host = {e["host_session_id"]: e for e in json.loads(live.stdout)}
+    assert set(by_host) == {HOST, DOCS}
+    assert (by_host[HOST]["mcp_count"], by_host[HOST]["source"]) == (2, "heartbeat")
+    assert sorted(by_host[HOST]["c3_sessions"]) == sorted(k for k, b in beats.items() if b["host_session_id"] == HOST)
+    assert by_host[DOCS]["mcp_count"] == 1
+
+    rows = await anyio.to_thread.run_sync(claude.rows_by_id, project)
+    assert (rows[HOST]["live"], rows[HOST]["mcp_count"]) == (True, 2)
+    assert (rows[DOCS]["live"], rows[DOCS]["mcp_count"]) == (True, 1)
+    assert (rows[OLD]["live"], rows[OLD]["mcp_count"]) == (False, 0)
+
+    for c, host in zip(clients, hosts):
+        listed = text_of(await c.call_tool("c3_session", {"action": "list"})).splitlines()
+        mine = next(line for line in listed if line.startswith(host[:8]))
+        assert "(this session)" in mine
+        assert "MCP×2" in next(line for line in listed if line.startswith(HOST[:8]))
 
 
 # ------------------------------------------------------------------------------------ shutdown

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ("branches", "common_dir")
+__all__ = ("branches", "common_dir", "current_branch")
 
 
 def common_dir(path: str) -> Path | None:
@@ -41,6 +41,15 @@ def branches(path: str) -> set[str] | None:
             if name.endswith(".lock"):
                 continue
             names.add(os.path.relpath(os.path.join(root, name), heads).replace(os.sep, "/"))
+    # The branch HEAD names exists even before its first commit (an unborn branch has no ref
+    # file yet), in the main checkout and in every worktree.
+    for head in [common / "HEAD", *(common / "worktrees").glob("*/HEAD")]:
+        try:
+            text = head.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if text.startswith("ref: refs/heads/"):
+            names.add(text[len("ref: refs/heads/"):])
     try:
         with open(common / "packed-refs", encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -50,3 +59,18 @@ def branches(path: str) -> set[str] | None:
     except OSError:
         pass
     return names
+
+
+def current_branch(path: str) -> str | None:
+    """The branch checked out at ``path`` (None when detached or not a checkout)."""
+    dot_git = Path(path) / ".git"
+    try:
+        if dot_git.is_file():
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            head = (Path(path) / text[len("gitdir:"):].strip()).resolve() / "HEAD"
+        else:
+            head = dot_git / "HEAD"
+        ref = head.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else None

@@ -33,7 +33,7 @@ from ..jsondoc import write_atomic
 from ..paths import project_state
 from .prices import TIER_TOKENS, Price, PriceTable, load_prices
 
-__all__ = ("Result", "SessionTotals", "account", "stats_path")
+__all__ = ("Result", "SessionTotals", "account", "session_titles", "stats_path")
 
 _USAGE = b'"usage":{'
 _UUID_FILE = re.compile(r"^[0-9a-fA-F-]{36}\.jsonl$")
@@ -245,7 +245,7 @@ def _forget(path: str, fs: _FileState, state: _State) -> None:
     fs.offset = 0
 
 
-def _titles(project: str) -> dict[str, str]:
+def session_titles(project: str) -> dict[str, str]:
     """Session titles from the catalog's cache (no transcript is read for them)."""
     out = {}
     for path, rec in catalog_cache.load(catalog_cache_path(project)).items():
@@ -299,8 +299,11 @@ def _previous(project: str) -> dict[str, SessionTotals]:
     return latest
 
 
-def _same(a: SessionTotals, b: SessionTotals) -> bool:
-    return msgspec.structs.replace(a, ts=0.0, title=None) == msgspec.structs.replace(b, ts=0.0, title=None)
+def _same(old: SessionTotals, new: SessionTotals) -> bool:
+    """Nothing worth a new row: the same totals, and no title learnt since."""
+    if new.title and new.title != old.title:
+        return False
+    return msgspec.structs.replace(old, ts=0.0, title=None) == msgspec.structs.replace(new, ts=0.0, title=None)
 
 
 def account(project: str, *, write: bool = True) -> Result:
@@ -324,7 +327,7 @@ def account(project: str, *, write: bool = True) -> Result:
             read_bytes += n
     # A transcript deleted since (Claude Code's 30-day cleanup) keeps its place in the state:
     # what it spent was spent.
-    totals = _totals(state, _titles(project), time.time())
+    totals = _totals(state, session_titles(project), time.time())
     changed = []
     if write:
         before = _previous(project)

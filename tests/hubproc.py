@@ -1,0 +1,126 @@
+"""The real ``c3async hub`` as a subprocess, for the Hub's API and browser tests.
+
+``Hub(sandbox).start()`` runs ``python -m c3async hub --port 0`` in the sandbox's environment,
+reads the port from the ``c3async Hub on http://127.0.0.1:PORT/`` line it prints on stderr,
+waits until the page answers, and keeps draining stderr (kept for failure messages).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+try:  # the brief's client; mcp depends on its successor, which has the same API
+    import httpx
+except ImportError:  # pragma: no cover - depends on the environment
+    import httpx2 as httpx  # type: ignore[no-redef]
+
+__all__ = ("Hub", "httpx", "page_token", "sessions_ids", "wait_for")
+
+_ANNOUNCE = re.compile(r"c3async Hub on http://127\.0\.0\.1:(\d+)/")
+_TOKEN = re.compile(r'<meta name="c3-token" content="([^"]+)">')
+
+
+def page_token(html: str) -> str:
+    m = _TOKEN.search(html)
+    assert m, "the page has no <meta name=\"c3-token\">"
+    return m.group(1)
+
+
+def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05):
+    """Poll ``predicate`` until it returns something truthy; returns it, or fails at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+        time.sleep(interval)
+
+
+def sessions_ids(rows: Sequence[dict]) -> set[str]:
+    return {r["id"] for r in rows}
+
+
+class Hub:
+    """One hub process. ``url`` is ``http://127.0.0.1:PORT``; ``token`` the page's CSRF token."""
+
+    def __init__(self, sandbox, *args: str, startup_timeout: float = 20.0) -> None:
+        self.sandbox = sandbox
+        self.args = args
+        self.startup_timeout = startup_timeout
+        self.proc: subprocess.Popen | None = None
+        self.port: int | None = None
+        self.token: str | None = None
+        self.stderr_lines: list[str] = []
+        self._announced = threading.Event()
+        self._reader: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _drain(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+            m = _ANNOUNCE.search(line)
+            if m and self.port is None:
+                self.port = int(m.group(1))
+                self._announced.set()
+        self._announced.set()  # the process ended (maybe before announcing)
+
+    def stderr(self) -> str:
+        return "".join(self.stderr_lines)
+
+    def start(self) -> Hub:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "c3async", "hub", "--port", "0", *self.args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, env=self.sandbox.env(), cwd=str(self.sandbox.root),
+        )
+        self._reader = threading.Thread(target=self._drain, name="hub-stderr", daemon=True)
+        self._reader.start()
+        if not self._announced.wait(self.startup_timeout) or self.port is None:
+            self.stop()
+            raise AssertionError(f"the hub did not announce its port; stderr:\n{self.stderr()}")
+        # The socket is bound before the line is printed; uvicorn listens a moment later.
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                r = httpx.get(self.url + "/", timeout=5)
+                if r.status_code == 200:
+                    self.token = page_token(r.text)
+                    return self
+            except httpx.TransportError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(f"the hub did not answer on {self.url}; stderr:\n{self.stderr()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if self._reader is not None:
+            self._reader.join(5)
+        if proc.stderr is not None:
+            proc.stderr.close()
+        self.proc = None
+
+    def client(self, **kwargs) -> httpx.Client:
+        kwargs.setdefault("timeout", 10)
+        return httpx.Client(base_url=self.url, **kwargs)

@@ -1,0 +1,358 @@
+"""The Hub page in a real Chromium (Playwright, sync API) against the real ``c3async hub``.
+
+Chromium is Debian's (``/usr/bin/chromium``, which ``.ci/run``'s environment installs); the tests
+skip, saying so, where it is missing. Screenshots go to pytest's tmp_path; their paths are printed.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from hubproc import Hub, sessions_ids
+from transcripts import Conversation, write_session
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                reason=f"no Chromium at {CHROMIUM} (CI installs Debian's chromium package)")
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+expect = sync_api.expect
+
+NOW = datetime.now(timezone.utc)
+OLD = NOW - timedelta(days=30)
+XSS = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+# A prompt that *starts* with a lowercase tag is not a typed prompt (Claude Code skips those too).
+PROMPT_XSS = "look at this: " + XSS
+WAIT_MS = 10_000
+
+
+def _session(folder: Path, cwd: str, prompts: list[str], *, title: str | None = None, start: datetime = NOW,
+             branch: str = "main") -> str:
+    conv = Conversation(cwd, start=start - timedelta(hours=1) if start is NOW else start, branch=branch)
+    lines = [conv.permission_mode()]
+    for i, prompt in enumerate(prompts, 1):
+        lines += conv.exchange(prompt, f"answer {i}: {prompt[:40]}")
+    if title is not None:
+        lines.append(conv.custom_title(title))
+    path = write_session(folder, conv.id, lines)
+    when = start.timestamp() + 600 if start is not NOW else time.time()
+    os.utime(path, (when, when))
+    return conv.id
+
+
+class World:
+    def __init__(self, claude) -> None:
+        self.claude = claude
+        g = self.gamma = claude.project("gamma")
+        fg = claude.folder(g)
+        three = ["Add the endpoint", "Write its tests", "Update the docs"]
+        self.long_prompts = ["Rewrite the parser with error recovery"] + [
+            f"Parser step {i}: handle the next construct" for i in range(2, 10)] + ["Now document the grammar"]
+        self.long = _session(fg, g, self.long_prompts, title="Parser rewrite")
+        self.hinted = _session(fg, g, ["needle-browser: fix the flaky login test"], start=OLD)
+        self.hinted2 = _session(fg, g, ["Tweak the CSS", "and the footer"], title="Old CSS tweaks",
+                                start=OLD - timedelta(days=1))
+        self.noted = _session(fg, g, ["Look at the cache"], title="Cache look", start=OLD - timedelta(days=2))
+        self.xss_title = _session(fg, g, [PROMPT_XSS, "second prompt", "last " + XSS], title="title " + XSS,
+                                  start=OLD - timedelta(days=3))
+        self.xss_prompt = _session(fg, g, [PROMPT_XSS], start=OLD - timedelta(days=4))
+        self.xss_marked = _session(fg, g, ["Harmless prompt"], title="Marked with a payload",
+                                   start=OLD - timedelta(days=5))
+        self.tomark = _session(fg, g, three, title="Session to mark stale in the page")
+        self.fromcli = _session(fg, g, three, title="Session marked from the CLI")
+        d = self.delta = claude.project("delta")
+        fd = claude.folder(d)
+        self.d1 = _session(fd, d, three, title="Delta feature work")
+        self.d2 = _session(fd, d, ["Old delta idea"], start=OLD)
+        claude.sessions(g)  # registers the projects
+        claude.sessions(d)
+        for args in (("note", self.noted, "--summary", "looked, nothing to do"),
+                     ("stale", self.xss_marked, "--reason", "reason " + XSS),
+                     ("note", self.xss_marked, "--summary", "note " + XSS)):
+            proc = claude.run("mark", args[0], "--project", g, *args[1:])
+            assert proc.returncode == 0, proc.stderr
+        self.all_ids = {self.long, self.hinted, self.hinted2, self.noted, self.xss_title, self.xss_prompt,
+                        self.xss_marked, self.tomark, self.fromcli, self.d1, self.d2}
+
+
+@pytest.fixture(scope="module")
+def world(module_claude) -> World:
+    return World(module_claude)
+
+
+@pytest.fixture(scope="module")
+def hub(world):
+    h = Hub(world.claude).start()
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Page:
+    """A fresh context and page, with console errors and page errors collected."""
+
+    def __init__(self, browser, hub) -> None:
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.hub = hub
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.listings: list[str] = []  # /api/sessions responses, in order
+        self.page.on("response", lambda r: self.listings.append(r.url) if "/api/sessions?" in r.url else None)
+
+    def open(self) -> None:
+        self.page.goto(self.hub.url + "/")
+        expect(self.page.locator("#rows li").first).to_be_visible(timeout=WAIT_MS)
+
+    def row(self, sid: str):
+        return self.page.locator(f'#rows li[data-id="{sid}"]')
+
+    def ids(self) -> set[str]:
+        return set(self.page.eval_on_selector_all("#rows li", "els => els.map(e => e.dataset.id)"))
+
+    def wait_ids(self, want: set[str]) -> None:
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while self.ids() != want:
+            if time.monotonic() > deadline:
+                assert self.ids() == want
+            self.page.wait_for_timeout(50)
+
+    def wait_listings(self, since: int, count: int) -> None:
+        """Until ``count`` more listing responses came after the ``since``-th, then a render."""
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while len(self.listings) < since + count:
+            assert time.monotonic() < deadline, f"no reload: {self.listings[since:]}"
+            self.page.wait_for_timeout(50)
+        self.page.wait_for_timeout(300)
+
+    def shot(self, tmp_path: Path, name: str, **kwargs) -> Path:
+        path = tmp_path / f"{name}.png"
+        self.page.screenshot(path=str(path), **kwargs)
+        print(f"screenshot: {path}")
+        return path
+
+
+@pytest.fixture
+def page(browser, hub):
+    p = Page(browser, hub)
+    try:
+        yield p
+    finally:
+        p.context.close()
+
+
+def _api_rows(hub, **params) -> list[dict]:
+    with hub.client() as c:
+        r = c.get("/api/sessions", params=params)
+        assert r.status_code == 200, r.text
+        return r.json()["rows"]
+
+
+def test_page_loads_and_shows_one_row_per_session(page, hub, world, tmp_path):
+    page.open()
+    page.wait_ids(world.all_ids)
+    rows = _api_rows(hub)
+    assert page.ids() == sessions_ids(rows)
+    # sorted by last activity, newest first, as the API says
+    shown = page.page.eval_on_selector_all("#rows li", "els => els.map(e => e.dataset.id)")
+    activity = {r["id"]: r["last_activity"] or r["mtime"] for r in rows}
+    assert [activity[i] for i in shown] == sorted((activity[i] for i in shown), reverse=True)
+    li = page.row(world.long)
+    expect(li.locator(".title")).to_have_text("Parser rewrite")
+    expect(li.locator(".project")).to_have_text("gamma")
+    expect(li.locator(".resume")).to_be_visible()
+    expect(page.page.locator("#progress")).to_have_text(f"{len(world.all_ids)} sessions")
+    rail = page.page.locator("#projects button")
+    expect(rail).to_have_text(["All projects", "gamma", "delta"])
+    page.shot(tmp_path, "list")
+    assert page.errors == []  # no CSP violation, no script error
+
+
+def test_rail_chooses_one_project(page, world):
+    page.open()
+    page.page.locator('#projects button[data-project="%s"]' % world.delta).click()
+    page.wait_ids({world.d1, world.d2})
+    expect(page.row(world.d1).locator(".project")).to_have_text("")
+    page.page.locator('#projects button[data-project=""]').click()
+    page.wait_ids(world.all_ids)
+
+
+def test_likely_stale_filter_shows_only_hinted_unmarked_rows(page, hub, world, tmp_path):
+    page.open()
+    page.wait_ids(world.all_ids)
+    page.page.get_by_role("button", name="Likely stale").click()
+    want = {r["id"] for r in _api_rows(hub) if r["hints"] and not r["marked"]}
+    assert {world.hinted, world.hinted2, world.d2} <= want
+    assert not {world.long, world.noted, world.xss_marked, world.tomark} & want
+    page.wait_ids(want)
+    for sid in want:
+        chips = page.row(sid).locator(".chip")
+        assert chips.count() >= 1
+        assert page.row(sid).locator(".chip.stale").count() == 0
+    expect(page.page.locator('#filters button[data-filter="likely"]')).to_have_class("on")
+    page.shot(tmp_path, "filter-likely")
+    page.page.get_by_role("button", name="Stale", exact=True).click()
+    page.wait_ids({r["id"] for r in _api_rows(hub, filter="stale")})
+    page.page.get_by_role("button", name="All", exact=True).click()
+    page.wait_ids(world.all_ids)
+
+
+def test_typing_in_the_search_box_narrows_the_list(page, world):
+    page.open()
+    page.wait_ids(world.all_ids)
+    box = page.page.locator("#search")
+    box.press_sequentially("needle-brow", delay=20)
+    page.wait_ids({world.hinted})
+    box.fill("")
+    box.press_sequentially("delta", delay=20)  # titles and prompts, not the project name
+    page.wait_ids({world.d1, world.d2})
+    box.fill(world.tomark[:12])  # ids too
+    page.wait_ids({world.tomark})
+    box.fill("")
+    page.wait_ids(world.all_ids)
+
+
+def test_expanding_a_row_shows_prompts_turns_and_resume(page, world, tmp_path):
+    page.open()
+    li = page.row(world.long)
+    detail = li.locator(".detail")
+    expect(detail).to_be_hidden()
+    li.locator(".title").click()
+    expect(detail).to_be_visible()
+    expect(detail.locator("h3", has_text="Last turns")).to_be_visible(timeout=WAIT_MS)
+    pres = detail.locator("pre")
+    expect(pres.nth(0)).to_have_text(world.long_prompts[0])
+    expect(pres.nth(1)).to_have_text(world.long_prompts[-1])
+    turns = detail.locator(".turn")
+    expect(turns).to_have_count(8)
+    texts = turns.all_text_contents()
+    assert texts[0] == "user" + world.long_prompts[6]
+    assert texts[-1].startswith("assistant" + "answer 10")
+    cmd = f"cd {shlex.quote(world.gamma)} && claude --resume {world.long}"
+    expect(detail.locator("code.cmd")).to_have_text(cmd)
+    page.shot(tmp_path, "expanded-row", full_page=True)
+    li.locator(".title").click()  # collapses
+    expect(detail).to_be_hidden()
+    li.locator(".resume").click()  # the resume button opens the detail on the command
+    expect(detail.locator("code.cmd")).to_have_text(cmd, timeout=WAIT_MS)
+    li.scroll_into_view_if_needed()
+    page.shot(tmp_path, "resume-command")
+    assert page.errors == []
+
+
+def test_marking_a_row_stale_in_the_page(page, world, tmp_path):
+    page.open()
+    li = page.row(world.tomark)
+    li.locator(".title").click()
+    reason = li.get_by_label("stale reason")
+    expect(reason).to_be_visible(timeout=WAIT_MS)
+    reason.fill("done in the page")
+    li.get_by_role("button", name="Mark stale", exact=True).click()
+    expect(li.locator(".chip.stale")).to_have_text("stale: done in the page", timeout=WAIT_MS)
+    expect(li).to_have_class("row stale")
+    page.shot(tmp_path, "marked-stale")
+    row = world.claude.rows_by_id(world.gamma)[world.tomark]
+    assert row["stale"]["reason"] == "done in the page"
+    assert row["stale"]["by"] == "user"
+
+
+def test_detail_offers_unstale_once_a_row_is_marked_stale(page, world):
+    """After "Mark stale" the open detail is the detail of a stale session: it offers Unstale,
+    not a second "Mark stale". (One project chosen in the rail, so the list reloads in one piece.)"""
+    page.open()
+    page.page.locator('#projects button[data-project="%s"]' % world.gamma).click()
+    li = page.row(world.hinted2)
+    expect(li.locator(".project")).to_have_text("", timeout=WAIT_MS)
+    li.locator(".title").click()
+    expect(li.get_by_label("stale reason")).to_be_visible(timeout=WAIT_MS)
+    li.get_by_label("stale reason").fill("old styling")
+    since = len(page.listings)
+    li.get_by_role("button", name="Mark stale", exact=True).click()
+    expect(li.locator(".chip.stale")).to_have_text("stale: old styling", timeout=WAIT_MS)
+    page.wait_listings(since, 2)  # the reload after the POST, and the one the change event brings
+    assert li.locator(".detail .error").count() == 0
+    buttons = {name: li.get_by_role("button", name=name, exact=True).count() for name in ("Unstale", "Mark stale")}
+    assert buttons == {"Unstale": 1, "Mark stale": 0}
+
+
+def test_a_change_elsewhere_keeps_the_rows_and_what_is_typed(page, world):
+    """A live update (here: a mark written on another row from a shell) refreshes the rows in
+    place: no row drops out meanwhile, and an open detail keeps what the user is typing."""
+    page.open()
+    page.wait_ids(world.all_ids)
+    li = page.row(world.long)
+    li.locator(".title").click()
+    summary = li.get_by_label("note summary")
+    expect(summary).to_be_visible(timeout=WAIT_MS)
+    summary.fill("half typed")
+    page.page.evaluate("""() => {
+        window.__minRows = document.querySelectorAll('#rows li').length;
+        new MutationObserver(() => {
+            window.__minRows = Math.min(window.__minRows, document.querySelectorAll('#rows li').length);
+        }).observe(document.querySelector('#rows'), { childList: true });
+    }""")
+    since = len(page.listings)
+    proc = world.claude.run("mark", "note", world.d1, "--project", world.delta, "--summary", "noted in a shell")
+    assert proc.returncode == 0, proc.stderr
+    page.wait_listings(since, 2)  # the change event's reload: one listing per project
+    seen = {"fewest rows meanwhile": page.page.evaluate("window.__minRows"),
+            "typed text": li.get_by_label("note summary").input_value()}
+    assert page.ids() == world.all_ids
+    assert seen == {"fewest rows meanwhile": len(world.all_ids), "typed text": "half typed"}
+
+
+def test_xss_payloads_render_as_text(page, hub, world, tmp_path):
+    page.open()
+    rows = {r["id"]: r for r in _api_rows(hub)}
+    assert "<img src=x" in rows[world.xss_title]["title"] and "<img src=x" in rows[world.xss_prompt]["title"]
+    for sid in (world.xss_title, world.xss_prompt, world.xss_marked):
+        li = page.row(sid)
+        expect(li.locator(".title")).to_have_text(rows[sid]["title"])
+        li.locator(".title").click()
+        expect(li.locator(".detail h3", has_text="Resume")).to_be_visible(timeout=WAIT_MS)
+    expect(page.row(world.xss_marked).locator(".chip.stale")).to_have_text("stale: reason " + XSS)
+    title_detail = page.row(world.xss_title).locator(".detail")
+    expect(title_detail.locator("pre").nth(0)).to_have_text(PROMPT_XSS)
+    expect(title_detail.locator("pre").nth(1)).to_have_text("last " + XSS)
+    expect(title_detail.locator(".turn").first).to_have_text("user" + PROMPT_XSS)
+    marked_detail = page.row(world.xss_marked).locator(".detail")
+    expect(marked_detail.locator("pre").nth(2)).to_have_text("note " + XSS)
+    page.page.wait_for_timeout(300)  # give a payload's onerror a chance to run
+    assert page.page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.page.locator("img").count() == 0
+    assert page.page.locator('img[src="x"]').count() == 0
+    scripts = page.page.eval_on_selector_all("script", "els => els.map(e => e.getAttribute('src'))")
+    assert scripts == ["/static/app.js"]
+    page.shot(tmp_path, "xss", full_page=True)
+    assert page.errors == []
+
+
+def test_a_mark_from_the_cli_appears_without_a_reload(page, world):
+    page.open()
+    li = page.row(world.fromcli)
+    expect(li.locator(".chip.stale")).to_have_count(0)
+    page.page.evaluate("window.__sameDocument = 1")
+    proc = world.claude.run("mark", "stale", world.fromcli, "--project", world.gamma, "--reason", "marked in a shell")
+    assert proc.returncode == 0, proc.stderr
+    expect(li.locator(".chip.stale")).to_have_text("stale: marked in a shell", timeout=WAIT_MS)
+    assert page.page.evaluate("window.__sameDocument") == 1
