@@ -29,6 +29,7 @@ from .harness import (
 WRITER = r"""
 import math, os, random, sys, time
 from c3async.marks import write_mark
+from c3async.catalog.resolve import resolve  # imported before the ack file appears
 project, wid, seed, ids, ack_path, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5], sys.argv[6]
 ack = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 rng = random.Random(seed)
@@ -147,7 +148,10 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         while project.marks.read_bytes().endswith(b"\n") and tries < tail_tries:
             tries += 1
             wid = w.spawn("big")
-            time.sleep(rng.uniform(0.15, 0.5))
+            started = time.monotonic()
+            while not w.ack(wid).exists() and time.monotonic() - started < 30:
+                time.sleep(0.002)  # the ack file appears once it has imported and is writing
+            time.sleep(rng.uniform(0.0, 0.02))
             w.kill(wid)
             kills += 1
         before = read_raw(project.marks)

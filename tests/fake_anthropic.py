@@ -21,21 +21,24 @@ from starlette.routing import Route
 
 PORT, SCRIPT, LOG = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 _lock = threading.Lock()
-_replies: list[dict] = json.load(open(SCRIPT))
 _count = 0
+_used = 0  # script replies given so far (the script is re-read, so a test may write it late)
 
 
 def _next(body: dict) -> dict:
-    global _count
+    global _count, _used
     with _lock:
         _count += 1
         with open(LOG, "a") as f:
             f.write(json.dumps(body) + "\n")
         tools = {t.get("name") for t in body.get("tools") or []}
+        with open(SCRIPT) as f:
+            replies = json.load(f)
         # Side requests (titles, summaries) send no tools: answer them with text, keep the script.
-        if not tools or not _replies:
+        if not tools or _used >= len(replies):
             return {"text": "Done."}
-        return _replies.pop(0)
+        _used += 1
+        return replies[_used - 1]
 
 
 def _blocks(reply: dict, n: int) -> list[dict]:
