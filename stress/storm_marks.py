@@ -317,6 +317,9 @@ class Storm:
         time.sleep(max(0.0, self.go - time.time()))
 
     def _ack(self, ack: dict, lat_list: list[float], dt: float) -> None:
+        if "t1" not in ack and ack["src"] != "raw":  # measured here: the call's interval
+            ack["t1"] = time.perf_counter()
+            ack["t0"] = ack["t1"] - dt
         with self.lock:
             self.acks.append(ack)
             lat_list.append(dt)
@@ -372,6 +375,20 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
         if got != want:
             wrong.append(f"{a['tag']}: file {got}, sent {want}")
     acked_tags = {a["tag"] for a in st.acks}
+    # real-time order: a mark whose call returned before another's call began precedes it
+    pos = {mark_tag(r): i for i, r in enumerate(raw.records)}
+    timed = sorted((a for a in st.acks if "t1" in a and a["tag"] in pos), key=lambda a: a["t1"])
+    ends = [a["t1"] for a in timed]
+    prefix_max, best = [], -1
+    for a in timed:
+        best = max(best, pos[a["tag"]])
+        prefix_max.append(best)
+    order_bad = []
+    import bisect
+    for b in timed:
+        k = bisect.bisect_left(ends, b["t0"])
+        if k and prefix_max[k - 1] > pos[b["tag"]]:
+            order_bad.append(b["tag"])
     unacked = [t for t in tags if t not in acked_tags]
 
     res.fig("servers (c3async serve)", f"{st.servers}  (started {len(st.startup)}, "
@@ -399,6 +416,8 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
     res.check(not doubled, "every acknowledged mark is in the file exactly once",
               f"{len(doubled)} doubled, e.g. {doubled[:3]}")
     res.check(not wrong, "every acknowledged mark is in the file as it was sent", "; ".join(wrong[:3]))
+    res.check(not order_bad, "marks are in real-time order (a call that returned first is earlier in the file)",
+              f"{len(order_bad)} out of order, e.g. {order_bad[:3]}")
     res.check(not raw.bad and raw.ends_with_newline, "no torn or glued line in session_marks.jsonl",
               f"{len(raw.bad)} bad lines, e.g. {[b[1][:120] for b in raw.bad[:2]]}; "
               f"ends with newline: {raw.ends_with_newline}")

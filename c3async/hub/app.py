@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import msgspec
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -45,6 +46,9 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 # What a listing row may carry: never the prompts (they are in the detail, on request).
 LISTING_DROPS = ("first_prompt", "last_prompt", "first_prompt_truncated", "last_prompt_truncated")
 EVENT_POLL_S = 1.0
+SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+                    (b"cache-control", b"no-store")]
 _HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:]+)(?::(\d+))?$")
 
 
@@ -64,28 +68,26 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+            await send(message)
+
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = _host_name(headers.get("host", ""))
         if host not in LOOPBACK_HOSTS:
-            await _error(421, "this Hub answers only to a loopback Host (127.0.0.1 or localhost)")(scope, receive, send)
+            refusal = _error(421, "this Hub answers only to a loopback Host (127.0.0.1 or localhost)")
+            await refusal(scope, receive, send_with_headers)
             return
         if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
             origin = headers.get("origin")
             if origin is not None and _host_name(origin.split("://", 1)[-1]) not in LOOPBACK_HOSTS:
-                await _error(403, "cross-origin request refused")(scope, receive, send)
+                await _error(403, "cross-origin request refused")(scope, receive, send_with_headers)
                 return
-            if not secrets.compare_digest(headers.get("x-c3-token", ""), self.token):
-                await _error(403, "missing or wrong X-C3-Token (reload the page)")(scope, receive, send)
+            # Bytes, not str: compare_digest refuses non-ASCII strings (a forged header).
+            if not secrets.compare_digest(headers.get("x-c3-token", "").encode("latin-1"), self.token.encode()):
+                await _error(403, "missing or wrong X-C3-Token (reload the page)")(scope, receive, send_with_headers)
                 return
-
-        async def send_with_headers(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-                         (b"cache-control", b"no-store")]
-                message["headers"] = list(message.get("headers", [])) + extra
-            await send(message)
-
         await self.app(scope, receive, send_with_headers)
 
 
@@ -254,6 +256,16 @@ async def api_events(request: Request) -> Response:
     return StreamingResponse(stream(), media_type="text/event-stream")
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, exc.detail or "error")
+
+
+async def _crash(request: Request, exc: Exception) -> Response:
+    log.exception("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return _error(500, "the Hub failed on this request; its terminal shows the details")
+
+
 def create_app(token: str | None = None) -> Starlette:
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
@@ -269,6 +281,7 @@ def create_app(token: str | None = None) -> Starlette:
             Mount("/static", StaticFiles(directory=static), name="static"),
         ],
         middleware=[Middleware(Guard, token=token)],
+        exception_handlers={HTTPException: _http_error, Exception: _crash},
     )
     app.state.token = token
     return app

@@ -46,17 +46,31 @@ function renderRail() {
 
 function choose(project) { state.project = project; state.open.clear(); renderRail(); load(); }
 
+// Renders are coalesced to one per frame: project responses arrive one by one.
+let renderQueued = false;
 function renderRows() {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => { renderQueued = false; renderNow(); });
+}
+
+function renderNow() {
   const ul = $("#rows");
   const rows = [...state.rows.values()].sort((a, b) => activity(b) - activity(a));
   $("#empty").hidden = rows.length > 0 || state.loading > 0;
   const keep = new Map([...ul.children].map(li => [li.dataset.id, li]));
-  const items = rows.map(row => {
-    const li = keep.get(row.id) || $("#row-template").content.firstElementChild.cloneNode(true);
+  // Existing <li> nodes are kept and moved only where the order changed, so an open detail
+  // (and whatever is being typed in it) survives a refresh.
+  let cursor = ul.firstElementChild;
+  for (const row of rows) {
+    let li = keep.get(row.id);
+    keep.delete(row.id);
+    if (!li) li = $("#row-template").content.firstElementChild.cloneNode(true);
     fillRow(li, row);
-    return li;
-  });
-  ul.replaceChildren(...items);
+    if (li === cursor) cursor = cursor.nextElementSibling;
+    else ul.insertBefore(li, cursor);
+  }
+  for (const li of keep.values()) li.remove();
 }
 
 function fillRow(li, row) {
@@ -99,9 +113,10 @@ async function showResume(li, row) {
 }
 
 function flash(li, text) {
-  const note = el("span", { class: "counts", text });
-  $(".line", li).append(note);
-  setTimeout(() => note.remove(), 2000);
+  const status = $("#status");
+  status.textContent = text;
+  clearTimeout(flash.timer);
+  flash.timer = setTimeout(() => { status.textContent = ""; }, 2500);
 }
 
 async function toggle(li, row) {
@@ -160,8 +175,13 @@ function actions(r, li) {
   const msg = el("span", { class: "counts" });
   const send = async (body) => {
     msg.className = "counts"; msg.textContent = "saving…";
-    try { await api(`/api/sessions/${encodeURIComponent(r.id)}/marks`, { method: "POST", body: { project: r.project, ...body } }); msg.textContent = "saved"; await load(); }
-    catch (e) { msg.className = "error"; msg.textContent = e.message; }
+    try {
+      await api(`/api/sessions/${encodeURIComponent(r.id)}/marks`, { method: "POST", body: { project: r.project, ...body } });
+      await load();
+      const row = state.rows.get(r.id);
+      if (row) await openDetail(li, row);  // show the new state (and Unstale after a stale)
+      flash(li, "saved");
+    } catch (e) { msg.className = "error"; msg.textContent = e.message; }
   };
   const box = el("div", { class: "actions" });
   if (r.stale) box.append(el("button", { type: "button", class: "unstale", text: "Unstale", onclick: () => send({ op: "unstale" }) }));
@@ -180,22 +200,24 @@ async function load() {
   } catch (e) { $("#progress").textContent = e.message; return; }
   renderRail();
   const targets = state.project ? [state.project] : state.projects.map(p => p.path);
-  const fresh = new Map();
+  const wanted = new Set(targets);
+  for (const [id, row] of state.rows) if (!wanted.has(row.project)) state.rows.delete(id);
   let done = 0;
   state.loading = targets.length;
-  const progress = () => { $("#progress").textContent = done < targets.length ? `loading ${done}/${targets.length} projects…` : `${fresh.size} sessions`; };
+  const progress = () => { $("#progress").textContent = done < targets.length ? `loading ${done}/${targets.length} projects…` : `${state.rows.size} sessions`; };
   progress();
-  // One request per project, so the first listing fills in as each project finishes.
+  // One request per project, so the first listing fills in as each project finishes; a
+  // project's rows are replaced only when its own answer arrives.
   await Promise.all(targets.map(async (p) => {
     try {
       const data = await api(`/api/sessions?${params}&project=${encodeURIComponent(p)}`);
       if (gen !== generation) return;
-      for (const row of data.rows) fresh.set(row.id, row);
+      for (const [id, row] of state.rows) if (row.project === p) state.rows.delete(id);
+      for (const row of data.rows) state.rows.set(row.id, row);
     } catch (e) { $("#progress").textContent = e.message; }
     done += 1;
     state.loading -= 1;
     if (gen !== generation) return;
-    state.rows = new Map(fresh);
     progress();
     renderRows();
   }));
