@@ -17,7 +17,6 @@ Prints a table of figures; exits 1 if any invariant breaks (each break is named)
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 import traceback

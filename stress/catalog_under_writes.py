@@ -13,16 +13,14 @@ about to write before writing it); after the writers stop, the warm listing equa
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 from .harness import (
-    PY, Project, Result, Sandbox, c3async_cmd, kill_all, make_project, mark_tag, ms, oracle_fold, pct,
+    PY, Project, Result, Sandbox, c3async_cmd, kill_all, make_project, ms, oracle_fold, pct,
     read_raw,
 )
 

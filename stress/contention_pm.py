@@ -10,7 +10,6 @@ last. Meanwhile a reader process loads pm.json in a loop and must never see a br
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import time
 from collections import Counter

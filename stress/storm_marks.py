@@ -14,6 +14,7 @@ acknowledged when its call returned without error. Then, read back independently
 
 from __future__ import annotations
 
+import bisect
 import http.client
 import json
 import random
@@ -89,7 +90,18 @@ class Storm:
     # ---------------------------------------------------------------- the Hub
 
     def start_hub(self) -> tuple[subprocess.Popen, int, str]:
-        log = self.sb.logs / "hub.log"
+        """``c3async hub --port 0``; its URL from stderr, its token from the page. Tried three
+        times: a Hub that dies before it listens is retried (its exit status is reported)."""
+        problems = []
+        for attempt in range(3):
+            try:
+                return self._start_hub(attempt)
+            except RuntimeError as exc:
+                problems.append(str(exc))
+        raise RuntimeError("; ".join(problems))
+
+    def _start_hub(self, attempt: int) -> tuple[subprocess.Popen, int, str]:
+        log = self.sb.logs / f"hub-{attempt}.log"
         proc = subprocess.Popen(c3async_cmd("hub", "--port", "0"), env=self.sb.env(self.project.path),
                                 cwd=self.project.path, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
@@ -101,7 +113,10 @@ class Storm:
             if m:
                 port = int(m.group(1))
             elif proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the Hub did not start: {log.read_bytes()[-500:]!r}")
+                rc = proc.poll()
+                if rc is None:
+                    proc.kill()
+                raise RuntimeError(f"the Hub did not start (exit status {rc}): {log.read_bytes()[-500:]!r}")
             else:
                 time.sleep(0.05)
         while True:  # the line is printed just before uvicorn listens
@@ -384,7 +399,6 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
         best = max(best, pos[a["tag"]])
         prefix_max.append(best)
     order_bad = []
-    import bisect
     for b in timed:
         k = bisect.bisect_left(ends, b["t0"])
         if k and prefix_max[k - 1] > pos[b["tag"]]:
