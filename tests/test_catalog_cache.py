@@ -246,3 +246,22 @@ def test_growth_read_of_a_big_file_costs_only_the_appended_bytes(tmp_path):
     grown = read_transcript(str(path), *_stat(path), cached)
     assert grown.bytes_read <= added + 1
     assert (grown.title()[0], grown.last_prompt, grown.user_turns) == ("big", "latest", cached.user_turns + 1)
+
+
+def _renamed_then_long_tool_output(folder, cwd):
+    """A session renamed after its first prompt (/rename, no clean exit), then one long turn of
+    tool output (over 256 KiB, no prompt in it), then an ai-title."""
+    c = Conversation(cwd)
+    lines = [c.permission_mode(), *c.exchange("fix the bug"), c.custom_title("my name")]
+    for _ in range(8):
+        lines += c.tool_round("ok " * 16000)
+    lines.append(c.ai_title("auto title"))
+    return c, write_session(folder, c.id, lines)
+
+
+def test_a_cold_listing_keeps_a_mid_file_custom_title_and_the_last_prompt(claude):
+    project = claude.project("app")
+    c, path = _renamed_then_long_tool_output(claude.folder(project), project)
+    assert path.stat().st_size > 320 * 1024
+    row = claude.rows_by_id(project)[c.id]
+    assert (row["title"], row["title_source"], row["last_prompt"]) == ("my name", "custom-title", "fix the bug")

@@ -220,13 +220,7 @@ def scan(buf: bytes, offset: int, *, from_start: bool, mode: str = WHOLE, at_eof
         _scan_user_lines(facts, buf, begin, end, stop_at_first=True)
     else:
         _scan_last_prompt(facts, buf, begin, end)
-    if mode == HEAD:
-        # Only a title written when the file was created (`--name`) sits before the first user
-        # line; the rest of the head is searched later, and only if the tail had no title.
-        first_user = buf.find(_USER_LINE, begin, end)
-        _scan_titles(facts, buf, begin, end if first_user < 0 else _line_at(buf, first_user, begin, end)[0])
-    else:
-        _scan_titles(facts, buf, begin, end)
+    _scan_titles(facts, buf, begin, end)
     if mode != HEAD:
         _scan_last_lines(facts, buf, begin, end)
     if facts.last_prompt is None and mode != HEAD:
@@ -309,11 +303,11 @@ def _scan_user_lines(facts: Facts, buf: bytes, begin: int, end: int, *, stop_at_
             facts.first_command = facts.first_command or text
             continue
         facts.prompts += 1
+        facts.last_prompt, facts.last_prompt_truncated = _cap(text)
         if facts.first_prompt is None:
-            facts.first_prompt, facts.first_prompt_truncated = _cap(text)
+            facts.first_prompt, facts.first_prompt_truncated = facts.last_prompt, facts.last_prompt_truncated
             if stop_at_first:
                 return
-        facts.last_prompt, facts.last_prompt_truncated = _cap(text)
 
 
 def _lines_back(buf: bytes, marker: bytes, begin: int, end: int) -> Iterator[tuple[int, int]]:

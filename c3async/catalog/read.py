@@ -1,7 +1,8 @@
 """Stage 3: read a transcript's head and tail windows and turn them into a ``Transcript``.
 
 Head 64 KiB, widened to 512 KiB when it holds no real first prompt (a pasted prompt pushed it
-out); tail 256 KiB, then 1 MiB, then 4 MiB, until a title turns up. Where the windows would meet,
+out); tail 256 KiB, then 1 MiB, then 4 MiB, until a custom title (which outranks every ai-title)
+and a last prompt turn up. Where the windows would meet,
 the file is small enough to read whole. So memory is bounded by the windows, whatever the size
 of the file. A file that grew since it was cached (transcripts are append-only) costs only its
 new bytes.
@@ -168,21 +169,21 @@ def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
     tails = [scan(buf, tail_start, from_start=False, mode=TAIL)]  # newest region first
     seam = tail_start + buf.find(b"\n") + 1  # where the scanned tail's first whole line starts
     for window in TAILS[1:]:
-        if tails[0].custom_title or any(t.ai_title for t in tails) or seam <= head_end:
+        # A custom-title outranks any ai-title, and a /rename mid-session (no clean exit to
+        # re-append it) can sit far back: widen for one even when an ai-title was found.
+        need_title = not any(t.custom_title for t in tails)
+        need_prompt = not any(t.last_prompt for t in tails)  # one long turn of tool output
+        if not (need_title or need_prompt) or seam <= head_end:
             break
-        # Widen for a title only: read back to the previous region's first whole line (or to
-        # the end of the head, when the windows meet), so no line is lost or read twice.
+        # Widen: read back to the previous region's first whole line (or to the end of the
+        # head, when the windows meet), so no line is lost or read twice; look only for what
+        # is still missing.
         new_start = max(size - window, head_end)
         buf = _pread(fd, new_start, seam - new_start)
         read += len(buf)
         at_head = new_start == head_end
-        tails.append(scan(buf, new_start, from_start=at_head, mode=TITLES))
+        tails.append(scan(buf, new_start, from_start=at_head, mode=TAIL if need_prompt else TITLES))
         seam = new_start if at_head else new_start + buf.find(b"\n") + 1
-    if not (head.custom_title or any(t.custom_title or t.ai_title for t in tails)):
-        # No title anywhere near the end: an ai-title written once, early (older builds), or a
-        # custom-title further in than the first user line. Search the whole head for them.
-        early = scan(head_buf, 0, from_start=True, mode=TITLES)
-        head.custom_title, head.ai_title = early.custom_title, early.ai_title
     regions = [head] + tails[:0:-1] + [tails[0]]
     rec = _merge(size, mtime_ns, regions, False, read)
     rec.clean_end = tails[0].clean_end
