@@ -18,7 +18,7 @@ from .read import Transcript
 __all__ = ("FORMAT", "VERSION", "load", "save")
 
 FORMAT = "c3async.session_catalog"
-VERSION = 5  # bump whenever extraction changes what a record holds: old caches are then rebuilt
+VERSION = 6  # bump whenever extraction changes what a record holds: old caches are then rebuilt
 
 
 class _CacheFile(msgspec.Struct):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -138,6 +139,16 @@ def classify_prompt(line: _Line) -> tuple[str, str] | None:
             continue
         return ("prompt", stripped)
     return ("command", command) if command else None
+
+
+def epoch(iso: str | None) -> float | None:
+    """An ISO 8601 time (as transcripts write it) in epoch seconds; None when absent or bad."""
+    if not iso:
+        return None
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def prompt_title(prompt: str) -> str:

@@ -13,24 +13,14 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from .rows import Row
 from .scan import Session
 
-__all__ = ("CLEAR_GAP_S", "HintContext", "SHORT_TURNS", "add_hints", "epoch")
+__all__ = ("CLEAR_GAP_S", "HintContext", "SHORT_TURNS", "add_hints")
 
 CLEAR_GAP_S = 10.0  # /clear writes the new file ~100 ms after the old one's last write
 SHORT_TURNS = 3
-
-
-def epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass(slots=True)
@@ -43,7 +33,7 @@ class HintContext:
 
 @dataclass(slots=True)
 class _Times:
-    """A row's times as epoch seconds, parsed once per listing."""
+    """A row's times as epoch seconds (parsed when its transcript was read)."""
 
     row: Row
     folder: str
@@ -53,8 +43,8 @@ class _Times:
 
 
 def _times(row: Row, session: Session) -> _Times:
-    cand = session.candidate
-    return _Times(row, str(cand.folder), epoch(row.created_at), epoch(row.last_activity), cand.mtime_ns / 1e9)
+    cand, rec = session.candidate, session.record
+    return _Times(row, str(cand.folder), rec.created_ts, rec.last_ts, cand.mtime_ns / 1e9)
 
 
 def _cleared_by_heuristic(times: list[_Times]) -> set[str]:

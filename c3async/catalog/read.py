@@ -14,7 +14,7 @@ import os
 
 import msgspec
 
-from .extract import HEAD as HEAD_MODE, TAIL, TITLES, WHOLE, Facts, prompt_title, scan
+from .extract import HEAD as HEAD_MODE, TAIL, TITLES, WHOLE, Facts, epoch, prompt_title, scan
 
 __all__ = ("HEAD", "HEAD_WIDE", "TAILS", "Transcript", "read_transcript")
 
@@ -41,6 +41,8 @@ class Transcript(msgspec.Struct, omit_defaults=True):
     branch: str | None = None
     created_at: str | None = None
     last_activity: str | None = None
+    created_ts: float | None = None  # the two above in epoch seconds, parsed once when read
+    last_ts: float | None = None
     user_turns: int = 0
     user_turns_exact: bool = True  # False when the middle of a big file was never read
     began_with_clear: bool = False
@@ -120,6 +122,7 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
         rec.last_prompt_truncated = last_with_prompt.last_prompt_truncated
     else:
         rec.last_prompt = _last(regions, "last_prompt_meta")
+    rec.created_ts, rec.last_ts = epoch(rec.created_at), epoch(rec.last_activity)
     if not any(r.conversation for r in regions):
         rec.skip = "metadata-only"
     elif head.first_is_sidechain:
@@ -217,6 +220,7 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
     rec.last_activity = new.last_ts or rec.last_activity
     rec.created_at = rec.created_at or new.first_ts
     rec.cwd = rec.cwd or new.cwd
+    rec.created_ts, rec.last_ts = epoch(rec.created_at), epoch(rec.last_activity)
     rec.user_turns += new.prompts
     rec.clean_end = new.clean_end if new.clean_end > start else start
     return rec

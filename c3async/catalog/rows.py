@@ -7,7 +7,7 @@ something to say, its keys are present and empty, so scripts can rely on the sha
 from __future__ import annotations
 
 import shlex
-from datetime import datetime, timezone
+import time
 from typing import Any
 
 import msgspec
@@ -60,34 +60,20 @@ def resume_command(cwd: str, session_id: str) -> str:
 
 
 def iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Epoch nanoseconds as ISO 8601 UTC with milliseconds, as transcripts write times."""
+    secs, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rest // 1_000_000:03d}Z"
 
 
 def to_row(session: Session) -> Row:
     rec, cand = session.record, session.candidate
     cwd = rec.cwd or session.project
     title, source = rec.title()
+    # Positional, in field order: this runs for every row of every listing.
     return Row(
-        id=cand.session_id,
-        title=title or cand.session_id[:8],
-        title_source=source,
-        first_prompt=rec.first_prompt,
-        first_prompt_truncated=rec.first_prompt_truncated,
-        last_prompt=rec.last_prompt,
-        last_prompt_truncated=rec.last_prompt_truncated,
-        branch=rec.branch,
-        cwd=cwd,
-        project=session.project,
-        created_at=rec.created_at,
-        last_activity=rec.last_activity,
-        mtime=iso(cand.mtime_ns),
-        mtime_ns=cand.mtime_ns,
-        size=cand.size,
-        user_turns=rec.user_turns,
-        user_turns_exact=rec.user_turns_exact,
-        began_with_clear=rec.began_with_clear,
-        entrypoint=rec.entrypoint,
-        path=cand.path,
-        resume=resume_command(cwd, cand.session_id),
+        cand.session_id, title or cand.session_id[:8], source,
+        rec.first_prompt, rec.first_prompt_truncated, rec.last_prompt, rec.last_prompt_truncated,
+        rec.branch, cwd, session.project, rec.created_at, rec.last_activity,
+        iso(cand.mtime_ns), cand.mtime_ns, cand.size, rec.user_turns, rec.user_turns_exact,
+        rec.began_with_clear, rec.entrypoint, cand.path, resume_command(cwd, cand.session_id),
     )
-
