@@ -12,7 +12,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 try:  # the brief's client; mcp depends on its successor, which has the same API
     import httpx
@@ -124,3 +126,25 @@ class Hub:
     def client(self, **kwargs) -> httpx.Client:
         kwargs.setdefault("timeout", 10)
         return httpx.Client(base_url=self.url, **kwargs)
+
+
+NOW = datetime.now(timezone.utc)
+
+
+def hub_session(folder: Path, cwd: str, prompts: list[str], *, title: str | None = None, start: datetime = NOW,
+                branch: str = "main", answer: Callable[[int, str], str] = lambda i, p: f"answer {i}") -> str:
+    """A session of ``len(prompts)`` exchanges; started ``start`` (NOW: recent, no idle hint)."""
+    import os
+
+    from transcripts import Conversation, write_session
+
+    conv = Conversation(cwd, start=start - timedelta(hours=1) if start is NOW else start, branch=branch)
+    lines = [conv.permission_mode()]
+    for i, prompt in enumerate(prompts, 1):
+        lines += conv.exchange(prompt, answer(i, prompt))
+    if title is not None:
+        lines.append(conv.custom_title(title))
+    path = write_session(folder, conv.id, lines)
+    when = start.timestamp() + 600 if start is not NOW else time.time()
+    os.utime(path, (when, when))
+    return conv.id

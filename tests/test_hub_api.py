@@ -16,15 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from hubproc import Hub, httpx, sessions_ids, wait_for
-from transcripts import Conversation, write_session
+from hubproc import NOW, Hub, httpx, hub_session, sessions_ids
 
-NOW = datetime.now(timezone.utc)
 OLD = NOW - timedelta(days=30)
 FIRST = "zebra-needle-4711: please refactor the payment module"
 LAST = "quokka-tail-0815: and now write the migration notes"
@@ -32,19 +30,7 @@ LISTING_KEYS = {"id", "title", "live", "hints", "stale", "note", "links", "resum
 PROMPT_KEYS = {"first_prompt", "last_prompt", "first_prompt_truncated", "last_prompt_truncated"}
 
 
-def _session(folder: Path, cwd: str, prompts: list[str], *, title: str | None = None, start: datetime = NOW,
-             branch: str = "main") -> str:
-    """A session of ``len(prompts)`` exchanges; started ``start`` (NOW: no idle hint)."""
-    conv = Conversation(cwd, start=start - timedelta(hours=1) if start is NOW else start, branch=branch)
-    lines = [conv.permission_mode()]
-    for i, prompt in enumerate(prompts, 1):
-        lines += conv.exchange(prompt, f"answer {i}")
-    if title is not None:
-        lines.append(conv.custom_title(title))
-    path = write_session(folder, conv.id, lines)
-    when = start.timestamp() + 600 if start is not NOW else time.time()
-    os.utime(path, (when, when))
-    return conv.id
+_session = hub_session
 
 
 def _git(*args: str, cwd: str) -> None:

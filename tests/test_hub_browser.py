@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from hubproc import Hub, sessions_ids
-from transcripts import Conversation, write_session
+from hubproc import NOW, Hub, hub_session, sessions_ids
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -26,7 +25,6 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 expect = sync_api.expect
 
-NOW = datetime.now(timezone.utc)
 OLD = NOW - timedelta(days=30)
 XSS = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 # A prompt that *starts* with a lowercase tag is not a typed prompt (Claude Code skips those too).
@@ -34,18 +32,8 @@ PROMPT_XSS = "look at this: " + XSS
 WAIT_MS = 10_000
 
 
-def _session(folder: Path, cwd: str, prompts: list[str], *, title: str | None = None, start: datetime = NOW,
-             branch: str = "main") -> str:
-    conv = Conversation(cwd, start=start - timedelta(hours=1) if start is NOW else start, branch=branch)
-    lines = [conv.permission_mode()]
-    for i, prompt in enumerate(prompts, 1):
-        lines += conv.exchange(prompt, f"answer {i}: {prompt[:40]}")
-    if title is not None:
-        lines.append(conv.custom_title(title))
-    path = write_session(folder, conv.id, lines)
-    when = start.timestamp() + 600 if start is not NOW else time.time()
-    os.utime(path, (when, when))
-    return conv.id
+def _session(folder: Path, cwd: str, prompts: list[str], **kw) -> str:
+    return hub_session(folder, cwd, prompts, answer=lambda i, p: f"answer {i}: {p[:40]}", **kw)
 
 
 class World:

@@ -134,18 +134,13 @@ def row_for(project: str, session_id: str) -> Row | None:
     """One session's row, joined, whether or not it is among the newest listed."""
     from .listing import candidates
     from .locate import locate
-    from .read import read_transcript
+    from .resolve import session_record
     from .scan import Session
 
     dirs = locate(project)
     cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
-    if cand is None:
-        return None
-    try:
-        rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
-    except OSError:
-        return None
-    if rec.skip:
+    rec = session_record(cand, dirs.cwds) if cand is not None else None
+    if rec is None:
         return None
     rows = join_scan(ProjectScan(dirs=dirs, sessions=[Session(cand, rec, dirs.project)]))
     return rows[0] if rows else None

@@ -6,23 +6,27 @@ from __future__ import annotations
 from ..errors import AmbiguousSession, BadArgument, UnknownSession
 from .listing import Candidate, candidates
 from .locate import locate, same_path
-from .read import read_transcript
+from .read import Transcript, read_transcript
 
-__all__ = ("MIN_PREFIX", "resolve")
+__all__ = ("MIN_PREFIX", "resolve", "session_record")
 
 MIN_PREFIX = 4
 
 
-def _belongs(cand: Candidate, cwds: tuple[str, ...]) -> bool:
-    """Is this transcript a session of the project (and not a sidechain, a ghost, or the file of
-    another directory whose folder name collides)? Reads its windows once."""
+def session_record(cand: Candidate, cwds: tuple[str, ...]) -> Transcript | None:
+    """The record of a transcript that is a session of the project: None for a sidechain, a
+    ghost, an unreadable file, or the file of another directory whose folder name collides."""
     try:
         rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
     except OSError:
-        return False
-    if rec.skip:
-        return False
-    return rec.cwd is None or any(same_path(rec.cwd, c) for c in cwds)
+        return None
+    if rec.skip or (rec.cwd is not None and not any(same_path(rec.cwd, c) for c in cwds)):
+        return None
+    return rec
+
+
+def _belongs(cand: Candidate, cwds: tuple[str, ...]) -> bool:
+    return session_record(cand, cwds) is not None
 
 
 def resolve(project: str, ref: str) -> Candidate:
