@@ -176,9 +176,15 @@ async def _read_async(todo, limiter, counter: _Counter, pool=None) -> dict[str, 
             out[cand.path] = rec
         counter.tick()
 
+    def in_worker(items):
+        try:
+            return pool.submit(_read_chunk, items).result()
+        except Exception as exc:  # a broken pool (a worker killed, no memory): read here instead
+            log.warning("worker process failed (%s); reading in this process", exc)
+            return _read_chunk(items)
+
     async def chunk(items) -> None:
-        results = await anyio.to_thread.run_sync(lambda: pool.submit(_read_chunk, items).result(),
-                                                 limiter=limiter)
+        results = await anyio.to_thread.run_sync(in_worker, items, limiter=limiter)
         out.update((path, rec) for path, rec in results if rec is not None)
         counter.tick(len(items))
 
