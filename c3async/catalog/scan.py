@@ -176,12 +176,17 @@ async def _read_async(todo, limiter, counter: _Counter, pool=None) -> dict[str, 
             out[cand.path] = rec
         counter.tick()
 
+    broken: list[Exception] = []
+
     def in_worker(items):
-        try:
-            return pool.submit(_read_chunk, items).result()
-        except Exception as exc:  # a broken pool (a worker killed, no memory): read here instead
-            log.warning("worker process failed (%s); reading in this process", exc)
-            return _read_chunk(items)
+        if not broken:
+            try:
+                return pool.submit(_read_chunk, items).result()
+            except Exception as exc:  # a broken pool (a worker killed, no memory): read here
+                if not broken:
+                    log.warning("worker processes failed (%s); reading in this process", exc)
+                broken.append(exc)
+        return _read_chunk(items)
 
     async def chunk(items) -> None:
         results = await anyio.to_thread.run_sync(in_worker, items, limiter=limiter)
