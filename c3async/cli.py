@@ -43,22 +43,6 @@ class Progress:
             sys.stderr.flush()
 
 
-def _age(iso: str | None, now: float) -> str:
-    from datetime import datetime
-
-    if not iso:
-        return "?"
-    try:
-        then = datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return "?"
-    secs = max(0, now - then)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if secs >= size:
-            return f"{int(secs // size)}{unit}"
-    return f"{int(secs)}s"
-
-
 def _size(n: int) -> str:
     for unit in ("B", "K", "M", "G"):
         if n < 1024 or unit == "G":
@@ -74,9 +58,11 @@ def _clip(text: str, width: int) -> str:
 def print_table(rows, show_project: bool) -> None:
     import shutil
 
+    from .catalog.rows import age
+
     now = time.time()
     width = shutil.get_terminal_size((120, 24)).columns
-    cols = [(r.id[:8], _age(r.last_activity or r.mtime, now), _size(r.size), r.branch or "-",
+    cols = [(r.id[:8], age(r.last_activity or r.mtime, now), _size(r.size), r.branch or "-",
              os.path.basename(r.project) if show_project else None, r.title) for r in rows]
     branch_w = min(24, max([len(c[3]) for c in cols] + [6]))
     proj_w = min(20, max([len(c[4] or "") for c in cols] + [7])) if show_project else 0
@@ -85,8 +71,8 @@ def print_table(rows, show_project: bool) -> None:
         head += f"{'PROJECT':{proj_w}}  "
     title_w = max(20, width - len(head))
     out = [head + "TITLE"]
-    for row, (sid, age, size, branch, proj, title) in zip(rows, cols):
-        line = f"{sid:8}  {age:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
+    for row, (sid, ago, size, branch, proj, title) in zip(rows, cols):
+        line = f"{sid:8}  {ago:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
         if show_project:
             line += f"{_clip(proj, proj_w):{proj_w}}  "
         text = " ".join(title.split())
@@ -175,25 +161,22 @@ def cmd_mark(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
-    import msgspec
-
-    from .live.reader import live_sessions
-
     project = _projects(args)[0]
-    live = live_sessions(project)
-    entries = sorted(live.values(), key=lambda e: (e.source, str(e.host_session_id)))
     if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode([
-            {"host_session_id": e.host_session_id, "live": e.live, "mcp_count": e.mcp_count,
-             "source": e.source, "ides": e.ides, "pids": e.pids, "c3_sessions": e.c3_sessions,
-             "last_seen": e.last_seen} for e in entries]) + b"\n")
+        import msgspec
+
+        from .live.reader import live_sessions
+
+        entries = sorted(live_sessions(project).values(), key=lambda e: (e.source, str(e.host_session_id)))
+        sys.stdout.buffer.write(msgspec.json.encode(entries) + b"\n")
         return 0
-    if not entries:
+    from .status import live_lines
+
+    lines = live_lines(project)
+    if not lines:
         print(f"no live sessions in {project}", file=sys.stderr)
-    for e in entries:
-        mcp = f"MCP×{e.mcp_count}" if e.mcp_count else "no heartbeat (from the activity log)"
-        ides = ",".join(sorted(set(e.ides))) or "-"
-        print(f"{e.host_session_id or '(unknown host session)'}  {mcp}  {ides}  pids {e.pids or '-'}")
+    for line in lines:
+        print(line)
     return 0
 
 
@@ -276,6 +259,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve()
 
 
+def _project_and_json(parser: argparse.ArgumentParser, json_help: str) -> argparse.ArgumentParser:
+    parser.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    parser.add_argument("--json", action="store_true", help=json_help)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="c3async", description="Find, judge and resume your Claude Code sessions."
@@ -283,9 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("sessions", help="list a project's sessions, one row each, newest first")
-    p.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    _project_and_json(p, "print a JSON array of rows")
     p.add_argument("--all", action="store_true", help="every registered project")
-    p.add_argument("--json", action="store_true", help="print a JSON array of rows")
     p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
     p.add_argument("--filter", choices=("all", "likely", "stale", "live"), default="all",
                    help="likely: unmarked rows with at least one hint (default: all)")
@@ -294,9 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
     msub = m.add_subparsers(dest="op", metavar="OP", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
-    common.add_argument("--json", action="store_true", help="print the mark written, as JSON")
+    common = _project_and_json(argparse.ArgumentParser(add_help=False), "print the mark written, as JSON")
     st = msub.add_parser("stale", parents=[common], help="do not resume this session (needs --reason)")
     st.add_argument("id", help="a session id or a unique prefix (4+ characters)")
     st.add_argument("--reason", required=True, help="why: superseded, finished, abandoned...")
@@ -315,8 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
         "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
         "decisions, time_report"))
-    tk.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
-    tk.add_argument("--json", action="store_true", help="print JSON (reads and changes alike)")
+    _project_and_json(tk, "print JSON (reads and changes alike)")
     for flag, text in (("--task-id", "a task id or unique prefix (4+ characters)"), ("--title", None),
                        ("--description", None), ("--status", "backlog, in_progress, blocked or done"),
                        ("--priority", "p0 to p3"), ("--due", "YYYY-MM-DD"), ("--tags", "comma-separated"),
@@ -327,13 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     tk.set_defaults(func=cmd_tasks)
 
     lv = sub.add_parser("live", help="the project's live sessions and their MCP processes")
-    lv.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
-    lv.add_argument("--json", action="store_true", help="print JSON")
+    _project_and_json(lv, "print JSON")
     lv.set_defaults(func=cmd_live)
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
-    st.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
-    st.add_argument("--json", action="store_true", help="print JSON")
+    _project_and_json(st, "print JSON")
     st.set_defaults(func=cmd_stats)
 
     sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
@@ -389,9 +372,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:
         from .errors import C3Error
-        from .jsondoc import CorruptDocument
 
-        if isinstance(exc, (C3Error, CorruptDocument, OSError)):
+        if isinstance(exc, (C3Error, OSError)):
             print(f"c3async: error: {exc}", file=sys.stderr)
             return 1
         raise

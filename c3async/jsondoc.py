@@ -2,7 +2,8 @@
 
 A document is never written in place (a reader would see half of it): write a temp file in the
 same folder, fsync, ``os.replace``. A document that does not parse is never overwritten:
-``update`` raises ``CorruptDocument`` naming the file, and the file stays as it was.
+``update`` raises ``CorruptDocument`` naming the file and its backup, and the file stays as it
+was.
 """
 
 from __future__ import annotations
@@ -17,22 +18,30 @@ from typing import TypeVar
 
 import msgspec
 
+from .errors import C3Error
 from .locking import locked
 
-__all__ = ("CorruptDocument", "read", "update", "write_atomic")
+__all__ = ("CorruptDocument", "backup_path", "read", "update", "write_atomic")
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
-class CorruptDocument(Exception):
+class CorruptDocument(C3Error):
     """Raised when a shared JSON document exists but does not parse; it is left untouched."""
 
     def __init__(self, path: Path, detail: str) -> None:
         self.path = path
+        backup = backup_path(path)
+        where = f"the last good copy is {backup}" if backup.exists() else "there is no backup yet"
         super().__init__(
-            f"{path} is not valid ({detail}); it was left untouched. Fix or move it aside "
-            f"(a copy may be at {path}.bak) and try again."
+            f"{path} does not parse ({detail}); it was left untouched and nothing was changed. "
+            f"Repair it, or replace it with a good copy ({where}), then try again."
         )
+
+
+def backup_path(path: Path) -> Path:
+    return path.with_name(path.name + ".bak")
 
 
 def write_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
@@ -89,18 +98,28 @@ def read(path: Path, type_: type[T], default: Callable[[], T]) -> T:
         raise CorruptDocument(path, str(exc)) from None
 
 
-def update(path: Path, type_: type[T], default: Callable[[], T], change: Callable[[T], T | None]) -> T:
-    """Lock, read, apply ``change`` (which may mutate in place or return a new value), replace.
-
-    When ``change`` returns the document unchanged (the same encoded bytes), nothing is written.
-    """
+def update(
+    path: Path, type_: type[T], default: Callable[[], T], change: Callable[[T], R], *, backup: bool = False,
+) -> R:
+    """Lock ``<path>.lock``, read, let ``change`` modify the document in place, write a temp
+    file, fsync, replace. Returns what ``change`` returns; if it raises, nothing is written.
+    When the document comes out unchanged (the same encoded bytes), nothing is written either.
+    ``backup``: keep the file being replaced as ``<path>.bak``, the last good copy."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path):
-        doc = read(path, type_, default)
+        try:
+            old: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            old = None
+        try:
+            doc = default() if old is None else msgspec.json.decode(old, type=type_)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise CorruptDocument(path, str(exc)) from None
         before = msgspec.json.encode(doc)
         result = change(doc)
-        doc = doc if result is None else result
         after = msgspec.json.encode(doc)
-        if after != before or not path.exists():
-            write_atomic(path, msgspec.json.format(after, indent=2) + b"\n")
-        return doc
+        if after != before or old is None:
+            if backup and old is not None:
+                write_atomic(backup_path(path), old, fsync=False)
+            write_atomic(path, msgspec.json.format(after, indent=1) + b"\n")
+        return result

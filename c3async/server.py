@@ -60,11 +60,6 @@ class ServerState:
     warm: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def caller(self) -> session_actions.Caller:
-        """Who calls, as of now: the host session is re-read on every call (a /clear moves it)."""
-        host = self.identity.current()
-        return session_actions.Caller(self.project, self.c3_session_id, host, self.record, by="agent")
-
 
 async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
     """Run ``job``; when it fails, log it and start it again after a growing pause."""
@@ -171,11 +166,22 @@ def _result(text: str, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
-async def _call(state: ServerState, tool: str, action: str, fn: Callable[[], str]) -> CallToolResult:
-    """Run a tool body in a worker thread (file I/O stays off the event loop), turning our
-    errors into readable tool errors and anything else into a logged, generic one."""
+async def _call(state: ServerState, tool: str, action: str, fn: Callable[[str | None], str]) -> CallToolResult:
+    """Run a tool body in a worker thread (file I/O stays off the event loop): find the host
+    session as of now (a /clear moves it), log the call, run ``fn(host)``, and turn our errors
+    into readable tool errors and anything else into a logged, generic one."""
+
+    def body() -> str:
+        host = state.identity.current()
+        try:
+            activity.record(state.project, "tool_call", session_id=host, c3_session_id=state.c3_session_id,
+                            tool=tool, action=action or None)
+        except OSError as exc:  # the log is a record of calls; the call itself still runs
+            log.warning("could not write the activity log: %s", exc)
+        return fn(host)
+
     try:
-        text = await anyio.to_thread.run_sync(fn)
+        text = await anyio.to_thread.run_sync(body)
     except C3Error as exc:
         return _result(str(exc), error=True)
     except OSError as exc:
@@ -185,14 +191,6 @@ async def _call(state: ServerState, tool: str, action: str, fn: Callable[[], str
         return _result(f"{tool}(action={action!r}) failed inside c3async; the server's stderr has "
                        "the details. Other actions still work.", error=True)
     return _result(text)
-
-
-def _log_call(state: ServerState, tool: str, action: str, host: str | None) -> None:
-    try:
-        activity.record(state.project, "tool_call", session_id=host, c3_session_id=state.c3_session_id,
-                        tool=tool, action=action or None)
-    except OSError as exc:
-        log.warning("could not write the activity log: %s", exc)
 
 
 @mcp.tool()
@@ -219,12 +217,11 @@ async def c3_session(
     snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
     """
     state: ServerState = ctx.request_context.lifespan_context
-    caller = state.caller()
-    _log_call(state, "c3_session", action, caller.host_session_id)
     args = dict(data=data, reasoning=reasoning, description=description, summary=summary,
                 event_type=event_type, target=target)
 
-    def body() -> str:
+    def body(host: str | None) -> str:
+        caller = session_actions.Caller(state.project, state.c3_session_id, host, state.record, by="agent")
         if action.strip().lower() in session_actions.LIFECYCLE:
             with state.lock:  # one writer of this process's record at a time
                 return session_actions.run(caller, action, **args)
@@ -269,14 +266,15 @@ async def c3_task(
     from .pm import actions as pm_actions
 
     state: ServerState = ctx.request_context.lifespan_context
-    host = state.identity.current()
-    _log_call(state, "c3_task", action, host)
     args = dict(task_id=task_id, title=title, description=description, status=status, priority=priority,
                 due=due, tags=tags, milestone=milestone, blocked_by=blocked_by, text=text,
                 reasoning=reasoning, link_type=link_type, ref=ref)
-    who = pm_actions.Who(session=host, by="agent")
-    return await _call(state, "c3_task", action, lambda: msgspec.json.format(
-        msgspec.json.encode(pm_actions.run(state.project, who, action, **args)), indent=1).decode())
+
+    def body(host: str | None) -> str:
+        result = pm_actions.run(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
+        return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
+
+    return await _call(state, "c3_task", action, body)
 
 
 @mcp.tool()
@@ -284,8 +282,7 @@ async def c3_status(view: str = "sessions", *, ctx: Context) -> CallToolResult:
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
     catalog). view='live': the project's live sessions and their MCP processes."""
     state: ServerState = ctx.request_context.lifespan_context
-    _log_call(state, "c3_status", view, state.identity.current())
-    return await _call(state, "c3_status", view, lambda: status.run(state.project, view))
+    return await _call(state, "c3_status", view, lambda host: status.run(state.project, view))
 
 
 def serve() -> int:

@@ -16,6 +16,7 @@ from . import activity, records
 from .catalog.detail import detail
 from .catalog.join import FILTERS, list_rows_sync, row_for
 from .catalog.resolve import resolve
+from .catalog.rows import age
 from .errors import BadArgument, C3Error
 from .marks import write_mark
 
@@ -48,19 +49,6 @@ def _need(value: str, name: str, action: str, what: str) -> str:
 def _save(caller: Caller) -> None:
     caller.record.serve(caller.host_session_id)
     records.save(caller.project, caller.record)
-
-
-def _age(iso: str | None, now: float) -> str:
-    if not iso:
-        return "?"
-    try:
-        secs = max(0.0, now - datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
-    except ValueError:
-        return "?"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if secs >= size:
-            return f"{int(secs // size)}{unit}"
-    return f"{int(secs)}s"
 
 
 # ---------------------------------------------------------------- lifecycle
@@ -147,7 +135,7 @@ def list_(c: Caller, target: str = "", **_: str) -> str:
             flags += f"MCP×{r.mcp_count} "
         tail = f"stale: {r.stale.reason}" if r.stale is not None else ", ".join(r.hints)
         cur = " (this session)" if r.id == c.host_session_id else ""
-        lines.append(f"{r.id[:8]}  {_age(r.last_activity or r.mtime, now):>4}  {r.branch or '-'}  "
+        lines.append(f"{r.id[:8]}  {age(r.last_activity or r.mtime, now):>4}  {r.branch or '-'}  "
                      f"{flags}{' '.join(r.title.split())[:80]}{cur}" + (f"  [{tail}]" if tail else ""))
     more = len(rows) - LIST_ROWS
     if more > 0:

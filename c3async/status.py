@@ -50,15 +50,18 @@ def format_table(rows: list[SessionTotals]) -> str:
     return "\n".join(lines)
 
 
-def live_view(project: str) -> str:
-    live = live_sessions(project)
-    if not live:
-        return "no live sessions in this project"
+def live_lines(project: str) -> list[str]:
+    """One line per live host session: its MCP processes and IDEs, or the log it was read from."""
     lines = []
-    for e in sorted(live.values(), key=lambda e: str(e.host_session_id)):
-        how = f"MCP×{e.mcp_count} ({', '.join(sorted(set(e.ides)))})" if e.mcp_count else "from the activity log"
+    for e in sorted(live_sessions(project).values(), key=lambda e: str(e.host_session_id)):
+        how = (f"MCP×{e.mcp_count} ({', '.join(sorted(set(e.ides)))}) pids {e.pids}" if e.mcp_count
+               else "from the activity log")
         lines.append(f"{e.host_session_id or '(unknown host session)'}  {how}")
-    return "\n".join(lines)
+    return lines
+
+
+def live_view(project: str) -> str:
+    return "\n".join(live_lines(project)) or "no live sessions in this project"
 
 
 def run(project: str, view: str) -> str:

@@ -35,8 +35,8 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
     if not rows:
         return rows
     book = (book or MarkBook(project)).refresh()
-    log = activity.read_rows(project).records
-    live = live_sessions(project, rows=log)
+    events = activity.read_rows(project).records  # read once: liveness and /clear hints use it
+    live = live_sessions(project, rows=events)
     for row in rows:
         state = book.get(row.id)
         if state is not None:
@@ -51,7 +51,7 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
         now=time.time() if now is None else now,
         idle_days=cfg.idle_days,
         branches=branches(project),
-        cleared=_cleared_ids(log),
+        cleared=_cleared_ids(events),
     ))
     return rows
 

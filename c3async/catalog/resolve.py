@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ..errors import AmbiguousSession, BadArgument, UnknownSession
 from .listing import Candidate, candidates
-from .locate import locate, same_path
+from .locate import locate
 from .read import Transcript, read_transcript
+from .scan import skip_reason
 
 __all__ = ("MIN_PREFIX", "resolve", "session_record")
 
@@ -20,9 +21,7 @@ def session_record(cand: Candidate, cwds: tuple[str, ...]) -> Transcript | None:
         rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
     except OSError:
         return None
-    if rec.skip or (rec.cwd is not None and not any(same_path(rec.cwd, c) for c in cwds)):
-        return None
-    return rec
+    return rec if skip_reason(rec, cwds) is None else None
 
 
 def _belongs(cand: Candidate, cwds: tuple[str, ...]) -> bool:

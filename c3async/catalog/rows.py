@@ -12,9 +12,10 @@ from typing import Any
 
 import msgspec
 
+from .extract import epoch
 from .scan import Session
 
-__all__ = ("Row", "Links", "to_row", "resume_command")
+__all__ = ("Links", "Row", "age", "resume_command", "to_row")
 
 
 class Links(msgspec.Struct):
@@ -52,6 +53,18 @@ class Row(msgspec.Struct):
     note: Any = None
     links: Links = msgspec.field(default_factory=Links)
     marked: bool = False  # any mark at all (stale, unstale or note): "likely" skips these
+
+
+def age(iso: str | None, now: float) -> str:
+    """How long ago an ISO time was, in the largest whole unit: 3d, 5h, 12m, 40s ("?" if unknown)."""
+    then = epoch(iso)
+    if then is None:
+        return "?"
+    secs = max(0.0, now - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit}"
+    return f"{int(secs)}s"
 
 
 def resume_command(cwd: str, session_id: str) -> str:

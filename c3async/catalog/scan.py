@@ -19,7 +19,7 @@ from .listing import Candidate, candidates
 from .locate import ProjectDirs, locate, same_path, slug
 from .read import Transcript, read_transcript
 
-__all__ = ("NEWEST", "ProjectScan", "Progress", "Session", "scan_project", "scan_projects", "scan_projects_sync")
+__all__ = ("NEWEST", "ProjectScan", "Progress", "Session", "scan_project", "scan_projects", "scan_projects_sync", "skip_reason")
 
 log = logging.getLogger("c3async.catalog")
 
@@ -146,19 +146,21 @@ class _Scanner:
                 self.new[cand.path] = rec
             else:
                 rec = self.new.get(cand.path)
-            reason = _skip_reason(rec, self.dirs)
+            reason = skip_reason(rec, self.dirs.cwds)
             if reason is None:
                 result.sessions.append(Session(cand, rec, self.dirs.project))
             else:
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
 
 
-def _skip_reason(rec: Transcript | None, dirs: ProjectDirs) -> str | None:
+def skip_reason(rec: Transcript | None, cwds: tuple[str, ...]) -> str | None:
+    """Why a transcript is not a session row of the project whose cwds these are (None: it is):
+    unreadable, sidechain, metadata-only, empty, or another directory's (slugs collide)."""
     if rec is None:
         return "unreadable"
     if rec.skip:
         return rec.skip
-    if rec.cwd and not any(same_path(rec.cwd, cwd) for cwd in dirs.cwds):
+    if rec.cwd and not any(same_path(rec.cwd, cwd) for cwd in cwds):
         return "other-cwd"
     return None
 

@@ -359,22 +359,22 @@ def report(project: str, who: Who, **_: str) -> dict:
     return {"blocking": blocking, "ready_to_unblock": ready, "still_blocked": blocked, "overdue": overdue}
 
 
+def _for_task(pm: PM, task_id: str, items: list, field: str) -> list:
+    """``items`` whose ``field`` is the task ``task_id`` names (all of them without one)."""
+    if not task_id.strip():
+        return items
+    tid = _task(pm, task_id).id
+    return [x for x in items if getattr(x, field) == tid]
+
+
 def history(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     pm = store.load(project)
-    events = pm.events
-    if task_id.strip():
-        tid = _task(pm, task_id).id
-        events = [e for e in events if e.target == tid]
-    return {"events": [msgspec.to_builtins(e) for e in events[-200:]]}
+    return {"events": [msgspec.to_builtins(e) for e in _for_task(pm, task_id, pm.events, "target")[-200:]]}
 
 
 def decisions(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     pm = store.load(project)
-    ds = pm.decisions
-    if task_id.strip():
-        tid = _task(pm, task_id).id
-        ds = [d for d in ds if d.task == tid]
-    return {"decisions": [msgspec.to_builtins(d) for d in ds[-100:]]}
+    return {"decisions": [msgspec.to_builtins(d) for d in _for_task(pm, task_id, pm.decisions, "task")[-100:]]}
 
 
 def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:

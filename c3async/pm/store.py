@@ -15,9 +15,8 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from ..errors import C3Error
-from ..jsondoc import write_atomic
-from ..locking import locked
+from .. import jsondoc
+from ..jsondoc import CorruptDocument
 from ..paths import project_state
 
 __all__ = (
@@ -90,52 +89,23 @@ class PM(msgspec.Struct, kw_only=True):
     events: list[Event] = msgspec.field(default_factory=list)
 
 
-class PMCorrupt(C3Error):
-    def __init__(self, path: Path, detail: str) -> None:
-        backup = path.with_name(path.name + ".bak")
-        where = f"the last good copy is {backup}" if backup.exists() else "there is no backup yet"
-        super().__init__(
-            f"{path} does not parse ({detail}); it was left untouched and nothing was changed. "
-            f"Repair it, or replace it with a good copy ({where}), then try again."
-        )
+# A pm.json that does not parse: the change fails, naming the file and its last good copy.
+PMCorrupt = CorruptDocument
 
 
 def pm_path(project: str) -> Path:
     return project_state(project) / "pm" / "pm.json"
 
 
-_decoder = msgspec.json.Decoder(PM)
-_encoder = msgspec.json.Encoder()
-
-
-def _read(path: Path) -> tuple[PM, bytes | None]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return PM(), None
-    try:
-        return _decoder.decode(data), data
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise PMCorrupt(path, str(exc)) from None
-
-
 def load(project: str) -> PM:
-    """The current state, for reading (no lock; raises PMCorrupt)."""
-    return _read(pm_path(project))[0]
+    """The current state, for reading (no lock: a replace is atomic; raises PMCorrupt)."""
+    return jsondoc.read(pm_path(project), PM, PM)
 
 
 def change(project: str, fn: Callable[[PM], T]) -> T:
-    """Apply ``fn`` to the state under the lock and store the result; ``fn``'s return value
-    is returned. If ``fn`` raises, nothing is written."""
-    path = pm_path(project)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with locked(path):
-        pm, old = _read(path)
-        result = fn(pm)
-        if old is not None:
-            write_atomic(path.with_name(path.name + ".bak"), old, fsync=False)
-        write_atomic(path, msgspec.json.format(_encoder.encode(pm), indent=1) + b"\n")
-    return result
+    """Apply ``fn`` to the state under the lock and store the result, keeping the previous file
+    as ``pm.json.bak``; ``fn``'s return value is returned. If ``fn`` raises, nothing is written."""
+    return jsondoc.update(pm_path(project), PM, PM, fn, backup=True)
 
 
 def now() -> float:
