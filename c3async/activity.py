@@ -10,7 +10,10 @@ from typing import Any
 import msgspec
 
 from . import jsonl
+from .errors import clip
 from .paths import project_state
+
+MAX_LOGGED = 4096  # characters of one string field of a row (a path fits)
 
 __all__ = ("ActivityRow", "activity_path", "read_rows", "record")
 
@@ -37,7 +40,8 @@ class ActivityRow(msgspec.Struct, kw_only=True):
 def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:
     """Append one activity row; fields that are None are left out."""
     row: dict[str, Any] = {"ts": round(time.time(), 3), "kind": kind}
-    row.update((k, v) for k, v in fields.items() if v is not None)
+    # Strings are bounded (a log is a record of what happened, not a store of what was said).
+    row.update((k, clip(v, MAX_LOGGED) if isinstance(v, str) else v) for k, v in fields.items() if v is not None)
     jsonl.append(activity_path(project), row)
     return row
 

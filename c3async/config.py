@@ -6,7 +6,11 @@ from pathlib import Path
 
 import msgspec
 
+from . import safefs
+from .errors import DECODE_ERRORS
 from .paths import c3_home, project_state
+
+MAX_BYTES = 1 << 20
 
 __all__ = ("Config", "load")
 
@@ -16,9 +20,14 @@ class Config(msgspec.Struct, forbid_unknown_fields=False):
 
 
 def _read(path: Path) -> dict:
+    """A config file's object; a missing, linked, special, malformed or too deep one counts as
+    empty (a cloned repository's ``.c3/config.json`` must not break anything)."""
     try:
-        data = msgspec.json.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError):
+        data = msgspec.json.decode(safefs.read_bytes(path, limit=MAX_BYTES))
+    except safefs.UnsafeState as exc:
+        safefs.warn_once(exc)
+        return {}
+    except (OSError, *DECODE_ERRORS):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -3,7 +3,13 @@ the CLI prints it on stderr, the MCP tools return it as a tool error, the Hub as
 
 from __future__ import annotations
 
-__all__ = ("AmbiguousSession", "BadArgument", "C3Error", "UnknownSession")
+__all__ = ("DECODE_ERRORS", "AmbiguousSession", "BadArgument", "C3Error", "UnknownSession")
+
+# What decoding untrusted JSON can raise. msgspec's DecodeError and ValidationError, json's
+# JSONDecodeError and UnicodeDecodeError are ValueErrors; nesting deeper than the recursion limit
+# raises RecursionError in both msgspec and json, which nothing else catches. Every decoder of a
+# file, a request body or hook input catches these.
+DECODE_ERRORS = (ValueError, RecursionError)
 
 
 class C3Error(Exception):
@@ -33,3 +39,44 @@ class AmbiguousSession(C3Error):
         super().__init__(
             f"the id prefix {ref!r} matches {len(candidates)} sessions: {shown}. Give more characters."
         )
+
+
+# ---------------------------------------------------------------- text a caller gives us
+
+ELLIPSIS = "\u2026"
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text, or None: a NUL character (no business in a note,
+    and a C string ends there) or a lone surrogate (from a surrogateescape argv such as
+    ``$'\\xff'``, or a JSON ``\\ud800``: not Unicode text, and no JSON encoder writes it)."""
+    if "\x00" in value:
+        return "a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"an invalid character at position {exc.start} (a lone surrogate: not UTF-8 text)"
+    return None
+
+
+def check_text(value: str | None, name: str, limit: int) -> None:
+    """Refuse ``value`` (the field ``name``) when it is longer than ``limit`` characters or holds
+    a character no log may hold; raises BadArgument naming the field, the limit and the length."""
+    if value is None:
+        return
+    if len(value) > limit:
+        raise BadArgument(
+            f"{name} is too long: {len(value):,} characters, the limit is {limit:,}. "
+            "Shorten it (put long material in a file and refer to it)."
+        )
+    problem = text_problem(value)
+    if problem is not None:
+        raise BadArgument(f"{name} holds {problem}; give plain text without it")
+
+
+def clip(value: str, limit: int = 200) -> str:
+    """``value`` cut to at most ``limit`` characters, the cut marked with an ellipsis: for
+    strings that go into a log row (what was asked, not what is stored)."""
+    if len(value) <= limit:
+        return value
+    return value[: limit - 1] + ELLIPSIS

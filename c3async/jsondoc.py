@@ -8,20 +8,17 @@ was.
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from .errors import C3Error
+from . import safefs
+from .errors import DECODE_ERRORS, C3Error
 from .locking import locked
 
-__all__ = ("CorruptDocument", "backup_path", "read", "update", "write_atomic")
+__all__ = ("CorruptDocument", "NewerDocument", "backup_path", "read", "update", "write_atomic")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -40,62 +37,42 @@ class CorruptDocument(C3Error):
         )
 
 
+class NewerDocument(C3Error):
+    """Raised when a document's ``version`` is newer than this c3async understands: reading it is
+    best effort, rewriting it could drop what the newer version keeps there, so it is refused."""
+
+    def __init__(self, path: Path, found: int, known: int) -> None:
+        super().__init__(
+            f"{path} was written by a newer c3async (format version {found}; this one knows up to "
+            f"{known}); it was left untouched. Upgrade c3async (pip install -U c3async) to change it."
+        )
+
+
 def backup_path(path: Path) -> Path:
     return path.with_name(path.name + ".bak")
 
 
 def write_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new file, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        _replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    if fsync and sys.platform != "win32":
-        try:
-            dir_fd = os.open(path.parent, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dir_fd)
-        except OSError:
-            pass
-        finally:
-            os.close(dir_fd)
-
-
-def _replace(src: str, dst: Path) -> None:
-    # On Windows a reader holding the file open makes os.replace fail for a moment: retry ~1 s.
-    for attempt in range(50):
-        try:
-            os.replace(src, dst)
-            return
-        except PermissionError:
-            if sys.platform != "win32" or attempt == 49:
-                raise
-            time.sleep(0.02)
+    safefs.write_atomic(path, data, fsync=fsync)
 
 
 def read(path: Path, type_: type[T], default: Callable[[], T]) -> T:
-    """Decode ``path`` as ``type_``; ``default()`` when it does not exist. Raises CorruptDocument."""
+    """Decode ``path`` as ``type_``; ``default()`` when it does not exist. Raises CorruptDocument
+    (and UnsafeState for a link or a special file). Fields this version does not know are
+    ignored here and kept by ``update``."""
     try:
-        data = path.read_bytes()
+        data = safefs.read_bytes(path)
     except FileNotFoundError:
         return default()
     try:
         return msgspec.json.decode(data, type=type_)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise CorruptDocument(path, str(exc)) from None
+    except DECODE_ERRORS as exc:
+        raise CorruptDocument(path, _why(exc)) from None
+
+
+def _why(exc: BaseException) -> str:
+    return "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
 
 
 def update(
@@ -104,22 +81,56 @@ def update(
     """Lock ``<path>.lock``, read, let ``change`` modify the document in place, write a temp
     file, fsync, replace. Returns what ``change`` returns; if it raises, nothing is written.
     When the document comes out unchanged (the same encoded bytes), nothing is written either.
-    ``backup``: keep the file being replaced as ``<path>.bak``, the last good copy."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ``backup``: keep the file being replaced as ``<path>.bak``, the last good copy.
+
+    Forward compatible: fields (at any depth) that ``type_`` does not know are carried over from
+    the file as they were, and a document whose ``version`` is newer than ``default()``'s is
+    refused with NewerDocument rather than rewritten by a version that would lose its data."""
+    safefs.ensure_dir(path.parent)
     with locked(path):
         try:
-            old: bytes | None = path.read_bytes()
+            old: bytes | None = safefs.read_bytes(path)
         except FileNotFoundError:
             old = None
+        fresh = default()
+        raw: Any = None
         try:
-            doc = default() if old is None else msgspec.json.decode(old, type=type_)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise CorruptDocument(path, str(exc)) from None
+            if old is None:
+                doc = fresh
+            else:
+                raw = msgspec.json.decode(old)
+                doc = msgspec.convert(raw, type=type_)
+        except DECODE_ERRORS as exc:
+            raise CorruptDocument(path, _why(exc)) from None
+        known = getattr(fresh, "version", None)
+        found = raw.get("version") if isinstance(raw, dict) else None
+        if isinstance(known, int) and isinstance(found, int) and found > known:
+            raise NewerDocument(path, found, known)
         before = msgspec.json.encode(doc)
         result = change(doc)
         after = msgspec.json.encode(doc)
         if after != before or old is None:
+            if raw is not None:
+                after = msgspec.json.encode(keep_unknown(raw, msgspec.to_builtins(doc)))
             if backup and old is not None:
-                write_atomic(backup_path(path), old, fsync=False)
-            write_atomic(path, msgspec.json.format(after, indent=1) + b"\n")
+                safefs.write_atomic(backup_path(path), old, fsync=False)
+            safefs.write_atomic(path, msgspec.json.format(after, indent=1) + b"\n")
         return result
+
+
+def keep_unknown(old: Any, new: Any) -> Any:
+    """``new`` with every key of ``old`` that ``new`` lacks put back, at any depth. Lists of
+    objects are matched by ``id`` when their items have one, else by position."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key, value in old.items():
+            if key not in new:
+                new[key] = value
+            else:
+                new[key] = keep_unknown(value, new[key])
+        return new
+    if isinstance(old, list) and isinstance(new, list):
+        if all(isinstance(o, dict) and "id" in o for o in old) and all(isinstance(n, dict) for n in new):
+            by_id = {o["id"]: o for o in old if isinstance(o["id"], (str, int))}
+            return [keep_unknown(by_id[n["id"]], n) if n.get("id") in by_id else n for n in new]
+        return [keep_unknown(o, n) for o, n in zip(old, new)] + new[len(old):]
+    return new

@@ -20,12 +20,13 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from . import safefs
+from .errors import DECODE_ERRORS
 from .locking import locked
 
 __all__ = ("Batch", "Tail", "append", "encode_line", "read_all")
 
 T = TypeVar("T")
-_O_BINARY = getattr(os, "O_BINARY", 0)
 _encoder = msgspec.json.Encoder()
 
 
@@ -37,29 +38,23 @@ def encode_line(record: Any) -> bytes:
 def append(path: Path, record: Any) -> int:
     """Append ``record`` as one line. Returns the offset it was written at.
 
-    Raises OSError (read-only folder, disk full...) with nothing half-written left behind.
+    Raises OSError (read-only folder, disk full...) with nothing half-written left behind, and
+    UnsafeState when the log or a folder above it is a link or not a regular file.
     """
     line = record if isinstance(record, bytes) else encode_line(record)
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise ValueError("a log record must be exactly one line ending in a newline")
-    path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_BINARY, 0o644)
+        fd = safefs.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dirs=True)
         try:
             start = os.fstat(fd).st_size
-            healed = start > 0 and not _ends_with_newline(path, start)
+            healed = start > 0 and os.pread(fd, 1, start - 1) != b"\n"
             if healed:
                 line = b"\n" + line  # heal a torn tail left by a killed writer
             _write_all(fd, line, start)
             return start + healed
         finally:
             os.close(fd)
-
-
-def _ends_with_newline(path: Path, size: int) -> bool:
-    with open(path, "rb") as f:
-        f.seek(size - 1)
-        return f.read(1) == b"\n"
 
 
 def _write_all(fd: int, data: bytes, start: int) -> None:
@@ -91,7 +86,7 @@ def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> N
     count = data.count(b"\n")
     try:
         records = _array_decoder(decoder).decode(b"[" + data[:-1].replace(b"\n", b",") + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except DECODE_ERRORS:
         records = None
     if records is not None and len(records) == count:
         batch.records.extend(records)
@@ -101,7 +96,7 @@ def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> N
             continue
         try:
             batch.records.append(decoder.decode(line))
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except DECODE_ERRORS:
             batch.skipped += 1
 
 
@@ -143,8 +138,10 @@ class Tail(Generic[T]):
         batch: Batch[T] = Batch(end=self.offset)
         self.reset = False
         try:
-            fd = os.open(self.path, os.O_RDONLY | _O_BINARY)
-        except FileNotFoundError:
+            fd = safefs.open_file(self.path, os.O_RDONLY)
+        except (FileNotFoundError, safefs.UnsafeState) as exc:
+            if isinstance(exc, safefs.UnsafeState):
+                safefs.warn_once(exc)  # read as if absent; writes to it are refused
             if self.offset:
                 self.offset, self.reset, self._ident = 0, True, None
             batch.end = 0

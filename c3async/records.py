@@ -13,6 +13,8 @@ from pathlib import Path
 
 import msgspec
 
+from . import safefs
+from .errors import DECODE_ERRORS
 from .jsondoc import write_atomic
 from .paths import project_state
 
@@ -70,14 +72,17 @@ def load_all(project: str) -> list[SessionRecord]:
     """Every readable record of the project, oldest first; unreadable ones are skipped."""
     folder = project_state(project) / "sessions"
     try:
-        names = [n for n in os.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+        names = [n for n in safefs.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
+    except safefs.UnsafeState as exc:
+        safefs.warn_once(exc)
+        return []
     except OSError:
         return []
     out = []
     for name in names:
-        try:
-            out.append(_decoder.decode((folder / name).read_bytes()))
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        try:  # a link or a special file among them is skipped (read_bytes refuses it)
+            out.append(_decoder.decode(safefs.read_bytes(folder / name)))
+        except (OSError, *DECODE_ERRORS):
             continue
     out.sort(key=lambda r: r.started)
     return out

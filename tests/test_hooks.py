@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from transcripts import simple_session
@@ -32,7 +33,21 @@ def run_hook(claude, payload: dict | bytes | str, *, project: str | None, pid: s
     return proc, time.monotonic() - start
 
 
+_NAMES: dict[str, str] = {}
+
+
+def sid(name: str) -> str:
+    """Claude Code's session ids are UUIDs (the hook ignores anything else): tests name sessions
+    ("s-1") and ``payload``/``rows`` translate, so assertions read the names."""
+    if name in _NAMES or len(name) == 36:
+        return name
+    value = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+    _NAMES[value] = name
+    return value
+
+
 def payload(event: str, session_id: str, project: str, **fields) -> dict:
+    session_id = sid(session_id)
     return {"session_id": session_id, "transcript_path": f"/tmp/{session_id}.jsonl", "cwd": project,
             "hook_event_name": event, **fields}
 
@@ -41,7 +56,12 @@ def rows(project: str) -> list[dict]:
     path = Path(project) / ".c3" / "activity.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_bytes().splitlines()]
+    out = [json.loads(line) for line in path.read_bytes().splitlines()]
+    for row in out:
+        for key in ("session_id", "predecessor"):
+            if row.get(key) in _NAMES:
+                row[key] = _NAMES[row[key]]
+    return out
 
 
 def test_session_start_and_end_rows(claude) -> None:
@@ -53,7 +73,7 @@ def test_session_start_and_end_rows(claude) -> None:
     assert proc.stdout == b""  # SessionStart stdout would be added to Claude's context
     [start] = rows(proj)
     assert start["kind"] == "session_start" and start["session_id"] == "s-1" and start["source"] == "startup"
-    assert start["claude_pid"] == 4242 and start["transcript_path"] == "/tmp/s-1.jsonl"
+    assert start["claude_pid"] == 4242 and start["transcript_path"] == f"/tmp/{sid('s-1')}.jsonl"
     assert "predecessor" not in start
     assert before - 1 <= start["ts"] <= time.time() + 1
 
@@ -70,7 +90,7 @@ def test_hook_rows_drive_the_live_fallback(claude) -> None:
     run_hook(claude, payload("SessionStart", "s-live", proj, source="startup"), project=proj)
     proc = claude.run("live", "--project", proj, "--json")
     assert [(e["host_session_id"], e["source"], e["mcp_count"]) for e in json.loads(proc.stdout)] == [
-        ("s-live", "activity", 0)]
+        (sid("s-live"), "activity", 0)]
     run_hook(claude, payload("SessionEnd", "s-live", proj, reason="other"), project=proj)
     assert json.loads(claude.run("live", "--project", proj, "--json").stdout) == []
 
@@ -130,7 +150,7 @@ def test_clear_long_ago_is_not_a_predecessor(claude) -> None:
     proj = claude.project("app")
     path = Path(proj) / ".c3" / "activity.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"ts": time.time() - 60, "kind": "session_end", "session_id": "long-ago",
+    path.write_text(json.dumps({"ts": time.time() - 60, "kind": "session_end", "session_id": sid("long-ago"),
                                 "reason": "clear", "claude_pid": 7001}) + "\n")
     run_hook(claude, payload("SessionStart", "new", proj, source="clear"), project=proj, pid="7001")
     assert "predecessor" not in rows(proj)[-1]

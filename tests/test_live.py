@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -37,6 +38,11 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, claude) -> None:
     monkeypatch.setenv("C3_HOME", str(claude.c3home))
 
 
+def hb_name(name: str) -> str:
+    """Heartbeat files are named by the C3 session's uuid; only such names are ever pruned."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+
+
 def write_hb(project: str, name: str, *, host: str | None = "host-1", ts: float | None = None,
              ide: str = "vscode", pid: int | None = None, **extra) -> Path:
     """A heartbeat file as an MCP process (or an older C3 without boot_id/mono) leaves it."""
@@ -44,7 +50,7 @@ def write_hb(project: str, name: str, *, host: str | None = "host-1", ts: float 
     folder.mkdir(parents=True, exist_ok=True)
     data = {"session_id": name, "host_session_id": host, "ide": ide,
             "pid": os.getpid() if pid is None else pid, "ts": time.time() if ts is None else ts, **extra}
-    path = folder / f"{name}.json"
+    path = folder / f"{hb_name(name)}.json"
     path.write_text(json.dumps(data))
     return path
 
@@ -141,26 +147,31 @@ def test_unreadable_files_are_ignored_and_pruned_only_after_the_ttl(claude) -> N
     folder = live_dir(proj)
     folder.mkdir(parents=True)
     bad = {
-        "garbage.json": b"\x00\xff not json at all",
-        "empty.json": b"",
-        "partial.json": b'{"session_id": "c3-p", "host_session_id": "h-p", "ide": "vscode", "ts": ',
-        "wrongtype.json": b'{"session_id": 1, "host_session_id": null, "ide": "x", "pid": 1, "ts": "now"}',
-        "array.json": b"[1, 2, 3]",
-        "null.json": b"null",
+        "garbage": b"\x00\xff not json at all",
+        "empty": b"",
+        "partial": b'{"session_id": "c3-p", "host_session_id": "h-p", "ide": "vscode", "ts": ',
+        "wrongtype": b'{"session_id": 1, "host_session_id": null, "ide": "x", "pid": 1, "ts": "now"}',
+        "array": b"[1, 2, 3]",
+        "null": b"null",
+        "deep": b"[" * 100_000 + b"]" * 100_000,
     }
-    for name, data in bad.items():
+    bad = {f"{hb_name(k)}.json": v for k, v in bad.items()}
+    # Not a name c3async gives a heartbeat: read if it is one, never deleted however old.
+    foreign = {"notes.json": b"not ours", "dead-but-foreign.json": json.dumps({
+        "session_id": "x", "host_session_id": "h-x", "ide": "vscode", "pid": 1, "ts": time.time() - 10_000}).encode()}
+    for name, data in {**bad, **foreign}.items():
         (folder / name).write_bytes(data)
     good = write_hb(proj, "c3-good", host="h-good")
     live = live_sessions(proj)
     assert set(live) == {"h-good"}
-    assert {p.name for p in folder.iterdir()} == set(bad) | {good.name}  # young: maybe a write in flight
+    assert {p.name for p in folder.iterdir()} == set(bad) | set(foreign) | {good.name}  # young: maybe a write in flight
 
     old = time.time() - 200
-    for name in bad:
+    for name in {**bad, **foreign}:
         os.utime(folder / name, (old, old))
     os.utime(good, (old, old))  # a good file is judged by its ts, never by its mtime
     assert set(live_sessions(proj)) == {"h-good"}
-    assert {p.name for p in folder.iterdir()} == {good.name}
+    assert {p.name for p in folder.iterdir()} == {good.name} | set(foreign)
 
 
 def test_dot_files_are_ignored(claude) -> None:
@@ -262,7 +273,7 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     from c3async.live.heartbeat import HeartbeatWriter
     project, host, ready, stop = sys.argv[1:5]
-    w = HeartbeatWriter(project, "writer", "terminal", lambda: host)
+    w = HeartbeatWriter(project, "00000000-0000-4000-8000-00000000feed", "terminal", lambda: host)
     w.beat()
     Path(ready).touch()
     n = 1
@@ -274,7 +285,7 @@ WRITER = textwrap.dedent("""
 """)
 
 STALE_MAKER = textwrap.dedent("""
-    import json, os, sys, time
+    import json, os, sys, time, uuid
     from pathlib import Path
     project, host, ready, stop = sys.argv[1:5]
     folder = Path(project) / ".c3" / "live"
@@ -282,7 +293,7 @@ STALE_MAKER = textwrap.dedent("""
     n = 0
     while not os.path.exists(stop):
         n += 1
-        name = f"zombie-{n}.json"
+        name = f"{uuid.uuid4()}.json"
         hb = {"session_id": f"zombie-{n}", "host_session_id": host if n % 2 else "other",
               "ide": "vscode", "pid": os.getpid(), "ts": time.time() - 3600}
         tmp = folder / f".{name}.tmp"
@@ -301,7 +312,7 @@ def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) 
     old = time.time() - 3600
     stale = [write_hb(proj, f"stale-{i}", host=host if i % 2 else "h-old", ts=old) for i in range(12)]
     for i in range(3):  # unreadable leftovers, untouched for an hour
-        junk = folder / f"junk-{i}.json"
+        junk = folder / f"{hb_name(f'junk-{i}')}.json"
         junk.write_bytes(b'{"session_id": "j", "ts": ')
         os.utime(junk, (old, old))
     ctl = tmp_path / "ctl"
@@ -351,8 +362,8 @@ def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) 
     assert all(r >= 1 for r in rounds)
     assert not misses.exists(), misses.read_text()[:3000]
     # The fresh file stays; every stale, junk and zombie file and every aside copy is gone.
-    assert sorted(os.listdir(folder)) == ["writer.json"]
-    data = json.loads((folder / "writer.json").read_text())
+    assert sorted(os.listdir(folder)) == ["00000000-0000-4000-8000-00000000feed.json"]
+    data = json.loads((folder / "00000000-0000-4000-8000-00000000feed.json").read_text())
     assert data["host_session_id"] == host and time.time() - data["ts"] < 60
     assert all(not p.exists() for p in stale)
 

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from .. import activity, records
+from ..safefs import open_regular
 from .extract import _decode, classify_prompt
 from .rows import Row
 
@@ -40,14 +41,17 @@ class Detail(msgspec.Struct):
 
 def last_turns(path: str, n: int = TURNS) -> list[Turn]:
     """The last ``n`` prompts and assistant replies (text only, cut to TURN_CHARS)."""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            start = max(0, size - PREVIEW_WINDOW)
-            f.seek(start)
-            buf = f.read(size - start)
+    try:  # a regular file only, never a link or a FIFO swapped in since the listing
+        fd, st = open_regular(path)
     except OSError:
         return []
+    try:
+        start = max(0, st.st_size - PREVIEW_WINDOW)
+        buf = os.pread(fd, st.st_size - start, start)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
     lines = buf.split(b"\n")
     if start:
         lines = lines[1:]  # cut by the window

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..safefs import read_foreign
+
 __all__ = ("branches", "common_dir", "current_branch")
 
 
@@ -17,15 +19,15 @@ def common_dir(path: str) -> Path | None:
             return dot_git
         if not dot_git.is_file():
             return None
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        text = read_foreign(dot_git).strip()
         if not text.startswith("gitdir:"):
             return None
         gitdir = (Path(path) / text[len("gitdir:"):].strip()).resolve()
         commondir = gitdir / "commondir"
         if commondir.is_file():
-            return (gitdir / commondir.read_text(encoding="utf-8").strip()).resolve()
+            return (gitdir / read_foreign(commondir).strip()).resolve()
         return gitdir
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in a hostile gitdir line
         return None
 
 
@@ -45,19 +47,19 @@ def branches(path: str) -> set[str] | None:
     # file yet), in the main checkout and in every worktree.
     for head in [common / "HEAD", *(common / "worktrees").glob("*/HEAD")]:
         try:
-            text = head.read_text(encoding="utf-8", errors="replace").strip()
+            text = read_foreign(head).strip()
         except OSError:
             continue
         if text.startswith("ref: refs/heads/"):
             names.add(text[len("ref: refs/heads/"):])
     try:
-        with open(common / "packed-refs", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 2 and parts[1].startswith("refs/heads/"):
-                    names.add(parts[1][len("refs/heads/"):])
+        packed = read_foreign(common / "packed-refs", limit=64 << 20)
     except OSError:
-        pass
+        packed = ""
+    for line in packed.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].startswith("refs/heads/"):
+            names.add(parts[1][len("refs/heads/"):])
     return names
 
 
@@ -66,11 +68,11 @@ def current_branch(path: str) -> str | None:
     dot_git = Path(path) / ".git"
     try:
         if dot_git.is_file():
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            text = read_foreign(dot_git).strip()
             head = (Path(path) / text[len("gitdir:"):].strip()).resolve() / "HEAD"
         else:
             head = dot_git / "HEAD"
-        ref = head.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+        ref = read_foreign(head).strip()
+    except (OSError, ValueError):  # ValueError: a NUL in a hostile gitdir line
         return None
     return ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else None

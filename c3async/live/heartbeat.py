@@ -16,6 +16,7 @@ from pathlib import Path
 
 import msgspec
 
+from .. import safefs
 from ..jsondoc import write_atomic
 from ..paths import project_state
 
@@ -109,7 +110,7 @@ class HeartbeatWriter:
         """Delete the file: synchronous and cheap, so it runs before any slower teardown."""
         self.stopped = True
         try:
-            self.path.unlink()
+            safefs.unlink(self.path)
         except FileNotFoundError:
             pass
         except OSError as exc:

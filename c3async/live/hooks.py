@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import activity
+from .. import activity, safefs
+from ..catalog.listing import is_session_id
+from ..errors import DECODE_ERRORS
 from ..jsondoc import write_atomic
 from ..paths import c3_home
 
@@ -32,8 +34,24 @@ TAIL_BYTES = 256 * 1024  # how much of the activity log the /clear link looks ba
 EVENTS = ("SessionStart", "SessionEnd")
 
 
+MAX_FIELD = 4096  # a path or a name longer than this is not Claude Code's
+
+
+def _text(payload: dict[str, Any], key: str, limit: int = MAX_FIELD) -> str | None:
+    """A string field of the hook input, or None when it is missing or not a sane string (so a
+    hostile payload can never put a nested structure, a NUL or a huge value into the log)."""
+    value = payload.get(key)
+    if not isinstance(value, str) or not value or len(value) > limit or "\x00" in value:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape
+        return None
+    return value
+
+
 def _project(payload: dict[str, Any]) -> str | None:
-    return os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or None
+    return os.environ.get("CLAUDE_PROJECT_DIR") or _text(payload, "cwd")
 
 
 def _claude_pid() -> int | None:
@@ -47,17 +65,19 @@ def _predecessor(project: str, claude_pid: int | None, now: float) -> str | None
     """The session that a /clear just ended in the same claude process, from the log's tail."""
     path = activity.activity_path(project)
     try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - TAIL_BYTES))
-            lines = f.read().split(b"\n")
+        fd = safefs.open_file(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        size = os.fstat(fd).st_size
+        lines = os.pread(fd, TAIL_BYTES, max(0, size - TAIL_BYTES)).split(b"\n")
+    finally:
+        os.close(fd)
     for raw in reversed(lines):
         try:
             row = json.loads(raw)
-        except ValueError:
-            continue  # the cut first line, or a torn one
+        except DECODE_ERRORS:
+            continue  # the cut first line, a torn one, or a hostile one
         ts = row.get("ts") if isinstance(row, dict) else None
         if not isinstance(ts, (int, float)):
             continue
@@ -71,40 +91,53 @@ def _predecessor(project: str, claude_pid: int | None, now: float) -> str | None
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     """Append the activity row for one hook event; returns it (None when there is nothing to do)."""
-    event = payload.get("hook_event_name")
-    session_id = payload.get("session_id")
+    event = _text(payload, "hook_event_name", 64)
+    session_id = _text(payload, "session_id", 64)
     project = _project(payload)
-    if not project or not isinstance(session_id, str) or not session_id:
+    if not project or session_id is None or not is_session_id(session_id):
         return None
+    session_id = session_id.lower()
     pid = _claude_pid()
     if event == "SessionStart":
-        source = payload.get("source")
+        source = _text(payload, "source", 64)
         predecessor = _predecessor(project, pid, time.time()) if source == "clear" else None
         return activity.record(project, "session_start", session_id=session_id, source=source,
                                claude_pid=pid, predecessor=predecessor,
-                               transcript_path=payload.get("transcript_path"))
+                               transcript_path=_text(payload, "transcript_path"))
     if event == "SessionEnd":
         return activity.record(project, "session_end", session_id=session_id,
-                               reason=payload.get("reason"), claude_pid=pid)
+                               reason=_text(payload, "reason", 64), claude_pid=pid)
+    if event is None:
+        return None
     return activity.record(project, "hook", session_id=session_id, event=event, claude_pid=pid)
 
 
 def main() -> int:
     """``c3async hook``: always exits 0, so Claude Code is never blocked by us."""
     try:
-        data = sys.stdin.buffer.read(MAX_INPUT)
+        data = sys.stdin.buffer.read(MAX_INPUT + 1)
+        if len(data) > MAX_INPUT:
+            raise ValueError(f"hook input over {MAX_INPUT} bytes, ignored")
         payload = json.loads(data) if data.strip() else {}
         if isinstance(payload, dict):
             handle(payload)
+    except RecursionError:  # JSON nested past the recursion limit
+        _note_error("ValueError: hook input nested too deeply, ignored")
     except Exception as exc:  # bad input, a full disk: note it, never fail the hook
-        try:
-            log = c3_home() / "hook-errors.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with open(log, "a", encoding="utf-8") as f:
-                f.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {type(exc).__name__}: {exc}\n")
-        except OSError:
-            pass
+        _note_error(f"{type(exc).__name__}: {exc}")
     return 0
+
+
+def _note_error(text: str) -> None:
+    line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(text.split())[:500]}\n"
+    try:
+        fd = safefs.append_fd(c3_home() / "hook-errors.log")
+        try:
+            os.write(fd, line.encode("utf-8", "backslashreplace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def hook_command() -> str:

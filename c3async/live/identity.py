@@ -17,6 +17,8 @@ from pathlib import Path
 import msgspec
 
 from ..catalog.locate import config_home
+from ..errors import DECODE_ERRORS
+from ..safefs import read_foreign
 
 __all__ = ("HostIdentity", "detect_ide")
 
@@ -94,8 +96,8 @@ class HostIdentity:
 
     def _registered(self, pid: int) -> str | None:
         try:
-            reg = msgspec.json.decode(self.registry_path(pid).read_bytes(), type=_Registry)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            reg = msgspec.json.decode(read_foreign(self.registry_path(pid)), type=_Registry)
+        except (OSError, *DECODE_ERRORS):
             return None
         if reg.sessionId and (reg.pid is None or reg.pid == pid) and _start_matches(reg, pid):
             return reg.sessionId

@@ -10,6 +10,8 @@ prune at once: a file is renamed aside, re-read, and put back if it turned out f
 from __future__ import annotations
 
 import os
+import re
+import stat
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -17,7 +19,8 @@ from pathlib import Path
 
 import msgspec
 
-from .. import activity
+from .. import activity, safefs
+from ..errors import DECODE_ERRORS
 from .heartbeat import Heartbeat, boot_id, live_dir, ttl
 
 __all__ = ("ACTIVITY_WINDOW_S", "FUTURE_SLACK_S", "LiveSession", "heartbeats", "is_fresh", "live_sessions")
@@ -26,6 +29,12 @@ ACTIVITY_WINDOW_S = 20 * 60  # the fallback: activity this recent, with no sessi
 FUTURE_SLACK_S = 5.0  # a ts this far ahead is still believed (clock granularity)
 
 _decode = msgspec.json.Decoder(Heartbeat).decode
+# The only names a reader ever removes: heartbeats (``<uuid>.json``), the temp files of their
+# atomic writes, and its own prune names. A file that .c3/live holds under any other name is
+# not ours to delete, even if it looks dead.
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+HEARTBEAT_NAME = re.compile(_UUID + r"\.json")
+_OWN_SIDE_NAME = re.compile(r"\.(?:" + _UUID + r"\.json\.[0-9a-f]{16}\.tmp|prune\.\d+\.[0-9a-f]{32}\." + _UUID + r"\.json)")
 
 
 @dataclass(slots=True)
@@ -53,8 +62,8 @@ def is_fresh(hb: Heartbeat, limit: float | None = None, now: float | None = None
 
 def _read(path: Path) -> Heartbeat | None:
     try:
-        return _decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return _decode(safefs.read_bytes(path, limit=64 * 1024))
+    except (OSError, *DECODE_ERRORS):
         return None
 
 
@@ -63,19 +72,19 @@ def _prune(path: Path, limit: float) -> None:
     again, and link it back (which fails rather than overwrite a newer file) if it is fresh."""
     aside = path.with_name(f".prune.{os.getpid()}.{uuid.uuid4().hex}.{path.name}")
     try:
-        os.rename(path, aside)
+        safefs.rename(path, aside)
     except OSError:
         return  # gone already (another reader pruned it) or not ours to move
     try:
         hb = _read(aside)
         if hb is not None and is_fresh(hb, limit):
             try:
-                os.link(aside, path)
+                safefs.link(aside, path)
             except OSError:
                 pass  # a newer file took its place meanwhile
     finally:
         try:
-            os.unlink(aside)
+            safefs.unlink(aside)
         except OSError:
             pass
 
@@ -84,16 +93,19 @@ def heartbeats(project: str, *, prune: bool = True) -> list[Heartbeat]:
     """The fresh heartbeats of a project's MCP processes; dead files are pruned on the way."""
     folder = live_dir(project)
     try:
-        all_names = os.listdir(folder)
+        all_names = safefs.listdir(folder)
+    except safefs.UnsafeState as exc:
+        safefs.warn_once(exc)  # a linked .c3 or .c3/live: never read, never pruned
+        return []
     except OSError:
         return []
     names = [n for n in all_names if n.endswith(".json") and not n.startswith(".")]
     limit = ttl()
     if prune:  # temp and side files left by a process killed mid-write or mid-prune
         for name in all_names:
-            if name.startswith(".") and _older_than(folder / name, limit):
+            if _OWN_SIDE_NAME.fullmatch(name) and _older_than(folder / name, limit):
                 try:
-                    os.unlink(folder / name)
+                    safefs.unlink(folder / name)
                 except OSError:
                     pass
     fresh: list[Heartbeat] = []
@@ -102,7 +114,7 @@ def heartbeats(project: str, *, prune: bool = True) -> list[Heartbeat]:
         hb = _read(path)
         if hb is not None and is_fresh(hb, limit):
             fresh.append(hb)
-        elif prune and (hb is not None or _older_than(path, limit)):
+        elif prune and HEARTBEAT_NAME.fullmatch(name) and (hb is not None or _older_than(path, limit)):
             _prune(path, limit)
     return fresh
 
@@ -111,9 +123,10 @@ def _older_than(path: Path, limit: float) -> bool:
     """An unreadable file is pruned only once it has not changed for a TTL (it may be a write
     we caught half-way on a filesystem without atomic rename)."""
     try:
-        return time.time() - path.stat().st_mtime > limit
+        st = safefs.lstat(path)
     except OSError:
         return False
+    return stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > limit
 
 
 def live_sessions(

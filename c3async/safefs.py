@@ -1,0 +1,426 @@
+"""File access inside c3async's own state: ``<project>/.c3/`` and ``$C3_HOME``.
+
+A repository cloned from a stranger can ship a ``.c3/`` whose entries are symlinks (``.c3/live ->
+~``, ``.c3/session_marks.jsonl -> ~/.bashrc``) or special files (a FIFO named ``activity.jsonl``).
+Nothing here follows a link or opens anything but a regular file or directory:
+
+- the state root (the folder that holds ``.c3``, or ``$C3_HOME`` itself: both are the user's
+  choice) is trusted as given; every folder below it is opened one component at a time with
+  ``O_NOFOLLOW | O_DIRECTORY`` relative to its parent's descriptor (``openat``), so a symlink
+  anywhere in the chain is refused, not followed, even if it appears between two calls;
+- files are opened with ``O_NOFOLLOW | O_NONBLOCK`` relative to that folder's descriptor, then
+  ``fstat``-ed: a FIFO, socket or device is refused without ever blocking on it;
+- an entry of the wrong kind raises ``UnsafeState``, a C3Error (the doors print its message) and
+  an OSError (code that tolerates a missing or unreadable file tolerates it too).
+
+Where the platform has no ``dir_fd`` support (Windows), each component is ``lstat``-ed instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import secrets
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import C3Error
+from .paths import c3_home
+
+__all__ = (
+    "TEMP_NAME",
+    "NotRegularFile",
+    "UnsafeState",
+    "append_fd",
+    "ensure_dir",
+    "listdir",
+    "lstat",
+    "open_dir",
+    "open_file",
+    "open_regular",
+    "pread_all",
+    "read_bytes",
+    "read_foreign",
+    "rename",
+    "state_parts",
+    "unlink",
+    "warn_once",
+    "write_atomic",
+)
+
+log = logging.getLogger("c3async")
+
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FD = sys.platform != "win32" and os.open in os.supports_dir_fd and os.mkdir in os.supports_dir_fd
+# The temp files write_atomic makes: ".<name>.<16 hex>.tmp". Cleanup deletes only such names.
+TEMP_NAME = re.compile(r"\.[^/\\]+\.[0-9a-f]{16}\.tmp")
+STATE_DIR_NAME = ".c3"
+
+
+class UnsafeState(C3Error, OSError):
+    """An entry of c3async's state that is a symlink or not the kind of file we create."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
+        self.path = os.fspath(path)
+        super().__init__(
+            f"refusing {self.path}: it is {what}, and c3async's state files are never followed "
+            "(a cloned repository may ship one). Remove it (c3async creates its own) and try again."
+        )
+
+
+_warned: set[str] = set()
+
+
+def warn_once(exc: BaseException) -> None:
+    """Log a refusal once per process: a listing goes on without that state, and says why."""
+    key = str(exc)
+    if key not in _warned:
+        _warned.add(key)
+        log.warning("%s", exc)
+
+
+def state_parts(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
+    """Split a state path into the trusted root and the components below it that must be ours.
+
+    Under ``$C3_HOME``: ``$C3_HOME`` as the user wrote it is the root. Under a project: the
+    folder holding the ``.c3`` component nearest the end. Anything else (a settings file of
+    Claude Code's, say) is not our state: the whole path is trusted as given."""
+    p = Path(path)
+    home = c3_home()
+    try:
+        rel = p.relative_to(home)
+        return home, rel.parts
+    except ValueError:
+        pass
+    parts = p.parts
+    for i in range(len(parts) - 1, -1, -1):
+        if parts[i] == STATE_DIR_NAME:
+            return Path(*parts[:i]), parts[i:]
+    return p, ()
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _refuse_existing(dir_fd: int | None, name: str, path: Path, want_dir: bool) -> UnsafeState:
+    """Why opening ``name`` failed with ELOOP/ENOTDIR/ENXIO: name the kind of entry found."""
+    try:
+        st = os.lstat(name, dir_fd=dir_fd) if dir_fd is not None else os.lstat(path)
+        what = _kind(st.st_mode)
+    except OSError:
+        what = "a symlink" if not want_dir else "not a directory"
+    return UnsafeState(path, what)
+
+
+def _open_root(root: Path, create: bool) -> int:
+    flags = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
+    try:
+        return os.open(root, flags)
+    except FileNotFoundError:
+        if not create:
+            raise
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return os.open(root, flags)
+
+
+@contextmanager
+def open_dir(path: str | os.PathLike[str], *, create: bool = False) -> Iterator[int | None]:
+    """A descriptor of the state folder ``path``, every component below the trusted root opened
+    without following links (created, mode 0700 in ``$C3_HOME`` and 0755 in a project, when
+    ``create``). Raises FileNotFoundError when missing and not ``create``, UnsafeState when a
+    component is a link or not a folder. Yields None where there is no ``dir_fd`` support."""
+    root, parts = state_parts(path)
+    if not _DIR_FD:
+        _check_chain(root, parts, create)
+        yield None
+        return
+    mode = 0o700 if root == c3_home() else 0o755
+    fd = _open_root(root, create)
+    here = root
+    try:
+        for name in parts:
+            here = here / name
+            try:
+                nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass  # another process made it (or a link appeared): the open below decides
+                try:
+                    nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise _refuse_existing(fd, name, here, True) from None
+                    raise
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _refuse_existing(fd, name, here, True) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:
+    here = root
+    for name in parts:
+        here = here / name
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            if not create:
+                raise
+            here.mkdir(exist_ok=True)
+            st = os.lstat(here)
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafeState(here, _kind(st.st_mode))
+
+
+def ensure_dir(path: str | os.PathLike[str]) -> None:
+    """Create the state folder ``path`` (and the folders above it, up to the root) if missing."""
+    with open_dir(path, create=True):
+        pass
+
+
+def open_file(path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, create_dirs: bool = False) -> int:
+    """Open a regular file of our state without following a link or blocking on a FIFO.
+    Returns a descriptor (blocking again); UnsafeState when the entry is of another kind."""
+    p = Path(path)
+    flags |= _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY
+    with open_dir(p.parent, create=create_dirs) as dfd:
+        try:
+            if dfd is None:
+                st = _lstat_or_none(p)
+                if st is not None and not stat.S_ISREG(st.st_mode):
+                    raise UnsafeState(p, _kind(st.st_mode))
+                fd = os.open(p, flags, mode)
+            else:
+                fd = os.open(p.name, flags, mode, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENOTDIR) and not isinstance(exc, UnsafeState):
+                raise _refuse_existing(dfd, p.name, p, False) from None
+            raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeState(p, _kind(st.st_mode))
+        if _O_NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lstat_or_none(p: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(p)
+    except FileNotFoundError:
+        return None
+
+
+def append_fd(path: str | os.PathLike[str]) -> int:
+    """``O_WRONLY | O_APPEND | O_CREAT`` on a regular file of our state (folders created)."""
+    return open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dirs=True)
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The file's bytes (at most ``limit``). FileNotFoundError when it or its folder is missing."""
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        if limit is not None:
+            return os.read(fd, limit)
+        chunks = []
+        while True:
+            data = os.read(fd, 1 << 20)
+            if not data:
+                return b"".join(chunks)
+            chunks.append(data)
+    finally:
+        os.close(fd)
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file (a FIFO, a device, a directory, or a symlink, which is
+    not followed): never read, because a FIFO blocks its reader and a symlink can point at any
+    file the user can read."""
+
+
+def open_regular(
+    path: str | os.PathLike[str], *, follow: bool = False, lstat_first: bool = False,
+) -> tuple[int, os.stat_result]:
+    """Open a file that is not our state (a transcript, git's ``HEAD``) for reading, only if it
+    is a regular file: (fd, fstat). ``O_NONBLOCK`` makes opening a FIFO return at once,
+    ``O_NOFOLLOW`` (unless ``follow``) refuses a symlink, and the ``fstat`` of the descriptor, not
+    of the name, decides, so nothing swapped in after a caller's stat can block or redirect the
+    read. ``lstat_first`` checks the name before opening, so a device is not even opened (for
+    paths no listing has vetted). Raises NotRegularFile, or the OSError of the open."""
+    nofollow = 0 if follow else _O_NOFOLLOW
+    if lstat_first or (not follow and not _O_NOFOLLOW):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) and not (follow and stat.S_ISLNK(st.st_mode)):
+            raise NotRegularFile(errno.EINVAL, _kind(st.st_mode), os.fspath(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY | nofollow)
+    except OSError as exc:
+        if nofollow and exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: BSD's O_NOFOLLOW
+            raise NotRegularFile(exc.errno, "a symlink (not followed)", os.fspath(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(errno.EINVAL, _kind(st.st_mode), os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def pread_all(fd: int, offset: int, length: int) -> bytes:
+    """Up to ``length`` bytes from ``offset`` (fewer only at the end of the file)."""
+    chunks = []
+    while length > 0:
+        chunk = os.pread(fd, length, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        length -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_foreign(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:
+    """A small text file that is not ours (git's ``HEAD``, ``commondir``...): links are followed,
+    as git follows them, but only a regular file is read, and never one that would block (a
+    FIFO named ``.git`` in a hostile checkout). At most ``limit`` bytes, decoded leniently."""
+    fd, _ = open_regular(path, follow=True)
+    try:
+        return pread_all(fd, 0, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def listdir(path: str | os.PathLike[str]) -> list[str]:
+    """The names in a state folder (FileNotFoundError when missing; UnsafeState when a link)."""
+    with open_dir(path) as dfd:
+        return os.listdir(dfd if dfd is not None else path)
+
+
+def lstat(path: str | os.PathLike[str]) -> os.stat_result:
+    p = Path(path)
+    with open_dir(p.parent) as dfd:
+        return os.lstat(p.name, dir_fd=dfd) if dfd is not None else os.lstat(p)
+
+
+def unlink(path: str | os.PathLike[str]) -> None:
+    """Remove one of our files; a folder of the chain that is a link is refused, and the name
+    itself is unlinked (a link named like our file is removed as a link, never followed)."""
+    p = Path(path)
+    with open_dir(p.parent) as dfd:
+        if dfd is None:
+            os.unlink(p)
+        else:
+            os.unlink(p.name, dir_fd=dfd)
+
+
+def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Rename within one state folder."""
+    s, d = Path(src), Path(dst)
+    if s.parent != d.parent:
+        raise ValueError("rename stays within one folder")
+    with open_dir(s.parent) as dfd:
+        if dfd is None:
+            os.replace(s, d)
+        else:
+            os.rename(s.name, d.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+
+
+def link(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Hard-link within one state folder; fails (FileExistsError) rather than overwrite."""
+    s, d = Path(src), Path(dst)
+    with open_dir(s.parent) as dfd:
+        if dfd is None:
+            os.link(s, d)
+        else:
+            os.link(s.name, d.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix.
+
+    The temp file is made in the same folder with ``O_EXCL | O_NOFOLLOW`` and renamed over the
+    name: a link at ``path`` is replaced as a name, never written through."""
+    p = Path(path)
+    tmp = f".{p.name}.{secrets.token_hex(8)}.tmp"
+    with open_dir(p.parent, create=True) as dfd:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        if dfd is None:
+            fd = os.open(p.parent / tmp, flags, mode)
+        else:
+            fd = os.open(tmp, flags, mode, dir_fd=dfd)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            _replace(dfd, p, tmp)
+        except BaseException:
+            try:
+                if dfd is None:
+                    os.unlink(p.parent / tmp)
+                else:
+                    os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+        if fsync and dfd is not None:
+            try:
+                os.fsync(dfd)
+            except OSError:
+                pass
+
+
+def _replace(dfd: int | None, p: Path, tmp: str) -> None:
+    if dfd is not None:
+        os.replace(tmp, p.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        return
+    # On Windows a reader holding the file open makes os.replace fail for a moment: retry ~1 s.
+    import time
+
+    for attempt in range(50):
+        try:
+            os.replace(p.parent / tmp, p)
+            return
+        except PermissionError:
+            if attempt == 49:
+                raise
+            time.sleep(0.02)
