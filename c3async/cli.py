@@ -2,6 +2,13 @@
 
 Imports happen inside each command so that ``c3async sessions`` does not pay for the MCP SDK.
 Errors go to stderr with exit status 1; usage errors exit 2; ``--json`` output is for scripts.
+
+Text printed for a person (tables, lists, messages, errors, argparse's own usage errors and log
+lines) goes through :mod:`c3async.term`, so a title, branch, note, task or path cannot drive the
+terminal. ``--json`` (and the JSON that ``tasks`` prints for changes) goes through
+:func:`~c3async.term.json_inert`: the same data to any parser, with DEL, C1 and bidi/format
+characters written as ``\\u`` escapes. Text options the user types are refused (exit 2, naming the
+option) if they hold bytes that are not UTF-8; stdout and stderr never fail to encode.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ import logging
 import os
 import sys
 import time
+
+from .term import inert, inert_line, json_inert
 
 __all__ = ("main",)
 
@@ -43,6 +52,27 @@ class Progress:
             sys.stderr.flush()
 
 
+def _err(message: str) -> None:
+    """A message for a person on stderr; it may quote ids, paths and text, so it is made inert."""
+    print(inert(message), file=sys.stderr)
+
+
+def _write_json(data: bytes) -> None:
+    """JSON on stdout: the data exactly as encoded, DEL/C1/bidi escaped so it is inert too."""
+    sys.stdout.buffer.write(json_inert(data) + b"\n")
+
+
+def _env_session() -> str | None:
+    """``CLAUDE_CODE_SESSION_ID`` (stored in marks, tasks and logs): refused if it is not UTF-8."""
+    value = os.environ.get("CLAUDE_CODE_SESSION_ID")
+    if value and _not_utf8(value) is not None:
+        from .errors import BadArgument
+
+        raise BadArgument("CLAUDE_CODE_SESSION_ID holds bytes that are not UTF-8, so it is no session "
+                          "id: unset it or give the id as an argument")
+    return value
+
+
 def _size(n: int) -> str:
     for unit in ("B", "K", "M", "G"):
         if n < 1024 or unit == "G":
@@ -62,8 +92,8 @@ def print_table(rows, show_project: bool) -> None:
 
     now = time.time()
     width = shutil.get_terminal_size((120, 24)).columns
-    cols = [(r.id[:8], age(r.last_activity or r.mtime, now), _size(r.size), r.branch or "-",
-             os.path.basename(r.project) if show_project else None, r.title) for r in rows]
+    cols = [(inert_line(r.id[:8]), age(r.last_activity or r.mtime, now), _size(r.size), inert_line(r.branch or "-"),
+             inert_line(os.path.basename(r.project)) if show_project else None, r.title) for r in rows]
     branch_w = min(24, max([len(c[3]) for c in cols] + [6]))
     proj_w = min(20, max([len(c[4] or "") for c in cols] + [7])) if show_project else 0
     head = f"{'ID':8}  {'AGE':>4}  {'SIZE':>6}  {'BRANCH':{branch_w}}  "
@@ -75,13 +105,13 @@ def print_table(rows, show_project: bool) -> None:
         line = f"{sid:8}  {ago:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
         if show_project:
             line += f"{_clip(proj, proj_w):{proj_w}}  "
-        text = " ".join(title.split())
+        text = inert_line(title)
         if row.live:
             text = f"[LIVE{'' if row.mcp_count < 2 else f' MCP×{row.mcp_count}'}] {text}"
         if row.stale is not None:
-            text += f"  [stale: {row.stale.reason}]"
+            text += f"  [stale: {inert_line(row.stale.reason or '')}]"
         elif row.hints:
-            text += f"  [{', '.join(row.hints)}]"
+            text += f"  [{', '.join(inert_line(h) for h in row.hints)}]"
         out.append(line + _clip(text, title_w))
     sys.stdout.write("\n".join(out) + "\n")
 
@@ -97,8 +127,7 @@ def _projects(args: argparse.Namespace) -> list[str]:
     if args.project and canonical(args.project) not in projects:
         projects.append(canonical(args.project))
     if not projects:
-        print("c3async: no projects registered yet; run `c3async sessions` in a project first",
-              file=sys.stderr)
+        _err("c3async: no projects registered yet; run `c3async sessions` in a project first")
     return projects
 
 
@@ -117,17 +146,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not args.all and scans:
         try:
             registry.register(scans[0].dirs.project)
-        except Exception as exc:  # the listing is still right; say why it was not remembered
-            print(f"c3async: could not register the project: {exc}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - the listing is still right; say why it was not remembered
+            _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
             from .catalog.locate import projects_root, slug
 
-            print(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
-                  f"(looked for {projects_root() / slug(scans[0].dirs.project)})", file=sys.stderr)
+            _err(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
+                 f"(looked for {projects_root() / slug(scans[0].dirs.project)})")
     if args.limit is not None:
         rows = rows[: args.limit]
     if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode(rows) + b"\n")
+        _write_json(msgspec.json.encode(rows))
     elif rows:
         print_table(rows, show_project=args.all)
     return 0
@@ -141,7 +170,7 @@ def cmd_mark(args: argparse.Namespace) -> int:
     project = _projects(args)[0]
     ref = args.id
     if ref is None:  # `mark note` without an id: the session this shell runs in, if any
-        ref = os.environ.get("CLAUDE_CODE_SESSION_ID")
+        ref = _env_session()
         if not ref:
             from .errors import BadArgument
 
@@ -151,12 +180,12 @@ def cmd_mark(args: argparse.Namespace) -> int:
         project, ref, args.op,
         reason=getattr(args, "reason", None), successor=getattr(args, "successor", None),
         summary=getattr(args, "summary", None), next_steps=getattr(args, "next", None),
-        by="user", by_session=os.environ.get("CLAUDE_CODE_SESSION_ID"),
+        by="user", by_session=_env_session(),
     )
     if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode(mark) + b"\n")
+        _write_json(msgspec.json.encode(mark))
     else:
-        print(f"{args.op} {mark.id}")
+        print(f"{args.op} {inert_line(mark.id)}")
     return 0
 
 
@@ -168,15 +197,15 @@ def cmd_live(args: argparse.Namespace) -> int:
         from .live.reader import live_sessions
 
         entries = sorted(live_sessions(project).values(), key=lambda e: (e.source, str(e.host_session_id)))
-        sys.stdout.buffer.write(msgspec.json.encode(entries) + b"\n")
+        _write_json(msgspec.json.encode(entries))
         return 0
     from .status import live_lines
 
-    lines = live_lines(project)
+    lines = live_lines(project)  # inert already, one line each
     if not lines:
-        print(f"no live sessions in {project}", file=sys.stderr)
+        _err(f"no live sessions in {project}")
     for line in lines:
-        print(line)
+        print(inert_line(line))
     return 0
 
 
@@ -193,12 +222,12 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     try:
         added = install(path)
     except ValueError as exc:
-        print(f"c3async: error: {exc}", file=sys.stderr)
+        _err(f"c3async: error: {exc}")
         return 1
     if added:
-        print(f"added {', '.join(added)} hooks to {path}")
+        print(inert(f"added {', '.join(added)} hooks to {path}"))
     else:
-        print(f"the hooks are already in {path}")
+        print(inert(f"the hooks are already in {path}"))
     return 0
 
 
@@ -208,24 +237,27 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     from .pm import actions
 
     project = _projects(args)[0]
-    who = actions.Who(session=os.environ.get("CLAUDE_CODE_SESSION_ID"), by="user")
+    who = actions.Who(session=_env_session(), by="user")
     fields = ("task_id", "title", "description", "status", "priority", "due", "tags", "milestone",
               "blocked_by", "text", "reasoning", "link_type", "ref")
     result = actions.run(project, who, args.action, **{f: getattr(args, f) or "" for f in fields})
     if args.json or args.action not in ("list", "board"):
-        sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(result), indent=2) + b"\n")
+        # Changes and the other reads print indented JSON, for people and scripts alike: JSON
+        # escapes C0 controls, json_inert the rest, and the data stays exactly what was stored.
+        _write_json(msgspec.json.format(msgspec.json.encode(result), indent=2))
     elif args.action == "list":
         for t in result["tasks"]:
-            due = f" due {t['due']}" if t["due"] else ""
-            tags = f" #{' #'.join(t['tags'])}" if t["tags"] else ""
-            print(f"{t['id'][:8]}  {t['priority']}  {t['status']:<11}  {t['title']}{due}{tags}")
+            due = f" due {inert_line(t['due'])}" if t["due"] else ""
+            tags = f" #{' #'.join(inert_line(tag) for tag in t['tags'])}" if t["tags"] else ""
+            print(f"{inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['status']):<11}  "
+                  f"{inert_line(t['title'])}{due}{tags}")
         if not result["tasks"]:
-            print("no tasks", file=sys.stderr)
+            _err("no tasks")
     else:
         for column, tasks in result["columns"].items():
-            print(f"{column} ({len(tasks)})")
+            print(f"{inert_line(column)} ({len(tasks)})")
             for t in tasks:
-                print(f"  {t['id'][:8]}  {t['priority']}  {t['title']}")
+                print(f"  {inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['title'])}")
     return 0
 
 
@@ -245,11 +277,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     result = account(project)
     rows = sorted(result.totals.values(), key=lambda r: r.last_ts or "", reverse=True)
     if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode(rows) + b"\n")
+        _write_json(msgspec.json.encode(rows))
     elif rows:
-        print(format_table(rows))
+        print(inert(format_table(rows)))  # format_table makes each cell inert; this is a backstop
     else:
-        print(f"no token usage found in {project}'s transcripts", file=sys.stderr)
+        _err(f"no token usage found in {project}'s transcripts")
     return 0
 
 
@@ -259,6 +291,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its own messages made inert: usage errors quote what was typed."""
+
+    def _print_message(self, message: str, file=None) -> None:  # type: ignore[override]
+        super()._print_message(inert(message) if message else message, file)
+
+
 def _project_and_json(parser: argparse.ArgumentParser, json_help: str) -> argparse.ArgumentParser:
     parser.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     parser.add_argument("--json", action="store_true", help=json_help)
@@ -266,7 +305,7 @@ def _project_and_json(parser: argparse.ArgumentParser, json_help: str) -> argpar
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="c3async", description="Find, judge and resume your Claude Code sessions."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -277,27 +316,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
     p.add_argument("--filter", choices=("all", "likely", "stale", "live"), default="all",
                    help="likely: unmarked rows with at least one hint (default: all)")
-    p.add_argument("--search", metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT")
+    p.add_argument("--search", type=_text, metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT")
     p.set_defaults(func=cmd_sessions)
 
     m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
     msub = m.add_subparsers(dest="op", metavar="OP", required=True)
-    common = _project_and_json(argparse.ArgumentParser(add_help=False), "print the mark written, as JSON")
+    common = _project_and_json(_Parser(add_help=False), "print the mark written, as JSON")
     st = msub.add_parser("stale", parents=[common], help="do not resume this session (needs --reason)")
-    st.add_argument("id", help="a session id or a unique prefix (4+ characters)")
-    st.add_argument("--reason", required=True, help="why: superseded, finished, abandoned...")
-    st.add_argument("--successor", metavar="ID", help="the session that took over")
+    st.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
+    st.add_argument("--reason", type=_text, required=True, help="why: superseded, finished, abandoned...")
+    st.add_argument("--successor", type=_text, metavar="ID", help="the session that took over")
     un = msub.add_parser("unstale", parents=[common], help="undo a stale mark")
-    un.add_argument("id", help="a session id or a unique prefix (4+ characters)")
-    un.add_argument("--reason", help="why (optional)")
+    un.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
+    un.add_argument("--reason", type=_text, help="why (optional)")
     no = msub.add_parser("note", parents=[common], help="leave a note on a session")
-    no.add_argument("id", nargs="?", help="a session id or prefix (default: the current session)")
-    no.add_argument("--summary", help="what was done")
-    no.add_argument("--next", metavar="STEPS", help="what comes next")
+    no.add_argument("id", nargs="?", type=_text, help="a session id or prefix (default: the current session)")
+    no.add_argument("--summary", type=_text, help="what was done")
+    no.add_argument("--next", type=_text, metavar="STEPS", help="what comes next")
     m.set_defaults(func=cmd_mark)
 
     tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")
-    tk.add_argument("action", metavar="ACTION", help=(
+    tk.add_argument("action", type=_text, metavar="ACTION", help=(
         "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
         "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
         "decisions, time_report"))
@@ -308,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("--milestone", "milestone id or name"), ("--blocked-by", "comma-separated task ids"),
                        ("--text", "a decision"), ("--reasoning", "why"), ("--link-type", "session"),
                        ("--ref", "a session id, or 'current'")):
-        tk.add_argument(flag, help=text)
+        tk.add_argument(flag, type=_text, help=text)
     tk.set_defaults(func=cmd_tasks)
 
     lv = sub.add_parser("live", help="the project's live sessions and their MCP processes")
@@ -323,8 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.set_defaults(func=cmd_serve)
 
     hb = sub.add_parser("hub", help="the local web Hub: every session of every registered project")
-    hb.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks a free one)")
-    hb.add_argument("--host", default="127.0.0.1", help="a loopback address; anything else is refused")
+    hb.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks a free one)")
+    hb.add_argument("--host", type=_text, default="127.0.0.1", help="a loopback address; anything else is refused")
     hb.add_argument("--open", action="store_true", help="open the page in a browser")
     hb.set_defaults(func=cmd_hub)
 
@@ -339,14 +378,69 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _shown(text: str) -> str:
+    """What the user typed, quoted for a message: repr (controls escaped), at most 40 characters."""
+    return repr(_clip(text, 40))
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    except ValueError:  # also more than 4,300 digits
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {_shown(text)}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {_shown(text)}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535 (0 picks a free one), got {_clip(str(value), 40)}")
+    return value
+
+
+def _not_utf8(text: str) -> tuple[int, str] | None:
+    """Where ``text`` stops being UTF-8: (character index, the byte or code point shown), or None.
+
+    Bytes of argv (and the environment) that are not UTF-8 arrive as lone surrogates
+    (``surrogateescape``); no JSON file can hold them and msgspec refuses to encode them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        cp = ord(text[exc.start])
+        return exc.start, (f"byte 0x{cp - 0xDC00:02x}" if 0xDC80 <= cp <= 0xDCFF else f"U+{cp:04X}")
+    return None
+
+
+def _text(text: str) -> str:
+    """A free-text option (stored in marks, tasks and logs, or matched against them): refused,
+    naming the option, if it is not UTF-8; argparse then exits 2."""
+    bad = _not_utf8(text)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"is not UTF-8 text ({bad[1]} at character {bad[0] + 1}): "
+                                         "give it in UTF-8")
+    return text
+
+
+class _InertFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return inert(super().format(record))
+
+
+def _safe_streams() -> None:
+    """Never die of UnicodeEncodeError: an ASCII or Latin-1 stdout (LANG=C, PYTHONIOENCODING)
+    gets ``\\u`` escapes for what it cannot show."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a closed or exotic stream
+                pass
 
 
 def _version() -> str:
@@ -356,7 +450,10 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="c3async: %(message)s", stream=sys.stderr)
+    _safe_streams()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_InertFormatter("c3async: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -374,6 +471,6 @@ def main(argv: list[str] | None = None) -> int:
         from .errors import C3Error
 
         if isinstance(exc, (C3Error, OSError)):
-            print(f"c3async: error: {exc}", file=sys.stderr)
+            _err(f"c3async: error: {exc}")
             return 1
         raise

@@ -1,5 +1,8 @@
 """``c3_status``: small read-only reports. ``sessions`` is the token and cost budget per host
-session (``.c3/session_stats.jsonl``), not the catalog; ``live`` is who is running now."""
+session (``.c3/session_stats.jsonl``), not the catalog; ``live`` is who is running now.
+
+The reports are printed by the CLI and returned as MCP tool text: every cell that comes from a
+file (ids, titles, model names, IDE names) is made inert (:func:`c3async.term.inert_line`)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 from . import jsonl
 from .errors import BadArgument
 from .live.reader import live_sessions
+from .term import inert_line
 from .usage.account import SessionTotals, session_titles, stats_path
 
 __all__ = ("VIEWS", "run")
@@ -37,9 +41,10 @@ def format_table(rows: list[SessionTotals]) -> str:
     total: dict[str, Any] = {"input": 0, "output": 0, "cw": 0, "cr": 0, "cost": 0.0}
     for r in sorted(rows, key=lambda r: r.last_ts or "", reverse=True):
         cw = r.cache_write_5m + r.cache_write_1h
-        lines.append(f"{r.session_id[:8]}  {r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
-                     f"{r.cost_usd:>9.2f}  {r.title or ''}"
-                     + (f"  (unpriced: {', '.join(r.unknown_models)})" if r.unknown_models else ""))
+        unpriced = ", ".join(inert_line(m) for m in r.unknown_models)
+        lines.append(f"{inert_line(r.session_id[:8])}  {r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
+                     f"{r.cost_usd:>9.2f}  {inert_line(r.title or '')}"
+                     + (f"  (unpriced: {unpriced})" if r.unknown_models else ""))
         total["input"] += r.input
         total["output"] += r.output
         total["cw"] += cw
@@ -54,9 +59,9 @@ def live_lines(project: str) -> list[str]:
     """One line per live host session: its MCP processes and IDEs, or the log it was read from."""
     lines = []
     for e in sorted(live_sessions(project).values(), key=lambda e: str(e.host_session_id)):
-        how = (f"MCP×{e.mcp_count} ({', '.join(sorted(set(e.ides)))}) pids {e.pids}" if e.mcp_count
-               else "from the activity log")
-        lines.append(f"{e.host_session_id or '(unknown host session)'}  {how}")
+        ides = ", ".join(inert_line(str(ide)) for ide in sorted(set(e.ides), key=str))
+        how = f"MCP×{e.mcp_count} ({ides}) pids {inert_line(str(e.pids))}" if e.mcp_count else "from the activity log"
+        lines.append(f"{inert_line(str(e.host_session_id or '(unknown host session)'))}  {how}")
     return lines
 
 
