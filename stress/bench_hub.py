@@ -10,7 +10,11 @@ the min-max:
 - ``GET /api/sessions`` over every project (1,000 rows), warm: the budget in DESIGN is < 100 ms;
 - the same for each project alone (200 rows), and ``GET /api/sessions/{id}`` (a row's detail);
 - in Chromium (``/usr/bin/chromium``, through Playwright), from navigation start to the first
-  ``#rows li`` and to all of them (the page asks one listing per project, in parallel).
+  ``#rows li`` and to all of them (the page asks one listing per project, in parallel). The page
+  is opened as a user opens it: the URL the Hub printed, ``/?token=...``, which redirects to ``/``
+  with the session cookie (the redirect is part of the figure).
+
+The API calls send the token the Hub printed as ``Authorization: Bearer``.
 
 It asserts nothing about time. It exits 1 only on an error: a request that fails, a listing with
 the wrong number of rows, a hub that does not start, a page that does not fill.
@@ -75,15 +79,18 @@ class Hub:
                                      text=True)
         self.lines: list[str] = []
         self.port: int | None = None
+        self.token: str | None = None
+        self.login_url: str | None = None
         ready = threading.Event()
 
         def drain() -> None:
             assert self.proc.stderr is not None
             for line in self.proc.stderr:
                 self.lines.append(line)
-                m = re.search(r"c3async Hub on http://127\.0\.0\.1:(\d+)/", line)
+                m = re.search(r"c3async Hub on (http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+))", line)
                 if m and self.port is None:
-                    self.port = int(m.group(1))
+                    self.login_url, self.token = m.group(1), m.group(3)
+                    self.port = int(m.group(2))
                     ready.set()
             ready.set()
 
@@ -129,7 +136,7 @@ def timed_get(client: httpx.Client, path: str, params: dict | None = None) -> tu
 
 
 def bench_api(hub: Hub, projects: list[str], total: int, runs: int, table: list[tuple[str, str]]) -> list[str]:
-    with httpx.Client(base_url=hub.url, timeout=60) as c:
+    with httpx.Client(base_url=hub.url, timeout=60, headers={"Authorization": f"Bearer {hub.token}"}) as c:
         first, r = timed_get(c, "/api/sessions")
         rows = r.json()["rows"]
         if len(rows) != total:
@@ -191,7 +198,7 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]])
                     errors: list[str] = []
                     page.on("pageerror", lambda e: errors.append(str(e)))
                     page.add_init_script(OBSERVER % total)
-                    page.goto(hub.url + "/")
+                    page.goto(hub.login_url)
                     page.wait_for_function("() => window.__allRows !== null", timeout=60_000)
                     got = page.evaluate("[window.__firstRow, window.__allRows, "
                                         "document.querySelectorAll('#rows li').length]")

@@ -90,8 +90,9 @@ class Storm:
     # ---------------------------------------------------------------- the Hub
 
     def start_hub(self) -> tuple[subprocess.Popen, int, str]:
-        """``c3async hub --port 0``; its URL from stderr, its token from the page. Tried three
-        times: a Hub that dies before it listens is retried (its exit status is reported)."""
+        """``c3async hub --port 0``; its URL and token from the line it prints on stderr
+        (``http://127.0.0.1:PORT/?token=T``). Tried three times: a Hub that dies before it listens
+        is retried (its exit status is reported)."""
         problems = []
         for attempt in range(3):
             try:
@@ -107,11 +108,11 @@ class Storm:
                                 stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
         self.procs.append(proc)
         deadline = time.monotonic() + 60
-        port = None
+        port = token = None
         while port is None:
-            m = re.search(rb"c3async Hub on http://127\.0\.0\.1:(\d+)/", log.read_bytes())
+            m = re.search(rb"c3async Hub on http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+)", log.read_bytes())
             if m:
-                port = int(m.group(1))
+                port, token = int(m.group(1)), m.group(2).decode()
             elif proc.poll() is not None or time.monotonic() > deadline:
                 rc = proc.poll()
                 if rc is None:
@@ -122,18 +123,18 @@ class Storm:
         while True:  # the line is printed just before uvicorn listens
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                conn.request("GET", "/")
-                html = conn.getresponse().read().decode()
+                conn.request("GET", "/api/projects", headers={"Authorization": f"Bearer {token}"})
+                resp = conn.getresponse()
+                resp.read()
                 conn.close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        m = re.search(r'<meta name="c3-token" content="([^"]+)"', html)
-        if not m:
-            raise RuntimeError("the Hub page carries no c3-token meta tag")
-        return proc, port, m.group(1)
+        if resp.status != 200:
+            raise RuntimeError(f"the Hub refused its own token: HTTP {resp.status}")
+        return proc, port, token
 
     def hub_lane(self, lane: int, port: int, token: str) -> None:
         rng = random.Random(self.seed * 1000 + 500 + lane)
@@ -152,7 +153,7 @@ class Storm:
             t0 = time.perf_counter()
             try:
                 conn.request("POST", f"/api/sessions/{sid}/marks", body=json.dumps(body),
-                             headers={"X-C3-Token": token, "Content-Type": "application/json"})
+                             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
                 resp = conn.getresponse()
                 data = resp.read()
             except (OSError, http.client.HTTPException) as exc:

@@ -1,8 +1,13 @@
 """The real ``c3async hub`` as a subprocess, for the Hub's API and browser tests.
 
 ``Hub(sandbox).start()`` runs ``python -m c3async hub --port 0`` in the sandbox's environment,
-reads the port from the ``c3async Hub on http://127.0.0.1:PORT/`` line it prints on stderr,
-waits until the page answers, and keeps draining stderr (kept for failure messages).
+reads the port and the token from the ``c3async Hub on http://127.0.0.1:PORT/?token=T`` line it
+prints on stderr (the only place, with the token file, the token is to be found), waits until
+the page answers, and keeps draining stderr (kept for failure messages).
+
+``hub.client()`` sends the token as ``Authorization: Bearer`` (as scripts do); ``client(auth=False)``
+sends nothing (a stranger); ``hub.login()`` opens the printed URL like a browser and keeps the
+cookie it gets.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 try:  # the brief's client; mcp depends on its successor, which has the same API
@@ -21,16 +26,9 @@ try:  # the brief's client; mcp depends on its successor, which has the same API
 except ImportError:  # pragma: no cover - depends on the environment
     import httpx2 as httpx  # type: ignore[no-redef]
 
-__all__ = ("Hub", "httpx", "page_token", "sessions_ids", "wait_for")
+__all__ = ("Hub", "httpx", "sessions_ids", "wait_for")
 
-_ANNOUNCE = re.compile(r"c3async Hub on http://127\.0\.0\.1:(\d+)/")
-_TOKEN = re.compile(r'<meta name="c3-token" content="([^"]+)">')
-
-
-def page_token(html: str) -> str:
-    m = _TOKEN.search(html)
-    assert m, "the page has no <meta name=\"c3-token\">"
-    return m.group(1)
+_ANNOUNCE = re.compile(r"c3async Hub on (http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+))")
 
 
 def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05):
@@ -50,15 +48,18 @@ def sessions_ids(rows: Sequence[dict]) -> set[str]:
 
 
 class Hub:
-    """One hub process. ``url`` is ``http://127.0.0.1:PORT``; ``token`` the page's CSRF token."""
+    """One hub process. ``url`` is ``http://127.0.0.1:PORT``; ``login_url`` the URL it printed,
+    ``token`` the token in it."""
 
-    def __init__(self, sandbox, *args: str, startup_timeout: float = 20.0) -> None:
+    def __init__(self, sandbox, *args: str, startup_timeout: float = 20.0, env: dict[str, str] | None = None) -> None:
         self.sandbox = sandbox
         self.args = args
+        self.env = env or {}
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
         self.token: str | None = None
+        self.login_url: str | None = None
         self.stderr_lines: list[str] = []
         self._announced = threading.Event()
         self._reader: threading.Thread | None = None
@@ -67,13 +68,22 @@ class Hub:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def token_file(self) -> Path:
+        return Path(self.sandbox.c3home) / "hub" / f"hub-{self.port}.json"
+
+    @property
+    def cookie_name(self) -> str:
+        return f"c3async-hub-{self.port}"
+
     def _drain(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
         for line in self.proc.stderr:
             self.stderr_lines.append(line)
             m = _ANNOUNCE.search(line)
             if m and self.port is None:
-                self.port = int(m.group(1))
+                self.login_url, self.token = m.group(1), m.group(3)
+                self.port = int(m.group(2))
                 self._announced.set()
         self._announced.set()  # the process ended (maybe before announcing)
 
@@ -84,7 +94,7 @@ class Hub:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "c3async", "hub", "--port", "0", *self.args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, env=self.sandbox.env(), cwd=str(self.sandbox.root),
+            text=True, env=self.sandbox.env(**self.env), cwd=str(self.sandbox.root),
         )
         self._reader = threading.Thread(target=self._drain, name="hub-stderr", daemon=True)
         self._reader.start()
@@ -97,7 +107,6 @@ class Hub:
             try:
                 r = httpx.get(self.url + "/", timeout=5)
                 if r.status_code == 200:
-                    self.token = page_token(r.text)
                     return self
             except httpx.TransportError:
                 pass
@@ -123,12 +132,28 @@ class Hub:
             proc.stderr.close()
         self.proc = None
 
-    def client(self, **kwargs) -> httpx.Client:
+    def client(self, auth: bool = True, **kwargs) -> httpx.Client:
+        """A client of the API; with ``auth`` it sends ``Authorization: Bearer <token>``."""
         kwargs.setdefault("timeout", 10)
+        if auth:
+            kwargs["headers"] = {"Authorization": f"Bearer {self.token}", **kwargs.get("headers", {})}
         return httpx.Client(base_url=self.url, **kwargs)
 
+    def login(self, **kwargs) -> httpx.Client:
+        """A client that opened the printed URL as a browser does: it holds the cookie only."""
+        c = self.client(auth=False, **kwargs)
+        try:
+            assert self.login_url is not None
+            r = c.get(self.login_url)
+            assert r.status_code == 303 and r.headers["location"] == "/", (r.status_code, r.headers)
+            assert c.cookies.get(self.cookie_name) == self.token, dict(c.cookies)
+        except BaseException:
+            c.close()
+            raise
+        return c  # already open: use it as it is (``with`` would open it again), close it after
 
-NOW = datetime.now(timezone.utc)
+
+NOW = datetime.now(UTC)
 
 
 def hub_session(folder: Path, cwd: str, prompts: list[str], *, title: str | None = None, start: datetime = NOW,

@@ -11,7 +11,9 @@ import os
 import queue
 import re
 import shlex
+import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -20,8 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
-from hubproc import NOW, Hub, httpx, hub_session, sessions_ids
+from hubproc import NOW, Hub, httpx, hub_session, sessions_ids, wait_for
 
 OLD = NOW - timedelta(days=30)
 FIRST = "zebra-needle-4711: please refactor the payment module"
@@ -103,8 +104,26 @@ def hub(world):
 
 @pytest.fixture
 def client(hub):
+    """Authenticated as a script is: ``Authorization: Bearer <token>``."""
     with hub.client() as c:
         yield c
+
+
+@pytest.fixture
+def anon(hub):
+    """A stranger: another local account, or a page of another site, without the token."""
+    with hub.client(auth=False) as c:
+        yield c
+
+
+@pytest.fixture
+def browser(hub):
+    """What the page is: it opened the printed URL and holds the cookie, nothing else."""
+    c = hub.login()
+    try:
+        yield c
+    finally:
+        c.close()
 
 
 def _rows(client, **params) -> list[dict]:
@@ -114,8 +133,9 @@ def _rows(client, **params) -> list[dict]:
 
 
 def _post(client, hub, sid: str, body: dict, **headers) -> httpx.Response:
-    h = {"X-C3-Token": hub.token, **headers}
-    return client.post(f"/api/sessions/{sid}/marks", json=body, headers={k: v for k, v in h.items() if v is not None})
+    """POST a mark; a header given as None is left out."""
+    return client.post(f"/api/sessions/{sid}/marks", json=body,
+                       headers={k: v for k, v in headers.items() if v is not None})
 
 
 def _free_port() -> int:
@@ -133,6 +153,14 @@ def _listening(port: int) -> bool:
     return False
 
 
+def _no_data(r: httpx.Response, world, hub) -> None:
+    """A refusal says why and nothing else: no project, session, title or token."""
+    text = r.text
+    for secret in (world.alpha, world.beta, "alpha", "beta", world.healthy, world.secret, world.guarded,
+                   "Payment refactor", FIRST, hub.token):
+        assert secret not in text, (r.request.url, secret)
+
+
 # --- security ----------------------------------------------------------------------------------
 
 
@@ -141,7 +169,7 @@ def test_non_loopback_host_is_refused(world, host):
     port = _free_port()
     proc = subprocess.run(
         [sys.executable, "-m", "c3async", "hub", "--host", host, "--port", str(port)],
-        capture_output=True, text=True, env=world.claude.env(), timeout=30, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, env=world.claude.env(), timeout=30, stdin=subprocess.DEVNULL, check=False,
     )
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert host in proc.stderr and "refusing" in proc.stderr, proc.stderr
@@ -149,14 +177,24 @@ def test_non_loopback_host_is_refused(world, host):
     assert not _listening(port)
 
 
+@pytest.mark.parametrize("port", ["99999", "-1", "65536"])
+def test_a_port_out_of_range_is_a_clear_error(world, port):
+    proc = world.claude.run("hub", "--port", port)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert port in proc.stderr and "0 to 65535" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("forged", ["evil.example", "evil.example:80", "127.0.0.1.evil.example",
                                     "localhost.evil.example", "attacker.localhost"])
 def test_foreign_host_header_gets_421(hub, client, world, forged):
-    for path in ("/", "/api/projects", "/api/sessions", f"/api/sessions/{world.healthy}", "/static/app.js"):
+    for path in ("/", f"/?token={hub.token}", "/api/projects", "/api/sessions", f"/api/sessions/{world.healthy}",
+                 "/static/app.js"):
         r = client.get(path, headers={"Host": forged})
         assert r.status_code == 421, (path, r.status_code)
         assert r.json()["error"], path
-        assert hub.token not in r.text and world.healthy not in r.text
+        assert "set-cookie" not in r.headers
+        _no_data(r, world, hub)
     before = world.marks_lines(world.beta)
     r = _post(client, hub, world.guarded, {"op": "note", "summary": "rebinding", "project": world.beta},
               Host=forged)
@@ -169,49 +207,240 @@ def test_loopback_host_names_are_served(hub, client):
         assert client.get("/api/projects", headers={"Host": host}).status_code == 200, host
 
 
-def test_post_without_token_is_403(hub, client, world):
+# Every API route, with what an answer would leak.
+def _api_paths(world) -> list[str]:
+    return ["/api/projects", "/api/sessions", f"/api/sessions?project={world.alpha}", "/api/sessions?filter=live",
+            f"/api/sessions?q={FIRST[:11]}", f"/api/sessions/{world.secret}",
+            f"/api/sessions/{world.secret}?project={world.alpha}", "/api/events", "/api", "/api/",
+            "/api/no/such/route", f"/api/sessions/{world.guarded}/marks"]
+
+
+def test_every_api_route_needs_the_token(hub, anon, world):
+    for path in _api_paths(world):
+        for method in ("GET", "HEAD"):
+            r = anon.request(method, path)
+            assert r.status_code == 401, (method, path, r.status_code)
+            _check_csp(r)
+            if method == "GET":
+                assert r.headers["content-type"].startswith("application/json"), path
+                assert "token" in r.json()["error"], path
+                _no_data(r, world, hub)
+
+
+@pytest.mark.parametrize("how", ["wrong bearer", "wrong header", "wrong cookie", "cookie of another port",
+                                 "token in the query", "basic auth", "bearer prefix", "token with a suffix"])
+def test_a_wrong_credential_is_refused(hub, world, how):
+    port, tok = hub.port, hub.token
+    headers, params = {
+        "wrong bearer": ({"Authorization": "Bearer " + "x" * len(tok)}, {}),
+        "wrong header": ({"X-C3-Token": tok[:-1] + ("A" if tok[-1] != "A" else "B")}, {}),
+        "wrong cookie": ({"Cookie": f"c3async-hub-{port}=nope"}, {}),
+        "cookie of another port": ({"Cookie": f"c3async-hub-{port + 1}={tok}"}, {}),
+        "token in the query": ({}, {"token": tok}),  # only `/` takes it there, to set the cookie
+        "basic auth": ({"Authorization": "Basic " + tok}, {}),
+        "bearer prefix": ({"Authorization": "Bearer " + tok[:20]}, {}),
+        "token with a suffix": ({"X-C3-Token": tok + "x"}, {}),
+    }[how]
+    with hub.client(auth=False) as c:
+        for path in _api_paths(world)[:7]:
+            r = c.get(path, headers=headers, params=params)
+            assert r.status_code == 401, (how, path, r.status_code)
+            _no_data(r, world, hub)
+
+
+def test_every_way_to_send_the_token_works(hub, world):
+    ways = [{"Authorization": f"Bearer {hub.token}"}, {"Authorization": f"bearer  {hub.token}"},
+            {"X-C3-Token": hub.token}, {"Cookie": f"c3async-hub-{hub.port}={hub.token}"},
+            {"Cookie": f"other=1; c3async-hub-{hub.port}=forged; c3async-hub-{hub.port}={hub.token}"}]
+    with hub.client(auth=False) as c:
+        for headers in ways:
+            r = c.get("/api/projects", headers=headers)
+            assert r.status_code == 200, (headers, r.status_code)
+            assert r.json()["projects"][0]["path"] == world.alpha
+
+
+def test_root_without_the_token_says_how_to_get_in_and_nothing_else(hub, anon, world):
+    r = anon.get("/")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/html")
+    _check_csp(r)
+    html = r.text
+    assert "c3async hub" in html and "?token=" in html and "hub-PORT.json" in html
+    _no_data(r, world, hub)
+    for leak in ("Session", "session_marks", str(world.claude.root), str(world.claude.c3home), "/static/app.js",
+                 "<script", 'name="c3-token"'):
+        assert leak not in html, leak
+    assert "set-cookie" not in r.headers
+    assert anon.head("/").status_code == 200
+
+
+def test_the_printed_url_sets_the_cookie_and_leaves_the_address_bar(hub, anon, world):
+    assert hub.login_url == f"{hub.url}/?token={hub.token}"
+    assert len(hub.token) >= 43  # token_urlsafe(32)
+    r = anon.get(hub.login_url)
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    _check_csp(r)
+    assert r.headers["referrer-policy"] == "no-referrer"
+    cookies = r.headers.get_list("set-cookie")
+    assert len(cookies) == 1, cookies
+    name_value, *attrs = [part.strip() for part in cookies[0].split(";")]
+    assert name_value == f"c3async-hub-{hub.port}={hub.token}"
+    attrs = {a.split("=")[0].lower(): a.partition("=")[2] for a in attrs}
+    assert attrs == {"httponly": "", "samesite": "Strict", "path": "/"}, cookies[0]
+    assert hub.token not in r.text
+    _no_data(r, world, hub)
+
+
+def test_with_the_cookie_the_page_and_the_api_answer(hub, browser, world):
+    r = browser.get("/")
+    assert r.status_code == 200
+    assert '<script src="/static/app.js"' in r.text
+    assert hub.token not in r.text and "c3-token" not in r.text and "{{TOKEN}}" not in r.text
+    assert browser.get("/api/projects").json()["projects"][0]["path"] == world.alpha
+    assert world.healthy in {row["id"] for row in _rows(browser, project=world.alpha)}
+
+
+@pytest.mark.parametrize("given", ["", "wrong", "x" * 43, "{token}x", "{token_upper}", "t%C3%B6ken", "%ED%A0%80",
+                                   "%00"])
+def test_a_wrong_token_in_the_url_is_refused(hub, anon, world, given):
+    given = given.format(token=hub.token, token_upper=hub.token.upper())
+    r = anon.get(f"/?token={given}")
+    assert r.status_code == 403, (given, r.status_code)
+    assert "set-cookie" not in r.headers and not anon.cookies
+    assert "not this Hub" in r.text
+    _check_csp(r)
+    _no_data(r, world, hub)
+
+
+def test_the_token_file_holds_the_printed_url_and_only_its_owner_reads_it(hub):
+    path = hub.token_file
+    st = path.lstat()
+    assert stat.S_ISREG(st.st_mode)
+    assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    assert stat.S_IMODE(path.parent.lstat().st_mode) == 0o700
+    assert json.loads(path.read_text()) == {"url": hub.login_url, "port": hub.port, "pid": hub.proc.pid,
+                                            "token": hub.token}
+    assert str(path) in hub.stderr()  # the Hub says where it is
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT"])
+def test_the_token_file_goes_at_a_clean_stop(claude, how):
+    h = Hub(claude).start()
+    try:
+        path = h.token_file
+        assert path.exists()
+        h.proc.send_signal(getattr(signal, how))
+        h.proc.wait(15)
+        assert not path.exists(), h.stderr()
+        assert "Traceback" not in h.stderr(), h.stderr()
+        assert [p.name for p in path.parent.iterdir()] == []
+    finally:
+        h.stop()
+
+
+def test_a_killed_hubs_token_file_is_pruned_by_the_next(claude):
+    hub_dir = claude.c3home / "hub"
+    hub_dir.mkdir(parents=True, mode=0o700)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (hub_dir / "hub-1.json").write_text(json.dumps({"url": "x", "port": 1, "pid": dead.pid, "token": "t"}))
+    (hub_dir / "hub-1-open.html").write_text("x")
+    (hub_dir / "hub-2.json").write_text(json.dumps({"url": "x", "port": 2, "pid": os.getpid(), "token": "t"}))
+    (hub_dir / "notes.txt").write_text("not ours")
+    h = Hub(claude).start()
+    try:
+        names = sorted(p.name for p in hub_dir.iterdir())
+        assert names == sorted(["hub-2.json", "notes.txt", h.token_file.name]), names
+    finally:
+        h.stop()
+
+
+def test_a_symlinked_hub_directory_is_refused(claude):
+    elsewhere = claude.root / "elsewhere"
+    elsewhere.mkdir()
+    claude.c3home.mkdir(parents=True, exist_ok=True)
+    (claude.c3home / "hub").symlink_to(elsewhere)
+    proc = subprocess.run([sys.executable, "-m", "c3async", "hub", "--port", "0"], capture_output=True, text=True,
+                          check=False,
+                          env=claude.env(), timeout=30, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "symbolic link" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert "?token=" not in proc.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_open_hands_the_browser_no_token_on_its_command_line(claude, tmp_path):
+    """Other accounts can read command lines: ``--open`` opens a private file that redirects."""
+    seen = tmp_path / "argv.txt"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f"#!{sys.executable}\nimport sys\nopen({str(seen)!r}, 'w').write(sys.argv[1])\n")
+    fake.chmod(0o700)
+    h = Hub(claude, "--open", env={"BROWSER": f"{fake} %s", "DISPLAY": ""}).start()
+    try:
+        wait_for(seen.exists)
+        uri = wait_for(seen.read_text)
+        assert uri.startswith("file://") and h.token not in uri, uri
+        opener = Path(uri.removeprefix("file://"))
+        assert opener.parent == h.token_file.parent
+        assert stat.S_IMODE(opener.lstat().st_mode) == 0o600
+        assert f'content="0;url={h.login_url}"' in opener.read_text()
+    finally:
+        h.stop()
+    assert not opener.exists() and not h.token_file.exists()
+
+
+def test_post_without_token_is_401(hub, anon, world):
     before = world.marks_lines(world.beta)
-    r = _post(client, hub, world.guarded, {"op": "note", "summary": "no token", "project": world.beta},
-              **{"X-C3-Token": None})
-    assert r.status_code == 403
+    r = _post(anon, hub, world.guarded, {"op": "note", "summary": "no token", "project": world.beta})
+    assert r.status_code == 401
     assert "token" in r.json()["error"].lower()
     assert world.marks_lines(world.beta) == before
 
 
 @pytest.mark.parametrize("token", ["", "wrong", "x" * 43])
-def test_post_with_wrong_token_is_403(hub, client, world, token):
+def test_post_with_wrong_token_is_401(hub, anon, world, token):
     before = world.marks_lines(world.beta)
-    r = _post(client, hub, world.guarded, {"op": "note", "summary": "bad token", "project": world.beta},
+    r = _post(anon, hub, world.guarded, {"op": "note", "summary": "bad token", "project": world.beta},
               **{"X-C3-Token": token})
-    assert r.status_code == 403
+    assert r.status_code == 401
     assert r.json()["error"]
     assert world.marks_lines(world.beta) == before
 
 
-def test_post_with_a_non_ascii_token_is_403_not_500(hub, client, world):
+def test_post_with_a_non_ascii_token_is_401_not_500(hub, anon, world):
     """A wrong token is a wrong token, whatever its bytes (latin-1 as HTTP carries them)."""
     before = world.marks_lines(world.beta)
-    r = client.post(f"/api/sessions/{world.guarded}/marks",
-                    json={"op": "note", "summary": "odd token", "project": world.beta},
-                    headers={"X-C3-Token": "t\xf6ken".encode("latin-1")})
+    for header in ("X-C3-Token", "Authorization"):
+        r = anon.post(f"/api/sessions/{world.guarded}/marks",
+                      json={"op": "note", "summary": "odd token", "project": world.beta},
+                      headers={header: "Bearer t\xf6ken\xff".encode("latin-1")})
+        assert r.status_code == 401, (header, r.status_code, r.text)
     assert world.marks_lines(world.beta) == before
-    assert r.status_code == 403, (r.status_code, r.text)
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", "https://evil.example",
-                                    "http://127.0.0.1.evil.example", "null"])
+FOREIGN_ORIGINS = ["http://evil.example", "https://evil.example", "http://127.0.0.1.evil.example", "null",
+                   "http://127.0.0.1:{other}", "http://localhost:{other}", "http://[::1]:{other}", "http://localhost",
+                   "http://127.0.0.1", "https://127.0.0.1:{port}", "ws://127.0.0.1:{port}", "http://127.0.0.1:{port}/x",
+                   "http://evil.example:{port}", "http://127.0.0.1:{port}0", "127.0.0.1:{port}", ""]
+
+
+@pytest.mark.parametrize("origin", FOREIGN_ORIGINS)
 def test_post_with_right_token_but_foreign_origin_is_403(hub, client, world, origin):
+    """Only this Hub's own origin: not another site, nor another server of this machine (another
+    port), nor another scheme."""
+    origin = origin.format(port=hub.port, other=9999 if hub.port != 9999 else 9998)
     before = world.marks_lines(world.beta)
     r = _post(client, hub, world.guarded, {"op": "note", "summary": "cross-origin", "project": world.beta},
               Origin=origin)
-    assert r.status_code == 403
+    assert r.status_code == 403, (origin, r.status_code)
     assert "origin" in r.json()["error"].lower()
     assert world.marks_lines(world.beta) == before
 
 
-@pytest.mark.parametrize("origin", ["self", "http://localhost", None])
-def test_post_with_right_token_and_loopback_origin_is_201(hub, client, world, origin):
-    origin = hub.url if origin == "self" else origin
+@pytest.mark.parametrize("origin", ["self", "http://localhost:{port}", "http://[::1]:{port}", "HTTP://LocalHost:{port}",
+                                    None])
+def test_post_with_right_token_and_own_origin_is_201(hub, client, world, origin):
+    origin = hub.url if origin == "self" else origin if origin is None else origin.format(port=hub.port)
     before = world.marks_lines(world.beta)
     r = _post(client, hub, world.guarded, {"op": "note", "summary": f"from {origin}", "project": world.beta},
               Origin=origin)
@@ -220,16 +449,56 @@ def test_post_with_right_token_and_loopback_origin_is_201(hub, client, world, or
     assert world.marks_lines(world.beta) == before + 1
 
 
+def test_the_page_posts_with_its_cookie_origin_and_custom_header(hub, browser, world):
+    """The cookie alone does not change state: the page's Origin and X-C3-Request: 1 must come
+    with it (a cross-site form can send neither)."""
+    own = {"Origin": hub.url, "X-C3-Request": "1"}
+    body = {"op": "note", "summary": "from the page", "project": world.beta}
+    before = world.marks_lines(world.beta)
+    refused = [
+        {},  # what a form posted from elsewhere would send (and SameSite=Strict keeps the cookie home)
+        {"Origin": hub.url},
+        {"X-C3-Request": "1"},
+        {**own, "X-C3-Request": "0"},
+        {**own, "Origin": f"http://127.0.0.1:{hub.port + 1}"},
+        {**own, "Sec-Fetch-Site": "same-site"},  # another port of this host
+        {**own, "Sec-Fetch-Site": "cross-site"},
+    ]
+    for headers in refused:
+        r = _post(browser, hub, world.guarded, body, **headers)
+        assert r.status_code == 403, (headers, r.status_code)
+        assert r.json()["error"]
+    assert world.marks_lines(world.beta) == before
+    r = _post(browser, hub, world.guarded, body, **own, **{"Sec-Fetch-Site": "same-origin"})
+    assert r.status_code == 201, r.text
+    assert world.marks_lines(world.beta) == before + 1
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+def test_api_reads_from_another_site_or_port_are_refused_even_with_the_cookie(hub, browser, world, site):
+    """An <img> or a fetch from another page of this machine carries the cookie (cookies ignore
+    ports); the browser says where it comes from, and the Hub says no."""
+    for path in _api_paths(world)[:8]:
+        r = browser.get(path, headers={"Sec-Fetch-Site": site})
+        assert r.status_code == 403, (path, r.status_code)
+        _no_data(r, world, hub)
+    assert browser.get("/api/projects", headers={"Sec-Fetch-Site": "same-origin"}).status_code == 200
+
+
 def _check_csp(r) -> None:
     csp = r.headers.get("content-security-policy")
     assert csp, (r.request.url, r.status_code, dict(r.headers))
     directives = {d.split()[0]: d.split()[1:] for d in csp.split(";") if d.strip()}
     assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
     assert directives.get("script-src") == ["'self'"], csp
+    assert directives.get("frame-ancestors") == ["'none'"], csp
     assert r.headers.get("x-content-type-options") == "nosniff"
+    assert r.headers.get("x-frame-options") == "DENY"
+    assert r.headers.get("referrer-policy") == "no-referrer"
+    assert r.headers.get("cache-control") == "no-store"
 
 
-def test_every_response_carries_a_strict_csp(hub, client, world):
+def test_every_response_carries_a_strict_csp(hub, client, anon, world):
     responses = [
         client.get("/"), client.get("/static/app.js"), client.get("/static/app.css"),
         client.get("/api/projects"), client.get("/api/sessions"),
@@ -238,6 +507,7 @@ def test_every_response_carries_a_strict_csp(hub, client, world):
         client.get("/api/sessions/00000000-0000-4000-8000-000000000000"),  # no such session
         client.get("/no/such/page"),  # 404
         _post(client, hub, world.guarded, {"op": "note", "summary": "csp", "project": world.beta}),  # 201
+        anon.get("/"), anon.get(hub.login_url), anon.get("/?token=wrong"), anon.get("/favicon.ico"),
     ]
     with client.stream("GET", "/api/events") as events:
         responses.append(events)
@@ -247,34 +517,179 @@ def test_every_response_carries_a_strict_csp(hub, client, world):
         _check_csp(r)
 
 
-def test_guard_refusals_carry_the_security_headers_too(hub, client, world):
-    """The 421 (foreign Host) and 403 (CSRF) answers are responses too."""
-    refusals = [
-        client.get("/", headers={"Host": "evil.example"}),
-        _post(client, hub, world.guarded, {"op": "note", "summary": "x"}, **{"X-C3-Token": None}),
-        _post(client, hub, world.guarded, {"op": "note", "summary": "x"}, Origin="http://evil.example"),
-    ]
-    assert [r.status_code for r in refusals] == [421, 403, 403]
-    for r in refusals:
+def test_errors_and_refusals_carry_the_security_headers_too(hub, client, anon, world):
+    """421 (foreign Host), 401 (no token), 403 (CSRF), 404, 405, 413, 414: responses all."""
+    refusals = {
+        421: client.get("/", headers={"Host": "evil.example"}),
+        401: _post(anon, hub, world.guarded, {"op": "note", "summary": "x"}),
+        403: _post(client, hub, world.guarded, {"op": "note", "summary": "x"}, Origin="http://evil.example"),
+        404: client.get("/no/such/page"),
+        405: client.get(f"/api/sessions/{world.guarded}/marks"),
+        413: client.post(f"/api/sessions/{world.guarded}/marks", content=b" " * (65 * 1024)),
+        414: client.get("/api/sessions", params={"q": "x" * 9000}),
+    }
+    for status, r in refusals.items():
+        assert r.status_code == status, (status, r.status_code, r.text)
         _check_csp(r)
+        assert r.headers["content-type"].startswith("application/json"), status
+        assert r.json()["error"], status
+    r = client.delete(f"/api/sessions/{world.guarded}/marks")
+    assert r.status_code == 405
+    _check_csp(r)
 
 
-def test_html_has_no_inline_script_and_carries_the_token(hub, client):
+def test_a_500_carries_the_security_headers(claude):
+    """A real failure the Hub does not expect: a registry entry whose path holds a NUL makes the
+    listing raise ValueError deep in os.path. The answer is a plain JSON 500, with the headers,
+    and the Hub keeps serving."""
+    project = claude.project("ok")
+    claude.c3home.mkdir(parents=True, exist_ok=True)
+    (claude.c3home / "projects.json").write_text(json.dumps({"version": 1, "projects": [
+        {"path": project + "\x00/evil", "added": 0}]}))
+    h = Hub(claude).start()
+    try:
+        with h.client() as c:
+            r = c.get("/api/sessions")
+            assert r.status_code == 500, (r.status_code, r.text)
+            _check_csp(r)
+            assert r.headers["content-type"].startswith("application/json")
+            assert "Traceback" not in r.text and "\\u0000" not in r.text and "embedded null" not in r.text
+            assert r.json()["error"]
+            assert c.get("/api/projects").status_code == 200  # still serving
+    finally:
+        h.stop()
+    assert "ValueError" in h.stderr()  # the details are on the Hub's terminal
+
+
+def test_the_guard_answers_for_an_app_that_fails(tmp_path):
+    """In process: whatever escapes the app, before or after it began to answer, the client gets
+    one answer with the headers, and no exception reaches the server."""
+    import anyio
+
+    from c3async.hub.app import Guard
+
+    async def fails_early(scope, receive, send):
+        raise RuntimeError("before answering")
+
+    async def fails_late(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"partial", "more_body": False})
+        raise RuntimeError("after answering")
+
+    async def call(app) -> httpx.Response:
+        transport = httpx.ASGITransport(app=Guard(app, "t" * 43))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as c:
+            return await c.get("/", headers={"Authorization": "Bearer " + "t" * 43})
+
+    r = anyio.run(call, fails_early)
+    assert r.status_code == 500 and r.json()["error"]
+    _check_csp(r)
+    r = anyio.run(call, fails_late)
+    assert (r.status_code, r.text) == (200, "partial")
+    _check_csp(r)
+
+
+def test_html_has_no_inline_script_and_no_token(hub, client):
     r = client.get("/")
     assert r.headers["content-type"].startswith("text/html")
     html = r.text
-    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script\s*>", html, flags=re.S | re.I)
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script\s*>", html, flags=re.DOTALL | re.IGNORECASE)
     assert scripts, "the page loads its script"
     for attrs, body in scripts:
         assert re.search(r"\bsrc\s*=\s*\"/static/[^\"]+\"", attrs), attrs
         assert body.strip() == ""
-    assert len(re.findall(r"<script\b", html, flags=re.I)) == len(scripts)
-    assert not re.search(r"\son[a-z]+\s*=", html, flags=re.I), "inline event handler"
-    assert not re.search(r"\sstyle\s*=", html, flags=re.I), "inline style (blocked by the CSP)"
+    assert len(re.findall(r"<script\b", html, flags=re.IGNORECASE)) == len(scripts)
+    assert not re.search(r"\son[a-z]+\s*=", html, flags=re.IGNORECASE), "inline event handler"
+    assert not re.search(r"\sstyle\s*=", html, flags=re.IGNORECASE), "inline style (blocked by the CSP)"
     assert "javascript:" not in html.lower()
-    assert f'content="{hub.token}"' in html and "{{TOKEN}}" not in html
-    # the token is per process and hard to guess
-    assert len(hub.token) >= 32
+    assert hub.token not in html and "c3-token" not in html and "{{TOKEN}}" not in html
+    js = client.get("/static/app.js").text
+    assert hub.token not in js and "c3-token" not in js
+
+
+# --- hostile input: always a 4xx with a JSON message, never a 500 ----------------------------------
+
+
+def _raw_post(client, sid: str, content: bytes, **headers) -> httpx.Response:
+    return client.post(f"/api/sessions/{sid}/marks", content=content,
+                       headers={"Content-Type": "application/json", **headers})
+
+
+@pytest.mark.parametrize("content", [
+    b'{"op": "note", "summary": "\xff\xfe", "project": "{beta}"}',  # not UTF-8
+    b'{"op": "note", "summary": "\xed\xa0\x80", "project": "{beta}"}',  # a surrogate, UTF-8-encoded
+    b'{"op": "note", "summary": "\\ud800", "project": "{beta}"}',  # a lone surrogate escape
+    b'{"op": "note", "summary": "x\\udfff", "project": "{beta}"}',
+    b'{"op": "note", "summary": "ok", "project": "\\ud800"}',
+    b'{"op": "note", "summary": "ok", "project": "{beta}\\u0000"}',
+    b'{"op": "note", "summary": "ok", "project": "\\u0000"}',
+    b'{"op": "\\ud800", "project": "{beta}"}',
+    b'{"op": "note", "summary": "ok", "project": "{beta}", "successor": "\\udc80"}',
+    b'{"op": "note", "summary": "' + b"x" * 20_000 + b'", "project": "{beta}"}',  # the marks layer's limit
+    b'{"op": "note", "summary": "ok", "project": "' + b"/x" * 3000 + b'"}',
+    b"[" * 10_000 + b"]" * 10_000,
+    b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+    b'{"op": "note", "summary": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
+    b"\x00" * 100,
+    b'"\\ud800"',
+])
+def test_hostile_bodies_are_4xx(hub, client, world, content):
+    content = content.replace(b"{beta}", world.beta.encode())
+    before = world.marks_lines(world.beta)
+    r = _raw_post(client, world.guarded, content)
+    assert 400 <= r.status_code < 500, (content[:80], r.status_code, r.text[:200])
+    assert r.json()["error"]
+    _check_csp(r)
+    assert world.marks_lines(world.beta) == before
+
+
+def test_a_body_over_the_limit_is_413(hub, client, world):
+    before = world.marks_lines(world.beta)
+    big = json.dumps({"op": "note", "summary": "x" * (70 * 1024), "project": world.beta}).encode()
+    r = _raw_post(client, world.guarded, big)
+    assert r.status_code == 413, r.status_code
+    assert "KiB" in r.json()["error"]
+
+    def chunks():  # no Content-Length: the Hub counts as it reads
+        for i in range(0, len(big), 8192):
+            yield big[i:i + 8192]
+
+    r = client.post(f"/api/sessions/{world.guarded}/marks", content=chunks(),
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 413, r.status_code
+    _check_csp(r)
+    assert world.marks_lines(world.beta) == before
+
+
+@pytest.mark.parametrize("query", [
+    "project=%00", "project=%00%00", "project={alpha}%00", "project=%ED%A0%80", "project=%FF",
+    "project=" + "%2Fx" * 2000, "q=" + "x" * 2000, "filter=%00", "filter=" + "x" * 5000, "q=%ED%A0%80&filter=%00",
+    "project=%C0%80",
+])
+def test_hostile_query_values_are_4xx(client, world, query):
+    query = query.replace("{alpha}", world.alpha)
+    for path in ("/api/sessions", f"/api/sessions/{world.healthy}"):
+        r = client.get(f"{path}?{query}")
+        if "project=" not in query and path != "/api/sessions":
+            continue  # the detail takes only `project`
+        assert 400 <= r.status_code < 500, (path, query[:60], r.status_code, r.text[:200])
+        assert r.json()["error"]
+        _check_csp(r)
+
+
+def test_the_event_stream_checks_its_project(client, world):
+    for query in ("project=%00", "project=/etc", "project=%ED%A0%80"):
+        r = client.get(f"/api/events?{query}")
+        assert r.status_code == 400, (query, r.status_code)
+        assert r.json()["error"]
+    with client.stream("GET", "/api/events", params={"project": world.beta}) as s:
+        assert s.status_code == 200 and s.headers["content-type"].startswith("text/event-stream")
+
+
+def test_an_absurdly_long_query_is_414(client):
+    r = client.get("/api/sessions?q=" + "x" * 10_000)
+    assert r.status_code == 414
+    _check_csp(r)
 
 
 @pytest.mark.parametrize("path", [
@@ -283,8 +698,11 @@ def test_html_has_no_inline_script_and_carries_the_token(hub, client):
     "/api/sessions/%2e%2e",
     "/api/sessions/not-a-uuid",
     "/api/sessions/..%2fsession_marks.jsonl",
+    "/api/sessions/%00",
+    "/api/sessions/%ED%A0%80",
     "/static/..%2F..%2F..%2F..%2Fetc%2Fpasswd",
     "/static/%2e%2e/app.py",
+    "/static/%00",
 ])
 def test_session_ids_and_static_paths_are_validated(client, path):
     r = client.get(path)
@@ -296,7 +714,7 @@ def test_session_ids_and_static_paths_are_validated(client, path):
 
 def test_marks_post_validates_the_id(hub, client, world):
     before = world.marks_lines(world.beta)
-    for sid in ("not-a-uuid", "..%2F..%2Fetc", world.guarded[:8]):
+    for sid in ("not-a-uuid", "..%2F..%2Fetc", world.guarded[:8], "%00"):
         r = _post(client, hub, sid, {"op": "note", "summary": "x", "project": world.beta})
         assert r.status_code in (400, 404, 405), (sid, r.status_code)
     assert world.marks_lines(world.beta) == before

@@ -13,7 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from hubproc import NOW, Hub, hub_session, sessions_ids
 
 CHROMIUM = "/usr/bin/chromium"
@@ -109,7 +108,8 @@ class Page:
         self.page.on("response", lambda r: self.listings.append(r.url) if "/api/sessions?" in r.url else None)
 
     def open(self) -> None:
-        self.page.goto(self.hub.url + "/")
+        """Open the URL ``c3async hub`` printed, as a user does: it lands on ``/`` with the cookie."""
+        self.page.goto(self.hub.login_url)
         expect(self.page.locator("#rows li").first).to_be_visible(timeout=WAIT_MS)
 
     def row(self, sid: str):
@@ -176,9 +176,68 @@ def test_page_loads_and_shows_one_row_per_session(page, hub, world, tmp_path):
     assert page.errors == []  # no CSP violation, no script error
 
 
+def test_the_printed_url_lets_the_browser_in_and_leaves_no_token_behind(page, hub, world):
+    page.open()
+    page.wait_ids(world.all_ids)
+    assert page.page.url == hub.url + "/"  # the token is gone from the address bar
+    assert page.page.evaluate("window.history.length") == 2  # a blank tab, then "/" (the redirect replaced it)
+    assert hub.token not in page.page.content()
+    assert page.page.evaluate("document.cookie") == ""  # HttpOnly: no script reads it
+    assert page.page.evaluate("document.querySelector('meta[name=\"c3-token\"]')") is None
+    cookies = page.context.cookies()
+    assert [(c["name"], c["value"], c["httpOnly"], c["sameSite"], c["path"]) for c in cookies] == [
+        (f"c3async-hub-{hub.port}", hub.token, True, "Strict", "/")]
+    page.page.reload()  # the cookie alone is enough from now on
+    page.wait_ids(world.all_ids)
+    assert page.errors == []
+
+
+def test_without_the_token_the_page_says_how_to_get_in(page, hub, world, tmp_path):
+    page.page.goto(hub.url + "/")
+    expect(page.page.locator("h1")).to_have_text("c3async Hub")
+    text = page.page.locator("body").inner_text()
+    assert "c3async hub" in text and "?token=" in text
+    assert page.page.locator("#rows").count() == 0 and page.page.locator("script").count() == 0
+    for secret in (world.gamma, "gamma", "delta", "Parser rewrite", world.long):
+        assert secret not in page.page.content()
+    page.shot(tmp_path, "welcome")
+    page.page.goto(hub.url + "/?token=not-the-token")
+    expect(page.page.locator("body")).to_contain_text("not this Hub")
+    assert page.context.cookies() == []
+    # the API answers nothing without the cookie, whatever the page's script tries
+    status = page.page.evaluate("fetch('/api/sessions', {credentials: 'same-origin'}).then(r => r.status)")
+    assert status == 401
+    # the only console errors are the refusals themselves (403 for the wrong token, 401 for the fetch)
+    assert all("status of 401" in e or "status of 403" in e for e in page.errors), page.errors
+
+
+def test_a_restarted_hub_asks_for_its_new_url(browser, world):
+    """The cookie of a stopped Hub is not its successor's (each start makes a new token): the
+    page says to open the new URL, and that URL lets it in again."""
+    first = Hub(world.claude).start()
+    p = Page(browser, first)
+    second = None
+    try:
+        p.open()
+        port = first.port
+        first.stop()
+        second = Hub(world.claude, "--port", str(port)).start()  # the same origin, a new token
+        assert second.port == port and second.token != first.token
+        p.page.get_by_role("button", name="Stale", exact=True).click()
+        expect(p.page.locator("#progress")).to_contain_text("open the URL", timeout=WAIT_MS)
+        p.hub = second
+        p.open()
+        p.wait_ids(world.all_ids)
+    finally:
+        p.context.close()
+        first.stop()
+        if second is not None:
+            second.stop()
+
+
 def test_rail_chooses_one_project(page, world):
     page.open()
-    page.page.locator('#projects button[data-project="%s"]' % world.delta).click()
+    page.page.locator(f'#projects button[data-project="{world.delta}"]').click()
     page.wait_ids({world.d1, world.d2})
     expect(page.row(world.d1).locator(".project")).to_have_text("")
     page.page.locator('#projects button[data-project=""]').click()
@@ -268,7 +327,7 @@ def test_detail_offers_unstale_once_a_row_is_marked_stale(page, world):
     """After "Mark stale" the open detail is the detail of a stale session: it offers Unstale,
     not a second "Mark stale". (One project chosen in the rail, so the list reloads in one piece.)"""
     page.open()
-    page.page.locator('#projects button[data-project="%s"]' % world.gamma).click()
+    page.page.locator(f'#projects button[data-project="{world.gamma}"]').click()
     li = page.row(world.hinted2)
     expect(li.locator(".project")).to_have_text("", timeout=WAIT_MS)
     li.locator(".title").click()

@@ -1,16 +1,29 @@
 """The Hub: a local web page listing every session of every registered project.
 
-Transcript previews (other sessions' prompts) must stay on this machine, so the app is strict:
-it serves loopback only, refuses a Host header that is not a loopback name (DNS rebinding),
-refuses state changes without this process's CSRF token or from a foreign Origin, sends a
-Content-Security-Policy with no inline script, and takes project paths and session ids only
-from what it lists itself. Listings never carry prompts or turns; a row's detail does.
+Transcript previews (other sessions' prompts) must stay on this machine, and other local
+accounts can reach loopback ports too, so the app trusts only its own page:
+
+- it serves loopback only and refuses a Host header that is not a loopback name (DNS
+  rebinding) with 421;
+- every ``/api/*`` request, reads and the event stream included, needs this process's token.
+  The token reaches the browser only through the URL ``c3async hub`` prints (and opens):
+  ``GET /?token=T`` answers with a redirect to ``/`` that sets an ``HttpOnly; SameSite=Strict;
+  Path=/`` cookie named after the port (``c3async-hub-PORT``, as Jupyter does, so two Hubs do not
+  clobber each other), and the page calls the API with that cookie. Scripts send the token as
+  ``Authorization: Bearer T`` or ``X-C3-Token: T`` instead. ``GET /`` without it shows how to get
+  in and nothing else; the page's HTML never holds the token;
+- every response, refusals, 404s and 500s included, carries the security headers (a
+  Content-Security-Policy with no inline script among them): ``Guard`` wraps the whole
+  Starlette app, outside its error middleware;
+- project paths and session ids come only from what it lists itself, request bodies and query
+  values are bounded and validated (4xx, never 500). Listings never carry prompts or turns; a
+  row's detail does.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import re
 import secrets
 from importlib import resources
@@ -20,23 +33,22 @@ import anyio
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import registry
+from .. import registry, safefs
 from ..catalog.detail import detail
 from ..catalog.join import FILTERS, list_rows_sync, row_for
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical, locate
-from ..errors import C3Error
+from ..errors import DECODE_ERRORS, C3Error
 from ..marks import marks_path, write_mark
 from ..paths import project_state
 
-__all__ = ("LOOPBACK_HOSTS", "create_app")
+__all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_app")
 
 log = logging.getLogger("c3async.hub")
 
@@ -48,8 +60,19 @@ LISTING_DROPS = ("first_prompt", "last_prompt", "first_prompt_truncated", "last_
 EVENT_POLL_S = 1.0
 SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
                     (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-                    (b"cache-control", b"no-store")]
-_HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:]+)(?::(\d+))?$")
+                    (b"cross-origin-resource-policy", b"same-origin"), (b"cache-control", b"no-store")]
+COOKIE_PREFIX = "c3async-hub-"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+MAX_BODY = 64 * 1024  # a mark's body; the marks layer bounds each field further
+MAX_QUERY = 8 * 1024  # the whole query string
+MAX_PROJECT = 4096  # a project path
+MAX_SEARCH = 1000  # the search box
+_HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:\[\]/]+)(?::(\d{1,5}))?$")
+
+
+def cookie_name(port: int | None) -> str:
+    """The cookie holding the token of the Hub on ``port``: cookies ignore ports, names do not."""
+    return f"{COOKIE_PREFIX}{port}"
 
 
 def _host_name(value: str) -> str | None:
@@ -57,46 +80,152 @@ def _host_name(value: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
+def _own_port(scope: Scope) -> int | None:
+    server = scope.get("server")
+    return server[1] if server and len(server) > 1 else None
+
+
+def _is_own_origin(origin: str, port: int | None) -> bool:
+    """``Origin`` is exactly this Hub: http, a loopback name, this port (not another local server)."""
+    scheme, sep, rest = origin.partition("://")
+    if scheme.lower() != "http" or not sep:
+        return False
+    m = _HOST.match(rest)
+    if not m or m.group(1).lower() not in LOOPBACK_HOSTS:
+        return False
+    return port is not None and int(m.group(2) or 80) == port
+
+
+def credential(scope: Scope, token: str) -> str | None:
+    """How the request proves it knows the token: ``"header"`` (``Authorization: Bearer`` or
+    ``X-C3-Token``, for scripts), ``"cookie"`` (the page), or None. Tokens are compared as bytes
+    with ``compare_digest`` (a str compare refuses non-ASCII, and a forged header may be anything)."""
+    want = token.encode()
+    name = cookie_name(_own_port(scope)).encode()
+    by_cookie = False
+    for key, value in scope.get("headers", ()):
+        key = key.lower()
+        if key == b"authorization":
+            scheme, _, rest = value.strip().partition(b" ")
+            if scheme.lower() == b"bearer" and secrets.compare_digest(rest.strip(), want):
+                return "header"
+        elif key == b"x-c3-token":
+            if secrets.compare_digest(value.strip(), want):
+                return "header"
+        elif key == b"cookie":
+            # Every cookie of that name counts: another server on this host may add one of its own.
+            for part in value.split(b";"):
+                k, eq, v = part.strip().partition(b"=")
+                if eq and k == name and secrets.compare_digest(v.strip(), want):
+                    by_cookie = True
+    return "cookie" if by_cookie else None
+
+
 class Guard:
-    """ASGI middleware: loopback Host only; state changes need the token and a local Origin."""
+    """The outermost ASGI layer, around the whole Starlette app (so around its error middleware):
+    every response gets the security headers; a loopback Host only; ``/api`` needs the token;
+    state changes must come from this very page; anything that escapes the app becomes a 500
+    that carries the headers too.
+
+    CSRF, for state changes (POST): the Origin, when sent, must be exactly this Hub's own
+    origin (http, a loopback name, this port: a page served by another local server on another
+    port is refused), and a Sec-Fetch-Site, when sent, must be ``same-origin``. A request
+    authenticated by the cookie alone (a browser) must also carry an Origin and the custom
+    header ``X-C3-Request: 1``: a cross-site form cannot send a custom header, and a cross-origin
+    fetch that tries needs a CORS preflight this Hub never grants. The cookie is SameSite=Strict
+    besides, so a cross-site request does not even carry it. A request authenticated by a token
+    header needs nothing more: whoever sends the token knows it."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
-        async def send_with_headers(message: Any) -> None:
+        if scope["type"] != "http":  # no websockets here
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
             await send(message)
 
+        try:
+            refusal = self.refusal(scope)
+            if refusal is not None:
+                await refusal(scope, receive, send_with_headers)
+                return
+            await self.app(scope, receive, send_with_headers)
+        except Exception:  # the last line: whatever escaped still gets an answer
+            if started:  # the app's error handler answered (and logged) already
+                return
+            log.exception("%s %s failed", scope.get("method"), scope.get("path"))
+            await _error(500, "the Hub failed on this request; its terminal shows the details")(
+                scope, receive, send_with_headers)
+
+    def refusal(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = _host_name(headers.get("host", ""))
-        if host not in LOOPBACK_HOSTS:
-            refusal = _error(421, "this Hub answers only to a loopback Host (127.0.0.1 or localhost)")
-            await refusal(scope, receive, send_with_headers)
-            return
-        if scope["method"] not in ("GET", "HEAD", "OPTIONS"):
-            origin = headers.get("origin")
-            if origin is not None and _host_name(origin.split("://", 1)[-1]) not in LOOPBACK_HOSTS:
-                await _error(403, "cross-origin request refused")(scope, receive, send_with_headers)
-                return
-            # Bytes, not str: compare_digest refuses non-ASCII strings (a forged header).
-            if not secrets.compare_digest(headers.get("x-c3-token", "").encode("latin-1"), self.token.encode()):
-                await _error(403, "missing or wrong X-C3-Token (reload the page)")(scope, receive, send_with_headers)
-                return
-        await self.app(scope, receive, send_with_headers)
+        if _host_name(headers.get("host", "")) not in LOOPBACK_HOSTS:
+            return _error(421, "this Hub answers only to a loopback Host (127.0.0.1 or localhost)")
+        if len(scope.get("query_string", b"")) > MAX_QUERY:
+            return _error(414, f"the query string is longer than {MAX_QUERY} bytes")
+        path = scope["path"]
+        api = path == "/api" or path.startswith("/api/")
+        change = scope["method"] not in SAFE_METHODS
+        origin = headers.get("origin")
+        site = headers.get("sec-fetch-site")
+        if change:
+            if origin is not None and not _is_own_origin(origin, _own_port(scope)):
+                return _error(403, "cross-origin request refused: state changes come only from this Hub's page")
+            if site is not None and site != "same-origin":
+                return _error(403, f"cross-site request refused (Sec-Fetch-Site: {site[:40]!r})")
+            length = headers.get("content-length")
+            if length is not None and (not length.strip().isdigit() or int(length) > MAX_BODY):
+                return _error(413, f"the body is larger than {MAX_BODY // 1024} KiB")
+        elif api and site is not None and site not in ("same-origin", "none"):
+            # another site, or another local server (same-site: another port of this host)
+            return _error(403, f"cross-site request refused (Sec-Fetch-Site: {site[:40]!r})")
+        if api:
+            how = credential(scope, self.token)
+            if how is None:
+                return _error(401, "this needs the Hub's token: open the URL that `c3async hub` printed "
+                                   "(it is also in $C3_HOME/hub/hub-PORT.json), or send Authorization: Bearer TOKEN",
+                              headers={"WWW-Authenticate": 'Bearer realm="c3async hub"'})
+            if change and how == "cookie" and (origin is None or headers.get("x-c3-request") != "1"):
+                return _error(403, "a state change from the page needs its Origin and X-C3-Request: 1 "
+                                   "(reload the page)")
+        return None
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 def _json(data: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(data), status_code=status, media_type="application/json")
+
+
+def _text(value: Any, what: str, limit: int) -> str | None:
+    """A string from the client: bounded, no NUL, no lone surrogate (it cannot be stored)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise C3Error(f"{what} must be a string")
+    if len(value) > limit:
+        raise C3Error(f"{what} is longer than {limit} characters")
+    if "\x00" in value:
+        raise C3Error(f"{what} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise C3Error(f"{what} is not valid Unicode (a lone surrogate)") from None
+    return value
 
 
 def _projects() -> list[str]:
@@ -110,10 +239,14 @@ def _project_param(request: Request, value: str | None = None) -> str | None:
         return None
     if not isinstance(value, str):
         raise C3Error("project must be a path")
+    value = _text(value, "project", MAX_PROJECT)
     known = _projects()
     if value in known:
         return value
-    value = canonical(value)
+    try:
+        value = canonical(value)
+    except (OSError, ValueError) as exc:
+        raise C3Error(f"project {value!r} is not a usable path ({exc})") from None
     if value in known:
         return value
     raise C3Error(f"unknown project {value!r}: the Hub serves only registered projects")
@@ -126,9 +259,50 @@ def _listing_row(row: Any) -> dict[str, Any]:
     return out
 
 
+# What `GET /` shows without the token: how to get in, and nothing else (no project, no data).
+WELCOME = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>c3async Hub</title>
+<link rel="stylesheet" href="/static/app.css">
+</head>
+<body class="welcome">
+<main>
+<h1>c3async Hub</h1>
+{problem}<p>This page needs the Hub's token. Open the address that <code>c3async hub</code> printed when it
+started (it ends in <code>?token=&hellip;</code>); <code>c3async hub --open</code> opens it for you.</p>
+<p>The address is also in the file <code>hub/hub-PORT.json</code> under your c3async home
+(<code>$C3_HOME</code>, by default <code>~/.c3</code>), readable by you only. Each start of the Hub
+makes a new token.</p>
+</main>
+</body>
+</html>
+"""
+WRONG_TOKEN = "<p><strong>That token is not this Hub's</strong> (it may be an old one).</p>\n"
+
+
+def _welcome(status: int = 200, problem: str = "") -> Response:
+    return HTMLResponse(WELCOME.format(problem=problem), status_code=status)
+
+
 async def index(request: Request) -> Response:
+    token: str = request.app.state.token
+    given = request.query_params.get("token")
+    if given is not None:
+        if not secrets.compare_digest(given.encode("utf-8", "replace"), token.encode()):
+            return _welcome(403, WRONG_TOKEN)
+        # The token leaves the address bar (and the history) at once; the cookie carries it.
+        response = Response(status_code=303, headers={"Location": "/"})
+        name = cookie_name(_own_port(request.scope))
+        response.raw_headers.append(
+            (b"set-cookie", f"{name}={token}; HttpOnly; SameSite=Strict; Path=/".encode()))
+        return response
+    if credential(request.scope, token) is None:
+        return _welcome()
     html = resources.files("c3async.hub").joinpath("static/index.html").read_text(encoding="utf-8")
-    return HTMLResponse(html.replace("{{TOKEN}}", request.app.state.token))
+    return HTMLResponse(html)
 
 
 async def favicon(request: Request) -> Response:
@@ -140,14 +314,11 @@ async def api_projects(request: Request) -> Response:
 
 
 async def api_sessions(request: Request) -> Response:
-    try:
-        project = _project_param(request)
-    except C3Error as exc:
-        return _error(400, str(exc))
+    project = _project_param(request)
     which = request.query_params.get("filter") or "all"
     if which not in FILTERS:
         return _error(400, f"filter must be one of {', '.join(FILTERS)}")
-    q = (request.query_params.get("q") or "").strip() or None
+    q = (_text(request.query_params.get("q"), "the search (q)", MAX_SEARCH) or "").strip() or None
     projects = [project] if project else _projects()
     # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
     scans, rows = await anyio.to_thread.run_sync(
@@ -184,44 +355,72 @@ async def api_session(request: Request) -> Response:
     return _json(d)
 
 
+class _TooLarge(Exception):
+    pass
+
+
+async def _body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The request body, read up to ``limit`` bytes (a chunked body has no Content-Length)."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def api_mark(request: Request) -> Response:
     sid = request.path_params["sid"].lower()
     if not is_session_id(sid):
         return _error(400, "a session id is a UUID")
     try:
-        body = await request.json()
-    except (ValueError, json.JSONDecodeError):
-        return _error(400, "the body must be JSON: {op, reason, successor, summary, next_steps, project}")
+        raw = await _body(request)
+    except _TooLarge:
+        return _error(413, f"the body is larger than {MAX_BODY // 1024} KiB")
+    except ClientDisconnect:
+        return _error(400, "the client left before sending the whole body")
+    try:
+        # msgspec refuses what is not UTF-8, lone surrogates (raw or as \ud800 escapes) included;
+        # nesting deeper than the recursion limit raises RecursionError.
+        body = msgspec.json.decode(raw)
+    except DECODE_ERRORS:
+        return _error(400, "the body must be UTF-8 JSON: {op, reason, successor, summary, next_steps, project}")
     if not isinstance(body, dict):
         return _error(400, "the body must be a JSON object")
     try:
         project = _project_param(request, body.get("project")) or await anyio.to_thread.run_sync(
             _session_project, request, sid)
-        fields = {k: body.get(k) if isinstance(body.get(k), str) else None
+        fields = {k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
                   for k in ("reason", "successor", "summary", "next_steps")}
+        op = body.get("op")
+        op = _text(op, "op", 100) if isinstance(op, str) else ""
         mark = await anyio.to_thread.run_sync(
-            lambda: write_mark(project, sid, str(body.get("op") or ""), by="user", by_session=None, **fields))
+            lambda: write_mark(project, sid, op, by="user", by_session=None, **fields))
     except C3Error as exc:
         return _error(400, str(exc))
     except OSError as exc:
-        return _error(500, f"could not write the mark: {exc}")
+        log.warning("could not write a mark for %s in %s: %s", sid, project, exc)
+        return _error(500, "could not write the mark; the Hub's terminal shows why")
     return _json(mark, status=201)
 
 
 def _signature(projects: list[str]) -> tuple:
-    """What changes when a row would: marks, heartbeats, activity, the catalog cache."""
-    sig = []
+    """What changes when a row would: marks, heartbeats, activity, the catalog cache. Names are
+    looked at, never followed: a linked ``.c3/live`` is not listed (the listing refuses it too)."""
+    sig: list[object] = []
     for p in projects:
         state = project_state(p)
         for path in (marks_path(p), state / "activity.jsonl", state / "cache" / "session_catalog.json"):
             try:
-                st = path.stat()
+                st = os.lstat(path)
                 sig.append((st.st_size, st.st_mtime_ns))
             except OSError:
                 sig.append(None)
         try:
-            live = state / "live"
-            sig.append(tuple(sorted((e.name, e.stat().st_mtime_ns) for e in live.iterdir())))
+            with safefs.open_dir(state / "live") as dfd:
+                entries = os.scandir(dfd if dfd is not None else state / "live")
+                sig.append(tuple(sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in entries)))
         except OSError:
             sig.append(None)
         for folder, _cwd in locate(p).folders:  # a new session file changes its folder
@@ -234,15 +433,20 @@ def _signature(projects: list[str]) -> tuple:
 
 async def api_events(request: Request) -> Response:
     """Server-sent events: `change` whenever marks, liveness or the catalog move, so the page
-    refreshes its rows without a reload. A comment line every 15 s keeps proxies quiet."""
+    refreshes its rows without a reload. A comment line every 15 s keeps proxies quiet.
+    ``?project=P`` (a registered project) watches that project alone."""
+    project = _project_param(request)  # checked before the stream starts: a bad one is a 400
+
+    def watched() -> list[str]:
+        return [project] if project else _projects()
 
     async def stream():
-        last = await anyio.to_thread.run_sync(_signature, _projects())
+        last = await anyio.to_thread.run_sync(_signature, watched())
         quiet = 0.0
         yield b"retry: 2000\n\n"
         while not await request.is_disconnected():
             await anyio.sleep(EVENT_POLL_S)
-            sig = await anyio.to_thread.run_sync(_signature, _projects())
+            sig = await anyio.to_thread.run_sync(_signature, watched())
             if sig != last:
                 last = sig
                 quiet = 0.0
@@ -258,7 +462,12 @@ async def api_events(request: Request) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return _error(exc.status_code, exc.detail or "error")
+    return _error(exc.status_code, exc.detail or "error", headers=exc.headers)
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    """A C3Error is a refusal meant for the user: a bad id, an unknown project, a bad mark."""
+    return _error(400, str(exc))
 
 
 async def _crash(request: Request, exc: Exception) -> Response:
@@ -266,7 +475,9 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return _error(500, "the Hub failed on this request; its terminal shows the details")
 
 
-def create_app(token: str | None = None) -> Starlette:
+def create_app(token: str | None = None) -> Guard:
+    """The Hub as an ASGI app: ``Guard`` around the Starlette app (``.app``); ``.token`` is the
+    token every ``/api`` request needs (a fresh one unless given)."""
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
     app = Starlette(
@@ -280,8 +491,7 @@ def create_app(token: str | None = None) -> Starlette:
             Route("/api/events", api_events),
             Mount("/static", StaticFiles(directory=static), name="static"),
         ],
-        middleware=[Middleware(Guard, token=token)],
-        exception_handlers={HTTPException: _http_error, Exception: _crash},
+        exception_handlers={HTTPException: _http_error, C3Error: _refused, Exception: _crash},
     )
     app.state.token = token
-    return app
+    return Guard(app, token)

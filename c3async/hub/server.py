@@ -1,12 +1,34 @@
-"""``c3async hub``: serve the Hub with uvicorn on a loopback address, and nowhere else."""
+"""``c3async hub``: serve the Hub with uvicorn on a loopback address, and nowhere else.
+
+Each start makes a new token (``secrets.token_urlsafe(32)``). It reaches the user in two ways
+only: the URL printed on stderr (``http://127.0.0.1:PORT/?token=T``) and the token file
+``$C3_HOME/hub/hub-PORT.json`` (``{"url", "port", "pid", "token"}``), created 0600 in a 0700
+directory that must not be a symlink, and removed when the Hub stops cleanly. ``--open`` does
+not put the token on a browser's command line (other accounts can read command lines): as
+Jupyter does, it opens a 0600 file next to the token file, ``hub-PORT-open.html``, that
+redirects to the URL.
+"""
 
 from __future__ import annotations
 
+import html
 import ipaddress
+import json
+import os
+import re
+import secrets
+import signal
 import socket
+import stat
 import sys
+from pathlib import Path
 
-__all__ = ("is_loopback", "run_hub")
+__all__ = ("HubFiles", "is_loopback", "run_hub")
+
+_OURS = re.compile(r"^hub-(\d{1,5})(?:\.json|-open\.html)$")  # the only names this module deletes
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# openat() and friends; where missing (Windows), paths are used after the same lstat checks.
+_DIR_FD = sys.platform != "win32" and {os.open, os.unlink, os.replace} <= os.supports_dir_fd
 
 
 def is_loopback(host: str) -> bool:
@@ -18,10 +40,175 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class HubFileError(Exception):
+    pass
+
+
+class HubFiles:
+    """The token file (and the ``--open`` redirect file) of the Hub on one port, in
+    ``$C3_HOME/hub``. Everything goes through a descriptor of that directory, opened without
+    following a symlink, so no file is ever written, read or removed through a link."""
+
+    def __init__(self, port: int, url: str, token: str) -> None:
+        from ..paths import c3_home
+
+        self.port, self.url, self.token = port, url, token
+        self.dir = c3_home() / "hub"
+        self.name = f"hub-{port}.json"
+        self.open_name = f"hub-{port}-open.html"
+        self.path = self.dir / self.name
+        self._dir_fd: int | None = None
+        self._written: list[str] = []
+
+    def _open_dir(self) -> int:
+        """The directory's descriptor (-1 where the platform has no openat: paths are used)."""
+        if self._dir_fd is not None:
+            return self._dir_fd
+        self.dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(self.dir, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(self.dir)
+        if stat.S_ISLNK(st.st_mode):
+            raise HubFileError(f"{self.dir} is a symbolic link; refusing to put the Hub's token there. "
+                               "Remove it (c3async creates a private directory in its place).")
+        if not stat.S_ISDIR(st.st_mode):
+            raise HubFileError(f"{self.dir} is not a directory; remove it and start the Hub again")
+        if not _DIR_FD:
+            self._dir_fd = -1
+            return -1
+        fd = os.open(self.dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW)
+        try:
+            st = os.fstat(fd)
+            if st.st_uid != os.geteuid():
+                raise HubFileError(f"{self.dir} belongs to another user; refusing to put the Hub's token there")
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                os.fchmod(fd, 0o700)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._dir_fd = fd
+        return fd
+
+    def _at(self, name: str) -> tuple[str, int | None]:
+        """``name`` relative to the directory's descriptor, or as a path where there is none."""
+        fd_dir = self._open_dir()
+        return (name, fd_dir) if fd_dir >= 0 else (str(self.dir / name), None)
+
+    def _read(self, name: str, limit: int = 65536) -> bytes | None:
+        """A regular file's first bytes, never through a link; None for anything else."""
+        path, dfd = self._at(name)
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), dir_fd=dfd)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            return f.read(limit)
+
+    def _write(self, name: str, data: bytes) -> Path:
+        """Write ``name``: a private temp file (0600 from its creation, O_EXCL, no following a
+        link), then a rename over whatever was there (say, a file left by a killed Hub)."""
+        tmp, dfd = self._at(f".{name}.{secrets.token_hex(8)}.tmp")
+        dst, _ = self._at(name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(f.fileno(), 0o600)  # whatever the umask said
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+        self._written.append(name)
+        return self.dir / name
+
+    def write_token(self) -> Path:
+        self._prune()
+        doc = {"url": self.url, "port": self.port, "pid": os.getpid(), "token": self.token}
+        return self._write(self.name, (json.dumps(doc, indent=1) + "\n").encode())
+
+    def write_opener(self) -> Path:
+        """A page that sends the browser on to the URL: what ``--open`` opens."""
+        url = html.escape(self.url, quote=True)
+        page = (f'<!doctype html>\n<html><head><meta charset="utf-8">\n'
+                f'<meta http-equiv="refresh" content="0;url={url}">\n<title>c3async Hub</title></head>\n'
+                f'<body><p>Opening the c3async Hub: <a href="{url}">continue</a>.</p></body></html>\n')
+        return self._write(self.open_name, page.encode())
+
+    def _prune(self) -> None:
+        """Remove the files of Hubs whose process is gone (killed, they could not clean up).
+        Only names this module creates are touched."""
+        path, dfd = self._at(".")
+        for name in os.listdir(dfd if dfd is not None else path):
+            m = _OURS.match(name)
+            if not m or not name.endswith(".json") or int(m.group(1)) == self.port:
+                continue
+            try:
+                pid = int(json.loads(self._read(name) or b"null").get("pid"))
+            except (ValueError, TypeError, AttributeError, RecursionError):
+                continue
+            if pid <= 0 or _alive(pid):
+                continue
+            for stale in (name, f"hub-{m.group(1)}-open.html"):
+                stale_path, stale_dfd = self._at(stale)
+                try:
+                    os.unlink(stale_path, dir_fd=stale_dfd)
+                except OSError:
+                    pass
+
+    def remove(self) -> None:
+        """Remove what this process wrote, if it is still this process's (it holds our token)."""
+        if self._dir_fd is None:
+            return
+        for name in self._written:
+            data = self._read(name)
+            if data is not None and self.token.encode() in data:
+                path, dfd = self._at(name)
+                try:
+                    os.unlink(path, dir_fd=dfd)
+                except OSError:
+                    pass
+        self._written.clear()
+        if self._dir_fd >= 0:
+            os.close(self._dir_fd)
+        self._dir_fd = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop(signum, frame) -> None:  # a signal handler
+    raise _Stopped
+
+
 def run_hub(host: str, port: int, open_browser: bool) -> int:
     if not is_loopback(host):
         print(f"c3async: error: refusing to serve the Hub on {host!r}: it shows transcript text and "
               "must stay on this machine; use 127.0.0.1 (or ::1)", file=sys.stderr)
+        return 2
+    if not 0 <= port <= 65535:
+        print(f"c3async: error: --port {port} is not a TCP port (0 to 65535; 0 picks a free one)", file=sys.stderr)
         return 2
     import uvicorn
 
@@ -32,16 +219,41 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
-    except OSError as exc:
+    except (OSError, OverflowError) as exc:
+        sock.close()
         print(f"c3async: error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 1
     bound = sock.getsockname()[1]
-    url = f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{bound}/"
-    print(f"c3async Hub on {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    if open_browser:
-        import webbrowser
+    token = secrets.token_urlsafe(32)
+    base = f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{bound}/"
+    url = f"{base}?token={token}"
+    files = HubFiles(bound, url, token)
+    try:
+        where = files.write_token()
+    except (OSError, HubFileError) as exc:
+        sock.close()
+        files.remove()
+        print(f"c3async: error: cannot write the Hub's token file: {exc}", file=sys.stderr)
+        return 1
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
+    # found: make that handler ours, so the token file is removed on a plain `kill` too.
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        print(f"c3async Hub on {url}  (Ctrl-C to stop)\n"
+              f"  open that URL; it is also in {where} (readable by you only)", file=sys.stderr, flush=True)
+        if open_browser:
+            import webbrowser
 
-        webbrowser.open(url)
-    config = uvicorn.Config(create_app(), log_level="warning", timeout_graceful_shutdown=1)
-    uvicorn.Server(config).run(sockets=[sock])
+            try:
+                webbrowser.open(files.write_opener().as_uri())
+            except (OSError, HubFileError) as exc:
+                print(f"c3async: could not open a browser ({exc}); open the URL above", file=sys.stderr)
+        config = uvicorn.Config(create_app(token), log_level="warning", timeout_graceful_shutdown=1)
+        uvicorn.Server(config).run(sockets=[sock])
+    except (_Stopped, KeyboardInterrupt):
+        pass
+    finally:
+        files.remove()
+        signal.signal(signal.SIGTERM, previous)
+        sock.close()
     return 0

@@ -1,7 +1,9 @@
 // c3async Hub. Every piece of transcript text is set with textContent, never parsed as HTML.
+// The API is called with the Hub's HttpOnly cookie (set when the URL `c3async hub` printed was
+// opened); this script never sees the token. State changes add X-C3-Request: 1, which a
+// cross-site form cannot send.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="c3-token"]').content;
 const state = { project: "", filter: "all", q: "", projects: [], rows: new Map(), open: new Set(), loading: 0 };
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -17,10 +19,14 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
+const SIGN_IN = "The Hub no longer knows this page (it was restarted?): open the URL `c3async hub` printed.";
+
 async function api(path, options = {}) {
   const headers = { "Accept": "application/json", ...(options.headers || {}) };
-  if (options.body !== undefined) { headers["Content-Type"] = "application/json"; headers["X-C3-Token"] = TOKEN; }
-  const res = await fetch(path, { ...options, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  if (options.body !== undefined) { headers["Content-Type"] = "application/json"; headers["X-C3-Request"] = "1"; }
+  const res = await fetch(path, { ...options, headers, credentials: "same-origin",
+                                  body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+  if (res.status === 401) throw new Error(SIGN_IN);
   const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
   if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
   return data;
