@@ -3,10 +3,15 @@
 Marks are appended, never rewritten: several MCP processes, the Hub and the CLI write at once,
 and an append never loses a concurrent row the way rewriting one JSON file would. The file is
 also the audit trail; every mark writes a ``session_mark`` activity row too.
+
+Limits (characters): a stale/unstale reason ``MAX_REASON`` (2,000), a note's summary
+``MAX_SUMMARY`` and next steps ``MAX_NEXT_STEPS`` (8,000 each). Longer text, a NUL or a lone
+surrogate is refused with a BadArgument naming the field, before anything is written.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +21,22 @@ import msgspec
 
 from . import activity, jsonl
 from .catalog.resolve import resolve
-from .errors import BadArgument
+from .errors import BadArgument, check_text, clip
 from .paths import project_state
 
-__all__ = ("Mark", "MarkBook", "MarkState", "Note", "Stale", "marks_path", "write_mark")
+__all__ = (
+    "MAX_NEXT_STEPS", "MAX_REASON", "MAX_SUMMARY", "Mark", "MarkBook", "MarkState", "Note", "Stale", "check_mark_text",
+    "marks_path", "write_mark",
+)
+
+log = logging.getLogger("c3async.marks")
 
 PROVIDER = "claude-code"
+MAX_REASON = 2_000  # why a session is stale (or no longer is)
+MAX_SUMMARY = 8_000  # a note: what was done
+MAX_NEXT_STEPS = 8_000  # a note: what to do next
+MAX_REF = 100  # a session id (36 characters) or a prefix of one, as typed
+LOG_FIELD = 200  # characters of a string kept in the mark's activity row
 Op = Literal["stale", "unstale", "note"]
 By = Literal["agent", "user"]
 
@@ -118,12 +133,19 @@ def write_mark(
     by: str = "user",
     by_session: str | None = None,
 ) -> Mark:
-    """Validate and append one mark (and its activity row). Raises a C3Error on bad input."""
+    """Validate and append one mark (and its activity row). Raises a C3Error on bad input.
+
+    Once the mark's line is appended the call succeeds: an activity row that cannot be written
+    (the log unwritable) is logged as a warning, never reported as a failed mark, which would
+    invite the caller to write the mark again."""
     if op not in ("stale", "unstale", "note"):
         raise BadArgument(f"unknown mark {op!r}: use stale, unstale or note")
     if by not in ("agent", "user"):
         raise BadArgument(f"by must be 'agent' or 'user', got {by!r}")
-    reason, successor = _clean(reason), _clean(successor)
+    check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=ref)
+    if by_session is not None:
+        check_text(by_session, "by_session", MAX_REF)
+    reason, successor = _clean(reason), (successor or "").strip(" \t") or None  # an id: never strip a newline
     summary, next_steps = _clean(summary), _clean(next_steps)
     if op == "stale" and not reason:
         raise BadArgument("marking a session stale needs a reason (why it should not be resumed)")
@@ -145,11 +167,29 @@ def write_mark(
         summary=summary, next_steps=next_steps, by=by, by_session=by_session,  # type: ignore[arg-type]
     )
     jsonl.append(marks_path(project), mark)
+    # From here on the mark is written: nothing may report it as failed.
     # `target`, not `session_id`: a mark is about a session, not activity of it (the liveness
     # fallback reads session_id as "this session did something").
-    activity.record(project, "session_mark", target=session_id, op=op, by=by,
-                    by_session=by_session, reason=reason, successor=successor)
+    try:
+        activity.record(project, "session_mark", target=session_id, op=op, by=by,
+                        by_session=clip(by_session, LOG_FIELD) if by_session else None,
+                        reason=clip(reason, LOG_FIELD) if reason else None, successor=successor)
+    except Exception as exc:  # noqa: BLE001 - the mark stands; only its audit row is missing
+        log.warning("the %s mark on %s was written, but its activity row was not: %s", op, session_id, exc)
     return mark
+
+
+def check_mark_text(
+    *, reason: str | None = None, summary: str | None = None, next_steps: str | None = None,
+    successor: str | None = None, ref: str | None = None,
+) -> None:
+    """The checks of a mark's text that need no file (length, NUL, lone surrogates): the MCP
+    server runs them before it logs the call, ``write_mark`` before it writes anything."""
+    check_text(reason, "reason", MAX_REASON)
+    check_text(summary, "summary", MAX_SUMMARY)
+    check_text(next_steps, "next_steps", MAX_NEXT_STEPS)
+    check_text(successor, "successor", MAX_REF)
+    check_text(ref, "the session id", MAX_REF)
 
 
 def _clean(value: str | None) -> str | None:

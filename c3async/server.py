@@ -26,11 +26,11 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
-from . import __version__, activity, records, registry, session_actions, status
+from . import __version__, activity, records, registry, safefs, session_actions, status
 from .catalog.gitrefs import current_branch
 from .catalog.locate import canonical
 from .catalog.scan import scan_project
-from .errors import C3Error
+from .errors import BadArgument, C3Error, clip
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
 from .marks import MarkBook
@@ -45,6 +45,7 @@ MARK_POLL_S = 2.0
 USAGE_EVERY_S = 60.0
 TEARDOWN_BUDGET_S = 1.0
 INSTALL_SIGNAL_HANDLERS = False  # serve() sets it; in-process tests keep pytest's handlers
+LOG_FIELD = 200  # characters of a string kept in an activity row
 
 
 @dataclass
@@ -68,10 +69,13 @@ async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
         try:
             await job()
             return
-        except Exception:
+        except Exception as exc:
             pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
             failures += 1
-            log.exception("background task %s failed; restarting in %.0f s", name, pause)
+            if isinstance(exc, C3Error):  # a refused or corrupt file: its message says it all, once
+                safefs.warn_once(exc)
+            else:
+                log.exception("background task %s failed; restarting in %.0f s", name, pause)
             await anyio.sleep(pause)
 
 
@@ -166,31 +170,45 @@ def _result(text: str, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
-async def _call(state: ServerState, tool: str, action: str, fn: Callable[[str | None], str]) -> CallToolResult:
-    """Run a tool body in a worker thread (file I/O stays off the event loop): find the host
-    session as of now (a /clear moves it), log the call, run ``fn(host)``, and turn our errors
-    into readable tool errors and anything else into a logged, generic one."""
+async def _call(
+    state: ServerState, tool: str, action: str, fn: Callable[[str | None], str], check: Callable[[], str],
+) -> CallToolResult:
+    """Run a tool body in a worker thread (file I/O stays off the event loop): validate the
+    arguments with ``check()`` (which returns the normalised action name, or raises a C3Error
+    before anything is logged), find the host session as of now (a /clear moves it), log the
+    call, run ``fn(host)``, and turn our errors into readable tool errors and anything else into a
+    logged, generic one."""
 
     def body() -> str:
+        name = check()  # an unknown action or bad text is refused here: nothing is written
         host = state.identity.current()
         try:
             activity.record(state.project, "tool_call", session_id=host, c3_session_id=state.c3_session_id,
-                            tool=tool, action=action or None)
-        except OSError as exc:  # the log is a record of calls; the call itself still runs
+                            tool=tool, action=clip(name, LOG_FIELD) or None)
+        except Exception as exc:  # noqa: BLE001 - the log is a record of calls; the call itself still runs
             log.warning("could not write the activity log: %s", exc)
         return fn(host)
 
     try:
         text = await anyio.to_thread.run_sync(body)
+    except OSError as exc:  # first: a refused state file (safefs.UnsafeState) is both
+        return _result(f"{tool}: could not read or write a file: {exc}", error=True)
     except C3Error as exc:
         return _result(str(exc), error=True)
-    except OSError as exc:
-        return _result(f"{tool}: could not read or write a file: {exc}", error=True)
     except Exception:
-        log.exception("%s(action=%r) failed", tool, action)
-        return _result(f"{tool}(action={action!r}) failed inside c3async; the server's stderr has "
+        shown = ascii(clip(action or "", 60))  # any text: bounded and escaped for stderr and the result
+        log.exception("%s(action=%s) failed", tool, shown)
+        return _result(f"{tool}(action={shown}) failed inside c3async; the server's stderr has "
                        "the details. Other actions still work.", error=True)
     return _result(text)
+
+
+def _check_view(view: str) -> str:
+    name = (view or "").strip().lower()
+    if name not in status.VIEWS:
+        shown = clip(view or "", 60)
+        raise BadArgument(f"unknown view {shown!r}: use one of {', '.join(status.VIEWS)}")
+    return name
 
 
 @mcp.tool()
@@ -215,6 +233,8 @@ async def c3_session(
     - note: leave a note. data: summary, reasoning: next steps; target defaults to this session.
     Lifecycle actions: start (description), log (event_type, data, reasoning),
     snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
+    Text limits (characters): stale reasoning 2,000; note data and reasoning 8,000 each; log and
+    snapshot data and plan 20,000; summaries 8,000; description 2,000; target 500. No NUL.
     """
     state: ServerState = ctx.request_context.lifespan_context
     args = dict(data=data, reasoning=reasoning, description=description, summary=summary,
@@ -227,7 +247,7 @@ async def c3_session(
                 return session_actions.run(caller, action, **args)
         return session_actions.run(caller, action, **args)
 
-    return await _call(state, "c3_session", action, body)
+    return await _call(state, "c3_session", action, body, lambda: session_actions.validate(action, **args))
 
 
 @mcp.tool()
@@ -259,7 +279,8 @@ async def c3_task(
     Reads (never write): get, list (filters status, priority, tags, milestone, due), board,
     report (blocking / ready to unblock), history, decisions, time_report.
     Task ids accept a unique prefix of 4+ characters. Tasks and decisions changed here are
-    linked to the current session.
+    linked to the current session. Text limits (characters): title 500, description 20,000,
+    decision text and reasoning 8,000 each, milestone name 200, up to 50 tags of 64. No NUL.
     """
     import msgspec
 
@@ -274,7 +295,7 @@ async def c3_task(
         result = pm_actions.run(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
 
-    return await _call(state, "c3_task", action, body)
+    return await _call(state, "c3_task", action, body, lambda: pm_actions.validate(action, **args))
 
 
 @mcp.tool()
@@ -282,7 +303,8 @@ async def c3_status(view: str = "sessions", *, ctx: Context) -> CallToolResult:
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
     catalog). view='live': the project's live sessions and their MCP processes."""
     state: ServerState = ctx.request_context.lifespan_context
-    return await _call(state, "c3_status", view, lambda host: status.run(state.project, view))
+    return await _call(state, "c3_status", view, lambda host: status.run(state.project, view),
+                       lambda: _check_view(view))
 
 
 def serve() -> int:

@@ -4,6 +4,12 @@ Two families. Lifecycle (start, log, snapshot, restore, plan, end) writes this s
 session record and the activity log. Catalog (list, show, stale, unstale, note) reads and marks
 the session catalog through the same library functions the CLI and the Hub use.
 Every problem raises a C3Error whose message says how to fix the call.
+
+``validate`` checks what needs no file (the action name, text limits, NUL and lone surrogates)
+and runs before anything is logged or written. Limits, in characters: a stale reason 2,000, a
+note's summary and next steps 8,000 each (see ``marks``); a log entry's data 20,000 and its
+reasoning 8,000; a snapshot's summary 8,000 and data 20,000; a plan 20,000; a start description
+2,000; an end summary 8,000; event_type 64; target 500; every other argument 20,000.
 """
 
 from __future__ import annotations
@@ -17,15 +23,37 @@ from .catalog.detail import detail
 from .catalog.join import FILTERS, list_rows_sync, row_for
 from .catalog.resolve import resolve
 from .catalog.rows import age
-from .errors import BadArgument, C3Error
-from .marks import write_mark
+from .errors import BadArgument, C3Error, check_text, clip
+from .marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY, write_mark
 
-__all__ = ("ACTIONS", "Caller", "run")
+__all__ = ("ACTIONS", "LIMITS", "Caller", "run", "validate")
 
 LIFECYCLE = ("start", "log", "snapshot", "restore", "plan", "end")
 CATALOG = ("list", "show", "stale", "unstale", "note")
 ACTIONS = LIFECYCLE + CATALOG
 LIST_ROWS = 40  # rows a `list` answer shows; the rest are counted
+
+MAX_TEXT = 20_000  # any argument an action has no tighter limit for
+MAX_DESCRIPTION = 2_000
+MAX_EVENT_TYPE = 64
+MAX_TARGET = 500  # a session id or prefix, a filter, or search text
+LOG_FIELD = 200  # characters of a string kept in an activity row
+# (action, argument) -> the most characters it may hold.
+LIMITS: dict[tuple[str, str], int] = {
+    ("start", "description"): MAX_DESCRIPTION,
+    ("log", "event_type"): MAX_EVENT_TYPE,
+    ("log", "data"): MAX_TEXT,
+    ("log", "reasoning"): 8_000,
+    ("snapshot", "summary"): 8_000,
+    ("snapshot", "data"): MAX_TEXT,
+    ("plan", "data"): MAX_TEXT,
+    ("end", "summary"): 8_000,
+    ("stale", "reasoning"): MAX_REASON,
+    ("stale", "data"): MAX_REF,  # the successor's id
+    ("unstale", "reasoning"): MAX_REASON,
+    ("note", "data"): MAX_SUMMARY,
+    ("note", "reasoning"): MAX_NEXT_STEPS,
+}
 
 
 @dataclass
@@ -37,6 +65,25 @@ class Caller:
     host_session_id: str | None
     record: records.SessionRecord
     by: str = "agent"
+
+
+def validate(action: str, **args: str) -> str:
+    """The action's name, normalised, once every check that needs no file has passed: a known
+    action, and every argument within its limit and free of NUL and lone surrogates. Raises
+    BadArgument naming the argument, its limit and its length. Nothing is logged or written
+    before this passes."""
+    name = (action or "").strip().lower()
+    if name not in _HANDLERS:
+        shown = action if len(action or "") <= 60 else clip(action, 60)
+        raise BadArgument(f"unknown action {shown!r}: use one of {', '.join(ACTIONS)}")
+    for arg, value in args.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise BadArgument(f"c3_session {arg} must be text")
+        limit = LIMITS.get((name, arg)) or (MAX_TARGET if arg == "target" else MAX_TEXT)
+        check_text(value, f"c3_session(action='{name}') {arg}", limit)
+    return name
 
 
 def _need(value: str, name: str, action: str, what: str) -> str:
@@ -54,16 +101,18 @@ def _save(caller: Caller) -> None:
 # ---------------------------------------------------------------- lifecycle
 
 def start(c: Caller, description: str = "", **_: str) -> str:
+    validate("start", description=description)
     c.record.description = description.strip() or c.record.description
     _save(c)
     # Not "session_start": that kind is the hooks' fact about a host session, which the liveness
     # fallback trusts; a lifecycle start says nothing about when the host session ends.
     activity.record(c.project, "c3_start", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
-                    description=c.record.description)
+                    description=clip(c.record.description, LOG_FIELD) if c.record.description else None)
     return f"started C3 session {c.c3_session_id[:8]} for host session {c.host_session_id or '(unknown)'}"
 
 
 def log(c: Caller, event_type: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
+    validate("log", event_type=event_type, data=data, reasoning=reasoning)
     event_type = _need(event_type, "event_type", "log", "decision, discovery, blocker, progress...")
     data = _need(data, "data", "log", "what happened")
     c.record.events.append(records.Event(ts=time.time(), host_session_id=c.host_session_id,
@@ -75,6 +124,7 @@ def log(c: Caller, event_type: str = "", data: str = "", reasoning: str = "", **
 
 
 def snapshot(c: Caller, summary: str = "", data: str = "", **_: str) -> str:
+    validate("snapshot", summary=summary, data=data)
     summary = _need(summary, "summary", "snapshot", "where things stand")
     c.record.snapshots.append(records.Snapshot(ts=time.time(), host_session_id=c.host_session_id,
                                                summary=summary, data=data.strip()))
@@ -104,6 +154,7 @@ def restore(c: Caller, target: str = "", **_: str) -> str:
 
 
 def plan(c: Caller, data: str = "", **_: str) -> str:
+    validate("plan", data=data)
     if not data.strip():
         return c.record.plan or "(no plan yet: set one with data='...')"
     c.record.plan = data.strip()
@@ -112,6 +163,7 @@ def plan(c: Caller, data: str = "", **_: str) -> str:
 
 
 def end(c: Caller, summary: str = "", **_: str) -> str:
+    validate("end", summary=summary)
     c.record.ended = time.time()
     c.record.summary = summary.strip() or c.record.summary
     _save(c)
@@ -187,7 +239,7 @@ def _mark(c: Caller, op: str, target: str, **fields) -> str:
 def stale(c: Caller, target: str = "", reasoning: str = "", data: str = "", **_: str) -> str:
     _need(target, "target", "stale", "the session id or prefix to mark")
     _need(reasoning, "reasoning", "stale", "why it should not be resumed (superseded, finished, abandoned)")
-    return _mark(c, "stale", target, reason=reasoning, successor=data.strip() or None)
+    return _mark(c, "stale", target, reason=reasoning, successor=data.strip(" \t") or None)
 
 
 def unstale(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
@@ -196,7 +248,7 @@ def unstale(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
 
 
 def note(c: Caller, target: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
-    target = target.strip() or c.host_session_id or ""
+    target = target.strip(" \t") or c.host_session_id or ""  # an id: a newline is not stripped
     if not target:
         raise BadArgument("c3_session(action='note') could not tell the current session: pass target")
     if not (data.strip() or reasoning.strip()):
@@ -211,7 +263,4 @@ _HANDLERS = {
 
 
 def run(caller: Caller, action: str, **args: str) -> str:
-    handler = _HANDLERS.get((action or "").strip().lower())
-    if handler is None:
-        raise BadArgument(f"unknown action {action!r}: use one of {', '.join(ACTIONS)}")
-    return handler(caller, **args)
+    return _HANDLERS[validate(action, **args)](caller, **args)

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import stat
+import threading
 
 import pytest
 
@@ -229,5 +230,63 @@ def test_unreadable_file_is_skipped_and_the_others_listed(claude):
         bad.chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 
-def test_file_deleted_between_listing_and_reading():
-    pytest.skip("not reproducible deterministically from outside the process")
+def _swap(path, how: str, outside) -> None:
+    """What can happen to a listed transcript before it is read."""
+    path.unlink()
+    if how == "fifo":
+        os.mkfifo(path)  # opened for reading, it would block forever
+    elif how == "directory":
+        path.mkdir()
+    elif how == "symlink":
+        path.symlink_to(outside)  # a transcript outside the folder: never followed
+
+
+@pytest.mark.parametrize("how", ["deleted", "fifo", "directory", "symlink"])
+def test_file_deleted_between_listing_and_reading(claude, monkeypatch, tmp_path, how):
+    """The listing has stat-ed the files; one is deleted (or replaced by a FIFO, a folder or a
+    symlink) before it is read. The library's scan leaves it out, lists the others, and never
+    blocks. Driven in process: the scan's listing step is wrapped to do the damage right after."""
+    from c3async.catalog import scan
+
+    for key, value in claude.env().items():
+        monkeypatch.setenv(key, value)
+    project = claude.project("app")
+    folder = claude.folder(project)
+    c = Conversation(project)
+    good = write_session(folder, c.id, [*c.exchange("the neighbour")], mtime=T0)
+    c2 = Conversation(project)
+    doomed = write_session(folder, c2.id, [*c2.exchange("read too late")], mtime=T0 + 10)
+    c3 = Conversation(project)
+    outside = write_session(tmp_path, c3.id, [*c3.exchange("SECRET outside the folder")], mtime=T0 + 20)
+    real_candidates = scan.candidates
+    listed = []
+
+    def candidates_then_swap(folders):
+        cands = real_candidates(folders)
+        listed.extend(c.session_id for c in cands)
+        _swap(doomed, how, outside)
+        return cands
+
+    monkeypatch.setattr(scan, "candidates", candidates_then_swap)
+    result = {}
+
+    def body():
+        result["scan"] = scan.scan_projects_sync([project], processes=False)[0]
+
+    worker = threading.Thread(target=body, daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():
+        if how == "fifo":
+            with open(doomed, "wb"):  # unblock the reader so the thread can end
+                pass
+        pytest.fail("the scan blocked on a file replaced after the listing")
+    assert "scan" in result, "the scan raised"
+    assert sorted(listed) == sorted([good.stem, doomed.stem])  # both were listed...
+    res = result["scan"]
+    assert [s.session_id for s in res.sessions] == [good.stem]  # ...only the neighbour is a row
+    assert res.sessions[0].record.first_prompt == "the neighbour"
+    assert res.skipped == {"unreadable": 1}
+    # Nothing of the swapped file was cached: the next listing looks at it afresh.
+    from c3async.catalog import cache
+    assert str(doomed) not in cache.load(res.cache_path)

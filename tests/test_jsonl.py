@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import signal
@@ -97,25 +98,144 @@ def test_a_record_must_be_one_line(tmp_path: Path) -> None:
         jsonl.append(tmp_path / "a.jsonl", b'{"a":1}\n{"b":2}\n')
 
 
-def test_failed_write_leaves_nothing_behind(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root can write to a read-only folder")
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    folder.chmod(0o500)
-    with pytest.raises(OSError):
-        jsonl.append(folder / "a.jsonl", {"w": 0, "n": 1})
+class _ShortThenFull:
+    """Stands in for the ``os`` module inside ``c3async.jsonl``: its first ``write`` writes only
+    half of the bytes (a short write, as a filling disk gives), every later one fails with
+    ENOSPC. Everything else is the real ``os``."""
+
+    def __init__(self, fail_at_once: bool = False) -> None:
+        self.calls = 0
+        self.fail_at_once = fail_at_once
+
+    def __getattr__(self, name: str):
+        return getattr(os, name)
+
+    def write(self, fd: int, data) -> int:
+        self.calls += 1
+        if self.calls == 1 and not self.fail_at_once:
+            return os.write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
-def test_full_disk_error_is_clear_and_leaves_no_half_line(tmp_path: Path) -> None:
-    if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full here")
-    # /dev/full fails every write with ENOSPC: the append must raise, not half-succeed.
-    link = tmp_path / "full.jsonl"
-    link.symlink_to("/dev/full")
+def _two_good_lines(log: Path) -> bytes:
+    jsonl.append(log, {"w": 0, "n": 1})
+    jsonl.append(log, {"w": 0, "n": 2, "pad": "x" * 100})
+    return log.read_bytes()
+
+
+def _next_append_works(log: Path, before: bytes) -> None:
+    jsonl.append(log, {"w": 0, "n": 3})
+    assert log.read_bytes() == before + b'{"w":0,"n":3}\n'
+    batch = jsonl.read_all(log, Rec)
+    assert [r.n for r in batch.records] == [1, 2, 3]
+    assert batch.skipped == 0
+
+
+def test_failed_write_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that gets part of the line out and then fails (a disk filling up) is cut back:
+    the file holds exactly the earlier complete lines, and the next append lands whole."""
+    log = tmp_path / "a.jsonl"
+    before = _two_good_lines(log)
+    fake = _ShortThenFull()
+    with monkeypatch.context() as m, pytest.raises(OSError) as err:
+        m.setattr(jsonl, "os", fake)
+        jsonl.append(log, {"w": 0, "n": 99, "pad": "y" * 5000})
+    assert fake.calls >= 2, "the injected short write was never reached: the test checks nothing"
+    assert err.value.errno == errno.ENOSPC
+    assert log.read_bytes() == before  # the half line written first is gone
+    _next_append_works(log, before)
+
+
+def test_failed_write_after_a_torn_tail_leaves_the_torn_tail_only(tmp_path: Path, monkeypatch) -> None:
+    """The heal (a newline written before the line) and the line fail together: the rollback
+    returns the file to what it was, the torn fragment included, which the next append heals."""
+    log = tmp_path / "a.jsonl"
+    _two_good_lines(log)
+    with open(log, "ab") as f:
+        f.write(b'{"w":0,"n":7,"pad":"cut')  # a writer killed mid-line
+    before = log.read_bytes()
+    with monkeypatch.context() as m, pytest.raises(OSError):
+        m.setattr(jsonl, "os", _ShortThenFull())
+        jsonl.append(log, {"w": 0, "n": 99, "pad": "y" * 5000})
+    assert log.read_bytes() == before
+    jsonl.append(log, {"w": 0, "n": 3})
+    batch = jsonl.read_all(log, Rec)
+    assert [r.n for r in batch.records] == [1, 2, 3]
+    assert batch.skipped == 1  # the torn fragment, on a line of its own
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A real 64 KiB tmpfs, where this machine lets us mount one (root, CAP_SYS_ADMIN)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root on Linux")
+    try:
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs here: {exc}")
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30, check=False)
+
+
+def _fill(folder: Path, leave: int) -> Path:
+    """Fill the file system of ``folder`` to the last byte, then free ``leave`` bytes."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        block = b"\0" * 4096
+        while True:
+            try:
+                if os.write(fd, block) < len(block):
+                    break
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                break
+        size = os.fstat(fd).st_size
+        os.ftruncate(fd, max(0, size - leave))
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_append_cut_short_by_a_full_disk_is_rolled_back(small_disk: Path) -> None:
+    """On a real file system that fills up mid-line: the part that fitted is cut back off."""
+    log = small_disk / "a.jsonl"
+    before = _two_good_lines(log)
+    filler = _fill(small_disk, leave=8192)  # room for part of the next line only
     with pytest.raises(OSError) as err:
-        jsonl.append(link, {"w": 0, "n": 1})
-    assert err.value.errno == 28
+        jsonl.append(log, {"w": 0, "n": 99, "pad": "y" * 30000})
+    assert err.value.errno == errno.ENOSPC
+    assert log.read_bytes() == before
+    filler.unlink()
+    _next_append_works(log, before)
+
+
+def test_full_disk_error_is_clear_and_leaves_no_half_line(tmp_path: Path, monkeypatch, request) -> None:
+    """A disk with no room at all: the append raises ENOSPC (errno 28) and writes nothing. On a
+    real full tmpfs where one can be mounted, else with every write failing with ENOSPC."""
+    try:
+        folder = request.getfixturevalue("small_disk")
+    except pytest.skip.Exception:
+        folder = None
+    log = (folder or tmp_path) / "a.jsonl"
+    before = _two_good_lines(log)
+    filler = _fill(folder, leave=0) if folder is not None else None
+    with monkeypatch.context() as m, pytest.raises(OSError) as err:
+        if folder is None:
+            m.setattr(jsonl, "os", _ShortThenFull(fail_at_once=True))
+        jsonl.append(log, {"w": 0, "n": 99, "pad": "z" * 9000})  # more than the log's last page holds
+    assert err.value.errno == errno.ENOSPC == 28
+    assert log.read_bytes() == before
+    if filler is not None:
+        filler.unlink()
+    _next_append_works(log, before)
 
 
 WRITER = textwrap.dedent(

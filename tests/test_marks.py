@@ -184,7 +184,9 @@ MARKER = textwrap.dedent(
         op = ops[(w + i) % 3]
         sid = ids[(w * 7 + i) % len(ids)]
         write_mark(proj, sid, op, reason=f"w{w}-{i}" if op == "stale" else None,
-                   summary=("s" * (100 + (i % 5) * 40000)) + f"w{w}-{i}" if op == "note" else None,
+                   # up to the summary limit (MAX_SUMMARY, 8,000); lines far bigger than a pipe
+                   # buffer are appended concurrently in test_jsonl
+                   summary=("s" * (100 + (i % 5) * 1950)) + f"w{w}-{i}" if op == "note" else None,
                    by="agent", by_session=f"{w}-{i}")  # a unique tag per mark
         print(f"{w}-{i}", flush=True)
     """

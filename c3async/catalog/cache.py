@@ -1,9 +1,12 @@
 """Stage 5: the per-project cache, ``.c3/cache/session_catalog.json``.
 
-Keyed per transcript path on (size, mtime): an unchanged file costs one stat, a grown one only
-its new bytes. It is only a cache: written by atomic replace without a lock (the last writer
-wins, and losing it costs time, never data), and anything that does not decode as our own
-format, version and entry shape is thrown away and rebuilt, never trusted.
+Keyed per transcript path on (size, mtime, device, inode): an unchanged file costs one stat, a
+grown one only its new bytes, and a file replaced at the same path (another inode, even a longer
+one that happens to extend the old content) is read again from scratch. It is only a cache:
+written by atomic replace without a lock (the last writer wins, and losing it costs time, never
+data), and anything that does not decode as our own format, version and entry shape (or is not
+a regular file, or nests too deep, or is larger than MAX_BYTES) is thrown away and rebuilt,
+never trusted.
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ from pathlib import Path
 
 import msgspec
 
+from .. import safefs
+from ..errors import DECODE_ERRORS
 from ..jsondoc import write_atomic
 from .read import Transcript
 
 __all__ = ("FORMAT", "VERSION", "load", "save")
 
 FORMAT = "c3async.session_catalog"
-VERSION = 6  # bump whenever extraction changes what a record holds: old caches are then rebuilt
+MAX_BYTES = 64 * 1024 * 1024  # far above 200 entries per project: a bigger file is not ours
+VERSION = 7  # bump whenever extraction changes what a record holds: old caches are then rebuilt
 
 
 class _CacheFile(msgspec.Struct):
@@ -33,8 +39,9 @@ _encoder = msgspec.json.Encoder()
 
 def load(path: Path) -> dict[str, Transcript]:
     try:
-        doc = _decoder.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        # Never a link or a FIFO (which would block every listing): safefs refuses both.
+        doc = _decoder.decode(safefs.read_bytes(path, MAX_BYTES + 1))
+    except (OSError, *DECODE_ERRORS):
         return {}
     if doc.format != FORMAT or doc.version != VERSION:
         return {}

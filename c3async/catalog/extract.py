@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 
+from ..errors import DECODE_ERRORS
+
 __all__ = ("Facts", "scan", "prompt_title", "PROMPT_CAP", "TITLE_CAP")
 
 PROMPT_CAP = 2000  # characters of a prompt kept in a row; longer ones set *_truncated
@@ -70,6 +72,8 @@ _decode_any = msgspec.json.Decoder().decode
 
 
 def _decode(raw: bytes) -> _Line | None:
+    """One line, or None when it is not JSON. A line nested deeper than the recursion limit
+    (RecursionError) is skipped like any malformed line."""
     try:
         return _decode_line(raw)
     except msgspec.ValidationError:
@@ -81,9 +85,11 @@ def _decode(raw: bytes) -> _Line | None:
         if fixed == raw:
             return None
         return _decode(fixed)
+    except RecursionError:
+        return None
     try:
         obj = _decode_any(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
     if not isinstance(obj, dict):
         return None

@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safefs import read_foreign
 from .gitrefs import common_dir
 
 __all__ = (
@@ -29,8 +30,8 @@ __all__ = (
 )
 
 MAX_SLUG_LENGTH = 200
-_WINDOWS_ABS = re.compile(r"^[A-Za-z]:[\\/]")
-_HASH_SUFFIX = re.compile(r"^-[0-9a-z]+$")
+_WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
+_HASH_SUFFIX = re.compile(r"-[0-9a-z]+")  # .fullmatch
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -80,7 +81,7 @@ def same_path(recorded: str, wanted: str) -> bool:
 def _folder_matches(name: str, wanted: str) -> bool:
     if len(wanted) > MAX_SLUG_LENGTH:
         prefix = wanted[:MAX_SLUG_LENGTH]
-        return name.startswith(prefix) and bool(_HASH_SUFFIX.match(name[MAX_SLUG_LENGTH:]))
+        return name.startswith(prefix) and _HASH_SUFFIX.fullmatch(name[MAX_SLUG_LENGTH:]) is not None
     if name == wanted:
         return True
     # "Exact alphanumeric match": the same letters and digits in the same places, only the
@@ -103,7 +104,7 @@ def worktrees(path: str) -> list[str]:
         entries = []
     for entry in entries:
         try:
-            target = (entry / "gitdir").read_text(encoding="utf-8", errors="replace").strip()
+            target = read_foreign(entry / "gitdir").strip()
         except OSError:
             continue
         found.append(str(Path(target).parent))
@@ -134,19 +135,32 @@ def project_dirs(project: str, extra_cwds: tuple[str, ...] = ()) -> tuple[str, t
     return root, tuple(cwds)
 
 
+def _folders(root: Path, wanted: list[tuple[str, str]]) -> list[tuple[Path, str]]:
+    """(folder, cwd) for each folder in ``root`` whose name is the slug of one of the ``wanted``
+    cwds. A symlinked folder is followed (people symlink their Claude config to a dotfiles
+    repository); an entry that cannot be examined (a symlink loop, EACCES, a name that vanished)
+    costs that entry only, never the whole listing. Only matching names are examined."""
+    found: list[tuple[Path, str]] = []
+    try:
+        with os.scandir(root) as it:
+            entries = list(it)
+    except OSError:
+        return found  # no projects root (nothing recorded yet), or not a folder
+    for entry in sorted(entries, key=lambda e: e.name):
+        for want, cwd in wanted:
+            if _folder_matches(entry.name, want):
+                try:
+                    if entry.is_dir(follow_symlinks=True):
+                        found.append((root / entry.name, cwd))
+                except OSError:
+                    pass
+                break
+    return found
+
+
 def locate(project: str, extra_cwds: tuple[str, ...] = (), root: Path | None = None) -> ProjectDirs:
     """Find the transcript folders of ``project`` and its worktrees under ``projects_root()``."""
     project_path, cwds = project_dirs(project, extra_cwds)
     root = projects_root() if root is None else root
-    try:
-        names = [e.name for e in os.scandir(root) if e.is_dir(follow_symlinks=True)]
-    except OSError:
-        names = []
-    wanted = [(slug(cwd), cwd) for cwd in cwds]
-    folders: list[tuple[Path, str]] = []
-    for name in sorted(names):
-        for want, cwd in wanted:
-            if _folder_matches(name, want):
-                folders.append((root / name, cwd))
-                break
+    folders = _folders(root, [(slug(cwd), cwd) for cwd in cwds])
     return ProjectDirs(project=project_path, cwds=cwds, folders=tuple(folders))

@@ -6,6 +6,11 @@ and a last prompt turn up. Where the windows would meet,
 the file is small enough to read whole. So memory is bounded by the windows, whatever the size
 of the file. A file that grew since it was cached (transcripts are append-only) costs only its
 new bytes.
+
+Only a regular file is read: it is opened with ``O_NONBLOCK | O_NOFOLLOW`` and the descriptor is
+``fstat``-ed, so a FIFO, a device, a directory or a symlink put in a transcript's place (even
+between the listing's stat and the open) is refused at once instead of blocking or being
+followed out of the folder.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import os
 
 import msgspec
 
-from .extract import HEAD as HEAD_MODE, TAIL, TITLES, WHOLE, Facts, epoch, prompt_title, scan
+from ..safefs import open_regular, pread_all
+from .extract import HEAD as HEAD_MODE
+from .extract import TAIL, TITLES, WHOLE, Facts, epoch, prompt_title, scan
 
 __all__ = ("HEAD", "HEAD_WIDE", "TAILS", "Transcript", "read_transcript")
 
@@ -28,6 +35,8 @@ class Transcript(msgspec.Struct, omit_defaults=True):
 
     size: int
     mtime_ns: int
+    ino: int = 0  # the file's identity when read: a file replaced at the same path is another file
+    dev: int = 0
     skip: str | None = None  # why this file is not a session row (sidechain, metadata-only...)
     cwd: str | None = None
     entrypoint: str | None = None
@@ -61,18 +70,6 @@ class Transcript(msgspec.Struct, omit_defaults=True):
         if self.last_prompt:
             return prompt_title(self.last_prompt), "last-prompt"
         return (self.first_command, "command") if self.first_command else (None, None)
-
-
-def _pread(fd: int, offset: int, length: int) -> bytes:
-    chunks = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(chunks)
 
 
 def _first(regions: list[Facts], field: str):
@@ -131,43 +128,61 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
 
 
 def read_transcript(path: str, size: int, mtime_ns: int, cached: Transcript | None = None) -> Transcript:
-    """Read one transcript, reusing ``cached`` when the file only grew since.
+    """Read one transcript, reusing ``cached`` when the same file (same device and inode) only
+    grew since. The record holds what was read: the size, mtime and identity of the open file,
+    which may differ from ``size`` and ``mtime_ns`` (the listing's stat) when the file changed
+    in between.
 
-    Raises OSError when the file cannot be opened or read; the caller decides what that means.
+    Raises OSError (NotRegularFile for a FIFO, a directory, a symlink...) when the file cannot be
+    opened or read; the caller decides what that means.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    fd, st = open_regular(path)
     try:
-        if size == 0:
-            return Transcript(size=0, mtime_ns=mtime_ns, skip="empty")
-        if cached is not None and cached.skip is None and cached.size < size and cached.clean_end > 0:
-            grown = _read_growth(fd, size, mtime_ns, cached)
-            if grown is not None:
-                return grown
-        return _read_cold(fd, size, mtime_ns)
+        rec = _read_fd(fd, st.st_size, st.st_mtime_ns, _same_file(cached, st))
     finally:
         os.close(fd)
+    rec.ino, rec.dev = st.st_ino, st.st_dev
+    return rec
+
+
+def _same_file(cached: Transcript | None, st: os.stat_result) -> Transcript | None:
+    """``cached`` when it was read from this very file (a file replaced at the same path, even
+    by a longer one that happens to extend it, is read from scratch)."""
+    if cached is None or cached.ino != st.st_ino or cached.dev != st.st_dev:
+        return None
+    return cached
+
+
+def _read_fd(fd: int, size: int, mtime_ns: int, cached: Transcript | None) -> Transcript:
+    if size == 0:
+        return Transcript(size=0, mtime_ns=mtime_ns, skip="empty")
+    if cached is not None and cached.skip is None and cached.size < size and cached.clean_end > 0:
+        grown = _read_growth(fd, size, mtime_ns, cached)
+        if grown is not None:
+            return grown
+    return _read_cold(fd, size, mtime_ns)
 
 
 def _read_whole(fd: int, size: int, mtime_ns: int) -> Transcript:
-    buf = _pread(fd, 0, size)
+    buf = pread_all(fd, 0, size)
     return _merge(size, mtime_ns, [scan(buf, 0, from_start=True, mode=WHOLE)], True, len(buf))
 
 
 def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
     if size <= HEAD + TAILS[0]:
         return _read_whole(fd, size, mtime_ns)
-    head_buf = _pread(fd, 0, HEAD)
+    head_buf = pread_all(fd, 0, HEAD)
     head = scan(head_buf, 0, from_start=True, mode=HEAD_MODE, at_eof=False)
     read = len(head_buf)
     if head.first_prompt is None or head.first_prompt_truncated:
         if size <= HEAD_WIDE + TAILS[0]:
             return _read_whole(fd, size, mtime_ns)
-        head_buf = _pread(fd, 0, HEAD_WIDE)
+        head_buf = pread_all(fd, 0, HEAD_WIDE)
         head = scan(head_buf, 0, from_start=True, mode=HEAD_MODE, at_eof=False)
         read += len(head_buf)
     head_end = len(head_buf)
     tail_start = size - TAILS[0]
-    buf = _pread(fd, tail_start, TAILS[0])
+    buf = pread_all(fd, tail_start, TAILS[0])
     read += len(buf)
     tails = [scan(buf, tail_start, from_start=False, mode=TAIL)]  # newest region first
     seam = tail_start + buf.find(b"\n") + 1  # where the scanned tail's first whole line starts
@@ -182,7 +197,7 @@ def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
         # head, when the windows meet), so no line is lost or read twice; look only for what
         # is still missing.
         new_start = max(size - window, head_end)
-        buf = _pread(fd, new_start, seam - new_start)
+        buf = pread_all(fd, new_start, seam - new_start)
         read += len(buf)
         at_head = new_start == head_end
         tails.append(scan(buf, new_start, from_start=at_head, mode=TAIL if need_prompt else TITLES))
@@ -198,7 +213,7 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
         return None
     if not (cached.first_prompt or cached.first_command):
         return None  # the first user line may be among the new bytes: how it began is unknown
-    buf = _pread(fd, start - 1, size - start + 1)
+    buf = pread_all(fd, start - 1, size - start + 1)
     if not buf.startswith(b"\n"):
         return None  # the file was rewritten, not appended to
     new = scan(buf[1:], start, from_start=True, mode=WHOLE)

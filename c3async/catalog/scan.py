@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import c3_home, project_state
+from ..safefs import NotRegularFile
 from . import cache
 from .listing import Candidate, candidates
 from .locate import ProjectDirs, locate, same_path, slug
@@ -68,6 +69,9 @@ def _read_one(cand: Candidate, cached: Transcript | None) -> Transcript | None:
     try:
         return read_transcript(cand.path, cand.size, cand.mtime_ns, cached)
     except FileNotFoundError:
+        return None  # deleted since it was listed
+    except NotRegularFile as exc:  # replaced by a FIFO, a folder or a symlink since it was listed
+        log.info("not reading %s: %s", cand.path, exc.strerror)
         return None
     except OSError as exc:
         log.warning("cannot read %s: %s", cand.path, exc)
@@ -127,10 +131,10 @@ class _Scanner:
         todo = []
         for cand in self.batch:
             prev = self.old.get(cand.path)
-            if prev is not None and prev.size == cand.size and prev.mtime_ns == cand.mtime_ns:
+            if prev is not None and _unchanged(prev, cand):
                 self.new[cand.path] = prev  # unchanged: the stat was the whole cost
             else:
-                todo.append((cand, prev))
+                todo.append((cand, prev))  # the read re-checks the identity before reusing prev
         self.counter.tick(len(self.batch) - len(todo))
         return todo
 
@@ -151,6 +155,15 @@ class _Scanner:
                 result.sessions.append(Session(cand, rec, self.dirs.project))
             else:
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
+
+
+def _unchanged(prev: Transcript, cand: Candidate) -> bool:
+    """The cached record is of this very file, unchanged: same size and mtime, and the same
+    device and inode (a file replaced at the same path is another file; where the listing has
+    no inode, as on Windows, the read compares it instead)."""
+    if prev.size != cand.size or prev.mtime_ns != cand.mtime_ns:
+        return False
+    return not cand.ino or (prev.ino == cand.ino and prev.dev == cand.dev)
 
 
 def skip_reason(rec: Transcript | None, cwds: tuple[str, ...]) -> str | None:

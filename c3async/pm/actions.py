@@ -4,6 +4,13 @@ Each takes the project, a ``Who`` (which host session and C3 session act, agent 
 string arguments as a tool receives them, and returns a plain dict (JSON for scripts; the
 front ends render it). Read actions never write: they are safe in plan mode. Every change is
 recorded as an Event, and a task or decision changed from a session is linked to that session.
+
+Limits, in characters: a task title ``MAX_TITLE`` (500), a description ``MAX_DESCRIPTION``
+(20,000), a decision's text and reasoning ``MAX_DECISION_TEXT`` / ``MAX_DECISION_REASONING``
+(8,000 each), a milestone name ``MAX_MILESTONE_NAME`` (200), at most ``MAX_TAGS`` (50) tags of
+``MAX_TAG`` (64) each, at most ``MAX_BLOCKED_BY`` (50) blockers, and ``MAX_SHORT`` (200) for an
+id, a status, a priority, a date or a link type. ``validate`` checks them (and refuses NUL and
+lone surrogates) before anything is logged or written.
 """
 
 from __future__ import annotations
@@ -16,16 +23,34 @@ from typing import Any
 
 import msgspec
 
-from ..errors import AmbiguousSession, BadArgument, C3Error
+from ..catalog.listing import is_session_id
+from ..errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
 from . import store
 from .store import PM, Decision, Event, Milestone, Task, TimeEntry
 
-__all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run")
+__all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run", "validate")
 
 STATUSES = ("backlog", "in_progress", "blocked", "done")
 PRIORITIES = ("p0", "p1", "p2", "p3")
 MIN_PREFIX = 4
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+MAX_TITLE = 500
+MAX_DESCRIPTION = 20_000
+MAX_DECISION_TEXT = 8_000
+MAX_DECISION_REASONING = 8_000
+MAX_MILESTONE_NAME = 200
+MAX_TAGS = 50
+MAX_TAG = 64
+MAX_BLOCKED_BY = 50
+MAX_SHORT = 200  # a task id, status, priority, due date, link type or session ref
+# Per argument of c3_task; "text" and "reasoning" belong to `decide`.
+LIMITS = {
+    "title": MAX_TITLE, "description": MAX_DESCRIPTION, "text": MAX_DECISION_TEXT,
+    "reasoning": MAX_DECISION_REASONING, "milestone": MAX_MILESTONE_NAME,
+    "tags": MAX_TAGS * (MAX_TAG + 2), "blocked_by": MAX_BLOCKED_BY * (MAX_SHORT // 2),
+}
+# fullmatch everywhere: `$` would also accept a final newline. ASCII digits only (\d is Unicode).
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TASK_REF = re.compile(rf"[0-9a-z_-]{{{MIN_PREFIX},64}}")
 
 
 @dataclass
@@ -38,10 +63,22 @@ def _new_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _task(pm: PM, ref: str) -> Task:
-    ref = (ref or "").strip().lower()
+def _shown(value: str, limit: int = 60) -> str:
+    return repr(clip(value, limit))
+
+
+def _task_ref(ref: str) -> str:
+    ref = (ref or "").strip(" \t").lower()  # spaces around a pasted id; never a newline
     if len(ref) < MIN_PREFIX:
-        raise BadArgument(f"task_id needs at least {MIN_PREFIX} characters of a task id, got {ref!r}")
+        raise BadArgument(f"task_id needs at least {MIN_PREFIX} characters of a task id, got {_shown(ref)}")
+    if _TASK_REF.fullmatch(ref) is None:
+        raise BadArgument(f"{_shown(ref)} is not a task id: task ids are letters, digits, '-' and '_' "
+                          "(`c3_task(action='list')` shows them)")
+    return ref
+
+
+def _task(pm: PM, ref: str) -> Task:
+    ref = _task_ref(ref)
     found = [t for t in pm.tasks if t.id.startswith(ref)]
     if len(found) > 1:
         raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
@@ -51,7 +88,7 @@ def _task(pm: PM, ref: str) -> Task:
 
 
 def _milestone(pm: PM, ref: str) -> Milestone:
-    ref = (ref or "").strip()
+    ref = (ref or "").strip(" \t")  # never strip a newline from a ref
     if not ref:
         raise BadArgument("milestone is required: a milestone id or its unique name")
     by_id = [m for m in pm.milestones if m.id == ref or (len(ref) >= MIN_PREFIX and m.id.startswith(ref.lower()))]
@@ -77,8 +114,8 @@ def _due(value: str) -> str | None:
     value = value.strip()
     if not value or value.lower() == "none":
         return None
-    if not _DATE.match(value):
-        raise BadArgument(f"due must be a date YYYY-MM-DD, got {value!r}")
+    if _DATE.fullmatch(value) is None:
+        raise BadArgument(f"due must be a date YYYY-MM-DD, got {_shown(value)}")
     try:
         date.fromisoformat(value)
     except ValueError:
@@ -87,7 +124,41 @@ def _due(value: str) -> str | None:
 
 
 def _tags(value: str) -> list[str]:
-    return sorted({t.strip().lower() for t in value.split(",") if t.strip()})
+    tags = sorted({t.strip().lower() for t in value.split(",") if t.strip()})
+    if len(tags) > MAX_TAGS:
+        raise BadArgument(f"tags: {len(tags)} given, the limit is {MAX_TAGS}")
+    for tag in tags:
+        if len(tag) > MAX_TAG:
+            raise BadArgument(f"tags: the tag {_shown(tag)} is {len(tag)} characters long, the limit is {MAX_TAG}")
+    return tags
+
+
+def _refs(value: str) -> list[str]:
+    refs = [r for r in value.split(",") if r.strip()]
+    if len(refs) > MAX_BLOCKED_BY:
+        raise BadArgument(f"blocked_by: {len(refs)} tasks given, the limit is {MAX_BLOCKED_BY}")
+    return refs
+
+
+def validate(action: str, **args: str) -> str:
+    """The action's name, normalised, once every check that needs no file has passed: a known
+    action, every argument within its limit and free of NUL and lone surrogates, tags and
+    blockers within their counts. Raises BadArgument naming the argument, the limit and the
+    length. Nothing is logged or written before this passes."""
+    name = (action or "").strip().lower()
+    if name not in _CHANGES and name not in _READS:
+        raise BadArgument(f"unknown action {_shown(name)}: use one of {', '.join(ACTIONS)}")
+    for arg, value in args.items():
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise BadArgument(f"c3_task {arg} must be text")
+        check_text(value, arg, LIMITS.get(arg, MAX_SHORT))
+    if args.get("tags"):
+        _tags(args["tags"])
+    if args.get("blocked_by"):
+        _refs(args["blocked_by"])
+    return name
 
 
 def _touch(task: Task, who: Who) -> None:
@@ -125,7 +196,7 @@ def add(project: str, who: Who, title: str = "", description: str = "", status: 
                     due=_due(due), tags=_tags(tags), created=store.now())
         if milestone.strip():
             task.milestone = _milestone(pm, milestone).id
-        task.blocked_by = [_task(pm, ref).id for ref in blocked_by.split(",") if ref.strip()]
+        task.blocked_by = [_task(pm, ref).id for ref in _refs(blocked_by)]
         _touch(task, who)
         pm.tasks.append(task)
         _event(pm, who, "add", task.id, title=task.title, status=task.status, priority=task.priority)
@@ -156,8 +227,8 @@ def update(project: str, who: Who, task_id: str = "", title: str = "", descripti
             task.milestone = None if milestone.strip().lower() == "none" else _milestone(pm, milestone).id
             changes["milestone"] = task.milestone
         if blocked_by.strip():
-            refs = [] if blocked_by.strip().lower() == "none" else blocked_by.split(",")
-            changes["blocked_by"] = task.blocked_by = [_task(pm, r).id for r in refs if r.strip()]
+            refs = [] if blocked_by.strip().lower() == "none" else _refs(blocked_by)
+            changes["blocked_by"] = task.blocked_by = [_task(pm, r).id for r in refs]
         if not changes:
             raise BadArgument("c3_task(action='update') changed nothing: give title, description, status, "
                               "priority, due, tags, milestone or blocked_by")
@@ -171,13 +242,15 @@ def update(project: str, who: Who, task_id: str = "", title: str = "", descripti
 def link(project: str, who: Who, task_id: str = "", link_type: str = "session", ref: str = "", **_: str) -> dict:
     if (link_type or "session").strip() != "session":
         raise BadArgument(f"link_type must be 'session', got {link_type!r}")
-    ref = ref.strip()
+    ref = ref.strip(" \t")
     if ref in ("", "current"):
         if not who.session:
             raise BadArgument("ref='current' needs a current session; give a session id")
         session = who.session
+    elif is_session_id(ref):
+        session = ref.lower()
     else:
-        session = ref
+        raise BadArgument(f"ref must be 'current' or a full session id (a UUID), got {_shown(ref)}")
 
     def fn(pm: PM) -> dict:
         task = _task(pm, task_id)
@@ -399,8 +472,7 @@ READ_ACTIONS = tuple(_READS)
 
 
 def run(project: str, who: Who, action: str, **args: str) -> dict:
-    action = (action or "").strip().lower()
+    args = {k: (v or "") for k, v in args.items()}
+    action = validate(action, **args)
     fn = _CHANGES.get(action) or _READS.get(action)
-    if fn is None:
-        raise BadArgument(f"unknown action {action!r}: use one of {', '.join(ACTIONS)}")
-    return fn(project, who, **{k: (v or "") for k, v in args.items()})
+    return fn(project, who, **args)

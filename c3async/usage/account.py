@@ -11,12 +11,17 @@ kept, as ccusage keeps it (a main-chain copy over a sidechain replay, then the h
 total, which drops a streaming partial); lines with no ``message.id`` are never merged.
 Results go to ``.c3/session_stats.jsonl``: one row of running totals per host session whose
 totals changed; the last row of a session is its total.
+
+Only regular files are read, each opened without following a symlink and without blocking (a
+FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async stats`` or a server's
+shutdown); the sub-agent walk never follows a symlinked folder (no loops, nothing outside the
+session's folder), and an entry that cannot be examined costs that entry only.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,20 +29,22 @@ from pathlib import Path
 
 import msgspec
 
-from .. import jsonl
+from .. import jsonl, safefs
 from ..catalog import cache as catalog_cache
 from ..catalog.listing import is_session_id
 from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
+from ..errors import DECODE_ERRORS
 from ..jsondoc import write_atomic
 from ..paths import project_state
+from ..safefs import open_regular, pread_all
 from .prices import TIER_TOKENS, Price, PriceTable, load_prices
 
 __all__ = ("Result", "SessionTotals", "account", "session_titles", "stats_path")
 
 _USAGE = b'"usage":{'
-_UUID_FILE = re.compile(r"^[0-9a-fA-F-]{36}\.jsonl$")
 STATE_VERSION = 1
+MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
 
 
 class _CacheCreation(msgspec.Struct):
@@ -156,20 +163,49 @@ def cost(price: Price, t: Tokens) -> float:
 def _files(project: str) -> Iterator[tuple[Path, str | None]]:
     """(transcript, the session it counts toward; None: read it from its lines)."""
     for folder, _cwd in locate(project).folders:
+        for e in _entries(folder):
+            try:
+                if e.is_file(follow_symlinks=False):  # never a symlink, a FIFO, a socket...
+                    if not e.name.endswith(".jsonl"):
+                        continue
+                    if is_session_id(e.name[:-6]):
+                        yield Path(e.path), e.name[:-6].lower()
+                    elif e.name.startswith("agent-"):  # a legacy sub-agent file beside the sessions
+                        yield Path(e.path), None
+                elif e.is_dir(follow_symlinks=False) and is_session_id(e.name):
+                    for path in sorted(_subagent_files(Path(e.path, "subagents"))):
+                        yield path, e.name.lower()
+            except OSError:
+                continue  # vanished, or cannot be examined: this entry only
+
+
+def _entries(folder: str | os.PathLike) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def _subagent_files(folder: Path, depth: int = 0) -> Iterator[Path]:
+    """Every ``*.jsonl`` regular file under ``folder`` (not a workflow's ``journal.jsonl``),
+    walking real folders only: a symlinked folder is not followed (so no loop, and nothing
+    outside the session's folder is read), and ``folder`` itself must not be a symlink."""
+    if depth == 0:
         try:
-            entries = list(os.scandir(folder))
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return
+        except OSError:
+            return
+    for e in _entries(folder):
+        try:
+            if e.is_file(follow_symlinks=False):
+                if e.name.endswith(".jsonl") and e.name != "journal.jsonl":
+                    yield Path(e.path)
+            elif e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
+                yield from _subagent_files(Path(e.path), depth + 1)
         except OSError:
             continue
-        for e in entries:
-            if e.is_file() and e.name.endswith(".jsonl"):
-                if _UUID_FILE.match(e.name):
-                    yield Path(e.path), e.name[:-6].lower()
-                elif e.name.startswith("agent-"):  # a legacy sub-agent file beside the sessions
-                    yield Path(e.path), None
-            elif e.is_dir() and is_session_id(e.name):
-                for path in sorted(Path(e.path, "subagents").rglob("*.jsonl")):
-                    if path.name != "journal.jsonl":  # a workflow's lifecycle journal
-                        yield path, e.name.lower()
 
 
 def _better(new: _Entry, old: _Entry) -> bool:
@@ -181,17 +217,22 @@ def _better(new: _Entry, old: _Entry) -> bool:
 def _scan_file(path: Path, fs: _FileState, state: _State, prices: PriceTable, unknown: set[str]) -> int:
     """Account the new complete lines of one file; returns the bytes read."""
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if st.st_ino != fs.ino or st.st_size < fs.offset:
-                _forget(str(path), fs, state)
-                fs.ino = st.st_ino
-            if st.st_size == fs.offset:
-                return 0
-            f.seek(fs.offset)
-            data = f.read(st.st_size - fs.offset)
+        # Non-blocking and no-follow, then fstat: a FIFO or a symlink put here (even after the
+        # listing looked) is refused at once instead of hanging the accountant.
+        fd, st = open_regular(path)
     except OSError:
         return 0
+    try:
+        if st.st_ino != fs.ino or st.st_size < fs.offset:
+            _forget(str(path), fs, state)
+            fs.ino = st.st_ino
+        if st.st_size == fs.offset:
+            return 0
+        data = pread_all(fd, fs.offset, st.st_size - fs.offset)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
     end = data.rfind(b"\n") + 1  # the bytes after the last newline are a line still being written
     key_path = str(path)
     pos = 0
@@ -201,7 +242,7 @@ def _scan_file(path: Path, fs: _FileState, state: _State, prices: PriceTable, un
         pos = stop + 1
         try:
             line = _decode_line(data[start:stop])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except DECODE_ERRORS:  # malformed, or nested deeper than the recursion limit
             continue
         msg = line.message
         if msg is None or msg.usage is None or not msg.model or msg.model == "<synthetic>":
@@ -286,8 +327,8 @@ def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, Sess
 
 def _load_state(path: Path) -> _State:
     try:
-        state = msgspec.json.decode(path.read_bytes(), type=_State)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        state = msgspec.json.decode(safefs.read_bytes(path), type=_State)  # never a link or a FIFO
+    except (OSError, *DECODE_ERRORS):
         return _State()
     return state if state.version == STATE_VERSION else _State()
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from .. import safefs
+from ..errors import DECODE_ERRORS
 from ..paths import c3_home
 
 __all__ = ("Price", "PriceTable", "load_prices")
@@ -87,10 +89,15 @@ def load_prices() -> PriceTable:
     families = dict(SHIPPED)
     path = c3_home() / "prices.json"
     try:
-        user = msgspec.json.decode(path.read_bytes(), type=dict[str, Price])
+        # A state file of ours: never a link, a FIFO or a device (safefs refuses them, clearly).
+        user = msgspec.json.decode(safefs.read_bytes(path), type=dict[str, Price])
     except FileNotFoundError:
         user = {}
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except safefs.UnsafeState:
+        raise
+    except RecursionError:
+        raise ValueError(f"{path} is not a valid price table (nested too deeply)") from None
+    except (OSError, *DECODE_ERRORS) as exc:
         raise ValueError(f"{path} is not a valid price table ({exc})") from None
     families.update({normalise(k): v for k, v in user.items()})
     return PriceTable(families)
