@@ -10,6 +10,8 @@ default full mode takes minutes. Scenarios (each with real OS processes):
   heartbeat  heartbeat churn: servers started and stopped (cleanly and SIGKILL) under a reader
   pm         pm contention: many processes changing pm.json at once
   catalog    catalog under writes: listings while transcripts grow and marks are appended
+  hostile    hostile input: trapped repositories, transcripts and documents through every door
+             (CLI, hook, MCP server, Hub) with a decoy HOME checksummed before and after
 
 Prints a table of figures; exits 1 if any invariant breaks (each break is named), 2 on usage.
 """
@@ -21,7 +23,14 @@ import sys
 import time
 import traceback
 
-from . import catalog_under_writes, churn_heartbeat, contention_pm, storm_kill, storm_marks
+from . import (
+    catalog_under_writes,
+    churn_heartbeat,
+    contention_pm,
+    hostile,
+    storm_kill,
+    storm_marks,
+)
 from .harness import Result, Sandbox, check_checkout, print_table
 
 SCENARIOS = {
@@ -30,6 +39,7 @@ SCENARIOS = {
     "heartbeat": churn_heartbeat.run,
     "pm": contention_pm.run,
     "catalog": catalog_under_writes.run,
+    "hostile": hostile.run,
 }
 
 

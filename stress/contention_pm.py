@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import uuid
 from collections import Counter
 
 from .harness import PY, Result, Sandbox, kill_all, lat
 
 WRITER = r"""
-import json, random, sys, time
+import json, random, sys, time, uuid
 from c3async.pm import actions
 project, wid, n, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 rng = random.Random(seed)
-who = actions.Who(session=f"pm-{wid}", by="agent")
+who = actions.Who(session=str(uuid.uuid5(uuid.NAMESPACE_URL, f"pm-{wid}")), by="agent")
 out, mine = [], []
 while time.time() < go:
     time.sleep(0.002)
@@ -36,6 +37,7 @@ for k in range(n):
     elif action == "decide":
         args = dict(text=tag, reasoning="because " + tag, task_id=rng.choice(mine) if rng.random() < 0.5 else "")
     else:
+        tag = str(uuid.uuid5(uuid.NAMESPACE_URL, tag))  # a link names a session: a UUID
         args = dict(task_id=rng.choice(mine), link_type="session", ref=tag)
     t0 = time.perf_counter()
     try:
@@ -125,7 +127,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         pool.setdefault((e.get("action"), e.get("target"), e.get("session")), []).append(e)
     lost_events = []
     for r in acked:
-        cands = pool.get((r["action"], r["target"], f"pm-{r['wid']}"), [])
+        cands = pool.get((r["action"], r["target"], str(uuid.uuid5(uuid.NAMESPACE_URL, f"pm-{r['wid']}"))), [])
         ch = lambda e: e.get("changes") or {}  # noqa: E731
         if r["action"] in ("add", "update"):
             match = next((e for e in cands if ch(e).get("title") == r["tag"]), None)

@@ -1,5 +1,5 @@
-"""Kill storm: plain writer processes call ``c3async.marks.write_mark`` in a loop (summaries and
-reasons of random size, 100 B to 200 KB) and are SIGKILLed at random moments; a killed writer is
+"""Kill storm: plain writer processes call ``c3async.marks.write_mark`` in a loop (summaries,
+next steps and reasons of random size, 100 B up to the mark limits, so a line spans pages) and are SIGKILLed at random moments; a killed writer is
 replaced at once. Each writer acknowledges a mark by appending its tag to its own ack file (one
 ``os.write``) after ``write_mark`` returned. At the end every writer is killed at once, and a
 survivor process appends one more mark.
@@ -31,7 +31,8 @@ from c3async.marks import write_mark
 project, wid, seed, ids, ack_path, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5], sys.argv[6]
 ack = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 rng = random.Random(seed)
-FILL = "abcdefghijklmnopqrstuvwxyz0123456789" * 6000
+FILL = "abcdefghijklmnopqrstuvwxyz0123456789" * 300
+from c3async.marks import MAX_REASON, MAX_SUMMARY
 if mode.startswith("big:"):  # ready (the ack file exists): wait for the go file, then write
     while not os.path.exists(mode[4:]):
         time.sleep(0.0005)
@@ -40,15 +41,18 @@ k = 0
 while True:
     sid = rng.choice(ids)
     op = rng.choices(("note", "stale", "unstale"), (6, 3, 1))[0]
-    if mode == "big":
-        op, size = "note", rng.randint(150_000, 200_000)
+    if mode == "big":  # the largest line a mark can be: two full fields
+        op, size = "note", MAX_SUMMARY
     else:
-        size = int(math.exp(rng.uniform(math.log(100), math.log(200_000))))
+        size = int(math.exp(rng.uniform(math.log(100), math.log(MAX_SUMMARY))))
+    if op == "stale":
+        size = min(size, MAX_REASON)
     tag = f"{wid}-{k:05d}"
     body = tag + " " + FILL[: max(0, size - len(tag) - 1)]
     t0 = time.perf_counter()
     if op == "note":
-        write_mark(project, sid, "note", summary=body, next_steps="next " + tag, by="agent", by_session=wid)
+        write_mark(project, sid, "note", summary=body, next_steps=("next " + tag + " " + body)[:MAX_SUMMARY],
+                   by="agent", by_session=wid)
     elif op == "stale":
         write_mark(project, sid, "stale", reason=body, by="agent", by_session=wid)
     else:
@@ -163,9 +167,9 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         # the end: every writer killed at once, wherever it is
         kills += len(w.procs)
         w.kill_many(list(w.procs))
-        # Aim for a torn tail before the survivor appends: rounds of four writers of 150-200 KB
-        # notes, started together and killed together a few ms later, until the file ends
-        # mid-line (or we give up).
+        # Aim for a torn tail before the survivor appends: rounds of four writers of the largest
+        # notes (16 KB lines), started together and killed together a few ms later, until the
+        # file ends mid-line (or we give up).
         tries = 0
         while ends_with_newline(project.marks) and tries < tail_tries:
             tries += 1
@@ -225,8 +229,8 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     res.fig("torn fragments skipped (marks)", fragments)
     res.fig("torn fragments skipped (activity)", len(acts.bad))
     res.fig("torn tail before the survivor", f"{'yes' if torn_tail else 'no'}  (after {tries} extra rounds of "
-            "killing 4 writers of 150-200 KB lines)")
-    res.fig("write_mark latency (100 B-200 KB)", lat([a[4] for a in acks]))
+            "killing 4 writers of 16 KB lines)")
+    res.fig("write_mark latency (100 B-16 KB)", lat([a[4] for a in acks]))
 
     res.check(not crashed, "writers die only when killed", "; ".join(crashed[:2]))
     res.check(not lost, "every acknowledged mark is in the file", f"{len(lost)} lost, e.g. {lost[:3]}")
