@@ -35,6 +35,7 @@ class ActivityRow(msgspec.Struct, kw_only=True):
     predecessor: str | None = None  # session_start after a /clear: the session it ended
     target: str | None = None  # session_mark: the session marked
     event: str | None = None  # hook: the hook event name
+    cwd: str | None = None  # session_start: the folder the session runs in (a worktree, maybe)
 
 
 def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:

@@ -88,7 +88,7 @@ def _clip(text: str, width: int) -> str:
 def print_table(rows, show_project: bool) -> None:
     import shutil
 
-    from .catalog.rows import age
+    from .sessions.rows import age
 
     now = time.time()
     width = shutil.get_terminal_size((120, 24)).columns
@@ -135,7 +135,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
     from . import registry
-    from .catalog.join import list_rows_sync
+    from .sessions.view import list_rows_sync
 
     projects = _projects(args)
     progress = Progress("reading transcripts")
@@ -165,7 +165,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_mark(args: argparse.Namespace) -> int:
     import msgspec
 
-    from .marks import write_mark
+    from .sessions.refs import mark
 
     project = _projects(args)[0]
     ref = args.id
@@ -176,16 +176,15 @@ def cmd_mark(args: argparse.Namespace) -> int:
 
             raise BadArgument("no session id given, and this shell is not inside a Claude Code "
                               "session (CLAUDE_CODE_SESSION_ID is unset): give the id")
-    mark = write_mark(
-        project, ref, args.op,
+    written = mark(
+        project, ref, args.op, host=_env_session(), by="user",
         reason=getattr(args, "reason", None), successor=getattr(args, "successor", None),
         summary=getattr(args, "summary", None), next_steps=getattr(args, "next", None),
-        by="user", by_session=_env_session(),
     )
     if args.json:
-        _write_json(msgspec.json.encode(mark))
+        _write_json(msgspec.json.encode(written))
     else:
-        print(f"{args.op} {inert_line(mark.id)}")
+        print(f"{args.op} {inert_line(written.id)}")
     return 0
 
 
@@ -206,6 +205,20 @@ def cmd_live(args: argparse.Namespace) -> int:
         _err(f"no live sessions in {project}")
     for line in lines:
         print(inert_line(line))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .sessions.detail import render, show
+
+    host = _env_session()
+    d = show(_projects(args)[0], args.id, host=host)
+    if args.json:
+        _write_json(msgspec.json.encode(d))
+    else:
+        print(inert(render(d)))
     return 0
 
 
@@ -235,12 +248,13 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     import msgspec
 
     from .pm import actions
+    from .sessions.refs import run_task
 
     project = _projects(args)[0]
     who = actions.Who(session=_env_session(), by="user")
     fields = ("task_id", "title", "description", "status", "priority", "due", "tags", "milestone",
               "blocked_by", "text", "reasoning", "link_type", "ref")
-    result = actions.run(project, who, args.action, **{f: getattr(args, f) or "" for f in fields})
+    result = run_task(project, who, args.action, **{f: getattr(args, f) or "" for f in fields})
     if args.json or args.action not in ("list", "board"):
         # Changes and the other reads print indented JSON, for people and scripts alike: JSON
         # escapes C0 controls, json_inert the rest, and the data stays exactly what was stored.
@@ -258,6 +272,13 @@ def cmd_tasks(args: argparse.Namespace) -> int:
             print(f"{inert_line(column)} ({len(tasks)})")
             for t in tasks:
                 print(f"  {inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['title'])}")
+        for ms in result.get("milestones", []):
+            due = f" due {inert_line(ms['due'])}" if ms.get("due") else ""
+            print(f"\nmilestone {inert_line(ms['name'])}{due}")
+            for column, tasks in ms["columns"].items():
+                if tasks:
+                    names = ", ".join(inert_line(t["title"]) for t in tasks)
+                    print(f"  {inert_line(column)} ({len(tasks)}): {names}")
     return 0
 
 
@@ -319,6 +340,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--search", type=_text, metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT")
     p.set_defaults(func=cmd_sessions)
 
+    sh = sub.add_parser("show", help="one session expanded: prompts, note, tasks, chain, last turns")
+    sh.add_argument("id", nargs="?", type=_text, help="a session id or a unique prefix (default: the current session)")
+    _project_and_json(sh, "print the detail as JSON")
+    sh.set_defaults(func=cmd_show)
+
     m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
     msub = m.add_subparsers(dest="op", metavar="OP", required=True)
     common = _project_and_json(_Parser(add_help=False), "print the mark written, as JSON")
@@ -339,10 +365,10 @@ def build_parser() -> argparse.ArgumentParser:
     tk.add_argument("action", type=_text, metavar="ACTION", help=(
         "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
         "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
-        "decisions, time_report"))
+        "decisions, time_report, milestones"))
     _project_and_json(tk, "print JSON (reads and changes alike)")
     for flag, text in (("--task-id", "a task id or unique prefix (4+ characters)"), ("--title", None),
-                       ("--description", None), ("--status", "backlog, in_progress, blocked or done"),
+                       ("--description", None), ("--status", "backlog, in_progress, blocked, done (list: also all; milestones: open, completed, archived, all)"),
                        ("--priority", "p0 to p3"), ("--due", "YYYY-MM-DD"), ("--tags", "comma-separated"),
                        ("--milestone", "milestone id or name"), ("--blocked-by", "comma-separated task ids"),
                        ("--text", "a decision"), ("--reasoning", "why"), ("--link-type", "session"),

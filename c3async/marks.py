@@ -20,7 +20,7 @@ from typing import Literal
 import msgspec
 
 from . import activity, jsonl
-from .catalog.resolve import resolve
+from .catalog.listing import is_session_id
 from .errors import BadArgument, check_text, clip
 from .paths import project_state
 
@@ -82,8 +82,8 @@ def marks_path(project: str) -> Path:
 class MarkBook:
     """The folded state of a project's marks, kept current by reading only new bytes.
 
-    Folding keeps the last stale/unstale mark and the last note per session (two dict stores a
-    mark); the state objects are built only for the sessions asked about.
+    Folding keeps, per session, the stale/unstale mark and the note with the greatest ``ts``
+    (ties: the later line); the state objects are built only for the sessions asked about.
     """
 
     def __init__(self, project: str) -> None:
@@ -98,10 +98,12 @@ class MarkBook:
             self._stale, self._note = {}, {}
         stale, note = self._stale, self._note
         for mark in batch.records:
-            if mark.op == "note":
-                note[mark.id] = mark
-            else:
-                stale[mark.id] = mark
+            book = note if mark.op == "note" else stale
+            held = book.get(mark.id)
+            # By time, not by place in the file: a fold of older state (another state root's
+            # lines) can append a mark after newer ones. Ties go to the later line.
+            if held is None or mark.ts >= held.ts:
+                book[mark.id] = mark
         return self
 
     @property
@@ -123,7 +125,7 @@ class MarkBook:
 
 def write_mark(
     project: str,
-    ref: str,
+    session_id: str,
     op: str,
     *,
     reason: str | None = None,
@@ -133,7 +135,9 @@ def write_mark(
     by: str = "user",
     by_session: str | None = None,
 ) -> Mark:
-    """Validate and append one mark (and its activity row). Raises a C3Error on bad input.
+    """Validate and append one mark (and its activity row) on ``session_id``, a full id (the
+    sessions view resolves what was typed: ``c3async.sessions.refs.mark``). ``successor`` is a
+    full id too. Raises a C3Error on bad input.
 
     Once the mark's line is appended the call succeeds: an activity row that cannot be written
     (the log unwritable) is logged as a warning, never reported as a failed mark, which would
@@ -142,7 +146,7 @@ def write_mark(
         raise BadArgument(f"unknown mark {op!r}: use stale, unstale or note")
     if by not in ("agent", "user"):
         raise BadArgument(f"by must be 'agent' or 'user', got {by!r}")
-    check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=ref)
+    check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=session_id)
     if by_session is not None:
         check_text(by_session, "by_session", MAX_REF)
     reason, successor = _clean(reason), (successor or "").strip(" \t") or None  # an id: never strip a newline
@@ -151,11 +155,12 @@ def write_mark(
         raise BadArgument("marking a session stale needs a reason (why it should not be resumed)")
     if op == "note" and not (summary or next_steps):
         raise BadArgument("a note needs a summary (what was done) or next steps")
-    session_id = resolve(project, ref).session_id
+    for name, value in (("session id", session_id), ("successor", successor)):
+        if value is not None and not is_session_id(value):
+            raise BadArgument(f"the {name} must be a full session id, got {clip(value, 60)!r}")
     if successor is not None:
         if op != "stale":
             raise BadArgument("a successor goes with a stale mark only")
-        successor = resolve(project, successor).session_id
         if successor == session_id:
             raise BadArgument("a session cannot be its own successor")
     if op == "note":

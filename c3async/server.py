@@ -277,7 +277,9 @@ async def c3_task(
     task_id), milestone_add (milestone, due), milestone_complete / milestone_reopen /
     milestone_archive (milestone: id or name), time_start / time_stop (task_id).
     Reads (never write): get, list (filters status, priority, tags, milestone, due), board,
-    report (blocking / ready to unblock), history, decisions, time_report.
+    report (blocking / ready to unblock), history, decisions, time_report, milestones (status:
+    open by default, or completed, archived, all; each with task counts and open tasks). Done
+    tasks of a completed milestone leave the default list and board but keep their link.
     Task ids accept a unique prefix of 4+ characters. Tasks and decisions changed here are
     linked to the current session. Text limits (characters): title 500, description 20,000,
     decision text and reasoning 8,000 each, milestone name 200, up to 50 tags of 64. No NUL.
@@ -285,6 +287,7 @@ async def c3_task(
     import msgspec
 
     from .pm import actions as pm_actions
+    from .sessions.refs import run_task
 
     state: ServerState = ctx.request_context.lifespan_context
     args = dict(task_id=task_id, title=title, description=description, status=status, priority=priority,
@@ -292,7 +295,7 @@ async def c3_task(
                 reasoning=reasoning, link_type=link_type, ref=ref)
 
     def body(host: str | None) -> str:
-        result = pm_actions.run(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
+        result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
 
     return await _call(state, "c3_task", action, body, lambda: pm_actions.validate(action, **args))

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from . import activity, records
-from .catalog.detail import detail
-from .catalog.join import FILTERS, list_rows_sync, row_for
-from .catalog.resolve import resolve
-from .catalog.rows import age
 from .errors import BadArgument, C3Error, check_text, clip
-from .marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY, write_mark
+from .marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
+from .sessions import detail as session_detail
+from .sessions.refs import mark as mark_session
+from .sessions.refs import resolve_ref
+from .sessions.rows import age
+from .sessions.view import FILTERS, list_rows_sync
 
 __all__ = ("ACTIONS", "LIMITS", "Caller", "run", "validate")
 
@@ -136,7 +137,7 @@ def snapshot(c: Caller, summary: str = "", data: str = "", **_: str) -> str:
 def restore(c: Caller, target: str = "", **_: str) -> str:
     """The last snapshot of a host session (target: id or prefix; default: the current one,
     else the project's latest)."""
-    host = resolve(c.project, target).session_id if target.strip() else c.host_session_id
+    host = resolve_ref(c.project, target, host=c.host_session_id) if target.strip() else c.host_session_id
     best = None
     for rec in records.load_all(c.project):
         for s in rec.snapshots:
@@ -196,43 +197,14 @@ def list_(c: Caller, target: str = "", **_: str) -> str:
 
 
 def show(c: Caller, target: str = "", **_: str) -> str:
-    sid = resolve(c.project, target).session_id if target.strip() else c.host_session_id
-    if not sid:
+    if not target.strip() and not c.host_session_id:
         raise BadArgument("c3_session(action='show') needs target: a session id or prefix")
-    _, rows = list_rows_sync([c.project], processes=False)
-    row = next((r for r in rows if r.id == sid), None) or row_for(c.project, sid)
-    if row is None:
-        raise C3Error(f"session {sid} has no catalog row (no readable transcript in this project)")
-    d = detail(c.project, row, rows)
-    out = [f"{row.id}  {row.title}", f"branch {row.branch or '-'}  cwd {row.cwd}  "
-           f"{'LIVE' if row.live else 'not live'}{f' MCP×{row.mcp_count}' if row.mcp_count else ''}",
-           f"resume: {row.resume}"]
-    if row.stale is not None:
-        out.append(f"STALE ({row.stale.by}): {row.stale.reason}" + (f" -> {row.stale.successor}" if row.stale.successor else ""))
-    if row.hints:
-        out.append("hints: " + ", ".join(row.hints))
-    out.append(f"first prompt: {row.first_prompt or '-'}")
-    out.append(f"last prompt: {row.last_prompt or '-'}")
-    if row.note is not None:
-        out.append(f"note: {row.note.summary or '-'}; next: {row.note.next_steps or '-'}")
-    elif d.last_snapshot is not None:
-        out.append(f"last snapshot: {d.last_snapshot.summary}")
-    if row.links.tasks:
-        out.append("tasks: " + "; ".join(str(t) for t in row.links.tasks))
-    if row.links.decisions:
-        out.append("decisions: " + "; ".join(str(t) for t in row.links.decisions))
-    if d.predecessors:
-        out.append("predecessors: " + ", ".join(d.predecessors))
-    if d.successors:
-        out.append("successors: " + ", ".join(d.successors))
-    if d.turns:
-        out.append("last turns:")
-        out += [f"  [{t.role}] {' '.join(t.text.split())[:300]}" for t in d.turns]
-    return "\n".join(out)
+    d = session_detail.show(c.project, target, host=c.host_session_id)
+    return session_detail.render(d)
 
 
 def _mark(c: Caller, op: str, target: str, **fields) -> str:
-    mark = write_mark(c.project, target, op, by=c.by, by_session=c.host_session_id, **fields)
+    mark = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
     return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "")
 
 
@@ -248,8 +220,7 @@ def unstale(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
 
 
 def note(c: Caller, target: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
-    target = target.strip(" \t") or c.host_session_id or ""  # an id: a newline is not stripped
-    if not target:
+    if not target.strip(" \t") and not c.host_session_id:  # an id: a newline is not stripped
         raise BadArgument("c3_session(action='note') could not tell the current session: pass target")
     if not (data.strip() or reasoning.strip()):
         raise BadArgument("c3_session(action='note') needs data (the summary) and/or reasoning (next steps)")

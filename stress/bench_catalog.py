@@ -178,7 +178,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     import anyio
 
     from c3async.catalog import NEWEST, scan_projects  # the import warm-up for in-process runs
-    from c3async.catalog.join import list_rows_sync
+    from c3async.sessions.view import list_rows_sync
 
     projects = corpus.project_dirs
     env = dict(os.environ, CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(c3home))

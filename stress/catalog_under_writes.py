@@ -121,7 +121,7 @@ class CatalogStorm:
         self.procs: list[subprocess.Popen] = []
 
     def lister_inprocess(self) -> None:
-        from c3async.catalog.join import list_rows_sync
+        from c3async.sessions.view import list_rows_sync
 
         while not self.stop.is_set():
             t0 = time.perf_counter()
@@ -203,7 +203,7 @@ class CatalogStorm:
 
 def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     from c3async.catalog.extract import prompt_title
-    from c3async.catalog.join import list_rows_sync
+    from c3async.sessions.view import list_rows_sync
 
     res = Result("catalog under writes")
     rng = random.Random(seed)

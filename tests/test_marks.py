@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from c3async import marks
+from c3async.sessions import refs
 from c3async.activity import read_rows
 from c3async.errors import AmbiguousSession, BadArgument, UnknownSession
 from transcripts import Conversation, simple_session, write_session
@@ -35,55 +36,55 @@ def project(claude, monkeypatch):
 def test_stale_needs_a_reason(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="reason"):
-        marks.write_mark(proj, ids[0], "stale")
+        refs.mark(proj, ids[0], "stale")
     with pytest.raises(BadArgument, match="reason"):
-        marks.write_mark(proj, ids[0], "stale", reason="   ")
+        refs.mark(proj, ids[0], "stale", reason="   ")
 
 
 def test_unknown_op_and_by_are_refused(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="stale, unstale or note"):
-        marks.write_mark(proj, ids[0], "delete")
+        refs.mark(proj, ids[0], "delete")
     with pytest.raises(BadArgument, match="agent"):
-        marks.write_mark(proj, ids[0], "note", summary="x", by="robot")
+        refs.mark(proj, ids[0], "note", summary="x", by="robot")
 
 
 def test_prefix_resolves_and_ambiguity_names_candidates(project) -> None:
     proj, ids = project
-    mark = marks.write_mark(proj, "bbbb", "note", summary="done")
+    mark = refs.mark(proj, "bbbb", "note", summary="done")
     assert mark.id == ids[2]
     with pytest.raises(AmbiguousSession) as err:
-        marks.write_mark(proj, "aaaa", "note", summary="x")
+        refs.mark(proj, "aaaa", "note", summary="x")
     assert ids[0] in str(err.value) and ids[1] in str(err.value)
     with pytest.raises(BadArgument, match="4 characters"):
-        marks.write_mark(proj, "aaa", "note", summary="x")
+        refs.mark(proj, "aaa", "note", summary="x")
 
 
 def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
     proj, ids = project
     with pytest.raises(UnknownSession):
-        marks.write_mark(proj, "cccc", "note", summary="x")
+        refs.mark(proj, "cccc", "note", summary="x")
     # A session of a colliding directory (my_app vs my-app share a folder) is not this project's.
     other = claude.project("app-x")
     mine = claude.project("app_x")
     foreign = simple_session(claude.folder(mine), other, "theirs")
     with pytest.raises(UnknownSession):
-        marks.write_mark(mine, foreign, "note", summary="x")
+        refs.mark(mine, foreign, "note", summary="x")
 
 
 def test_successor_must_be_a_known_session(project) -> None:
     proj, ids = project
     with pytest.raises(UnknownSession):
-        marks.write_mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
+        refs.mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
     with pytest.raises(BadArgument, match="own successor"):
-        marks.write_mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])
-    mark = marks.write_mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
+        refs.mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])
+    mark = refs.mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
     assert mark.successor == ids[2]
 
 
 def test_file_row_is_exactly_the_spec_row(project) -> None:
     proj, ids = project
-    marks.write_mark(proj, ids[0], "stale", reason="done", by="agent", by_session=ids[1])
+    refs.mark(proj, ids[0], "stale", reason="done", by="agent", host=ids[1])
     line = marks.marks_path(proj).read_bytes().splitlines()[0]
     row = json.loads(line)
     assert list(row) == ["ts", "provider", "id", "op", "reason", "successor", "summary",
@@ -93,12 +94,12 @@ def test_file_row_is_exactly_the_spec_row(project) -> None:
 
 def test_fold_is_last_wins_and_every_mark_has_an_activity_row(project) -> None:
     proj, ids = project
-    marks.write_mark(proj, ids[0], "stale", reason="one")
-    marks.write_mark(proj, ids[0], "note", summary="s1", next_steps="n1")
-    marks.write_mark(proj, ids[0], "stale", reason="two")
-    marks.write_mark(proj, ids[1], "stale", reason="x")
-    marks.write_mark(proj, ids[1], "unstale")
-    marks.write_mark(proj, ids[0], "note", summary="s2")
+    refs.mark(proj, ids[0], "stale", reason="one")
+    refs.mark(proj, ids[0], "note", summary="s1", next_steps="n1")
+    refs.mark(proj, ids[0], "stale", reason="two")
+    refs.mark(proj, ids[1], "stale", reason="x")
+    refs.mark(proj, ids[1], "unstale")
+    refs.mark(proj, ids[0], "note", summary="s2")
     book = marks.MarkBook(proj).refresh()
     assert book.get(ids[0]).stale.reason == "two"
     assert book.get(ids[0]).note.summary == "s2" and book.get(ids[0]).note.next_steps is None
@@ -111,10 +112,10 @@ def test_fold_is_last_wins_and_every_mark_has_an_activity_row(project) -> None:
 def test_incremental_fold_reads_only_new_marks(project) -> None:
     proj, ids = project
     book = marks.MarkBook(proj)
-    marks.write_mark(proj, ids[0], "stale", reason="one")
+    refs.mark(proj, ids[0], "stale", reason="one")
     book.refresh()
     offset = book.tail.offset
-    marks.write_mark(proj, ids[0], "unstale")
+    refs.mark(proj, ids[0], "unstale")
     book.refresh()
     assert book.tail.offset > offset
     assert book.get(ids[0]).stale is None
@@ -123,13 +124,13 @@ def test_incremental_fold_reads_only_new_marks(project) -> None:
 def test_bad_lines_in_the_marks_file_are_skipped_and_counted(project) -> None:
     proj, ids = project
     path = marks.marks_path(proj)
-    marks.write_mark(proj, ids[0], "stale", reason="one")
+    refs.mark(proj, ids[0], "stale", reason="one")
     with open(path, "ab") as f:
         f.write(b"not json at all\n")
         f.write(b'{"ts":1,"provider":"claude-code","id":"x","op":"explode","by":"user"}\n')
         f.write(b"\xff\xfe\x00binary\n")
         f.write(b'{"ts":2,"provider":"claude-code","id":"')  # torn
-    marks.write_mark(proj, ids[1], "note", summary="after the junk")
+    refs.mark(proj, ids[1], "note", summary="after the junk")
     book = marks.MarkBook(proj).refresh()
     assert book.skipped == 4
     assert book.get(ids[0]).stale.reason == "one"

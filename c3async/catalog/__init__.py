@@ -1,10 +1,11 @@
 """The session catalog: one row per Claude Code session, read from transcript heads and tails.
 
 Stages, one module each: ``locate`` (transcript folders), ``listing`` (session files),
-``read`` (windows), ``extract`` (facts from bytes), ``cache``, ``scan`` (the pipeline), ``rows``.
+``read`` (windows), ``extract`` (facts from bytes), ``cache``, ``scan`` (the pipeline),
+``resolve`` (an id or prefix -> a transcript), ``gitrefs``. It knows nothing of marks, liveness,
+tasks or C3 records: the sessions view (``c3async.sessions``) joins those in.
 """
 
-from .rows import Row as Row, resume_command as resume_command, to_row as to_row
 from .scan import (
     NEWEST as NEWEST,
     ProjectScan as ProjectScan,
@@ -14,4 +15,4 @@ from .scan import (
     scan_projects_sync as scan_projects_sync,
 )
 
-__all__ = ("NEWEST", "ProjectScan", "Row", "Session", "resume_command", "scan_project", "scan_projects", "scan_projects_sync", "to_row")
+__all__ = ("NEWEST", "ProjectScan", "Session", "scan_project", "scan_projects", "scan_projects_sync")

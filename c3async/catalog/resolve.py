@@ -38,8 +38,9 @@ def _plain_word(ref: str) -> bool:
     return len(ref) <= 36 and ref.isprintable() and not any(ch.isspace() for ch in ref)
 
 
-def resolve(project: str, ref: str) -> Candidate:
-    """The project's session whose id is ``ref`` or starts with it. Raises a C3Error."""
+def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = ()) -> Candidate:
+    """The project's session whose id is ``ref`` or starts with it (``extra_cwds``: more folders
+    its sessions ran in, see ``locate``). Raises a C3Error."""
     ref = (ref or "").strip(" \t").lower()  # spaces around a pasted id; never a newline
     if len(ref) < MIN_PREFIX:
         raise BadArgument(
@@ -52,7 +53,7 @@ def resolve(project: str, ref: str) -> Candidate:
             "and dashes only, at most 36 characters, with no spaces or control characters "
             "(`c3async sessions` lists them)"
         )
-    dirs = locate(project)
+    dirs = locate(project, extra_cwds)
     if _PREFIX.fullmatch(ref) is None:
         raise UnknownSession(ref, dirs.project)  # a plain word that is no id: no session has it
     found = [c for c in candidates([f for f, _ in dirs.folders]) if c.session_id.startswith(ref)]

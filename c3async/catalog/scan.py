@@ -104,8 +104,8 @@ class _Scanner:
     below do the reading: in worker threads under one limiter (async), or not at all when
     everything is cached, so a cached listing never starts an event loop."""
 
-    def __init__(self, project: str, limit: int, counter: _Counter) -> None:
-        self.dirs = locate(project)
+    def __init__(self, project: str, limit: int, counter: _Counter, extra_cwds: tuple[str, ...] = ()) -> None:
+        self.dirs = locate(project, extra_cwds)
         self.limit = limit
         self.counter = counter
         self.result = ProjectScan(dirs=self.dirs, cache_path=cache_path(self.dirs.project))
@@ -236,15 +236,16 @@ def _steps(scanners: list[_Scanner]):
 
 async def scan_projects(
     projects: list[str], *, limit: int = NEWEST, progress: Progress | None = None,
-    limiter=None,
+    limiter=None, extra_cwds: dict[str, tuple[str, ...]] | None = None,
 ) -> list[ProjectScan]:
-    """List several projects' sessions (each with its worktrees'), newest first, reading every
-    file that needs it in worker threads bounded by one ``anyio.CapacityLimiter``."""
+    """List several projects' sessions (each with its worktrees', and ``extra_cwds[project]``:
+    folders git no longer lists), newest first, reading every file that needs it in worker
+    threads bounded by one ``anyio.CapacityLimiter``."""
     import anyio
 
     limiter = limiter or anyio.CapacityLimiter(READERS)
     counter = _Counter(progress)
-    scanners = [_Scanner(p, limit, counter) for p in projects]
+    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ())) for p in projects]
     steps = _steps(scanners)
     try:
         todo = next(steps)
@@ -261,6 +262,7 @@ async def scan_project(project: str, **kwargs) -> ProjectScan:
 
 def scan_projects_sync(
     projects: list[str], *, limit: int = NEWEST, progress: Progress | None = None, processes: bool = True,
+    extra_cwds: dict[str, tuple[str, ...]] | None = None,
 ) -> list[ProjectScan]:
     """The same, for a command-line process: when every file is cached, no event loop (and no
     anyio or asyncio import) is needed at all. A big cold scan also uses the other cores:
@@ -268,7 +270,7 @@ def scan_projects_sync(
     threads were no faster than 1), while forked worker processes do not. A long-running
     process with threads of its own (the MCP server) passes ``processes=False``."""
     counter = _Counter(progress)
-    scanners = [_Scanner(p, limit, counter) for p in projects]
+    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ())) for p in projects]
     steps = _steps(scanners)
     pool = None
     try:

@@ -40,13 +40,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import registry, safefs
-from ..catalog.detail import detail
-from ..catalog.join import FILTERS, list_rows_sync, row_for
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical, locate
 from ..errors import DECODE_ERRORS, C3Error
-from ..marks import marks_path, write_mark
+from ..marks import marks_path
 from ..paths import project_state
+from ..sessions.detail import show
+from ..sessions.refs import mark as mark_session
+from ..sessions.view import FILTERS, list_rows_sync, row_for
 
 __all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_app")
 
@@ -345,13 +346,9 @@ async def api_session(request: Request) -> Response:
         return _error(400, "a session id is a UUID")
     try:
         project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        _, rows = await anyio.to_thread.run_sync(lambda: list_rows_sync([project], processes=False))
-        row = next((r for r in rows if r.id == sid), None) or await anyio.to_thread.run_sync(row_for, project, sid)
-        if row is None:
-            return _error(404, f"no session {sid} in {project}")
-        d = await anyio.to_thread.run_sync(detail, project, row, rows)
+        d = await anyio.to_thread.run_sync(lambda: show(project, sid))
     except C3Error as exc:
-        return _error(400, str(exc))
+        return _error(404 if "no session" in str(exc) or "has no transcript" in str(exc) else 400, str(exc))
     return _json(d)
 
 
@@ -396,7 +393,7 @@ async def api_mark(request: Request) -> Response:
         op = body.get("op")
         op = _text(op, "op", 100) if isinstance(op, str) else ""
         mark = await anyio.to_thread.run_sync(
-            lambda: write_mark(project, sid, op, by="user", by_session=None, **fields))
+            lambda: mark_session(project, sid, op, by="user", **fields))
     except C3Error as exc:
         return _error(400, str(exc))
     except OSError as exc:

@@ -102,7 +102,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         source = _text(payload, "source", 64)
         predecessor = _predecessor(project, pid, time.time()) if source == "clear" else None
         return activity.record(project, "session_start", session_id=session_id, source=source,
-                               claude_pid=pid, predecessor=predecessor,
+                               claude_pid=pid, predecessor=predecessor, cwd=_text(payload, "cwd"),
                                transcript_path=_text(payload, "transcript_path"))
     if event == "SessionEnd":
         return activity.record(project, "session_end", session_id=session_id,

@@ -6,6 +6,7 @@ live session gets none.
   session in the same folder began with ``/clear`` within a few seconds of this one's end.
 - ``branch gone``: the session's branch is no longer in the repository.
 - ``short``: fewer than 3 real prompts.
+- ``worktree gone``: the folder the session ran in (a git worktree) was removed.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..catalog.scan import Session
 from .rows import Row
-from .scan import Session
 
-__all__ = ("CLEAR_GAP_S", "HintContext", "SHORT_TURNS", "add_hints")
+__all__ = ("CLEAR_GAP_S", "SHORT_TURNS", "HintContext", "add_hints", "clear_pairs")
 
 CLEAR_GAP_S = 10.0  # /clear writes the new file ~100 ms after the old one's last write
 SHORT_TURNS = 3
@@ -28,7 +29,7 @@ class HintContext:
     now: float
     idle_days: int = 7
     branches: set[str] | None = None  # None: not a git checkout, so no branch hints
-    cleared: set[str] = field(default_factory=set)  # host ids with a session_end(reason=clear)
+    cleared: set[str] = field(default_factory=set)  # host ids ended by a /clear (hooks or timing)
 
 
 @dataclass(slots=True)
@@ -47,16 +48,18 @@ def _times(row: Row, session: Session) -> _Times:
     return _Times(row, str(cand.folder), rec.created_ts, rec.last_ts, cand.mtime_ns / 1e9)
 
 
-def _cleared_by_heuristic(times: list[_Times]) -> set[str]:
-    """Ids of sessions followed, in the same folder, by one that began with /clear right after
-    (within CLEAR_GAP_S of the old file's last line or last write)."""
+def clear_pairs(rows: list[Row], sessions: list[Session]) -> dict[str, str]:
+    """{old id: new id} for sessions followed, in the same folder, by one that began with /clear
+    right after (within CLEAR_GAP_S of the old file's last line or last write). ``sessions`` in
+    the order of ``rows``."""
+    times = [_times(row, session) for row, session in zip(rows, sessions, strict=True)]
     ends: dict[str, list[tuple[float, _Times]]] = defaultdict(list)
     for t in times:
         for end in {t.last, t.mtime} - {None}:
             ends[t.folder].append((end, t))  # type: ignore[arg-type]
     for group in ends.values():
         group.sort(key=lambda pair: pair[0])
-    found: set[str] = set()
+    found: dict[str, str] = {}
     for new in times:
         began = new.created if new.row.began_with_clear else None
         if began is None:
@@ -72,14 +75,14 @@ def _cleared_by_heuristic(times: list[_Times]) -> set[str]:
             if abs(began - end) <= best_gap and (old.created is None or old.created < began):
                 best, best_gap = old, abs(began - end)
         if best is not None:
-            found.add(best.row.id)
+            found[best.row.id] = new.row.id
     return found
 
 
 def add_hints(rows: list[Row], sessions: list[Session], ctx: HintContext) -> None:
     """Fill ``row.hints`` for the rows of one project (``sessions`` in the same order)."""
-    times = [_times(row, session) for row, session in zip(rows, sessions)]
-    cleared = ctx.cleared | _cleared_by_heuristic(times)
+    times = [_times(row, session) for row, session in zip(rows, sessions, strict=True)]
+    cleared = ctx.cleared
     for t in times:
         row = t.row
         if row.live:
@@ -102,4 +105,6 @@ def add_hints(rows: list[Row], sessions: list[Session], ctx: HintContext) -> Non
             hints.append("branch gone")
         if row.user_turns < SHORT_TURNS and row.user_turns_exact:
             hints.append("short")
+        if row.cwd_gone:
+            hints.append("worktree gone")
         row.hints = hints

@@ -1,6 +1,5 @@
-"""Stage 6 (join): a catalog row as the CLI, the MCP tools and the Hub show it.
-
-Liveness, marks, hints and links are joined in by their own modules; until one of them has
+"""A session row as the CLI, the MCP tools and the Hub show it: a catalog record joined with
+marks, liveness, C3 records, tasks and hints (``view`` fills them in). Until a source has
 something to say, its keys are present and empty, so scripts can rely on the shape.
 """
 
@@ -8,20 +7,44 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import Any
 
 import msgspec
 
-from .extract import epoch
-from .scan import Session
+from ..catalog.extract import epoch
+from ..catalog.scan import Session
+from ..marks import Note, Stale
 
-__all__ = ("Links", "Row", "age", "resume_command", "to_row")
+__all__ = ("Chain", "DecisionLink", "Links", "Row", "SnapshotLink", "TaskLink", "age", "resume_command", "to_row")
+
+
+class TaskLink(msgspec.Struct):
+    id: str
+    title: str
+    status: str
+
+
+class DecisionLink(msgspec.Struct):
+    id: str
+    text: str
+    ts: float
+
+
+class SnapshotLink(msgspec.Struct):
+    summary: str
+    ts: float
 
 
 class Links(msgspec.Struct):
-    tasks: list[Any] = msgspec.field(default_factory=list)
-    decisions: list[Any] = msgspec.field(default_factory=list)
-    snapshot: Any = None
+    tasks: list[TaskLink] = msgspec.field(default_factory=list)
+    decisions: list[DecisionLink] = msgspec.field(default_factory=list)
+    snapshot: SnapshotLink | None = None
+
+
+class Chain(msgspec.Struct):
+    """The sessions before and after this one (stale successors, /clear pairs), nearest first."""
+
+    predecessors: list[str] = msgspec.field(default_factory=list)
+    successors: list[str] = msgspec.field(default_factory=list)
 
 
 class Row(msgspec.Struct):
@@ -49,10 +72,12 @@ class Row(msgspec.Struct):
     live: bool = False
     mcp_count: int = 0
     hints: list[str] = msgspec.field(default_factory=list)
-    stale: Any = None
-    note: Any = None
+    stale: Stale | None = None
+    note: Note | None = None
     links: Links = msgspec.field(default_factory=Links)
     marked: bool = False  # any mark at all (stale, unstale or note): "likely" skips these
+    chain: Chain = msgspec.field(default_factory=Chain)
+    cwd_gone: bool = False  # the folder it ran in (a removed worktree) no longer exists
 
 
 def age(iso: str | None, now: float) -> str:
@@ -67,9 +92,16 @@ def age(iso: str | None, now: float) -> str:
     return f"{int(secs)}s"
 
 
-def resume_command(cwd: str, session_id: str) -> str:
-    """``cd <cwd> && claude --resume <id>``, quoted for a POSIX shell."""
-    return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"  # an id is a bare UUID
+def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: bool = False) -> str:
+    """``cd <cwd> && claude --resume <id>``, quoted for a POSIX shell. For a session whose folder
+    is gone (a removed worktree), a command that brings the worktree back first when its branch
+    is known (Claude Code resumes by id only within the folder's project), else that says why."""
+    if not gone:
+        return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"  # an id is a bare UUID
+    if branch and branch != "HEAD":
+        return (f"git worktree add {shlex.quote(cwd)} {shlex.quote(branch)} && "
+                f"cd {shlex.quote(cwd)} && claude --resume {session_id}")
+    return f"# {cwd} is gone: recreate it (git worktree add {shlex.quote(cwd)} <branch>), then: claude --resume {session_id}"
 
 
 def iso(ns: int) -> str:

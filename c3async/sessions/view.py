@@ -1,0 +1,211 @@
+"""The sessions view: catalog records joined with marks, liveness, C3 records, tasks, hints and
+the chain; filtered, searched and sorted. The one place the CLI, the MCP tools and the Hub ask,
+so the three never disagree.
+
+A project here is a state root (a repository's main checkout stands for all its worktrees): its
+transcripts are found for every checkout, including worktrees since removed (their folders are
+named by C3 records and hook rows), and each session is one row with its own cwd.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+
+from .. import activity, config, records
+from ..catalog.gitrefs import branches
+from ..catalog.scan import NEWEST, ProjectScan, Progress, scan_projects, scan_projects_sync
+from ..errors import C3Error
+from ..live.reader import live_sessions
+from ..marks import MarkBook
+from ..pm import store as pm_store
+from . import chain
+from .hints import HintContext, add_hints, clear_pairs
+from .rows import Chain, DecisionLink, Row, SnapshotLink, TaskLink, resume_command, to_row
+
+__all__ = ("FILTERS", "extra_cwds", "filter_rows", "join_scan", "list_rows", "list_rows_sync", "row_for")
+
+log = logging.getLogger("c3async.sessions")
+
+FILTERS = ("all", "likely", "stale", "live")
+
+
+def extra_cwds(project: str) -> tuple[str, ...]:
+    """Folders sessions of this project ran in that git no longer lists (a removed worktree):
+    the cwds in C3 records and in hook rows. Their transcripts are still Claude Code's."""
+    seen: dict[str, None] = {}
+    for rec in records.load_all(project):
+        if rec.cwd:
+            seen[rec.cwd] = None
+    for row in activity.read_rows(project).records:
+        if row.kind == "session_start" and row.cwd:
+            seen[row.cwd] = None
+    return tuple(seen)
+
+
+def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None = None) -> list[Row]:
+    """Rows of one project with their marks, liveness, links, hints and chain."""
+    project = scan.dirs.project
+    rows = [to_row(s) for s in scan.sessions]
+    if not rows:
+        return rows
+    book = (book or MarkBook(project)).refresh()
+    events = activity.read_rows(project).records  # read once: liveness, /clear pairs, chain
+    live = live_sessions(project, rows=events)
+    for row in rows:
+        state = book.get(row.id)
+        if state is not None:
+            row.stale, row.note = state.stale, state.note
+            row.marked = True
+        info = live.get(row.id)
+        if info is not None and info.live:
+            row.live, row.mcp_count = True, info.mcp_count
+    _mark_gone(project, rows)
+    _join_links(project, rows)
+    timed = clear_pairs(rows, scan.sessions)
+    hooked = [(r.predecessor, r.session_id) for r in events
+              if r.kind == "session_start" and r.predecessor and r.session_id]
+    cleared = {r.session_id for r in events if r.kind == "session_end" and r.reason == "clear" and r.session_id}
+    cfg = config.load(project)
+    add_hints(rows, scan.sessions, HintContext(
+        now=time.time() if now is None else now,
+        idle_days=cfg.idle_days,
+        branches=branches(project),
+        cleared=cleared | set(timed),
+    ))
+    marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
+    after, before = chain.build([*marked, *hooked, *timed.items()])
+    for row in rows:
+        if row.id in after or row.id in before:
+            row.chain = Chain(chain.walk(before, row.id), chain.walk(after, row.id))
+    return rows
+
+
+def _mark_gone(project: str, rows: list[Row]) -> None:
+    """Rows whose folder no longer exists (a removed worktree): flagged, and resumed by a
+    command that recreates the worktree first. One stat per distinct folder."""
+    gone: dict[str, bool] = {}
+    for row in rows:
+        if row.cwd == project:
+            continue
+        if row.cwd not in gone:
+            gone[row.cwd] = not os.path.isdir(row.cwd)
+        if gone[row.cwd]:
+            row.cwd_gone = True
+            row.resume = resume_command(row.cwd, row.id, row.branch, gone=True)
+
+
+def _session_of(ref: str, by_id: dict[str, Row], ids: list[str]) -> Row | None:
+    """The row a stored session ref names: a full id, or (as earlier versions stored what was
+    typed) a unique prefix of one."""
+    row = by_id.get(ref)
+    if row is not None or len(ref) >= 36 or len(ref) < 4:
+        return row
+    found = [i for i in ids if i.startswith(ref)]
+    return by_id[found[0]] if len(found) == 1 else None
+
+
+def _join_links(project: str, rows: list[Row]) -> None:
+    """Tasks and decisions linked to each session (pm.json), and its last snapshot (C3 records)."""
+    by_id = {row.id: row for row in rows}
+    ids = sorted(by_id)
+    try:
+        pm = pm_store.load(project)
+    except C3Error as exc:  # a corrupt pm.json costs the links, not the listing
+        log.warning("%s", exc)
+        pm = None
+    if pm is not None:
+        for task in pm.tasks:
+            linked: set[str] = set()
+            for ref in task.sessions:
+                row = _session_of(ref, by_id, ids)
+                if row is not None and row.id not in linked:
+                    linked.add(row.id)
+                    row.links.tasks.append(TaskLink(task.id, task.title, task.status))
+        for d in pm.decisions[-500:]:
+            row = _session_of(d.session, by_id, ids) if d.session else None
+            if row is not None:
+                row.links.decisions.append(DecisionLink(d.id, d.text, d.ts))
+    for rec in records.load_all(project):
+        for snap in rec.snapshots:
+            row = by_id.get(snap.host_session_id) if snap.host_session_id else None
+            if row is not None and (row.links.snapshot is None or snap.ts >= row.links.snapshot.ts):
+                row.links.snapshot = SnapshotLink(snap.summary, snap.ts)
+
+
+def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:
+    """``likely``: unmarked rows with at least one hint; ``stale``: marked stale; ``live``."""
+    if which == "likely":
+        rows = [r for r in rows if not r.marked and r.hints]
+    elif which == "stale":
+        rows = [r for r in rows if r.stale is not None]
+    elif which == "live":
+        rows = [r for r in rows if r.live]
+    else:
+        rows = list(rows)
+    if search:
+        needle = search.casefold()
+        rows = [r for r in rows if needle in _haystack(r)]
+    return rows
+
+
+def _haystack(row: Row) -> str:
+    parts = [row.id, row.title, row.first_prompt or "", row.last_prompt or "", row.branch or ""]
+    if row.note is not None:
+        parts += [row.note.summary or "", row.note.next_steps or ""]
+    if row.stale is not None:
+        parts.append(row.stale.reason or "")
+    return "\n".join(parts).casefold()
+
+
+def _finish(scans: list[ProjectScan], which: str, search: str | None) -> list[Row]:
+    rows: list[Row] = []
+    seen: set[str] = set()
+    for scan in scans:
+        for row in join_scan(scan):
+            if row.id not in seen:  # each session once, whatever projects were asked for
+                seen.add(row.id)
+                rows.append(row)
+    rows = filter_rows(rows, which, search)
+    rows.sort(key=lambda r: (r.mtime_ns, r.id), reverse=True)
+    return rows
+
+
+def _extras(projects: list[str]) -> dict[str, tuple[str, ...]]:
+    return {p: extra_cwds(p) for p in projects}
+
+
+async def list_rows(
+    projects: list[str], *, which: str = "all", search: str | None = None,
+    limit: int = NEWEST, progress: Progress | None = None,
+) -> tuple[list[ProjectScan], list[Row]]:
+    scans = await scan_projects(projects, limit=limit, progress=progress, extra_cwds=_extras(projects))
+    return scans, _finish(scans, which, search)
+
+
+def list_rows_sync(
+    projects: list[str], *, which: str = "all", search: str | None = None,
+    limit: int = NEWEST, progress: Progress | None = None, processes: bool = True,
+) -> tuple[list[ProjectScan], list[Row]]:
+    """For a command-line process: starts an event loop only if some transcript must be read."""
+    scans = scan_projects_sync(projects, limit=limit, progress=progress, processes=processes,
+                               extra_cwds=_extras(projects))
+    return scans, _finish(scans, which, search)
+
+
+def row_for(project: str, session_id: str) -> Row | None:
+    """One session's row, joined, whether or not it is among the newest listed."""
+    from ..catalog.listing import candidates
+    from ..catalog.locate import locate
+    from ..catalog.resolve import session_record
+    from ..catalog.scan import Session
+
+    dirs = locate(project, extra_cwds(project))
+    cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
+    rec = session_record(cand, dirs.cwds) if cand is not None else None
+    if cand is None or rec is None:
+        return None
+    rows = join_scan(ProjectScan(dirs=dirs, sessions=[Session(cand, rec, dirs.project)]))
+    return rows[0] if rows else None

@@ -1,0 +1,152 @@
+"""The sessions view: the chain from every source, marks and links on a session's first turn,
+links stored by prefix, removed worktrees, and the house rule that the catalog knows nothing of
+marks, liveness, tasks or records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from c3async import activity, records
+from c3async.errors import AmbiguousSession, UnknownSession
+from c3async.pm import actions, store
+from c3async.sessions import detail, refs, view
+from transcripts import Conversation, simple_session, write_session
+
+NOW = datetime.now(timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def _in_process(claude, monkeypatch):
+    """The library runs in this process: point it at the sandbox."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude.config))
+    monkeypatch.setenv("C3_HOME", str(claude.c3home))
+
+
+def _session(folder, cwd, prompts, *, start, first=None):
+    conv = Conversation(cwd, start=start)
+    lines = [conv.permission_mode()]
+    if first == "clear":
+        lines += [conv.caveat(), conv.clear(), conv.local_stdout()]
+    for p in prompts:
+        lines += conv.exchange(p)
+    write_session(folder, conv.id, lines, mtime=conv.clock.timestamp())
+    return conv.id, conv.clock
+
+
+def rows_of(project: str) -> dict:
+    _, rows = view.list_rows_sync([project], processes=False)
+    return {r.id: r for r in rows}
+
+
+def test_the_chain_joins_every_source_and_walks_to_both_ends(claude) -> None:
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    start = NOW - timedelta(hours=5)
+    a, _ = _session(folder, proj, ["a1", "a2", "a3"], start=start)
+    b, _ = _session(folder, proj, ["b1", "b2", "b3"], start=start + timedelta(hours=1))
+    c, c_end = _session(folder, proj, ["c1", "c2", "c3"], start=start + timedelta(hours=2))
+    d, _ = _session(folder, proj, ["d1", "d2", "d3"], start=c_end + timedelta(seconds=0.2), first="clear")
+    refs.mark(proj, a, "stale", reason="superseded", successor=b)  # a judgement
+    activity.record(proj, "session_start", session_id=c, source="clear", predecessor=b)  # the hooks' fact
+    # c -> d: only the timing says so (d began with /clear right after c's last line)
+    rows = rows_of(proj)
+    assert rows[a].chain.successors == [b, c, d] and rows[a].chain.predecessors == []
+    assert rows[d].chain.predecessors == [c, b, a] and rows[d].chain.successors == []
+    assert rows[b].chain.predecessors == [a] and rows[b].chain.successors == [c, d]
+    # The same chain in `sessions --json` and in `show`.
+    assert claude.rows_by_id(proj)[b]["chain"] == {"predecessors": [a], "successors": [c, d]}
+    shown = detail.render(detail.show(proj, b[:8]))
+    assert f"predecessors: {a}" in shown and f"successors: {c}, {d}" in shown
+    # A cycle (a mistaken mark) never loops and lists each session once.
+    refs.mark(proj, d, "stale", reason="went back", successor=a)
+    rows = rows_of(proj)
+    assert rows[b].chain.predecessors == [a, d, c] and rows[b].chain.successors == [c, d, a]
+
+
+def test_a_first_turn_note_needs_no_transcript(claude) -> None:
+    proj = claude.project("app")
+    simple_session(claude.folder(proj), proj, "someone else's session")
+    host = str(uuid.uuid4())  # Claude Code has not flushed this session's transcript yet
+    written = refs.mark(proj, None, "note", host=host, by="agent", summary="first turn", next_steps="more")
+    assert written.id == host and written.by_session == host
+    written = refs.mark(proj, host[:8], "stale", host=host, by="agent", reason="done early")
+    assert written.id == host
+    task = refs.run_task(proj, actions.Who(session=host), "add", title="from the first turn")
+    linked = refs.run_task(proj, actions.Who(session=host), "link", task_id=task["id"], ref="current")
+    assert linked["sessions"] == [host]
+    # A person's typed id still needs a transcript or a record.
+    with pytest.raises(UnknownSession):
+        refs.mark(proj, str(uuid.uuid4()), "note", summary="typo")
+    # Once the transcript appears, the row carries what was written before it existed.
+    simple_session(claude.folder(proj), proj, "the first turn", session_id=host)
+    row = rows_of(proj)[host]
+    assert row.note is not None and row.note.summary == "first turn"
+    assert [t.title for t in row.links.tasks] == ["from the first turn"]
+
+
+def test_a_session_a_record_served_resolves_without_a_transcript(claude) -> None:
+    proj = claude.project("app")
+    served = str(uuid.uuid4())
+    rec = records.new_record(str(uuid.uuid4()), "vscode", proj)
+    rec.serve(served)
+    records.save(proj, rec)
+    assert refs.resolve_ref(proj, served[:8]) == served
+
+
+def test_links_resolve_prefixes_once(claude) -> None:
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    sid = simple_session(folder, proj, "the linked one")
+    other = simple_session(folder, proj, "another")
+    who = actions.Who(session=other)
+    task = refs.run_task(proj, who, "add", title="ship it")
+    linked = refs.run_task(proj, who, "link", task_id=task["id"], ref=sid[:8])
+    assert sid in linked["sessions"]  # stored as the full id
+    again = refs.run_task(proj, who, "link", task_id=task["id"], ref=sid)
+    assert again["sessions"].count(sid) == 1  # no duplicate link
+    with pytest.raises(UnknownSession):
+        refs.run_task(proj, who, "link", task_id=task["id"], ref="ffff0000")
+    # An earlier version stored the prefix as typed: it still shows on the row, once.
+    path = store.pm_path(proj)
+    doc = json.loads(path.read_bytes())
+    doc["tasks"][0]["sessions"].append(sid[:8])
+    path.write_text(json.dumps(doc))
+    assert [t.title for t in rows_of(proj)[sid].links.tasks] == ["ship it"]
+
+
+def test_an_ambiguous_prefix_names_the_candidates(claude) -> None:
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    a = simple_session(folder, proj, "one", session_id="abcd0000-0000-4000-8000-000000000001")
+    b = simple_session(folder, proj, "two", session_id="abcd0000-0000-4000-8000-000000000002")
+    with pytest.raises(AmbiguousSession) as err:
+        refs.resolve_ref(proj, "abcd")
+    assert a in str(err.value) and b in str(err.value)
+
+
+def test_a_removed_worktree_keeps_its_sessions_with_a_hint(claude) -> None:
+    proj = claude.project("repo")
+    gone = claude.root / "work" / "repo-feature"  # a worktree folder that no longer exists
+    sid = simple_session(claude.folder(str(gone)), str(gone), "work on the feature", branch="feature")
+    rec = records.new_record(str(uuid.uuid4()), "vscode", str(gone))
+    rec.serve(sid)
+    records.save(proj, rec)
+    row = rows_of(proj)[sid]
+    assert row.cwd == str(gone) and row.cwd_gone and "worktree gone" in row.hints
+    assert row.resume.startswith("git worktree add ") and "feature" in row.resume and sid in row.resume
+
+
+def test_the_catalog_imports_nothing_above_it() -> None:
+    code = ("import sys, c3async.catalog, c3async.catalog.scan, c3async.catalog.resolve, "
+            "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(eval(out))  # noqa: S307 - our own subprocess's repr of a list of names
+    for above in ("c3async.marks", "c3async.live", "c3async.pm", "c3async.records", "c3async.sessions",
+                  "c3async.activity"):
+        assert not any(m == above or m.startswith(above + ".") for m in loaded), (above, loaded)
