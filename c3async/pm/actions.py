@@ -378,13 +378,32 @@ def get(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     return out
 
 
+def _closed_milestones(pm: PM) -> set[str]:
+    """The ids of completed and archived milestones."""
+    return {m.id for m in pm.milestones if m.status != "open"}
+
+
+def _shown_by_default(pm: PM) -> list[Task]:
+    """The tasks a default `list` and the board show: all but the finished work of a completed
+    or archived milestone (those tasks keep their link; `list` with `milestone` or `status`
+    shows them). An open task is never hidden, whatever its milestone."""
+    closed = _closed_milestones(pm)
+    return [t for t in pm.tasks if not (t.status == "done" and t.milestone in closed)]
+
+
 def list_(project: str, who: Who, status: str = "", priority: str = "", tags: str = "", milestone: str = "",
           due: str = "", **_: str) -> dict:
+    """Tasks, filtered. Without ``milestone`` or ``status``, the done tasks of completed and
+    archived milestones are left out; ``status='all'`` (or any status, or the milestone named)
+    brings them back."""
     pm = store.load(project)
     tasks = pm.tasks
     if status.strip():
-        wanted = {_choice(s, STATUSES, "status") for s in status.split(",")}
-        tasks = [t for t in tasks if t.status in wanted]
+        wanted = {_choice(s, (*STATUSES, "all"), "status") for s in status.split(",")}
+        if "all" not in wanted:
+            tasks = [t for t in tasks if t.status in wanted]
+    elif not milestone.strip():
+        tasks = _shown_by_default(pm)
     if priority.strip():
         wanted = {_choice(p, PRIORITIES, "priority") for p in priority.split(",")}
         tasks = [t for t in tasks if t.priority in wanted]
@@ -401,12 +420,26 @@ def list_(project: str, who: Who, status: str = "", priority: str = "", tags: st
     return {"tasks": [_view(t) for t in tasks]}
 
 
+def _milestone_order(m: Milestone) -> tuple:
+    """By due date (none last), then name, then id."""
+    return (m.due is None, m.due or "", m.name.casefold(), m.id)
+
+
 def board(project: str, who: Who, **_: str) -> dict:
+    """``columns``: status -> tasks, every task a default `list` shows (the done tasks of
+    completed and archived milestones leave the board). ``milestones``: each open milestone,
+    in `milestones` order, with its own tasks in the same columns."""
     pm = store.load(project)
-    columns = {s: [] for s in STATUSES}
-    for t in sorted(pm.tasks, key=lambda t: (t.priority, -t.updated)):
-        columns[t.status].append({"id": t.id, "title": t.title, "priority": t.priority})
-    return {"columns": columns}
+    opened = sorted((m for m in pm.milestones if m.status == "open"), key=_milestone_order)
+    columns: dict[str, list[dict]] = {s: [] for s in STATUSES}
+    groups = {m.id: {s: [] for s in STATUSES} for m in opened}
+    for t in sorted(_shown_by_default(pm), key=lambda t: (t.priority, -t.updated)):
+        card = {"id": t.id, "title": t.title, "priority": t.priority}
+        columns[t.status].append(card)
+        if t.milestone in groups:
+            groups[t.milestone][t.status].append(dict(card))
+    return {"columns": columns,
+            "milestones": [{"id": m.id, "name": m.name, "due": m.due, "columns": groups[m.id]} for m in opened]}
 
 
 def report(project: str, who: Who, **_: str) -> dict:
@@ -458,6 +491,42 @@ def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     return {"tasks": rows, "total_s": round(sum(r["tracked_s"] for r in rows), 1)}
 
 
+MILESTONE_STATUSES = ("open", "completed", "archived")
+
+
+def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
+    """Milestones with their task counts: open ones by default; ``status`` takes open,
+    completed, archived (comma-separated) or all. Sorted by due date (none last), then name.
+    An archived milestone's tasks were detached when it was archived, so its counts are 0."""
+    wanted = {"open"}
+    if status.strip():
+        wanted = set()
+        for part in status.split(","):
+            part = part.strip().lower()
+            if part not in (*MILESTONE_STATUSES, "all"):
+                raise BadArgument(f"status for milestones must be one of {', '.join(MILESTONE_STATUSES)} or all "
+                                  f"(comma-separated), got {_shown(part)}")
+            wanted |= set(MILESTONE_STATUSES) if part == "all" else {part}
+    pm = store.load(project)
+    by_milestone: dict[str, list[Task]] = {}
+    for t in pm.tasks:
+        if t.milestone:
+            by_milestone.setdefault(t.milestone, []).append(t)
+    rows = []
+    for m in sorted((m for m in pm.milestones if m.status in wanted), key=_milestone_order):
+        tasks = by_milestone.get(m.id, [])
+        still_open = sorted((t for t in tasks if t.status != "done"),
+                            key=lambda t: (t.priority, t.due or "9999", t.title.casefold(), t.id))
+        rows.append({
+            "id": m.id, "name": m.name, "status": m.status, "due": m.due, "created": m.created,
+            "completed_at": m.completed_at, "archived_at": m.archived_at,
+            "tasks": {"total": len(tasks), "done": len(tasks) - len(still_open), "open": len(still_open)},
+            "open_tasks": [{"id": t.id, "title": t.title, "status": t.status, "priority": t.priority}
+                           for t in still_open],
+        })
+    return {"milestones": rows}
+
+
 _CHANGES = {
     "add": add, "update": update, "link": link, "decide": decide, "milestone_add": milestone_add,
     "milestone_complete": milestone_complete, "milestone_reopen": milestone_reopen,
@@ -465,7 +534,7 @@ _CHANGES = {
 }
 _READS = {
     "get": get, "list": list_, "board": board, "report": report, "history": history,
-    "decisions": decisions, "time_report": time_report,
+    "decisions": decisions, "time_report": time_report, "milestones": milestones,
 }
 ACTIONS = tuple(_CHANGES) + tuple(_READS)
 READ_ACTIONS = tuple(_READS)
