@@ -118,14 +118,15 @@ def print_table(rows, show_project: bool) -> None:
 
 def _projects(args: argparse.Namespace) -> list[str]:
     from . import registry
-    from .catalog.locate import canonical
-    from .paths import default_project
+    from .paths import canonical, default_project, project_root
 
+    # A repository's worktrees are one project with its main checkout: the state root.
+    here = project_root(canonical(args.project or default_project()))
     if not getattr(args, "all", False):
-        return [canonical(args.project or default_project())]
+        return [here]
     projects = registry.projects()
-    if args.project and canonical(args.project) not in projects:
-        projects.append(canonical(args.project))
+    if args.project and here not in projects:
+        projects.append(here)
     if not projects:
         _err("c3async: no projects registered yet; run `c3async sessions` in a project first")
     return projects

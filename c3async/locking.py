@@ -45,7 +45,9 @@ else:
 @contextmanager
 def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the lock for ``path`` (the file ``<path>.lock`` is created beside it)."""
-    from . import safefs  # the lock file lives in our state: opened without following links
+    from . import (
+        safefs,  # the lock file lives in our state: opened without following links
+    )
 
     fd = safefs.open_file(os.fspath(path) + ".lock", os.O_RDWR | os.O_CREAT, create_dirs=True)
     try:

@@ -1,4 +1,4 @@
-"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale / note, folded last-wins.
+"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale / note, folded last-wins by time.
 
 Marks are appended, never rewritten: several MCP processes, the Hub and the CLI write at once,
 and an append never loses a concurrent row the way rewriting one JSON file would. The file is

@@ -1,11 +1,61 @@
-"""Where c3async keeps its files: ``$C3_HOME`` (default ``~/.c3``) and ``<project>/.c3``."""
+"""Where c3async keeps its files: ``$C3_HOME`` (default ``~/.c3``) and a project's state root.
+
+A project is a directory. Its state lives in ``<project_root(dir)>/.c3``, where the root is:
+
+- a git repository's main checkout, for the main checkout itself and for every worktree of the
+  repository (a worktree's ``.git`` file names its gitdir, whose ``commondir`` leads to the
+  repository's ``.git``, whose parent is the main checkout). Git's own files are read; no git
+  process is spawned;
+- a bare repository's own folder (``repo.git``), for the worktrees of a bare repository: it has
+  no main checkout, and the repository's folder is the one place all its worktrees share;
+- the directory itself in every other case: a folder outside git, a subdirectory of a checkout
+  (it is its own project: Claude Code records it as its own cwd, and nothing tells a
+  subdirectory's session apart from the checkout's but that cwd), a checkout whose ``.git`` is a
+  file without ``commondir`` (``--separate-git-dir``, a submodule), and every checkout where git's
+  files lead nowhere (a ``.git`` file naming a missing gitdir, garbage, a FIFO, unreadable): never
+  a crash. A worktree whose main checkout was moved or deleted keeps its state in its own
+  ``.c3`` and says so once (``git worktree repair`` in the moved checkout re-links it, and the
+  next run folds that state into the main checkout's: see ``stateroot``).
+
+Where the root's folder cannot be written (read-only, not a directory), the state lives in
+``$C3_HOME/state/<slug of the root>/`` instead, and a warning names both folders, once per
+process: state is never split silently.
+
+``project_state`` runs for every file access: it costs one ``lstat`` of ``<dir>/.git`` and one of
+the root while nothing changed. The first time a root is resolved in a process, state that
+earlier versions left in its worktrees is folded into it (``stateroot.fold_worktrees``).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
+import re
+import stat
+import unicodedata
 from pathlib import Path
 
-__all__ = ("c3_home", "default_project", "project_state")
+__all__ = (
+    "STATE_SLUG_LENGTH",
+    "c3_home",
+    "canonical",
+    "default_project",
+    "fallback_state",
+    "git_common_dir",
+    "project_root",
+    "project_state",
+    "root_state",
+    "state_slug",
+    "warn_once",
+)
+
+log = logging.getLogger("c3async")
+
+STATE_SLUG_LENGTH = 120  # the name of a root's folder under $C3_HOME/state
+_GIT_FILE_LIMIT = 64 * 1024  # a .git file, commondir, gitdir, config: small text files
+_WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 
 def c3_home() -> Path:
@@ -18,5 +68,291 @@ def default_project() -> str:
     return os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
 
 
+def canonical(path: str) -> str:
+    """The form Claude Code records: realpath and NFC. A Windows path is kept as written.
+    (The same rule as ``catalog.locate.canonical``.)"""
+    if _WINDOWS_ABS.match(path):
+        return unicodedata.normalize("NFC", path)
+    return unicodedata.normalize("NFC", os.path.realpath(path))
+
+
+_warned: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """Log ``message`` as a warning, once per process."""
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
+
+
+# ---------------------------------------------------------------- git's own files
+
+
+def _read_git_file(path: str) -> str | None:
+    """The first line of one of git's small text files, stripped; None when it is missing,
+    unreadable, not a regular file (a FIFO is never opened blocking) or empty."""
+    from . import safefs  # safefs imports this module: import at call time
+
+    try:
+        text = safefs.read_foreign(path, limit=_GIT_FILE_LIMIT)
+    except (OSError, ValueError):  # ValueError: a NUL in a path
+        return None
+    line = text.split("\n", 1)[0].strip()
+    return line or None
+
+
+def _gitdir(checkout: str) -> str | None:
+    """The gitdir a ``.git`` file names (``gitdir: X``, X relative to the checkout or absolute),
+    canonical; None when ``.git`` is not a regular file or does not have that form."""
+    line = _read_git_file(os.path.join(checkout, ".git"))
+    if line is None or not line.startswith("gitdir:"):
+        return None
+    target = line[len("gitdir:"):].strip()
+    if not target:
+        return None
+    try:
+        return canonical(os.path.join(checkout, target))
+    except ValueError:
+        return None
+
+
+def _commondir(gitdir: str) -> str | None:
+    """The repository a linked worktree's gitdir belongs to (``<gitdir>/commondir``, relative to
+    the gitdir or absolute), canonical; None when the gitdir has no commondir."""
+    line = _read_git_file(os.path.join(gitdir, "commondir"))
+    if line is None:
+        return None
+    try:
+        return canonical(os.path.join(gitdir, line))
+    except ValueError:
+        return None
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return os.path.isdir(path)
+    except ValueError:
+        return False
+
+
+def _core_config(common: str) -> tuple[bool | None, str | None]:
+    """``core.bare`` and ``core.worktree`` of a repository's ``config`` (None: not set, or the
+    file is unreadable). A small reader of git's INI dialect: enough for these two keys."""
+    from . import safefs
+
+    try:
+        text = safefs.read_foreign(os.path.join(common, "config"), limit=_GIT_FILE_LIMIT)
+    except (OSError, ValueError):
+        return None, None
+    section = None
+    bare: bool | None = None
+    worktree: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            end = line.find("]")
+            section = line[1:end].strip().lower() if end > 0 else None
+            continue
+        if section != "core":
+            continue
+        key, eq, value = line.partition("=")
+        key = key.strip().lower()
+        value = value.strip()
+        if value.startswith('"'):
+            value = value[1:].split('"', 1)[0]
+        else:
+            value = re.split(r"\s[#;]", value, maxsplit=1)[0].strip()
+        if key == "bare":
+            bare = (not eq) or value.lower() in ("true", "yes", "on", "1")
+        elif key == "worktree" and value:
+            worktree = value
+    return bare, worktree
+
+
+def _resolve_root(p: str) -> str:
+    """The state root of the canonical directory ``p`` (see the module's docstring)."""
+    dot_git = os.path.join(p, ".git")
+    try:
+        st = os.stat(dot_git)  # a symlinked .git is followed, as git follows it
+    except (OSError, ValueError):
+        return p
+    if not stat.S_ISREG(st.st_mode):
+        return p  # a folder: a main checkout; a FIFO or a device: not git's, never opened
+    gitdir = _gitdir(p)
+    if gitdir is None:
+        log.debug("%s is not a gitdir file git would read: %s is its own project", dot_git, p)
+        return p
+    if not _is_dir(gitdir):
+        warn_once(
+            f"{dot_git} names the git directory {gitdir}, which is not a folder (was the main "
+            f"checkout moved or deleted?): c3async keeps the state of {p} in its own .c3 folder. "
+            "Run `git worktree repair` in the main checkout to re-link it."
+        )
+        return p
+    common = _commondir(gitdir)
+    if common is None:
+        return p  # --separate-git-dir, or a submodule: the checkout is the repository's only one
+    if not _is_dir(common):
+        warn_once(
+            f"the git directory {gitdir} of {p} names the repository {common}, which does not "
+            f"exist (moved or deleted?): c3async keeps the state of {p} in its own .c3 folder."
+        )
+        return p
+    if os.path.basename(common) == ".git":
+        main = os.path.dirname(common)
+        if _is_dir(main):
+            return main
+        warn_once(f"the main checkout {main} of {p} does not exist: c3async keeps the state of {p} in its own .c3 folder.")
+        return p
+    bare, core_worktree = _core_config(common)
+    if core_worktree:  # a repository that names its main checkout (a submodule's, say)
+        try:
+            main = canonical(os.path.join(common, core_worktree))
+        except ValueError:
+            main = ""
+        if main and _is_dir(main):
+            return main
+    if bare is False:
+        warn_once(
+            f"{p} is a worktree of {common}, a repository whose files do not name its main "
+            f"checkout (made with --separate-git-dir?): c3async keeps the state of {p} in its own .c3 folder."
+        )
+        return p
+    return common  # a bare repository: its folder is the one place its worktrees share
+
+
+_roots: dict[str, tuple[tuple[int, int, int, int] | None, str]] = {}
+
+
+def project_root(path: str | os.PathLike[str]) -> str:
+    """The c3async project the directory ``path`` belongs to, canonical (see the module's
+    docstring). Cached per process on the path and an ``lstat`` of ``<path>/.git``: a repeated
+    call costs that one ``lstat``."""
+    key = os.fspath(path)
+    try:
+        st = os.lstat(os.path.join(key, ".git"))
+        ident: tuple[int, int, int, int] | None = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_mode)
+    except (OSError, ValueError):
+        ident = None
+    hit = _roots.get(key)
+    # A root other than the path itself must still be there (a main checkout deleted while this
+    # process runs leaves the worktree's .git file as it was): one stat more, for worktrees only.
+    if hit is not None and hit[0] == ident and (hit[1] == key or _is_dir(hit[1])):
+        return hit[1]
+    try:
+        p = canonical(key)
+    except ValueError:  # a NUL in the path: nothing on disk has that name
+        return unicodedata.normalize("NFC", key)
+    root = p if ident is None else _resolve_root(p)
+    if os.path.isabs(key):  # a relative path means another folder once the cwd changes
+        _roots[key] = (ident, root)
+    return root
+
+
+def git_common_dir(root: str) -> str | None:
+    """The repository directory (git's common dir) of a state root: ``<root>/.git`` for a main
+    checkout, what a ``.git`` file leads to, the root itself for a bare repository; None
+    outside git."""
+    dot_git = os.path.join(root, ".git")
+    try:
+        st = os.stat(dot_git)
+    except (OSError, ValueError):
+        st = None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            return canonical(dot_git)
+        gitdir = _gitdir(root) if stat.S_ISREG(st.st_mode) else None
+        if gitdir is None or not _is_dir(gitdir):
+            return None
+        common = _commondir(gitdir)
+        return common if common is not None and _is_dir(common) else gitdir
+    if os.path.isfile(os.path.join(root, "HEAD")) and _is_dir(os.path.join(root, "refs")):
+        return root  # a bare repository
+    return None
+
+
+# ---------------------------------------------------------------- the state folder
+
+
+def state_slug(root: str) -> str:
+    """The folder name of a root's state under ``$C3_HOME/state``: the root's path with every
+    character outside ``[A-Za-z0-9]`` as ``-`` (readable), cut so that a hash of the whole path
+    fits within STATE_SLUG_LENGTH (so two paths that slug alike never share state)."""
+    digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return _NON_ALNUM.sub("-", root)[: STATE_SLUG_LENGTH - 17] + "-" + digest
+
+
+def fallback_state(root: str) -> Path:
+    """Where the state of ``root`` lives when its folder cannot be written."""
+    return c3_home() / "state" / state_slug(root)
+
+
+def _writable(root: str) -> str | None:
+    """None when ``<root>/.c3`` can be used, else why not."""
+    own = os.path.join(root, ".c3")
+    try:
+        st = os.lstat(own)
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError):
+        return "it cannot be examined"
+    if st is not None:
+        if not stat.S_ISDIR(st.st_mode):
+            return None  # a link or a file named .c3: safefs refuses it by name, never routed around
+        return None if os.access(own, os.W_OK | os.X_OK) else f"{own} is read-only"
+    if not _is_dir(root):
+        return "it is not a directory" if os.path.lexists(root) else "it does not exist"
+    return None if os.access(root, os.W_OK | os.X_OK) else "it is read-only"
+
+
+_states: dict[str, tuple[tuple[int, int, int, int] | None, Path]] = {}
+_resolved: set[str] = set()
+
+
 def project_state(project: str | os.PathLike[str]) -> Path:
-    return Path(project) / ".c3"
+    """The state folder of ``project``: ``<project_root(project)>/.c3``, or its fallback under
+    ``$C3_HOME/state`` when the root cannot be written (warned once). The first call for a root
+    in a process folds older state of its worktrees into it."""
+    root = project_root(project)
+    state = root_state(root)
+    if root not in _resolved:
+        _resolved.add(root)  # first: the fold below resolves paths of this root too
+        _first_use(root, state)
+    return state
+
+
+def root_state(root: str) -> Path:
+    """The state folder of a root as ``project_root`` returns it (no fold is started here)."""
+    try:
+        st = os.lstat(root)
+        ident: tuple[int, int, int, int] | None = (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
+    except (OSError, ValueError):
+        ident = None
+    hit = _states.get(root)
+    if hit is not None and hit[0] == ident:
+        state = hit[1]
+    else:
+        why = _writable(root)
+        if why is None:
+            state = Path(root) / ".c3"
+        else:
+            state = fallback_state(root)
+            warn_once(
+                f"the project folder {root} cannot be written ({why}): c3async keeps its state in "
+                f"{state} instead of {Path(root) / '.c3'}."
+            )
+        _states[root] = (ident, state)
+    return state
+
+
+def _first_use(root: str, state: Path) -> None:
+    """Fold what earlier versions left in the root's worktrees (never fails the caller)."""
+    try:
+        from . import stateroot
+
+        stateroot.fold_into(root, state)
+    except Exception:  # a migration must never break a listing or a write
+        log.warning("could not fold older c3async state into %s", state, exc_info=True)

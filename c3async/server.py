@@ -28,13 +28,12 @@ from mcp.types import CallToolResult, TextContent
 
 from . import __version__, activity, records, registry, safefs, session_actions, status
 from .catalog.gitrefs import current_branch
-from .catalog.locate import canonical
 from .catalog.scan import scan_project
 from .errors import BadArgument, C3Error, clip
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
 from .marks import MarkBook
-from .paths import default_project
+from .paths import canonical, default_project, project_root
 
 __all__ = ("mcp", "serve")
 
@@ -118,14 +117,30 @@ async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
 
 
 def _new_state() -> ServerState:
-    project = canonical(default_project())
+    checkout = canonical(default_project())  # where this server runs: the main checkout or a worktree
+    project = project_root(checkout)  # the project: one state root for a repository and its worktrees
     c3_session_id = str(uuid.uuid4())
     identity = HostIdentity()
     ide = detect_ide()
-    record = records.new_record(c3_session_id, ide, project)
-    record.branch = current_branch(project)
-    heartbeat = HeartbeatWriter(project, c3_session_id, ide, identity.current)
-    return ServerState(project, c3_session_id, identity, ide, heartbeat, record, MarkBook(project))
+    record = records.new_record(c3_session_id, ide, checkout)
+    record.branch = current_branch(checkout)
+    state = ServerState(project, c3_session_id, identity, ide, None, record, MarkBook(project))  # type: ignore[arg-type]
+    state.heartbeat = HeartbeatWriter(project, c3_session_id, ide, lambda: _serving(state, identity.current()))
+    return state
+
+
+def _serving(state: ServerState, host: str | None) -> str | None:
+    """Note in this server's C3 record each host session it serves (a /clear brings a new one),
+    as soon as it is seen: the record names the folder the session runs in, which is how the
+    session is still found after its worktree is removed."""
+    if host and host not in state.record.host_session_ids:
+        with state.lock:
+            state.record.serve(host)
+            try:
+                records.save(state.project, state.record)
+            except OSError as exc:  # the record is a convenience; the server goes on
+                log.warning("could not save the C3 session record: %s", exc)
+    return host
 
 
 @asynccontextmanager
@@ -181,7 +196,7 @@ async def _call(
 
     def body() -> str:
         name = check()  # an unknown action or bad text is refused here: nothing is written
-        host = state.identity.current()
+        host = _serving(state, state.identity.current())
         try:
             activity.record(state.project, "tool_call", session_id=host, c3_session_id=state.c3_session_id,
                             tool=tool, action=clip(name, LOG_FIELD) or None)

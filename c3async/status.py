@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import jsonl
 from .errors import BadArgument
 from .live.reader import live_sessions
 from .term import inert_line
-from .usage.account import SessionTotals, session_titles, stats_path
+from .usage.account import SessionTotals, latest_totals, session_titles, stats_path
 
 __all__ = ("VIEWS", "run")
 
@@ -20,14 +19,10 @@ VIEWS = ("sessions", "live")
 
 
 def sessions_view(project: str) -> str:
-    path = stats_path(project)
-    batch = jsonl.read_all(path, SessionTotals)
-    if not batch.records:
-        return (f"no stats yet: {path} is missing or empty (the server writes it as it accounts "
-                "for transcripts; `c3async stats` computes it on demand)")
-    latest: dict[str, SessionTotals] = {}
-    for row in batch.records:  # each row holds running totals: the last one per session wins
-        latest[row.session_id] = row
+    latest = latest_totals(project)
+    if not latest:
+        return (f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
+                "it accounts for transcripts; `c3async stats` computes it on demand)")
     titles = None
     for row in latest.values():
         if not row.title:  # accounted before the catalog knew the session: ask it now

@@ -5,13 +5,31 @@ order, one per request: ``{"text": "..."}`` or ``{"tool_use": {"name": ..., "inp
 when it runs out, every reply is a short text. Every request body is appended to LOG (JSONL).
 Replies stream as the API streams them (message_start ... message_stop) or come whole when the
 request does not ask to stream.
+
+SCRIPT may instead be an object, for several conversations at once (parallel sessions):
+``{"conversations": {MARKER: [reply, ...], ...}}``. A request whose FIRST user message holds
+MARKER gets the reply numbered by how many assistant turns the request already carries (0 for
+a session's first turn, 1 after its first tool call...), so replies do not depend on how the
+sessions' requests interleave; past the end, and for requests that match no marker, a short
+text. Two more reply forms, in either kind of script:
+
+- ``{"tool_use": {...}, "fill": {INPUT_KEY: RESULT_KEY}}``: before replying, each INPUT_KEY of
+  the tool input is set to RESULT_KEY of the JSON in the last tool_result of the request (a
+  model reading the id a tool just returned); if that result is an error or no such JSON, the
+  reply is a text saying so instead.
+- ``{"hold": PATH, "then": reply}``: write ``PATH.held`` (the session is now mid-turn), wait
+  until PATH exists (at most ``hold_s``, default 300 s), then answer with ``then`` (default a
+  short text). Keeps a real session running, and so live, for as long as a test needs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 import threading
+import time
 
 import uvicorn
 from starlette.applications import Starlette
@@ -25,6 +43,53 @@ _count = 0
 _used = 0  # script replies given so far (the script is re-read, so a test may write it late)
 
 
+def _text_of(content) -> str:
+    """The text of a message's content (a string, or text blocks; tool results excluded)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+
+
+def _conversation(body: dict, conversations: dict) -> dict:
+    """The reply of the conversation whose marker is in the request's first user message."""
+    messages = body.get("messages") or []
+    first = next((m for m in messages if m.get("role") == "user"), None)
+    text = _text_of(first.get("content")) if first else ""
+    for marker, replies in conversations.items():
+        if marker in text:
+            turn = sum(1 for m in messages if m.get("role") == "assistant")
+            return replies[turn] if turn < len(replies) else {"text": "Done."}
+    return {"text": "Done."}
+
+
+def _last_result(body: dict) -> tuple[str, bool]:
+    """(text, is_error) of the last tool_result block in the request."""
+    for m in reversed(body.get("messages") or []):
+        content = m.get("content")
+        if m.get("role") != "user" or not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                return (inner if isinstance(inner, str) else _text_of(inner)), bool(block.get("is_error"))
+    return "", True
+
+
+def _filled(reply: dict, body: dict) -> dict:
+    fill = reply.get("fill")
+    if not fill or "tool_use" not in reply:
+        return reply
+    text, error = _last_result(body)
+    try:
+        data = json.loads(text) if not error else None
+        values = {key: data[source] for key, source in fill.items()}
+    except (ValueError, TypeError, KeyError):
+        return {"text": f"Could not read {sorted(fill.values())} from the last tool result: {text[:300]}"}
+    tool = dict(reply["tool_use"])
+    tool["input"] = {**tool.get("input", {}), **values}
+    return {"tool_use": tool}
+
+
 def _next(body: dict) -> dict:
     global _count, _used
     with _lock:
@@ -33,12 +98,30 @@ def _next(body: dict) -> dict:
             f.write(json.dumps(body) + "\n")
         tools = {t.get("name") for t in body.get("tools") or []}
         with open(SCRIPT) as f:
-            replies = json.load(f)
+            script = json.load(f)
         # Side requests (titles, summaries) send no tools: answer them with text, keep the script.
-        if not tools or _used >= len(replies):
+        if not tools:
+            return {"text": "Done."}
+        if isinstance(script, dict):
+            return _filled(_conversation(body, script.get("conversations") or {}), body)
+        if _used >= len(script):
             return {"text": "Done."}
         _used += 1
-        return replies[_used - 1]
+        return _filled(script[_used - 1], body)
+
+
+def _touch(path: str) -> None:
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+
+
+async def _hold(reply: dict) -> dict:
+    path = reply["hold"]
+    await asyncio.to_thread(_touch, path + ".held")
+    deadline = time.monotonic() + float(reply.get("hold_s", 300))
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return reply.get("then") or {"text": "Done."}
 
 
 def _blocks(reply: dict, n: int) -> list[dict]:
@@ -52,6 +135,8 @@ async def messages(request: Request):
     body = await request.json()
     reply = _next(body)
     n = _count
+    if "hold" in reply:
+        reply = await _hold(reply)
     blocks = _blocks(reply, n)
     stop = "tool_use" if "tool_use" in reply else "end_turn"
     usage = {"input_tokens": 12, "output_tokens": 8, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}

@@ -743,7 +743,12 @@ def test_marks_post_refuses_an_unregistered_project(hub, client, world):
 def test_projects_lists_the_registered_projects(client, world):
     r = client.get("/api/projects")
     assert r.status_code == 200
-    assert r.json()["projects"] == [{"path": world.alpha, "name": "alpha"}, {"path": world.beta, "name": "beta"}]
+    projects = r.json()["projects"]
+    assert [(p["path"], p["name"]) for p in projects] == [(world.alpha, "alpha"), (world.beta, "beta")]
+    # The rail's live count: the one live session's project has 1, the other none.
+    live_project = next(row["project"] for row in _rows(client) if row["id"] == world.live)
+    assert {p["path"]: p["live"] for p in projects} == {
+        world.alpha: int(live_project == world.alpha), world.beta: int(live_project == world.beta)}
 
 
 def test_listing_rows_carry_no_prompts(client, world):

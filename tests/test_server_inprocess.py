@@ -435,6 +435,9 @@ async def test_a_snapshot_shows_in_show_until_a_note_replaces_it(client):
 
 
 async def test_a_file_error_is_a_readable_tool_error(client, world):
+    import shutil
+
+    shutil.rmtree(world.state / "sessions", ignore_errors=True)  # the server saved its record already
     (world.state / "sessions").write_text("not a folder")
     text = err(await session(client, "start"))
     assert text.startswith("c3_session: could not read or write a file:")

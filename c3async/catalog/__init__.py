@@ -8,10 +8,20 @@ tasks or C3 records: the sessions view (``c3async.sessions``) joins those in.
 
 from .scan import (
     NEWEST as NEWEST,
+)
+from .scan import (
     ProjectScan as ProjectScan,
+)
+from .scan import (
     Session as Session,
+)
+from .scan import (
     scan_project as scan_project,
+)
+from .scan import (
     scan_projects as scan_projects,
+)
+from .scan import (
     scan_projects_sync as scan_projects_sync,
 )
 

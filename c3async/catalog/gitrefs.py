@@ -18,7 +18,9 @@ def common_dir(path: str) -> Path | None:
         if dot_git.is_dir():
             return dot_git
         if not dot_git.is_file():
-            return None
+            # A bare repository (the project of its worktrees) is its own common dir.
+            bare = Path(path)
+            return bare if (bare / "HEAD").is_file() and (bare / "objects").is_dir() else None
         text = read_foreign(dot_git).strip()
         if not text.startswith("gitdir:"):
             return None

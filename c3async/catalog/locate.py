@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import canonical
 from ..safefs import read_foreign
 from .gitrefs import common_dir
 
@@ -58,13 +59,6 @@ def slug(path: str) -> str:
 
 def is_windows_path(path: str) -> bool:
     return bool(_WINDOWS_ABS.match(path))
-
-
-def canonical(path: str) -> str:
-    """The form Claude Code records: realpath and NFC. A Windows path is kept as written."""
-    if is_windows_path(path):
-        return unicodedata.normalize("NFC", path)
-    return unicodedata.normalize("NFC", os.path.realpath(path))
 
 
 def same_path(recorded: str, wanted: str) -> bool:

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..paths import c3_home, project_state
+from ..paths import project_state
 from ..safefs import NotRegularFile
 from . import cache
 from .listing import Candidate, candidates
-from .locate import ProjectDirs, locate, same_path, slug
+from .locate import ProjectDirs, locate, same_path
 from .read import Transcript, read_transcript
 
 __all__ = ("NEWEST", "ProjectScan", "Progress", "Session", "scan_project", "scan_projects", "scan_projects_sync", "skip_reason")
@@ -58,11 +58,9 @@ class ProjectScan:
 
 
 def cache_path(project: str) -> Path:
-    """``<project>/.c3/cache/session_catalog.json``, or under ``$C3_HOME`` when the project
-    folder cannot be written (a read-only checkout, or a path from another machine)."""
-    if os.path.isdir(project) and os.access(project, os.W_OK):
-        return project_state(project) / "cache" / "session_catalog.json"
-    return c3_home() / "cache" / slug(project)[:120] / "session_catalog.json"
+    """``<state root>/.c3/cache/session_catalog.json``; ``project_state`` moves it under
+    ``$C3_HOME`` with the rest of the state when the root cannot be written."""
+    return project_state(project) / "cache" / "session_catalog.json"
 
 
 def _read_one(cand: Candidate, cached: Transcript | None) -> Transcript | None:

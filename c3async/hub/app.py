@@ -44,7 +44,7 @@ from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical, locate
 from ..errors import DECODE_ERRORS, C3Error
 from ..marks import marks_path
-from ..paths import project_state
+from ..paths import project_root, project_state
 from ..sessions.detail import show
 from ..sessions.refs import mark as mark_session
 from ..sessions.view import FILTERS, list_rows_sync, row_for
@@ -246,6 +246,8 @@ def _project_param(request: Request, value: str | None = None) -> str | None:
         return value
     try:
         value = canonical(value)
+        if value not in known:  # a worktree names its repository's project
+            value = project_root(value)
     except (OSError, ValueError) as exc:
         raise C3Error(f"project {value!r} is not a usable path ({exc})") from None
     if value in known:
@@ -310,8 +312,19 @@ async def favicon(request: Request) -> Response:
     return Response(status_code=204)
 
 
+def _live_count(project: str) -> int:
+    """How many host sessions of the project are live now (the rail shows it)."""
+    from ..live.reader import live_sessions
+
+    return sum(1 for sid, entry in live_sessions(project).items() if sid and entry.live)
+
+
 async def api_projects(request: Request) -> Response:
-    return _json({"projects": [{"path": p, "name": p.rstrip("/").rsplit("/", 1)[-1] or p} for p in _projects()]})
+    def listing() -> list[dict[str, Any]]:
+        return [{"path": p, "name": p.rstrip("/").rsplit("/", 1)[-1] or p, "live": _live_count(p)}
+                for p in _projects()]
+
+    return _json({"projects": await anyio.to_thread.run_sync(listing)})
 
 
 async def api_sessions(request: Request) -> Response:

@@ -16,14 +16,28 @@ from collections.abc import Iterable
 
 from .. import activity, config, records
 from ..catalog.gitrefs import branches
-from ..catalog.scan import NEWEST, ProjectScan, Progress, scan_projects, scan_projects_sync
+from ..catalog.scan import (
+    NEWEST,
+    Progress,
+    ProjectScan,
+    scan_projects,
+    scan_projects_sync,
+)
 from ..errors import C3Error
 from ..live.reader import live_sessions
 from ..marks import MarkBook
 from ..pm import store as pm_store
 from . import chain
 from .hints import HintContext, add_hints, clear_pairs
-from .rows import Chain, DecisionLink, Row, SnapshotLink, TaskLink, resume_command, to_row
+from .rows import (
+    Chain,
+    DecisionLink,
+    Row,
+    SnapshotLink,
+    TaskLink,
+    resume_command,
+    to_row,
+)
 
 __all__ = ("FILTERS", "extra_cwds", "filter_rows", "join_scan", "list_rows", "list_rows_sync", "row_for")
 

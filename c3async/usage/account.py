@@ -333,10 +333,14 @@ def _load_state(path: Path) -> _State:
     return state if state.version == STATE_VERSION else _State()
 
 
-def _previous(project: str) -> dict[str, SessionTotals]:
+def latest_totals(project: str) -> dict[str, SessionTotals]:
+    """Each session's newest row of ``session_stats.jsonl`` (rows hold running totals). By time,
+    not by place: rows folded in from a worktree's old state can follow newer ones."""
     latest: dict[str, SessionTotals] = {}
     for row in jsonl.read_all(stats_path(project), SessionTotals).records:
-        latest[row.session_id] = row
+        held = latest.get(row.session_id)
+        if held is None or row.ts >= held.ts:
+            latest[row.session_id] = row
     return latest
 
 
@@ -371,7 +375,7 @@ def account(project: str, *, write: bool = True) -> Result:
     totals = _totals(state, session_titles(project), time.time())
     changed = []
     if write:
-        before = _previous(project)
+        before = latest_totals(project)
         for sid, t in sorted(totals.items(), key=lambda kv: kv[1].last_ts or ""):
             if sid not in before or not _same(before[sid], t):
                 jsonl.append(stats_path(project), t)

@@ -46,7 +46,9 @@ function renderRail() {
   const ul = $("#projects");
   ul.replaceChildren(el("li", {}, el("button", { type: "button", "data-project": "", class: state.project ? "" : "on", text: "All projects", onclick: () => choose("") })));
   for (const p of state.projects) {
-    ul.append(el("li", {}, el("button", { type: "button", "data-project": p.path, title: p.path, class: state.project === p.path ? "on" : "", text: p.name, onclick: () => choose(p.path) })));
+    const button = el("button", { type: "button", "data-project": p.path, title: p.path, class: state.project === p.path ? "on" : "", text: p.name, onclick: () => choose(p.path) });
+    if (p.live) button.append(el("span", { class: "live-count", title: `${p.live} live`, text: ` ● ${p.live}` }));
+    ul.append(el("li", {}, button));
   }
 }
 
