@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import time
+from typing import TypeVar
 
 from .term import inert, inert_line, json_inert
 
@@ -68,12 +69,14 @@ def _env_session() -> str | None:
     if value and _not_utf8(value) is not None:
         from .errors import BadArgument
 
-        raise BadArgument("CLAUDE_CODE_SESSION_ID holds bytes that are not UTF-8, so it is no session "
-                          "id: unset it or give the id as an argument")
+        raise BadArgument(
+            "CLAUDE_CODE_SESSION_ID holds bytes that are not UTF-8, so it is no session "
+            "id: unset it or give the id as an argument"
+        )
     return value
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "K", "M", "G"):
         if n < 1024 or unit == "G":
             return f"{n:.0f}{unit}" if unit == "B" else f"{n:.1f}{unit}"
@@ -92,8 +95,17 @@ def print_table(rows, show_project: bool) -> None:
 
     now = time.time()
     width = shutil.get_terminal_size((120, 24)).columns
-    cols = [(inert_line(r.id[:8]), age(r.last_activity or r.mtime, now), _size(r.size), inert_line(r.branch or "-"),
-             inert_line(os.path.basename(r.project)) if show_project else None, r.title) for r in rows]
+    cols = [
+        (
+            inert_line(r.id[:8]),
+            age(r.last_activity or r.mtime, now),
+            _size(r.size),
+            inert_line(r.branch or "-"),
+            inert_line(os.path.basename(r.project)) if show_project else None,
+            r.title,
+        )
+        for r in rows
+    ]
     branch_w = min(24, max([len(c[3]) for c in cols] + [6]))
     proj_w = min(20, max([len(c[4] or "") for c in cols] + [7])) if show_project else 0
     head = f"{'ID':8}  {'AGE':>4}  {'SIZE':>6}  {'BRANCH':{branch_w}}  "
@@ -104,7 +116,7 @@ def print_table(rows, show_project: bool) -> None:
     for row, (sid, ago, size, branch, proj, title) in zip(rows, cols):
         line = f"{sid:8}  {ago:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
         if show_project:
-            line += f"{_clip(proj, proj_w):{proj_w}}  "
+            line += f"{_clip(proj or '', proj_w):{proj_w}}  "
         text = inert_line(title)
         if row.live:
             text = f"[LIVE{'' if row.mcp_count < 2 else f' MCP×{row.mcp_count}'}] {text}"
@@ -147,13 +159,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if not args.all and scans:
         try:
             registry.register(scans[0].dirs.project)
-        except Exception as exc:  # noqa: BLE001 - the listing is still right; say why it was not remembered
+        except Exception as exc:
             _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
             from .catalog.locate import projects_root, slug
 
-            _err(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
-                 f"(looked for {projects_root() / slug(scans[0].dirs.project)})")
+            _err(
+                f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
+                f"(looked for {projects_root() / slug(scans[0].dirs.project)})"
+            )
     if args.limit is not None:
         rows = rows[: args.limit]
     if args.json:
@@ -175,12 +189,20 @@ def cmd_mark(args: argparse.Namespace) -> int:
         if not ref:
             from .errors import BadArgument
 
-            raise BadArgument("no session id given, and this shell is not inside a Claude Code "
-                              "session (CLAUDE_CODE_SESSION_ID is unset): give the id")
+            raise BadArgument(
+                "no session id given, and this shell is not inside a Claude Code "
+                "session (CLAUDE_CODE_SESSION_ID is unset): give the id"
+            )
     written = mark(
-        project, ref, args.op, host=_env_session(), by="user",
-        reason=getattr(args, "reason", None), successor=getattr(args, "successor", None),
-        summary=getattr(args, "summary", None), next_steps=getattr(args, "next", None),
+        project,
+        ref,
+        args.op,
+        host=_env_session(),
+        by="user",
+        reason=getattr(args, "reason", None),
+        successor=getattr(args, "successor", None),
+        summary=getattr(args, "summary", None),
+        next_steps=getattr(args, "next", None),
     )
     if args.json:
         _write_json(msgspec.json.encode(written))
@@ -253,8 +275,21 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
     project = _projects(args)[0]
     who = actions.Who(session=_env_session(), by="user")
-    fields = ("task_id", "title", "description", "status", "priority", "due", "tags", "milestone",
-              "blocked_by", "text", "reasoning", "link_type", "ref")
+    fields = (
+        "task_id",
+        "title",
+        "description",
+        "status",
+        "priority",
+        "due",
+        "tags",
+        "milestone",
+        "blocked_by",
+        "text",
+        "reasoning",
+        "link_type",
+        "ref",
+    )
     result = run_task(project, who, args.action, **{f: getattr(args, f) or "" for f in fields})
     if args.json or args.action not in ("list", "board"):
         # Changes and the other reads print indented JSON, for people and scripts alike: JSON
@@ -264,8 +299,10 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         for t in result["tasks"]:
             due = f" due {inert_line(t['due'])}" if t["due"] else ""
             tags = f" #{' #'.join(inert_line(tag) for tag in t['tags'])}" if t["tags"] else ""
-            print(f"{inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['status']):<11}  "
-                  f"{inert_line(t['title'])}{due}{tags}")
+            print(
+                f"{inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['status']):<11}  "
+                f"{inert_line(t['title'])}{due}{tags}"
+            )
         if not result["tasks"]:
             _err("no tasks")
     else:
@@ -316,28 +353,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
 class _Parser(argparse.ArgumentParser):
     """argparse, with its own messages made inert: usage errors quote what was typed."""
 
-    def _print_message(self, message: str, file=None) -> None:  # type: ignore[override]
+    def _print_message(self, message: str, file=None) -> None:
         super()._print_message(inert(message) if message else message, file)
 
 
-def _project_and_json(parser: argparse.ArgumentParser, json_help: str) -> argparse.ArgumentParser:
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def _project_and_json(parser: _P, json_help: str) -> _P:
     parser.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     parser.add_argument("--json", action="store_true", help=json_help)
     return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="c3async", description="Find, judge and resume your Claude Code sessions."
-    )
+    parser = _Parser(prog="c3async", description="Find, judge and resume your Claude Code sessions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("sessions", help="list a project's sessions, one row each, newest first")
     _project_and_json(p, "print a JSON array of rows")
     p.add_argument("--all", action="store_true", help="every registered project")
     p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
-    p.add_argument("--filter", choices=("all", "likely", "stale", "live"), default="all",
-                   help="likely: unmarked rows with at least one hint (default: all)")
+    p.add_argument(
+        "--filter",
+        choices=("all", "likely", "stale", "live"),
+        default="all",
+        help="likely: unmarked rows with at least one hint (default: all)",
+    )
     p.add_argument("--search", type=_text, metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT")
     p.set_defaults(func=cmd_sessions)
 
@@ -363,17 +405,35 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_mark)
 
     tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")
-    tk.add_argument("action", type=_text, metavar="ACTION", help=(
-        "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
-        "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
-        "decisions, time_report, milestones"))
+    tk.add_argument(
+        "action",
+        type=_text,
+        metavar="ACTION",
+        help=(
+            "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
+            "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
+            "decisions, time_report, milestones"
+        ),
+    )
     _project_and_json(tk, "print JSON (reads and changes alike)")
-    for flag, text in (("--task-id", "a task id or unique prefix (4+ characters)"), ("--title", None),
-                       ("--description", None), ("--status", "backlog, in_progress, blocked, done (list: also all; milestones: open, completed, archived, all)"),
-                       ("--priority", "p0 to p3"), ("--due", "YYYY-MM-DD"), ("--tags", "comma-separated"),
-                       ("--milestone", "milestone id or name"), ("--blocked-by", "comma-separated task ids"),
-                       ("--text", "a decision"), ("--reasoning", "why"), ("--link-type", "session"),
-                       ("--ref", "a session id, or 'current'")):
+    for flag, text in (
+        ("--task-id", "a task id or unique prefix (4+ characters)"),
+        ("--title", None),
+        ("--description", None),
+        (
+            "--status",
+            "backlog, in_progress, blocked, done (list: also all; milestones: open, completed, archived, all)",
+        ),
+        ("--priority", "p0 to p3"),
+        ("--due", "YYYY-MM-DD"),
+        ("--tags", "comma-separated"),
+        ("--milestone", "milestone id or name"),
+        ("--blocked-by", "comma-separated task ids"),
+        ("--text", "a decision"),
+        ("--reasoning", "why"),
+        ("--link-type", "session"),
+        ("--ref", "a session id, or 'current'"),
+    ):
         tk.add_argument(flag, type=_text, help=text)
     tk.set_defaults(func=cmd_tasks)
 
@@ -448,8 +508,7 @@ def _text(text: str) -> str:
     naming the option, if it is not UTF-8; argparse then exits 2."""
     bad = _not_utf8(text)
     if bad is not None:
-        raise argparse.ArgumentTypeError(f"is not UTF-8 text ({bad[1]} at character {bad[0] + 1}): "
-                                         "give it in UTF-8")
+        raise argparse.ArgumentTypeError(f"is not UTF-8 text ({bad[1]} at character {bad[0] + 1}): give it in UTF-8")
     return text
 
 

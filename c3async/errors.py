@@ -36,9 +36,7 @@ class AmbiguousSession(C3Error):
 
     def __init__(self, ref: str, candidates: list[str]) -> None:
         shown = ", ".join(candidates[:10]) + (" ..." if len(candidates) > 10 else "")
-        super().__init__(
-            f"the id prefix {ref!r} matches {len(candidates)} sessions: {shown}. Give more characters."
-        )
+        super().__init__(f"the id prefix {ref!r} matches {len(candidates)} sessions: {shown}. Give more characters.")
 
 
 # ---------------------------------------------------------------- text a caller gives us

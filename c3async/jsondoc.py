@@ -76,7 +76,12 @@ def _why(exc: BaseException) -> str:
 
 
 def update(
-    path: Path, type_: type[T], default: Callable[[], T], change: Callable[[T], R], *, backup: bool = False,
+    path: Path,
+    type_: type[T],
+    default: Callable[[], T],
+    change: Callable[[T], R],
+    *,
+    backup: bool = False,
 ) -> R:
     """Lock ``<path>.lock``, read, let ``change`` modify the document in place, write a temp
     file, fsync, replace. Returns what ``change`` returns; if it raises, nothing is written.
@@ -132,5 +137,5 @@ def keep_unknown(old: Any, new: Any) -> Any:
         if all(isinstance(o, dict) and "id" in o for o in old) and all(isinstance(n, dict) for n in new):
             by_id = {o["id"]: o for o in old if isinstance(o["id"], (str, int))}
             return [keep_unknown(by_id[n["id"]], n) if n.get("id") in by_id else n for n in new]
-        return [keep_unknown(o, n) for o, n in zip(old, new)] + new[len(old):]
+        return [keep_unknown(o, n) for o, n in zip(old, new)] + new[len(old) :]
     return new

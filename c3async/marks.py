@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import msgspec
 
@@ -25,8 +25,17 @@ from .errors import BadArgument, check_text, clip
 from .paths import project_state
 
 __all__ = (
-    "MAX_NEXT_STEPS", "MAX_REASON", "MAX_SUMMARY", "Mark", "MarkBook", "MarkState", "Note", "Stale", "check_mark_text",
-    "marks_path", "write_mark",
+    "MAX_NEXT_STEPS",
+    "MAX_REASON",
+    "MAX_SUMMARY",
+    "Mark",
+    "MarkBook",
+    "MarkState",
+    "Note",
+    "Stale",
+    "check_mark_text",
+    "marks_path",
+    "write_mark",
 )
 
 log = logging.getLogger("c3async.marks")
@@ -168,25 +177,43 @@ def write_mark(
     else:
         summary = next_steps = None
     mark = Mark(
-        ts=round(time.time(), 6), id=session_id, op=op, reason=reason, successor=successor,  # type: ignore[arg-type]
-        summary=summary, next_steps=next_steps, by=by, by_session=by_session,  # type: ignore[arg-type]
+        ts=round(time.time(), 6),
+        id=session_id,
+        op=cast(Op, op),  # checked against the three ops above
+        reason=reason,
+        successor=successor,
+        summary=summary,
+        next_steps=next_steps,
+        by=cast(By, by),  # checked against agent/user above
+        by_session=by_session,
     )
     jsonl.append(marks_path(project), mark)
     # From here on the mark is written: nothing may report it as failed.
     # `target`, not `session_id`: a mark is about a session, not activity of it (the liveness
     # fallback reads session_id as "this session did something").
     try:
-        activity.record(project, "session_mark", target=session_id, op=op, by=by,
-                        by_session=clip(by_session, LOG_FIELD) if by_session else None,
-                        reason=clip(reason, LOG_FIELD) if reason else None, successor=successor)
-    except Exception as exc:  # noqa: BLE001 - the mark stands; only its audit row is missing
+        activity.record(
+            project,
+            "session_mark",
+            target=session_id,
+            op=op,
+            by=by,
+            by_session=clip(by_session, LOG_FIELD) if by_session else None,
+            reason=clip(reason, LOG_FIELD) if reason else None,
+            successor=successor,
+        )
+    except Exception as exc:
         log.warning("the %s mark on %s was written, but its activity row was not: %s", op, session_id, exc)
     return mark
 
 
 def check_mark_text(
-    *, reason: str | None = None, summary: str | None = None, next_steps: str | None = None,
-    successor: str | None = None, ref: str | None = None,
+    *,
+    reason: str | None = None,
+    summary: str | None = None,
+    next_steps: str | None = None,
+    successor: str | None = None,
+    ref: str | None = None,
 ) -> None:
     """The checks of a mark's text that need no file (length, NUL, lone surrogates): the MCP
     server runs them before it logs the call, ``write_mark`` before it writes anything."""

@@ -108,7 +108,7 @@ def _gitdir(checkout: str) -> str | None:
     line = _read_git_file(os.path.join(checkout, ".git"))
     if line is None or not line.startswith("gitdir:"):
         return None
-    target = line[len("gitdir:"):].strip()
+    target = line[len("gitdir:") :].strip()
     if not target:
         return None
     try:
@@ -205,7 +205,9 @@ def _resolve_root(p: str) -> str:
         main = os.path.dirname(common)
         if _is_dir(main):
             return main
-        warn_once(f"the main checkout {main} of {p} does not exist: c3async keeps the state of {p} in its own .c3 folder.")
+        warn_once(
+            f"the main checkout {main} of {p} does not exist: c3async keeps the state of {p} in its own .c3 folder."
+        )
         return p
     bare, core_worktree = _core_config(common)
     if core_worktree:  # a repository that names its main checkout (a submodule's, say)

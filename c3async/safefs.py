@@ -222,7 +222,9 @@ def open_file(path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, cr
             else:
                 fd = os.open(p.name, flags, mode, dir_fd=dfd)
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENOTDIR) and not isinstance(exc, UnsafeState):
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENOTDIR) and not isinstance(
+                exc, UnsafeState
+            ):
                 raise _refuse_existing(dfd, p.name, p, False) from None
             raise
     try:
@@ -255,7 +257,7 @@ def read_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     try:
         if limit is not None:
             return os.read(fd, limit)
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             data = os.read(fd, 1 << 20)
             if not data:
@@ -272,7 +274,10 @@ class NotRegularFile(OSError):
 
 
 def open_regular(
-    path: str | os.PathLike[str], *, follow: bool = False, lstat_first: bool = False,
+    path: str | os.PathLike[str],
+    *,
+    follow: bool = False,
+    lstat_first: bool = False,
 ) -> tuple[int, os.stat_result]:
     """Open a file that is not our state (a transcript, git's ``HEAD``) for reading, only if it
     is a regular file: (fd, fstat). ``O_NONBLOCK`` makes opening a FIFO return at once,
@@ -379,15 +384,12 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = Tru
     tmp = f".{p.name}.{secrets.token_hex(8)}.tmp"
     with open_dir(p.parent, create=True) as dfd:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
-        if dfd is None:
-            fd = os.open(p.parent / tmp, flags, mode)
-        else:
-            fd = os.open(tmp, flags, mode, dir_fd=dfd)
+        fd = os.open(p.parent / tmp, flags, mode) if dfd is None else os.open(tmp, flags, mode, dir_fd=dfd)
         try:
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
                 if fsync:
                     os.fsync(fd)
             finally:

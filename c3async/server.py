@@ -150,8 +150,7 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
         registry.register(state.project)
     except Exception as exc:  # the registry only feeds the Hub's project list
         log.warning("could not register %s: %s", state.project, exc)
-    log.info("c3async %s serving %s (C3 session %s, %s)", __version__, state.project,
-             state.c3_session_id, state.ide)
+    log.info("c3async %s serving %s (C3 session %s, %s)", __version__, state.project, state.c3_session_id, state.ide)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(supervised, "heartbeat", state.heartbeat.run)
@@ -186,7 +185,11 @@ def _result(text: str, error: bool = False) -> CallToolResult:
 
 
 async def _call(
-    state: ServerState, tool: str, action: str, fn: Callable[[str | None], str], check: Callable[[], str],
+    state: ServerState,
+    tool: str,
+    action: str,
+    fn: Callable[[str | None], str],
+    check: Callable[[], str],
 ) -> CallToolResult:
     """Run a tool body in a worker thread (file I/O stays off the event loop): validate the
     arguments with ``check()`` (which returns the normalised action name, or raises a C3Error
@@ -198,9 +201,15 @@ async def _call(
         name = check()  # an unknown action or bad text is refused here: nothing is written
         host = _serving(state, state.identity.current())
         try:
-            activity.record(state.project, "tool_call", session_id=host, c3_session_id=state.c3_session_id,
-                            tool=tool, action=clip(name, LOG_FIELD) or None)
-        except Exception as exc:  # noqa: BLE001 - the log is a record of calls; the call itself still runs
+            activity.record(
+                state.project,
+                "tool_call",
+                session_id=host,
+                c3_session_id=state.c3_session_id,
+                tool=tool,
+                action=clip(name, LOG_FIELD) or None,
+            )
+        except Exception as exc:
             log.warning("could not write the activity log: %s", exc)
         return fn(host)
 
@@ -213,8 +222,11 @@ async def _call(
     except Exception:
         shown = ascii(clip(action or "", 60))  # any text: bounded and escaped for stderr and the result
         log.exception("%s(action=%s) failed", tool, shown)
-        return _result(f"{tool}(action={shown}) failed inside c3async; the server's stderr has "
-                       "the details. Other actions still work.", error=True)
+        return _result(
+            f"{tool}(action={shown}) failed inside c3async; the server's stderr has "
+            "the details. Other actions still work.",
+            error=True,
+        )
     return _result(text)
 
 
@@ -236,7 +248,7 @@ async def c3_session(
     event_type: str = "",
     target: str = "",
     *,
-    ctx: Context,
+    ctx: Context[ServerState],
 ) -> CallToolResult:
     """Sessions of this project: the catalog of Claude Code conversations, and this C3 session.
 
@@ -252,8 +264,9 @@ async def c3_session(
     snapshot data and plan 20,000; summaries 8,000; description 2,000; target 500. No NUL.
     """
     state: ServerState = ctx.request_context.lifespan_context
-    args = dict(data=data, reasoning=reasoning, description=description, summary=summary,
-                event_type=event_type, target=target)
+    args = dict(
+        data=data, reasoning=reasoning, description=description, summary=summary, event_type=event_type, target=target
+    )
 
     def body(host: str | None) -> str:
         caller = session_actions.Caller(state.project, state.c3_session_id, host, state.record, by="agent")
@@ -282,7 +295,7 @@ async def c3_task(
     link_type: str = "",
     ref: str = "",
     *,
-    ctx: Context,
+    ctx: Context[ServerState],
 ) -> CallToolResult:
     """Durable project tasks, milestones and decisions (they outlive every conversation).
 
@@ -305,9 +318,21 @@ async def c3_task(
     from .sessions.refs import run_task
 
     state: ServerState = ctx.request_context.lifespan_context
-    args = dict(task_id=task_id, title=title, description=description, status=status, priority=priority,
-                due=due, tags=tags, milestone=milestone, blocked_by=blocked_by, text=text,
-                reasoning=reasoning, link_type=link_type, ref=ref)
+    args = dict(
+        task_id=task_id,
+        title=title,
+        description=description,
+        status=status,
+        priority=priority,
+        due=due,
+        tags=tags,
+        milestone=milestone,
+        blocked_by=blocked_by,
+        text=text,
+        reasoning=reasoning,
+        link_type=link_type,
+        ref=ref,
+    )
 
     def body(host: str | None) -> str:
         result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
@@ -317,12 +342,13 @@ async def c3_task(
 
 
 @mcp.tool()
-async def c3_status(view: str = "sessions", *, ctx: Context) -> CallToolResult:
+async def c3_status(view: str = "sessions", *, ctx: Context[ServerState]) -> CallToolResult:
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
     catalog). view='live': the project's live sessions and their MCP processes."""
     state: ServerState = ctx.request_context.lifespan_context
-    return await _call(state, "c3_status", view, lambda host: status.run(state.project, view),
-                       lambda: _check_view(view))
+    return await _call(
+        state, "c3_status", view, lambda host: status.run(state.project, view), lambda: _check_view(view)
+    )
 
 
 def serve() -> int:

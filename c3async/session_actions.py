@@ -15,6 +15,7 @@ reasoning 8,000; a snapshot's summary 8,000 and data 20,000; a plan 20,000; a st
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -101,14 +102,20 @@ def _save(caller: Caller) -> None:
 
 # ---------------------------------------------------------------- lifecycle
 
+
 def start(c: Caller, description: str = "", **_: str) -> str:
     validate("start", description=description)
     c.record.description = description.strip() or c.record.description
     _save(c)
     # Not "session_start": that kind is the hooks' fact about a host session, which the liveness
     # fallback trusts; a lifecycle start says nothing about when the host session ends.
-    activity.record(c.project, "c3_start", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
-                    description=clip(c.record.description, LOG_FIELD) if c.record.description else None)
+    activity.record(
+        c.project,
+        "c3_start",
+        session_id=c.host_session_id,
+        c3_session_id=c.c3_session_id,
+        description=clip(c.record.description, LOG_FIELD) if c.record.description else None,
+    )
     return f"started C3 session {c.c3_session_id[:8]} for host session {c.host_session_id or '(unknown)'}"
 
 
@@ -116,19 +123,28 @@ def log(c: Caller, event_type: str = "", data: str = "", reasoning: str = "", **
     validate("log", event_type=event_type, data=data, reasoning=reasoning)
     event_type = _need(event_type, "event_type", "log", "decision, discovery, blocker, progress...")
     data = _need(data, "data", "log", "what happened")
-    c.record.events.append(records.Event(ts=time.time(), host_session_id=c.host_session_id,
-                                         event_type=event_type, data=data, reasoning=reasoning.strip()))
+    c.record.events.append(
+        records.Event(
+            ts=time.time(),
+            host_session_id=c.host_session_id,
+            event_type=event_type,
+            data=data,
+            reasoning=reasoning.strip(),
+        )
+    )
     _save(c)
-    activity.record(c.project, "log", session_id=c.host_session_id, c3_session_id=c.c3_session_id,
-                    event_type=event_type)
+    activity.record(
+        c.project, "log", session_id=c.host_session_id, c3_session_id=c.c3_session_id, event_type=event_type
+    )
     return f"logged {event_type} ({len(c.record.events)} events in this C3 session)"
 
 
 def snapshot(c: Caller, summary: str = "", data: str = "", **_: str) -> str:
     validate("snapshot", summary=summary, data=data)
     summary = _need(summary, "summary", "snapshot", "where things stand")
-    c.record.snapshots.append(records.Snapshot(ts=time.time(), host_session_id=c.host_session_id,
-                                               summary=summary, data=data.strip()))
+    c.record.snapshots.append(
+        records.Snapshot(ts=time.time(), host_session_id=c.host_session_id, summary=summary, data=data.strip())
+    )
     _save(c)
     activity.record(c.project, "snapshot", session_id=c.host_session_id, c3_session_id=c.c3_session_id)
     return f"snapshot saved ({len(c.record.snapshots)} in this C3 session)"
@@ -151,7 +167,9 @@ def restore(c: Caller, target: str = "", **_: str) -> str:
     if best is None:
         raise C3Error(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
     when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds")
-    return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (f"\n\n{best.data}" if best.data else "")
+    return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (
+        f"\n\n{best.data}" if best.data else ""
+    )
 
 
 def plan(c: Caller, data: str = "", **_: str) -> str:
@@ -174,12 +192,15 @@ def end(c: Caller, summary: str = "", **_: str) -> str:
 
 # ---------------------------------------------------------------- catalog
 
+
 def list_(c: Caller, target: str = "", **_: str) -> str:
     target = target.strip()
     which, search = (target.lower(), None) if target.lower() in FILTERS else ("all", target or None)
-    _, rows = list_rows_sync([c.project], which=which, search=search, processes=False)
+    _scans, rows = list_rows_sync([c.project], which=which, search=search, processes=False)
     if not rows:
-        return f"no {which if which != 'all' else ''} sessions".replace("  ", " ") + (f" matching {search!r}" if search else "")
+        return f"no {which if which != 'all' else ''} sessions".replace("  ", " ") + (
+            f" matching {search!r}" if search else ""
+        )
     now = time.time()
     lines = []
     for r in rows[:LIST_ROWS]:
@@ -188,8 +209,10 @@ def list_(c: Caller, target: str = "", **_: str) -> str:
             flags += f"MCP×{r.mcp_count} "
         tail = f"stale: {r.stale.reason}" if r.stale is not None else ", ".join(r.hints)
         cur = " (this session)" if r.id == c.host_session_id else ""
-        lines.append(f"{r.id[:8]}  {age(r.last_activity or r.mtime, now):>4}  {r.branch or '-'}  "
-                     f"{flags}{' '.join(r.title.split())[:80]}{cur}" + (f"  [{tail}]" if tail else ""))
+        lines.append(
+            f"{r.id[:8]}  {age(r.last_activity or r.mtime, now):>4}  {r.branch or '-'}  "
+            f"{flags}{' '.join(r.title.split())[:80]}{cur}" + (f"  [{tail}]" if tail else "")
+        )
     more = len(rows) - LIST_ROWS
     if more > 0:
         lines.append(f"... {more} more; narrow with target='likely', 'stale', 'live' or search text")
@@ -227,9 +250,19 @@ def note(c: Caller, target: str = "", data: str = "", reasoning: str = "", **_: 
     return _mark(c, "note", target, summary=data, next_steps=reasoning)
 
 
-_HANDLERS = {
-    "start": start, "log": log, "snapshot": snapshot, "restore": restore, "plan": plan, "end": end,
-    "list": list_, "show": show, "stale": stale, "unstale": unstale, "note": note,
+# each is called as fn(caller, **args)
+_HANDLERS: dict[str, Callable[..., str]] = {
+    "start": start,
+    "log": log,
+    "snapshot": snapshot,
+    "restore": restore,
+    "plan": plan,
+    "end": end,
+    "list": list_,
+    "show": show,
+    "stale": stale,
+    "unstale": unstale,
+    "note": note,
 }
 
 

@@ -221,8 +221,13 @@ def _fold_source(src: Path, dst: Path) -> Fold | None:
         return fold
     log.info(
         "folded %s into %s (%s, sessions/ +%d, pm items +%d%s); the old folder is kept as %s",
-        src, dst, ", ".join(f"{name} +{n}" for name, n in fold.lines.items()), fold.records,
-        fold.pm_items, "".join(f", {name} copied" for name in fold.copied), fold.aside,
+        src,
+        dst,
+        ", ".join(f"{name} +{n}" for name, n in fold.lines.items()),
+        fold.records,
+        fold.pm_items,
+        "".join(f", {name} copied" for name in fold.copied),
+        fold.aside,
     )
     return fold
 
@@ -434,8 +439,10 @@ def _fold_pm(src: Path, dst: Path) -> int:
             if why:
                 raise _Problem(f"{dst} is not a task document ({why}); repair it first")
             if ours.get("version", 1) != theirs.get("version", 1):
-                raise _Problem(f"{src} (format version {theirs.get('version', 1)}) and {dst} (version "
-                               f"{ours.get('version', 1)}) differ: upgrade c3async, then try again")
+                raise _Problem(
+                    f"{src} (format version {theirs.get('version', 1)}) and {dst} (version "
+                    f"{ours.get('version', 1)}) differ: upgrade c3async, then try again"
+                )
             before = msgspec.json.encode(ours)
             count = merge_pm(ours, theirs)
             after = msgspec.json.encode(ours)

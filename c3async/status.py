@@ -21,8 +21,10 @@ VIEWS = ("sessions", "live")
 def sessions_view(project: str) -> str:
     latest = latest_totals(project)
     if not latest:
-        return (f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
-                "it accounts for transcripts; `c3async stats` computes it on demand)")
+        return (
+            f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
+            "it accounts for transcripts; `c3async stats` computes it on demand)"
+        )
     titles = None
     for row in latest.values():
         if not row.title:  # accounted before the catalog knew the session: ask it now
@@ -37,16 +39,19 @@ def format_table(rows: list[SessionTotals]) -> str:
     for r in sorted(rows, key=lambda r: r.last_ts or "", reverse=True):
         cw = r.cache_write_5m + r.cache_write_1h
         unpriced = ", ".join(inert_line(m) for m in r.unknown_models)
-        lines.append(f"{inert_line(r.session_id[:8])}  {r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
-                     f"{r.cost_usd:>9.2f}  {inert_line(r.title or '')}"
-                     + (f"  (unpriced: {unpriced})" if r.unknown_models else ""))
+        lines.append(
+            f"{inert_line(r.session_id[:8])}  {r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
+            f"{r.cost_usd:>9.2f}  {inert_line(r.title or '')}"
+            + (f"  (unpriced: {unpriced})" if r.unknown_models else "")
+        )
         total["input"] += r.input
         total["output"] += r.output
         total["cw"] += cw
         total["cr"] += r.cache_read
         total["cost"] += r.cost_usd
-    lines.append(f"total     {total['input']:>8} {total['output']:>8} {total['cw']:>9} {total['cr']:>11} "
-                 f"{total['cost']:>9.2f}")
+    lines.append(
+        f"total     {total['input']:>8} {total['output']:>8} {total['cw']:>9} {total['cr']:>11} {total['cost']:>9.2f}"
+    )
     return "\n".join(lines)
 
 

@@ -334,11 +334,16 @@ def mark_tag(rec: dict) -> str | None:
 
 
 def oracle_fold(records: list[dict]) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Last-wins fold, in file order, written independently of ``MarkBook``."""
+    """Last-wins fold by time (the greatest ``ts``; a tie goes to the later line), written
+    independently of ``MarkBook``. Concurrent writers take their ``ts`` before the lock, so
+    file order and time order can differ by a few milliseconds; the later decision wins."""
     stale: dict[str, dict] = {}
     note: dict[str, dict] = {}
     for rec in records:
-        (note if rec.get("op") == "note" else stale)[rec["id"]] = rec
+        book = note if rec.get("op") == "note" else stale
+        held = book.get(rec["id"])
+        if held is None or rec["ts"] >= held["ts"]:
+            book[rec["id"]] = rec
     return stale, note
 
 
@@ -361,8 +366,9 @@ def compare_fold(book, records: list[dict]) -> list[str]:
         got_note = ((got.note.summary, got.note.next_steps, got.note.ts)
                     if got is not None and got.note is not None else None)
         if got_stale != want_stale or got_note != want_note:
-            problems.append(f"{sid}: book stale={got_stale} note={got_note}, "
-                            f"oracle stale={want_stale} note={want_note}")
+            short = lambda v: tuple(x[:40] if isinstance(x, str) else x for x in v) if v else v  # noqa: E731
+            problems.append(f"{sid}: book stale={short(got_stale)} note={short(got_note)}, "
+                            f"oracle stale={short(want_stale)} note={short(want_note)}")
         if len(problems) > 5:
             break
     return problems

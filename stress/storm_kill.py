@@ -6,7 +6,7 @@ survivor process appends one more mark.
 
 Invariants: every acknowledged mark is in the file exactly once and whole (never glued to a
 fragment); torn fragments (lines that do not parse) are skipped by the reader, counted, and never
-more than the kills; the fold equals last-wins of the file order; every acknowledged mark has its
+more than the kills; the fold equals an independent last-wins fold by time; every acknowledged mark has its
 activity row; the survivor's line is intact, on its own line.
 """
 
@@ -255,7 +255,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     # the fold, and what the production reader skipped
     book = MarkBook(project.path).refresh()
     problems = compare_fold(book, raw.records)
-    res.check(not problems, "the fold equals last-wins of the file order", "; ".join(problems[:3]))
+    res.check(not problems, "the fold equals an independent last-wins fold by time", "; ".join(problems[:3]))
     res.check(book.skipped == fragments, "the reader skips and counts exactly the torn fragments",
               f"MarkBook skipped {book.skipped}, raw reader found {fragments}")
     times = []

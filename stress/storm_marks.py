@@ -7,7 +7,7 @@ acknowledged when its call returned without error. Then, read back independently
 
 - every acknowledged mark is in ``.c3/session_marks.jsonl`` exactly once, as it was sent;
 - no torn or glued line (every line parses as one JSON object; the file ends in a newline);
-- ``MarkBook(project).refresh()`` equals a last-wins fold of the file order written here;
+- ``MarkBook(project).refresh()`` equals a last-wins fold by time written here;
 - every mark has its ``session_mark`` activity row (same multiset of (session, op, by,
   by_session); per sequential writer, the same order), and every tool call its ``tool_call`` row.
 """
@@ -442,7 +442,7 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
     # the fold
     book = MarkBook(project.path).refresh()
     problems = compare_fold(book, raw.records)
-    res.check(not problems, "the fold equals last-wins of the file order", "; ".join(problems[:3]))
+    res.check(not problems, "the fold equals an independent last-wins fold by time", "; ".join(problems[:3]))
     res.check(book.skipped == len(raw.bad), "the fold skips exactly the bad lines",
               f"MarkBook skipped {book.skipped}, raw reader found {len(raw.bad)}")
     times = []

@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from ..errors import DECODE_ERRORS
 
-__all__ = ("Facts", "scan", "prompt_title", "PROMPT_CAP", "TITLE_CAP")
+__all__ = ("PROMPT_CAP", "TITLE_CAP", "Facts", "prompt_title", "scan")
 
 PROMPT_CAP = 2000  # characters of a prompt kept in a row; longer ones set *_truncated
 TITLE_CAP = 200  # Claude Code's own cut for a title taken from a prompt
@@ -26,10 +26,57 @@ TITLE_CAP = 200  # Claude Code's own cut for a title taken from a prompt
 # Built-in commands that do their work locally: as a first "prompt" they only name the command.
 # A custom command with arguments (`/review PR 12`) is a real prompt, as in Claude Code.
 LOCAL_COMMANDS = frozenset(
-    """add-dir agents bashes branch btw bug cd clear compact config context cost doctor effort exit
-    export fast fork help hooks ide install-github-app login logout mcp memory model new
-    output-style permissions plan plugin privacy-settings quit release-notes rename reset resume
-    rewind sandbox status statusline tasks terminal-setup theme todos upgrade usage vim""".split()
+    [
+        "add-dir",
+        "agents",
+        "bashes",
+        "branch",
+        "btw",
+        "bug",
+        "cd",
+        "clear",
+        "compact",
+        "config",
+        "context",
+        "cost",
+        "doctor",
+        "effort",
+        "exit",
+        "export",
+        "fast",
+        "fork",
+        "help",
+        "hooks",
+        "ide",
+        "install-github-app",
+        "login",
+        "logout",
+        "mcp",
+        "memory",
+        "model",
+        "new",
+        "output-style",
+        "permissions",
+        "plan",
+        "plugin",
+        "privacy-settings",
+        "quit",
+        "release-notes",
+        "rename",
+        "reset",
+        "resume",
+        "rewind",
+        "sandbox",
+        "status",
+        "statusline",
+        "tasks",
+        "terminal-setup",
+        "theme",
+        "todos",
+        "upgrade",
+        "usage",
+        "vim",
+    ]
 )
 CLEAR_COMMANDS = frozenset({"/clear", "/reset", "/new"})
 
@@ -279,7 +326,7 @@ def _scan_first_lines(facts: Facts, buf: bytes, begin: int, end: int) -> None:
             return
 
 
-def _user_prompt(facts: Facts, buf: bytes, start: int, stop: int) -> tuple[str, str] | None | bool:
+def _user_prompt(facts: Facts, buf: bytes, start: int, stop: int) -> tuple[str, str] | Literal[False] | None:
     """Classify the user line at [start, stop): False for a tool result (not decoded)."""
     if buf.find(_TOOL_RESULT, start, stop) >= 0:
         return False

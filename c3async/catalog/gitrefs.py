@@ -24,7 +24,7 @@ def common_dir(path: str) -> Path | None:
         text = read_foreign(dot_git).strip()
         if not text.startswith("gitdir:"):
             return None
-        gitdir = (Path(path) / text[len("gitdir:"):].strip()).resolve()
+        gitdir = (Path(path) / text[len("gitdir:") :].strip()).resolve()
         commondir = gitdir / "commondir"
         if commondir.is_file():
             return (gitdir / read_foreign(commondir).strip()).resolve()
@@ -53,7 +53,7 @@ def branches(path: str) -> set[str] | None:
         except OSError:
             continue
         if text.startswith("ref: refs/heads/"):
-            names.add(text[len("ref: refs/heads/"):])
+            names.add(text[len("ref: refs/heads/") :])
     try:
         packed = read_foreign(common / "packed-refs", limit=64 << 20)
     except OSError:
@@ -61,7 +61,7 @@ def branches(path: str) -> set[str] | None:
     for line in packed.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[1].startswith("refs/heads/"):
-            names.add(parts[1][len("refs/heads/"):])
+            names.add(parts[1][len("refs/heads/") :])
     return names
 
 
@@ -71,10 +71,10 @@ def current_branch(path: str) -> str | None:
     try:
         if dot_git.is_file():
             text = read_foreign(dot_git).strip()
-            head = (Path(path) / text[len("gitdir:"):].strip()).resolve() / "HEAD"
+            head = (Path(path) / text[len("gitdir:") :].strip()).resolve() / "HEAD"
         else:
             head = dot_git / "HEAD"
         ref = read_foreign(head).strip()
     except (OSError, ValueError):  # ValueError: a NUL in a hostile gitdir line
         return None
-    return ref[len("ref: refs/heads/"):] if ref.startswith("ref: refs/heads/") else None
+    return ref[len("ref: refs/heads/") :] if ref.startswith("ref: refs/heads/") else None

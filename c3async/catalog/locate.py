@@ -52,9 +52,7 @@ def slug(path: str) -> str:
     """Claude Code's folder name for a cwd (before the long-path hash)."""
     path = unicodedata.normalize("NFC", path)
     # Per UTF-16 code unit: a character outside the BMP is two units, so two dashes.
-    return "".join(
-        ch if ch.isascii() and ch.isalnum() else ("--" if ord(ch) > 0xFFFF else "-") for ch in path
-    )
+    return "".join(ch if ch.isascii() and ch.isalnum() else ("--" if ord(ch) > 0xFFFF else "-") for ch in path)
 
 
 def is_windows_path(path: str) -> bool:

@@ -202,7 +202,7 @@ def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
         at_head = new_start == head_end
         tails.append(scan(buf, new_start, from_start=at_head, mode=TAIL if need_prompt else TITLES))
         seam = new_start if at_head else new_start + buf.find(b"\n") + 1
-    regions = [head] + tails[:0:-1] + [tails[0]]
+    regions = [head, *tails[:0:-1], tails[0]]
     return _merge(size, mtime_ns, regions, False, read)  # clean_end: the newest region's
 
 

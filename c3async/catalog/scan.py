@@ -20,7 +20,16 @@ from .listing import Candidate, candidates
 from .locate import ProjectDirs, locate, same_path
 from .read import Transcript, read_transcript
 
-__all__ = ("NEWEST", "ProjectScan", "Progress", "Session", "scan_project", "scan_projects", "scan_projects_sync", "skip_reason")
+__all__ = (
+    "NEWEST",
+    "Progress",
+    "ProjectScan",
+    "Session",
+    "scan_project",
+    "scan_projects",
+    "scan_projects_sync",
+    "skip_reason",
+)
 
 log = logging.getLogger("c3async.catalog")
 
@@ -106,9 +115,10 @@ class _Scanner:
         self.dirs = locate(project, extra_cwds)
         self.limit = limit
         self.counter = counter
-        self.result = ProjectScan(dirs=self.dirs, cache_path=cache_path(self.dirs.project))
+        self.cache_file = cache_path(self.dirs.project)
+        self.result = ProjectScan(dirs=self.dirs, cache_path=self.cache_file)
         self.cands = candidates([folder for folder, _ in self.dirs.folders])
-        self.old = cache.load(self.result.cache_path) if self.cands else {}
+        self.old = cache.load(self.cache_file) if self.cands else {}
         self.new: dict[str, Transcript] = {}
         self.start = 0
         self.batch: list[Candidate] = []
@@ -121,7 +131,7 @@ class _Scanner:
         result = self.result
         if len(result.sessions) >= self.limit or self.start >= len(self.cands):
             if self.new != self.old:
-                cache.save(result.cache_path, self.new)
+                cache.save(self.cache_file, self.new)
             return None
         self.batch = self.cands[self.start : self.start + self.limit - len(result.sessions)]
         self.start += len(self.batch)
@@ -150,6 +160,7 @@ class _Scanner:
                 rec = self.new.get(cand.path)
             reason = skip_reason(rec, self.dirs.cwds)
             if reason is None:
+                assert rec is not None  # skip_reason() calls a missing record unreadable
                 result.sessions.append(Session(cand, rec, self.dirs.project))
             else:
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
@@ -233,8 +244,12 @@ def _steps(scanners: list[_Scanner]):
 
 
 async def scan_projects(
-    projects: list[str], *, limit: int = NEWEST, progress: Progress | None = None,
-    limiter=None, extra_cwds: dict[str, tuple[str, ...]] | None = None,
+    projects: list[str],
+    *,
+    limit: int = NEWEST,
+    progress: Progress | None = None,
+    limiter=None,
+    extra_cwds: dict[str, tuple[str, ...]] | None = None,
 ) -> list[ProjectScan]:
     """List several projects' sessions (each with its worktrees', and ``extra_cwds[project]``:
     folders git no longer lists), newest first, reading every file that needs it in worker
@@ -259,7 +274,11 @@ async def scan_project(project: str, **kwargs) -> ProjectScan:
 
 
 def scan_projects_sync(
-    projects: list[str], *, limit: int = NEWEST, progress: Progress | None = None, processes: bool = True,
+    projects: list[str],
+    *,
+    limit: int = NEWEST,
+    progress: Progress | None = None,
+    processes: bool = True,
     extra_cwds: dict[str, tuple[str, ...]] | None = None,
 ) -> list[ProjectScan]:
     """The same, for a command-line process: when every file is cached, no event loop (and no

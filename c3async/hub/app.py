@@ -26,8 +26,9 @@ import logging
 import os
 import re
 import secrets
+from collections.abc import Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, overload
 
 import anyio
 import msgspec
@@ -54,14 +55,21 @@ __all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_ap
 log = logging.getLogger("c3async.hub")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 # What a listing row may carry: never the prompts (they are in the detail, on request).
 LISTING_DROPS = ("first_prompt", "last_prompt", "first_prompt_truncated", "last_prompt_truncated")
 EVENT_POLL_S = 1.0
-SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
-                    (b"cross-origin-resource-policy", b"same-origin"), (b"cache-control", b"no-store")]
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
 COOKIE_PREFIX = "c3async-hub-"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 MAX_BODY = 64 * 1024  # a mark's body; the marks layer bounds each field further
@@ -168,7 +176,8 @@ class Guard:
                 return
             log.exception("%s %s failed", scope.get("method"), scope.get("path"))
             await _error(500, "the Hub failed on this request; its terminal shows the details")(
-                scope, receive, send_with_headers)
+                scope, receive, send_with_headers
+            )
 
     def refusal(self, scope: Scope) -> Response | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -195,16 +204,20 @@ class Guard:
         if api:
             how = credential(scope, self.token)
             if how is None:
-                return _error(401, "this needs the Hub's token: open the URL that `c3async hub` printed "
-                                   "(it is also in $C3_HOME/hub/hub-PORT.json), or send Authorization: Bearer TOKEN",
-                              headers={"WWW-Authenticate": 'Bearer realm="c3async hub"'})
+                return _error(
+                    401,
+                    "this needs the Hub's token: open the URL that `c3async hub` printed "
+                    "(it is also in $C3_HOME/hub/hub-PORT.json), or send Authorization: Bearer TOKEN",
+                    headers={"WWW-Authenticate": 'Bearer realm="c3async hub"'},
+                )
             if change and how == "cookie" and (origin is None or headers.get("x-c3-request") != "1"):
-                return _error(403, "a state change from the page needs its Origin and X-C3-Request: 1 "
-                                   "(reload the page)")
+                return _error(
+                    403, "a state change from the page needs its Origin and X-C3-Request: 1 (reload the page)"
+                )
         return None
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
@@ -212,6 +225,10 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(msgspec.json.encode(data), status_code=status, media_type="application/json")
 
 
+@overload
+def _text(value: str, what: str, limit: int) -> str: ...
+@overload
+def _text(value: Any, what: str, limit: int) -> str | None: ...
 def _text(value: Any, what: str, limit: int) -> str | None:
     """A string from the client: bounded, no NUL, no lone surrogate (it cannot be stored)."""
     if value is None:
@@ -299,8 +316,7 @@ async def index(request: Request) -> Response:
         # The token leaves the address bar (and the history) at once; the cookie carries it.
         response = Response(status_code=303, headers={"Location": "/"})
         name = cookie_name(_own_port(request.scope))
-        response.raw_headers.append(
-            (b"set-cookie", f"{name}={token}; HttpOnly; SameSite=Strict; Path=/".encode()))
+        response.raw_headers.append((b"set-cookie", f"{name}={token}; HttpOnly; SameSite=Strict; Path=/".encode()))
         return response
     if credential(request.scope, token) is None:
         return _welcome()
@@ -321,8 +337,7 @@ def _live_count(project: str) -> int:
 
 async def api_projects(request: Request) -> Response:
     def listing() -> list[dict[str, Any]]:
-        return [{"path": p, "name": p.rstrip("/").rsplit("/", 1)[-1] or p, "live": _live_count(p)}
-                for p in _projects()]
+        return [{"path": p, "name": p.rstrip("/").rsplit("/", 1)[-1] or p, "live": _live_count(p)} for p in _projects()]
 
     return _json({"projects": await anyio.to_thread.run_sync(listing)})
 
@@ -336,11 +351,14 @@ async def api_sessions(request: Request) -> Response:
     projects = [project] if project else _projects()
     # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
     scans, rows = await anyio.to_thread.run_sync(
-        lambda: list_rows_sync(projects, which=which, search=q, processes=False))
-    return _json({
-        "rows": [_listing_row(r) for r in rows],
-        "projects": [{"path": s.dirs.project, "sessions": len(s.sessions), "read": s.read} for s in scans],
-    })
+        lambda: list_rows_sync(projects, which=which, search=q, processes=False)
+    )
+    return _json(
+        {
+            "rows": [_listing_row(r) for r in rows],
+            "projects": [{"path": s.dirs.project, "sessions": len(s.sessions), "read": s.read} for s in scans],
+        }
+    )
 
 
 def _session_project(request: Request, sid: str) -> str:
@@ -399,14 +417,16 @@ async def api_mark(request: Request) -> Response:
     if not isinstance(body, dict):
         return _error(400, "the body must be a JSON object")
     try:
-        project = _project_param(request, body.get("project")) or await anyio.to_thread.run_sync(
-            _session_project, request, sid)
-        fields = {k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
-                  for k in ("reason", "successor", "summary", "next_steps")}
+        project = _project_param(request, body.get("project"))
+        if not project:  # (an `or` would infer run_sync's result as `str | None`)
+            project = await anyio.to_thread.run_sync(_session_project, request, sid)
+        fields = {
+            k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
+            for k in ("reason", "successor", "summary", "next_steps")
+        }
         op = body.get("op")
         op = _text(op, "op", 100) if isinstance(op, str) else ""
-        mark = await anyio.to_thread.run_sync(
-            lambda: mark_session(project, sid, op, by="user", **fields))
+        mark = await anyio.to_thread.run_sync(lambda: mark_session(project, sid, op, by="user", **fields))
     except C3Error as exc:
         return _error(400, str(exc))
     except OSError as exc:

@@ -71,8 +71,10 @@ class HubFiles:
             pass
         st = os.lstat(self.dir)
         if stat.S_ISLNK(st.st_mode):
-            raise HubFileError(f"{self.dir} is a symbolic link; refusing to put the Hub's token there. "
-                               "Remove it (c3async creates a private directory in its place).")
+            raise HubFileError(
+                f"{self.dir} is a symbolic link; refusing to put the Hub's token there. "
+                "Remove it (c3async creates a private directory in its place)."
+            )
         if not stat.S_ISDIR(st.st_mode):
             raise HubFileError(f"{self.dir} is not a directory; remove it and start the Hub again")
         if not _DIR_FD:
@@ -140,9 +142,11 @@ class HubFiles:
     def write_opener(self) -> Path:
         """A page that sends the browser on to the URL: what ``--open`` opens."""
         url = html.escape(self.url, quote=True)
-        page = (f'<!doctype html>\n<html><head><meta charset="utf-8">\n'
-                f'<meta http-equiv="refresh" content="0;url={url}">\n<title>c3async Hub</title></head>\n'
-                f'<body><p>Opening the c3async Hub: <a href="{url}">continue</a>.</p></body></html>\n')
+        page = (
+            f'<!doctype html>\n<html><head><meta charset="utf-8">\n'
+            f'<meta http-equiv="refresh" content="0;url={url}">\n<title>c3async Hub</title></head>\n'
+            f'<body><p>Opening the c3async Hub: <a href="{url}">continue</a>.</p></body></html>\n'
+        )
         return self._write(self.open_name, page.encode())
 
     def _prune(self) -> None:
@@ -204,8 +208,11 @@ def _stop(signum, frame) -> None:  # a signal handler
 
 def run_hub(host: str, port: int, open_browser: bool) -> int:
     if not is_loopback(host):
-        print(f"c3async: error: refusing to serve the Hub on {host!r}: it shows transcript text and "
-              "must stay on this machine; use 127.0.0.1 (or ::1)", file=sys.stderr)
+        print(
+            f"c3async: error: refusing to serve the Hub on {host!r}: it shows transcript text and "
+            "must stay on this machine; use 127.0.0.1 (or ::1)",
+            file=sys.stderr,
+        )
         return 2
     if not 0 <= port <= 65535:
         print(f"c3async: error: --port {port} is not a TCP port (0 to 65535; 0 picks a free one)", file=sys.stderr)
@@ -239,8 +246,11 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
     # found: make that handler ours, so the token file is removed on a plain `kill` too.
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        print(f"c3async Hub on {url}  (Ctrl-C to stop)\n"
-              f"  open that URL; it is also in {where} (readable by you only)", file=sys.stderr, flush=True)
+        print(
+            f"c3async Hub on {url}  (Ctrl-C to stop)\n  open that URL; it is also in {where} (readable by you only)",
+            file=sys.stderr,
+            flush=True,
+        )
         if open_browser:
             import webbrowser
 

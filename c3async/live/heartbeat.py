@@ -98,8 +98,14 @@ class HeartbeatWriter:
 
     def beat(self) -> Heartbeat:
         hb = Heartbeat(
-            session_id=self.session_id, host_session_id=self.host(), ide=self.ide, pid=os.getpid(),
-            ts=time.time(), project=self.project, started=self.started, boot_id=boot_id(),
+            session_id=self.session_id,
+            host_session_id=self.host(),
+            ide=self.ide,
+            pid=os.getpid(),
+            ts=time.time(),
+            project=self.project,
+            started=self.started,
+            boot_id=boot_id(),
             mono=time.monotonic(),
         )
         if not self.stopped:

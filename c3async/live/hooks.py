@@ -83,9 +83,9 @@ def _predecessor(project: str, claude_pid: int | None, now: float) -> str | None
             continue
         if now - ts > CLEAR_LINK_S:
             return None  # past the link window: no /clear just ended here
-        if row.get("kind") == "session_end" and row.get("reason") == "clear":
-            if claude_pid is None or row.get("claude_pid") in (None, claude_pid):
-                return row.get("session_id")
+        same_process = claude_pid is None or row.get("claude_pid") in (None, claude_pid)
+        if row.get("kind") == "session_end" and row.get("reason") == "clear" and same_process:
+            return row.get("session_id")
     return None
 
 
@@ -101,12 +101,20 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     if event == "SessionStart":
         source = _text(payload, "source", 64)
         predecessor = _predecessor(project, pid, time.time()) if source == "clear" else None
-        return activity.record(project, "session_start", session_id=session_id, source=source,
-                               claude_pid=pid, predecessor=predecessor, cwd=_text(payload, "cwd"),
-                               transcript_path=_text(payload, "transcript_path"))
+        return activity.record(
+            project,
+            "session_start",
+            session_id=session_id,
+            source=source,
+            claude_pid=pid,
+            predecessor=predecessor,
+            cwd=_text(payload, "cwd"),
+            transcript_path=_text(payload, "transcript_path"),
+        )
     if event == "SessionEnd":
-        return activity.record(project, "session_end", session_id=session_id,
-                               reason=_text(payload, "reason", 64), claude_pid=pid)
+        return activity.record(
+            project, "session_end", session_id=session_id, reason=_text(payload, "reason", 64), claude_pid=pid
+        )
     if event is None:
         return None
     return activity.record(project, "hook", session_id=session_id, event=event, claude_pid=pid)
@@ -181,7 +189,9 @@ def install(path: Path, command: str | None = None) -> list[str]:
             raise ValueError(f"{path}: hooks.{event} is not a list; fix it and run install-hooks again")
         present = any(
             isinstance(h, dict) and "c3async" in str(h.get("command", "")) and "hook" in str(h.get("command", ""))
-            for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or []
+            for g in groups
+            if isinstance(g, dict)
+            for h in g.get("hooks", []) or []
         )
         if not present:
             groups.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})

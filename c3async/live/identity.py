@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
@@ -66,7 +67,7 @@ def _start_matches(reg: _Registry, pid: int) -> bool:
 class HostIdentity:
     """The host session a server serves, re-read on demand (every heartbeat and tool call)."""
 
-    def __init__(self, parent_pid: int | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, parent_pid: int | None = None, env: Mapping[str, str] | None = None) -> None:
         env = os.environ if env is None else env
         self.parent_pid = os.getppid() if parent_pid is None else parent_pid
         self.env_session_id = env.get("CLAUDE_CODE_SESSION_ID") or None
@@ -86,9 +87,10 @@ class HostIdentity:
 
             proc = psutil.Process(self.parent_pid)
             for _ in range(MAX_ANCESTORS - 1):
-                proc = proc.parent()
-                if proc is None or proc.pid <= 1:
+                parent = proc.parent()
+                if parent is None or parent.pid <= 1:
                     break
+                proc = parent
                 pids.append(proc.pid)
         except Exception:  # gone, or not ours to inspect: the parent alone
             pass
@@ -136,11 +138,27 @@ _IDE_PROCESSES = (
     ("studio", "jetbrains"),
     ("zed", "zed"),
 )
-_TERMINALS = ("terminal", "iterm", "konsole", "alacritty", "kitty", "wezterm", "ghostty", "xterm",
-              "tmux", "screen", "sshd", "warp", "tilix", "foot", "conhost", "windowsterminal")
+_TERMINALS = (
+    "terminal",
+    "iterm",
+    "konsole",
+    "alacritty",
+    "kitty",
+    "wezterm",
+    "ghostty",
+    "xterm",
+    "tmux",
+    "screen",
+    "sshd",
+    "warp",
+    "tilix",
+    "foot",
+    "conhost",
+    "windowsterminal",
+)
 
 
-def detect_ide(env: dict[str, str] | None = None, max_depth: int = 12) -> str:
+def detect_ide(env: Mapping[str, str] | None = None, max_depth: int = 12) -> str:
     """vscode, cursor, windsurf, jetbrains, zed, terminal or unknown: from the environment the
     IDE leaves in its terminals and extension hosts, then from the process ancestry."""
     env = os.environ if env is None else env

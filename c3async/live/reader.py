@@ -34,7 +34,9 @@ _decode = msgspec.json.Decoder(Heartbeat).decode
 # not ours to delete, even if it looks dead.
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 HEARTBEAT_NAME = re.compile(_UUID + r"\.json")
-_OWN_SIDE_NAME = re.compile(r"\.(?:" + _UUID + r"\.json\.[0-9a-f]{16}\.tmp|prune\.\d+\.[0-9a-f]{32}\." + _UUID + r"\.json)")
+_OWN_SIDE_NAME = re.compile(
+    r"\.(?:" + _UUID + r"\.json\.[0-9a-f]{16}\.tmp|prune\.\d+\.[0-9a-f]{32}\." + _UUID + r"\.json)"
+)
 
 
 @dataclass(slots=True)
@@ -130,7 +132,10 @@ def _older_than(path: Path, limit: float) -> bool:
 
 
 def live_sessions(
-    project: str, *, now: float | None = None, prune: bool = True,
+    project: str,
+    *,
+    now: float | None = None,
+    prune: bool = True,
     rows: list[activity.ActivityRow] | None = None,
 ) -> dict[str | None, LiveSession]:
     """Per host session: live or not, and how many MCP processes serve it. ``rows``: the

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -44,9 +45,13 @@ MAX_BLOCKED_BY = 50
 MAX_SHORT = 200  # a task id, status, priority, due date, link type or session ref
 # Per argument of c3_task; "text" and "reasoning" belong to `decide`.
 LIMITS = {
-    "title": MAX_TITLE, "description": MAX_DESCRIPTION, "text": MAX_DECISION_TEXT,
-    "reasoning": MAX_DECISION_REASONING, "milestone": MAX_MILESTONE_NAME,
-    "tags": MAX_TAGS * (MAX_TAG + 2), "blocked_by": MAX_BLOCKED_BY * (MAX_SHORT // 2),
+    "title": MAX_TITLE,
+    "description": MAX_DESCRIPTION,
+    "text": MAX_DECISION_TEXT,
+    "reasoning": MAX_DECISION_REASONING,
+    "milestone": MAX_MILESTONE_NAME,
+    "tags": MAX_TAGS * (MAX_TAG + 2),
+    "blocked_by": MAX_BLOCKED_BY * (MAX_SHORT // 2),
 }
 # fullmatch everywhere: `$` would also accept a final newline. ASCII digits only (\d is Unicode).
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -72,8 +77,10 @@ def _task_ref(ref: str) -> str:
     if len(ref) < MIN_PREFIX:
         raise BadArgument(f"task_id needs at least {MIN_PREFIX} characters of a task id, got {_shown(ref)}")
     if _TASK_REF.fullmatch(ref) is None:
-        raise BadArgument(f"{_shown(ref)} is not a task id: task ids are letters, digits, '-' and '_' "
-                          "(`c3_task(action='list')` shows them)")
+        raise BadArgument(
+            f"{_shown(ref)} is not a task id: task ids are letters, digits, '-' and '_' "
+            "(`c3_task(action='list')` shows them)"
+        )
     return ref
 
 
@@ -168,8 +175,16 @@ def _touch(task: Task, who: Who) -> None:
 
 
 def _event(pm: PM, who: Who, action: str, target: str | None, **changes: Any) -> None:
-    pm.events.append(Event(ts=store.now(), action=action, target=target, session=who.session, by=who.by,
-                           changes={k: v for k, v in changes.items() if v is not None}))
+    pm.events.append(
+        Event(
+            ts=store.now(),
+            action=action,
+            target=target,
+            session=who.session,
+            by=who.by,
+            changes={k: v for k, v in changes.items() if v is not None},
+        )
+    )
 
 
 def _view(task: Task) -> dict[str, Any]:
@@ -183,17 +198,35 @@ def _view(task: Task) -> dict[str, Any]:
 
 # ------------------------------------------------------------------ changes
 
-def add(project: str, who: Who, title: str = "", description: str = "", status: str = "", priority: str = "",
-        due: str = "", tags: str = "", milestone: str = "", blocked_by: str = "", **_: str) -> dict:
+
+def add(
+    project: str,
+    who: Who,
+    title: str = "",
+    description: str = "",
+    status: str = "",
+    priority: str = "",
+    due: str = "",
+    tags: str = "",
+    milestone: str = "",
+    blocked_by: str = "",
+    **_: str,
+) -> dict:
     title = title.strip()
     if not title:
         raise BadArgument("c3_task(action='add') needs title")
 
     def fn(pm: PM) -> dict:
-        task = Task(id=_new_id(), title=title, description=description.strip(),
-                    status=_choice(status or "backlog", STATUSES, "status"),  # type: ignore[arg-type]
-                    priority=_choice(priority or "p2", PRIORITIES, "priority"),  # type: ignore[arg-type]
-                    due=_due(due), tags=_tags(tags), created=store.now())
+        task = Task(
+            id=_new_id(),
+            title=title,
+            description=description.strip(),
+            status=_choice(status or "backlog", STATUSES, "status"),  # type: ignore[arg-type]
+            priority=_choice(priority or "p2", PRIORITIES, "priority"),  # type: ignore[arg-type]
+            due=_due(due),
+            tags=_tags(tags),
+            created=store.now(),
+        )
         if milestone.strip():
             task.milestone = _milestone(pm, milestone).id
         task.blocked_by = [_task(pm, ref).id for ref in _refs(blocked_by)]
@@ -205,9 +238,20 @@ def add(project: str, who: Who, title: str = "", description: str = "", status: 
     return store.change(project, fn)
 
 
-def update(project: str, who: Who, task_id: str = "", title: str = "", description: str = "", status: str = "",
-           priority: str = "", due: str = "", tags: str = "", milestone: str = "", blocked_by: str = "",
-           **_: str) -> dict:
+def update(
+    project: str,
+    who: Who,
+    task_id: str = "",
+    title: str = "",
+    description: str = "",
+    status: str = "",
+    priority: str = "",
+    due: str = "",
+    tags: str = "",
+    milestone: str = "",
+    blocked_by: str = "",
+    **_: str,
+) -> dict:
     def fn(pm: PM) -> dict:
         task = _task(pm, task_id)
         changes: dict[str, Any] = {}
@@ -230,8 +274,10 @@ def update(project: str, who: Who, task_id: str = "", title: str = "", descripti
             refs = [] if blocked_by.strip().lower() == "none" else _refs(blocked_by)
             changes["blocked_by"] = task.blocked_by = [_task(pm, r).id for r in refs]
         if not changes:
-            raise BadArgument("c3_task(action='update') changed nothing: give title, description, status, "
-                              "priority, due, tags, milestone or blocked_by")
+            raise BadArgument(
+                "c3_task(action='update') changed nothing: give title, description, status, "
+                "priority, due, tags, milestone or blocked_by"
+            )
         _touch(task, who)
         _event(pm, who, "update", task.id, **changes)
         return _view(task)
@@ -270,8 +316,9 @@ def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id:
 
     def fn(pm: PM) -> dict:
         task = _task(pm, task_id).id if task_id.strip() else None
-        d = Decision(id=_new_id(), text=text, reasoning=reasoning.strip(), task=task, session=who.session,
-                     ts=store.now())
+        d = Decision(
+            id=_new_id(), text=text, reasoning=reasoning.strip(), task=task, session=who.session, ts=store.now()
+        )
         pm.decisions.append(d)
         _event(pm, who, "decide", d.id, task=task)
         return msgspec.to_builtins(d)
@@ -303,8 +350,10 @@ def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) ->
         still_open = [t for t in pm.tasks if t.milestone == m.id and t.status != "done"]
         if still_open:
             names = "; ".join(f"{t.id[:8]} {t.title} ({t.status})" for t in still_open)
-            raise C3Error(f"milestone {m.name!r} still has {len(still_open)} open task(s): {names}. "
-                          "Finish them or move them to another milestone first.")
+            raise C3Error(
+                f"milestone {m.name!r} still has {len(still_open)} open task(s): {names}. "
+                "Finish them or move them to another milestone first."
+            )
         m.status, m.completed_at = "completed", store.now()
         _event(pm, who, "milestone_complete", m.id)
         return msgspec.to_builtins(m)
@@ -327,6 +376,7 @@ def milestone_reopen(project: str, who: Who, milestone: str = "", **_: str) -> d
 def milestone_archive(project: str, who: Who, milestone: str = "", **_: str) -> dict:
     """Archive a milestone and detach its tasks (what shipped under it survives only in the
     event log: `milestone_complete` keeps the links)."""
+
     def fn(pm: PM) -> dict:
         m = _milestone(pm, milestone)
         detached = [t.id for t in pm.tasks if t.milestone == m.id]
@@ -370,6 +420,7 @@ def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
 
 # ------------------------------------------------------------------ reads (never write)
 
+
 def get(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     pm = store.load(project)
     task = _task(pm, task_id)
@@ -391,8 +442,16 @@ def _shown_by_default(pm: PM) -> list[Task]:
     return [t for t in pm.tasks if not (t.status == "done" and t.milestone in closed)]
 
 
-def list_(project: str, who: Who, status: str = "", priority: str = "", tags: str = "", milestone: str = "",
-          due: str = "", **_: str) -> dict:
+def list_(
+    project: str,
+    who: Who,
+    status: str = "",
+    priority: str = "",
+    tags: str = "",
+    milestone: str = "",
+    due: str = "",
+    **_: str,
+) -> dict:
     """Tasks, filtered. Without ``milestone`` or ``status``, the done tasks of completed and
     archived milestones are left out; ``status='all'`` (or any status, or the milestone named)
     brings them back."""
@@ -432,14 +491,16 @@ def board(project: str, who: Who, **_: str) -> dict:
     pm = store.load(project)
     opened = sorted((m for m in pm.milestones if m.status == "open"), key=_milestone_order)
     columns: dict[str, list[dict]] = {s: [] for s in STATUSES}
-    groups = {m.id: {s: [] for s in STATUSES} for m in opened}
+    groups: dict[str, dict[str, list[dict]]] = {m.id: {s: [] for s in STATUSES} for m in opened}
     for t in sorted(_shown_by_default(pm), key=lambda t: (t.priority, -t.updated)):
         card = {"id": t.id, "title": t.title, "priority": t.priority}
         columns[t.status].append(card)
         if t.milestone in groups:
             groups[t.milestone][t.status].append(dict(card))
-    return {"columns": columns,
-            "milestones": [{"id": m.id, "name": m.name, "due": m.due, "columns": groups[m.id]} for m in opened]}
+    return {
+        "columns": columns,
+        "milestones": [{"id": m.id, "name": m.name, "due": m.due, "columns": groups[m.id]} for m in opened],
+    }
 
 
 def report(project: str, who: Who, **_: str) -> dict:
@@ -448,7 +509,8 @@ def report(project: str, who: Who, **_: str) -> dict:
     pm = store.load(project)
     by_id = {t.id: t for t in pm.tasks}
     waiting: dict[str, list[str]] = {}
-    ready, blocked = [], []
+    ready: list[dict] = []
+    blocked: list[dict] = []
     for t in pm.tasks:
         if t.status == "done":
             continue
@@ -457,11 +519,13 @@ def report(project: str, who: Who, **_: str) -> dict:
             waiting.setdefault(b, []).append(t.id)
         if t.status == "blocked" or t.blocked_by:
             (blocked if open_blockers else ready).append({"id": t.id, "title": t.title, "waiting_on": open_blockers})
-    blocking = [{"id": b, "title": by_id[b].title, "status": by_id[b].status, "blocks": ids}
-                for b, ids in waiting.items()]
+    blocking = [
+        {"id": b, "title": by_id[b].title, "status": by_id[b].status, "blocks": ids} for b, ids in waiting.items()
+    ]
     today = date.today().isoformat()
-    overdue = [{"id": t.id, "title": t.title, "due": t.due} for t in pm.tasks
-               if t.status != "done" and t.due and t.due < today]
+    overdue = [
+        {"id": t.id, "title": t.title, "due": t.due} for t in pm.tasks if t.status != "done" and t.due and t.due < today
+    ]
     return {"blocking": blocking, "ready_to_unblock": ready, "still_blocked": blocked, "overdue": overdue}
 
 
@@ -486,8 +550,16 @@ def decisions(project: str, who: Who, task_id: str = "", **_: str) -> dict:
 def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     pm = store.load(project)
     tasks = [_task(pm, task_id)] if task_id.strip() else pm.tasks
-    rows = [{"id": t.id, "title": t.title, "tracked_s": _view(t)["tracked_s"],
-             "running": any(e.end is None for e in t.time)} for t in tasks if t.time]
+    rows = [
+        {
+            "id": t.id,
+            "title": t.title,
+            "tracked_s": _view(t)["tracked_s"],
+            "running": any(e.end is None for e in t.time),
+        }
+        for t in tasks
+        if t.time
+    ]
     return {"tasks": rows, "total_s": round(sum(r["tracked_s"] for r in rows), 1)}
 
 
@@ -504,8 +576,10 @@ def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
         for part in status.split(","):
             part = part.strip().lower()
             if part not in (*MILESTONE_STATUSES, "all"):
-                raise BadArgument(f"status for milestones must be one of {', '.join(MILESTONE_STATUSES)} or all "
-                                  f"(comma-separated), got {_shown(part)}")
+                raise BadArgument(
+                    f"status for milestones must be one of {', '.join(MILESTONE_STATUSES)} or all "
+                    f"(comma-separated), got {_shown(part)}"
+                )
             wanted |= set(MILESTONE_STATUSES) if part == "all" else {part}
     pm = store.load(project)
     by_milestone: dict[str, list[Task]] = {}
@@ -515,26 +589,50 @@ def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
     rows = []
     for m in sorted((m for m in pm.milestones if m.status in wanted), key=_milestone_order):
         tasks = by_milestone.get(m.id, [])
-        still_open = sorted((t for t in tasks if t.status != "done"),
-                            key=lambda t: (t.priority, t.due or "9999", t.title.casefold(), t.id))
-        rows.append({
-            "id": m.id, "name": m.name, "status": m.status, "due": m.due, "created": m.created,
-            "completed_at": m.completed_at, "archived_at": m.archived_at,
-            "tasks": {"total": len(tasks), "done": len(tasks) - len(still_open), "open": len(still_open)},
-            "open_tasks": [{"id": t.id, "title": t.title, "status": t.status, "priority": t.priority}
-                           for t in still_open],
-        })
+        still_open = sorted(
+            (t for t in tasks if t.status != "done"),
+            key=lambda t: (t.priority, t.due or "9999", t.title.casefold(), t.id),
+        )
+        rows.append(
+            {
+                "id": m.id,
+                "name": m.name,
+                "status": m.status,
+                "due": m.due,
+                "created": m.created,
+                "completed_at": m.completed_at,
+                "archived_at": m.archived_at,
+                "tasks": {"total": len(tasks), "done": len(tasks) - len(still_open), "open": len(still_open)},
+                "open_tasks": [
+                    {"id": t.id, "title": t.title, "status": t.status, "priority": t.priority} for t in still_open
+                ],
+            }
+        )
     return {"milestones": rows}
 
 
-_CHANGES = {
-    "add": add, "update": update, "link": link, "decide": decide, "milestone_add": milestone_add,
-    "milestone_complete": milestone_complete, "milestone_reopen": milestone_reopen,
-    "milestone_archive": milestone_archive, "time_start": time_start, "time_stop": time_stop,
+# each is called as fn(project, who, **args)
+_CHANGES: dict[str, Callable[..., dict]] = {
+    "add": add,
+    "update": update,
+    "link": link,
+    "decide": decide,
+    "milestone_add": milestone_add,
+    "milestone_complete": milestone_complete,
+    "milestone_reopen": milestone_reopen,
+    "milestone_archive": milestone_archive,
+    "time_start": time_start,
+    "time_stop": time_stop,
 }
-_READS = {
-    "get": get, "list": list_, "board": board, "report": report, "history": history,
-    "decisions": decisions, "time_report": time_report, "milestones": milestones,
+_READS: dict[str, Callable[..., dict]] = {
+    "get": get,
+    "list": list_,
+    "board": board,
+    "report": report,
+    "history": history,
+    "decisions": decisions,
+    "time_report": time_report,
+    "milestones": milestones,
 }
 ACTIONS = tuple(_CHANGES) + tuple(_READS)
 READ_ACTIONS = tuple(_READS)
@@ -543,5 +641,5 @@ READ_ACTIONS = tuple(_READS)
 def run(project: str, who: Who, action: str, **args: str) -> dict:
     args = {k: (v or "") for k, v in args.items()}
     action = validate(action, **args)
-    fn = _CHANGES.get(action) or _READS.get(action)
+    fn = _CHANGES.get(action) or _READS[action]  # validate() returned a known action
     return fn(project, who, **args)

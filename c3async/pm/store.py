@@ -20,7 +20,16 @@ from ..jsondoc import CorruptDocument
 from ..paths import project_state
 
 __all__ = (
-    "PM", "Decision", "Event", "Milestone", "PMCorrupt", "Task", "TimeEntry", "load", "pm_path", "change",
+    "PM",
+    "Decision",
+    "Event",
+    "Milestone",
+    "PMCorrupt",
+    "Task",
+    "TimeEntry",
+    "change",
+    "load",
+    "pm_path",
 )
 
 Status = Literal["backlog", "in_progress", "blocked", "done"]

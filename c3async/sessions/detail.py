@@ -72,8 +72,11 @@ def last_turns(path: str, n: int = TURNS) -> list[Turn]:
             text = "\n".join(parts).strip() or None
         if not text:
             continue
-        turn = Turn(line.type, text if len(text) <= TURN_CHARS else text[:TURN_CHARS] + "\u2026",
-                    line.timestamp if isinstance(line.timestamp, str) else None)
+        turn = Turn(
+            line.type,
+            text if len(text) <= TURN_CHARS else text[:TURN_CHARS] + "\u2026",
+            line.timestamp if isinstance(line.timestamp, str) else None,
+        )
         if turns and turns[-1].role == turn.role == "assistant":
             continue  # one reply written as several block lines: keep its last text only once
         turns.append(turn)
@@ -104,20 +107,26 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
     _, rows = list_rows_sync([project], processes=False)  # the chain needs the other rows
     row = next((r for r in rows if r.id == sid), None) or row_for(project, sid)
     if row is None:
-        raise C3Error(f"session {sid} has no transcript yet (Claude Code writes it during the first "
-                      "turn): try again in a moment")
+        raise C3Error(
+            f"session {sid} has no transcript yet (Claude Code writes it during the first turn): try again in a moment"
+        )
     return detail(project, row)
 
 
 def render(d: Detail) -> str:
     """The detail as plain text, for the agent and the terminal (the caller makes it inert)."""
     row = d.row
-    out = [f"{row.id}  {row.title}",
-           f"branch {row.branch or '-'}  cwd {row.cwd}  "
-           f"{'LIVE' if row.live else 'not live'}{f' MCP×{row.mcp_count}' if row.mcp_count else ''}",
-           f"resume: {row.resume}"]
+    out = [
+        f"{row.id}  {row.title}",
+        f"branch {row.branch or '-'}  cwd {row.cwd}  "
+        f"{'LIVE' if row.live else 'not live'}{f' MCP×{row.mcp_count}' if row.mcp_count else ''}",
+        f"resume: {row.resume}",
+    ]
     if row.stale is not None:
-        out.append(f"STALE ({row.stale.by}): {row.stale.reason}" + (f" -> {row.stale.successor}" if row.stale.successor else ""))
+        out.append(
+            f"STALE ({row.stale.by}): {row.stale.reason}"
+            + (f" -> {row.stale.successor}" if row.stale.successor else "")
+        )
     if row.hints:
         out.append("hints: " + ", ".join(row.hints))
     out.append(f"first prompt: {row.first_prompt or '-'}")

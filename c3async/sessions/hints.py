@@ -96,12 +96,7 @@ def add_hints(rows: list[Row], sessions: list[Session], ctx: HintContext) -> Non
             hints.append(f"idle {idle_days}d")
         if row.id in cleared:
             hints.append("ended by /clear")
-        if (
-            ctx.branches is not None
-            and row.branch
-            and row.branch != "HEAD"
-            and row.branch not in ctx.branches
-        ):
+        if ctx.branches is not None and row.branch and row.branch != "HEAD" and row.branch not in ctx.branches:
             hints.append("branch gone")
         if row.user_turns < SHORT_TURNS and row.user_turns_exact:
             hints.append("short")

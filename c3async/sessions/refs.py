@@ -29,8 +29,10 @@ def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> st
     if not ref or ref.lower() == CURRENT:
         if host and is_session_id(host):
             return host.lower()
-        raise BadArgument("this call does not come from a Claude Code session that c3async can "
-                          "identify: give a session id (`c3async sessions` lists them)")
+        raise BadArgument(
+            "this call does not come from a Claude Code session that c3async can "
+            "identify: give a session id (`c3async sessions` lists them)"
+        )
     try:
         return resolve(project, ref, extra_cwds(project)).session_id
     except UnknownSession:
@@ -46,8 +48,15 @@ def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> st
 
 
 def mark(
-    project: str, ref: str | None, op: str, *, host: str | None = None, by: str = "user",
-    reason: str | None = None, successor: str | None = None, summary: str | None = None,
+    project: str,
+    ref: str | None,
+    op: str,
+    *,
+    host: str | None = None,
+    by: str = "user",
+    reason: str | None = None,
+    successor: str | None = None,
+    summary: str | None = None,
     next_steps: str | None = None,
 ) -> Mark:
     """Resolve ``ref`` (and ``successor``) and write the mark; ``by_session`` is the host."""
@@ -59,8 +68,17 @@ def mark(
     successor = (successor or "").strip(" \t") or None
     if successor is not None:
         successor = resolve_ref(project, successor, host=host)
-    return write_mark(project, session_id, op, reason=reason, successor=successor, summary=summary,
-                      next_steps=next_steps, by=by, by_session=host)
+    return write_mark(
+        project,
+        session_id,
+        op,
+        reason=reason,
+        successor=successor,
+        summary=summary,
+        next_steps=next_steps,
+        by=by,
+        by_session=host,
+    )
 
 
 def run_task(project: str, who, action: str, **args: str) -> dict:

@@ -99,8 +99,10 @@ def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: b
     if not gone:
         return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"  # an id is a bare UUID
     if branch and branch != "HEAD":
-        return (f"git worktree add {shlex.quote(cwd)} {shlex.quote(branch)} && "
-                f"cd {shlex.quote(cwd)} && claude --resume {session_id}")
+        return (
+            f"git worktree add {shlex.quote(cwd)} {shlex.quote(branch)} && "
+            f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
+        )
     return f"# {cwd} is gone: recreate it (git worktree add {shlex.quote(cwd)} <branch>), then: claude --resume {session_id}"
 
 
@@ -116,9 +118,25 @@ def to_row(session: Session) -> Row:
     title, source = rec.title()
     # Positional, in field order: this runs for every row of every listing.
     return Row(
-        cand.session_id, title or cand.session_id[:8], source,
-        rec.first_prompt, rec.first_prompt_truncated, rec.last_prompt, rec.last_prompt_truncated,
-        rec.branch, cwd, session.project, rec.created_at, rec.last_activity,
-        iso(cand.mtime_ns), cand.mtime_ns, cand.size, rec.user_turns, rec.user_turns_exact,
-        rec.began_with_clear, rec.entrypoint, cand.path, resume_command(cwd, cand.session_id),
+        cand.session_id,
+        title or cand.session_id[:8],
+        source,
+        rec.first_prompt,
+        rec.first_prompt_truncated,
+        rec.last_prompt,
+        rec.last_prompt_truncated,
+        rec.branch,
+        cwd,
+        session.project,
+        rec.created_at,
+        rec.last_activity,
+        iso(cand.mtime_ns),
+        cand.mtime_ns,
+        cand.size,
+        rec.user_turns,
+        rec.user_turns_exact,
+        rec.began_with_clear,
+        rec.entrypoint,
+        cand.path,
+        resume_command(cwd, cand.session_id),
     )

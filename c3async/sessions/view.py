@@ -46,27 +46,34 @@ log = logging.getLogger("c3async.sessions")
 FILTERS = ("all", "likely", "stale", "live")
 
 
-def extra_cwds(project: str) -> tuple[str, ...]:
+def extra_cwds(project: str, events: list[activity.ActivityRow] | None = None) -> tuple[str, ...]:
     """Folders sessions of this project ran in that git no longer lists (a removed worktree):
     the cwds in C3 records and in hook rows. Their transcripts are still Claude Code's."""
     seen: dict[str, None] = {}
     for rec in records.load_all(project):
         if rec.cwd:
             seen[rec.cwd] = None
-    for row in activity.read_rows(project).records:
+    for row in activity.read_rows(project).records if events is None else events:
         if row.kind == "session_start" and row.cwd:
             seen[row.cwd] = None
     return tuple(seen)
 
 
-def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None = None) -> list[Row]:
-    """Rows of one project with their marks, liveness, links, hints and chain."""
+def join_scan(
+    scan: ProjectScan,
+    book: MarkBook | None = None,
+    now: float | None = None,
+    events: list[activity.ActivityRow] | None = None,
+) -> list[Row]:
+    """Rows of one project with their marks, liveness, links, hints and chain. ``events``: the
+    activity log, when the caller has read it already."""
     project = scan.dirs.project
     rows = [to_row(s) for s in scan.sessions]
     if not rows:
         return rows
     book = (book or MarkBook(project)).refresh()
-    events = activity.read_rows(project).records  # read once: liveness, /clear pairs, chain
+    if events is None:  # read once: liveness, /clear pairs, chain
+        events = activity.read_rows(project).records
     live = live_sessions(project, rows=events)
     for row in rows:
         state = book.get(row.id)
@@ -79,16 +86,21 @@ def join_scan(scan: ProjectScan, book: MarkBook | None = None, now: float | None
     _mark_gone(project, rows)
     _join_links(project, rows)
     timed = clear_pairs(rows, scan.sessions)
-    hooked = [(r.predecessor, r.session_id) for r in events
-              if r.kind == "session_start" and r.predecessor and r.session_id]
+    hooked = [
+        (r.predecessor, r.session_id) for r in events if r.kind == "session_start" and r.predecessor and r.session_id
+    ]
     cleared = {r.session_id for r in events if r.kind == "session_end" and r.reason == "clear" and r.session_id}
     cfg = config.load(project)
-    add_hints(rows, scan.sessions, HintContext(
-        now=time.time() if now is None else now,
-        idle_days=cfg.idle_days,
-        branches=branches(project),
-        cleared=cleared | set(timed),
-    ))
+    add_hints(
+        rows,
+        scan.sessions,
+        HintContext(
+            now=time.time() if now is None else now,
+            idle_days=cfg.idle_days,
+            branches=branches(project),
+            cleared=cleared | set(timed),
+        ),
+    )
     marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
     after, before = chain.build([*marked, *hooked, *timed.items()])
     for row in rows:
@@ -174,11 +186,13 @@ def _haystack(row: Row) -> str:
     return "\n".join(parts).casefold()
 
 
-def _finish(scans: list[ProjectScan], which: str, search: str | None) -> list[Row]:
+def _finish(
+    scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, list[activity.ActivityRow]]
+) -> list[Row]:
     rows: list[Row] = []
     seen: set[str] = set()
     for scan in scans:
-        for row in join_scan(scan):
+        for row in join_scan(scan, events=logs.get(scan.dirs.project)):
             if row.id not in seen:  # each session once, whatever projects were asked for
                 seen.add(row.id)
                 rows.append(row)
@@ -187,26 +201,39 @@ def _finish(scans: list[ProjectScan], which: str, search: str | None) -> list[Ro
     return rows
 
 
-def _extras(projects: list[str]) -> dict[str, tuple[str, ...]]:
-    return {p: extra_cwds(p) for p in projects}
+def _logs(projects: list[str]) -> dict[str, list[activity.ActivityRow]]:
+    """Each project's activity log, read once per listing (the scan and the join both use it)."""
+    return {p: activity.read_rows(p).records for p in projects}
 
 
 async def list_rows(
-    projects: list[str], *, which: str = "all", search: str | None = None,
-    limit: int = NEWEST, progress: Progress | None = None,
+    projects: list[str],
+    *,
+    which: str = "all",
+    search: str | None = None,
+    limit: int = NEWEST,
+    progress: Progress | None = None,
 ) -> tuple[list[ProjectScan], list[Row]]:
-    scans = await scan_projects(projects, limit=limit, progress=progress, extra_cwds=_extras(projects))
-    return scans, _finish(scans, which, search)
+    logs = _logs(projects)
+    extras = {p: extra_cwds(p, logs[p]) for p in projects}
+    scans = await scan_projects(projects, limit=limit, progress=progress, extra_cwds=extras)
+    return scans, _finish(scans, which, search, logs)
 
 
 def list_rows_sync(
-    projects: list[str], *, which: str = "all", search: str | None = None,
-    limit: int = NEWEST, progress: Progress | None = None, processes: bool = True,
+    projects: list[str],
+    *,
+    which: str = "all",
+    search: str | None = None,
+    limit: int = NEWEST,
+    progress: Progress | None = None,
+    processes: bool = True,
 ) -> tuple[list[ProjectScan], list[Row]]:
     """For a command-line process: starts an event loop only if some transcript must be read."""
-    scans = scan_projects_sync(projects, limit=limit, progress=progress, processes=processes,
-                               extra_cwds=_extras(projects))
-    return scans, _finish(scans, which, search)
+    logs = _logs(projects)
+    extras = {p: extra_cwds(p, logs[p]) for p in projects}
+    scans = scan_projects_sync(projects, limit=limit, progress=progress, processes=processes, extra_cwds=extras)
+    return scans, _finish(scans, which, search, logs)
 
 
 def row_for(project: str, session_id: str) -> Row | None:

@@ -179,7 +179,7 @@ def _files(project: str) -> Iterator[tuple[Path, str | None]]:
                 continue  # vanished, or cannot be examined: this entry only
 
 
-def _entries(folder: str | os.PathLike) -> list[os.DirEntry]:
+def _entries(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
             return list(it)
@@ -253,7 +253,8 @@ def _scan_file(path: Path, fs: _FileState, state: _State, prices: PriceTable, un
         u = msg.usage
         cc = u.cache_creation
         tokens: Tokens = (
-            u.input_tokens, u.output_tokens,
+            u.input_tokens,
+            u.output_tokens,
             cc.ephemeral_5m_input_tokens if cc is not None else u.cache_creation_input_tokens,
             cc.ephemeral_1h_input_tokens if cc is not None else 0,
             u.cache_read_input_tokens,

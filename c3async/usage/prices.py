@@ -29,7 +29,7 @@ class Price(msgspec.Struct, kw_only=True):
     cache_write_5m: float | None = None
     cache_write_1h: float | None = None
     cache_read: float | None = None
-    above_200k: "Price | None" = None
+    above_200k: Price | None = None
 
     def w5(self) -> float:
         return self.cache_write_5m if self.cache_write_5m is not None else self.input * 1.25
