@@ -11,11 +11,13 @@ import msgspec
 
 from . import jsonl
 from .errors import clip
+from .folds import LogFold, fold_for
 from .paths import project_state
 
 MAX_LOGGED = 4096  # characters of one string field of a row (a path fits)
+OPEN_KEPT_S = 7 * 86400  # a started session with no activity for this long is dropped from the fold
 
-__all__ = ("ActivityRow", "activity_path", "read_rows", "record")
+__all__ = ("ActivityRow", "Facts", "activity_path", "facts", "log_fold", "read_rows", "record")
 
 
 def activity_path(project: str) -> Path:
@@ -49,3 +51,62 @@ def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:
 
 def read_rows(project: str) -> jsonl.Batch[ActivityRow]:
     return jsonl.read_all(activity_path(project), ActivityRow)
+
+
+class Facts(msgspec.Struct):
+    """What readers need of the whole log, folded: the liveness fallback's open sessions, the
+    /clear facts the hooks recorded, and the folders sessions ran in. Small whatever the log's
+    length: it grows with sessions, not with rows."""
+
+    open: dict[str, float] = msgspec.field(default_factory=dict)  # hook-started, not ended: last activity
+    cleared: dict[str, None] = msgspec.field(default_factory=dict)  # ended by /clear (hook)
+    pairs: list[tuple[str, str]] = msgspec.field(default_factory=list)  # (predecessor, session) of a /clear
+    cwds: dict[str, None] = msgspec.field(default_factory=dict)  # folders hook-started sessions ran in
+    newest: float = 0.0
+
+
+FOLD_VERSION = 1  # bump when Facts or _apply change meaning: checkpoints are then refolded
+
+
+def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
+    """Only hooks' ``session_start``/``session_end`` open and close a session (a lifecycle
+    start says nothing of when the host session ends); any row naming an open session moves its
+    last activity. A session started and never ended (killed) leaves the fold after a week.
+    A new state is built (readers in other threads keep the old one)."""
+    facts = Facts(dict(old.open), dict(old.cleared), list(old.pairs), dict(old.cwds), old.newest)
+    opened = facts.open
+    for row in rows:
+        facts.newest = max(facts.newest, row.ts)
+        sid = row.session_id
+        if not sid:
+            continue
+        if row.kind == "session_start":
+            opened[sid] = max(opened.get(sid, row.ts), row.ts)
+            if row.predecessor:
+                facts.pairs.append((row.predecessor, sid))
+            if row.cwd:
+                facts.cwds[row.cwd] = None
+        elif row.kind == "session_end":
+            opened.pop(sid, None)
+            if row.reason == "clear":
+                facts.cleared[sid] = None
+        elif sid in opened:
+            opened[sid] = max(opened[sid], row.ts)
+    for sid in [s for s, last in opened.items() if facts.newest - last > OPEN_KEPT_S]:
+        del opened[sid]
+    return facts
+
+
+def log_fold(project: str) -> LogFold[ActivityRow, Facts]:
+    path = activity_path(project)
+    checkpoint = project_state(project) / "cache" / "activity.fold.json"
+    return fold_for(
+        ("activity", str(path)),
+        lambda: LogFold("activity", FOLD_VERSION, path, checkpoint, ActivityRow, Facts, Facts, _apply),
+    )
+
+
+def facts(project: str) -> Facts:
+    """The activity log's facts as of now: read from the checkpoint, or from memory in a long
+    running process, plus only the rows appended since."""
+    return log_fold(project).refresh()

@@ -120,11 +120,14 @@ def read_all(path: Path, type_: type[T]) -> Batch[T]:
 class Tail(Generic[T]):
     """Read a log incrementally: each ``poll()`` returns only the records appended since.
 
-    A file that shrank or was replaced (another inode) is read again from the start, and
-    ``reset`` is set so the caller can rebuild what it folded.
+    A file that shrank, was replaced (another device or inode) or rewritten (the first bytes, or
+    the bytes just before the offset, are not the ones seen there) is read again from the start, and ``reset``
+    is set so the caller can rebuild what it folded. ``resume`` starts from a saved position
+    (a fold's checkpoint), checked the same way before it is trusted.
     """
 
     CHUNK = 8 * 1024 * 1024
+    CHECK = 64  # bytes at the start and just before the offset kept to recognise the same file
 
     def __init__(self, path: Path, type_: type[T]) -> None:
         self.path = path
@@ -132,38 +135,64 @@ class Tail(Generic[T]):
         self.offset = 0
         self.skipped = 0
         self.reset = False
-        self._ident: tuple[int, int] | None = None
+        self.ident: tuple[int, int] | None = None
+        self.check = b""
+
+    def resume(self, offset: int, ident: tuple[int, int], check: bytes) -> None:
+        self.offset, self.ident, self.check = offset, ident, check
 
     def poll(self) -> Batch[T]:
         batch: Batch[T] = Batch(end=self.offset)
+        for part in self.batches():
+            batch.records.extend(part.records)
+            batch.skipped += part.skipped
+        batch.end = self.offset
+        return batch
+
+    def batches(self) -> Iterator[Batch[T]]:
+        """The new records, one batch per chunk read (a fold applies each and lets it go)."""
         self.reset = False
         try:
             fd = safefs.open_file(self.path, os.O_RDONLY)
         except (FileNotFoundError, safefs.UnsafeState) as exc:
             if isinstance(exc, safefs.UnsafeState):
                 safefs.warn_once(exc)  # read as if absent; writes to it are refused
-            if self.offset:
-                self.offset, self.reset, self._ident = 0, True, None
-            batch.end = 0
-            return batch
+            if self.offset or self.ident is not None:
+                self.reset = self.offset > 0
+                self.offset, self.ident, self.check = 0, None, b""
+            return
         try:
             st = os.fstat(fd)
             ident = (st.st_dev, st.st_ino)
-            if ident != self._ident or st.st_size < self.offset:
-                if self._ident is not None:
+            if ident != self.ident or st.st_size < self.offset or not self._same_bytes(fd):
+                if self.offset:
                     self.reset = True
-                self.offset, self._ident = 0, ident
+                self.offset, self.ident, self.check = 0, ident, b""
             for chunk_start, data in self._chunks(fd, st.st_size):
                 last_nl = data.rfind(b"\n")
                 if last_nl < 0:
                     break
+                batch: Batch[T] = Batch()
                 _decode_lines(data[: last_nl + 1], self.decoder, batch)
                 self.offset = chunk_start + last_nl + 1
+                batch.end = self.offset
+                self.skipped += batch.skipped
+                yield batch
+            if self.offset:  # the first and the last bytes read, CHECK of each
+                n = min(self.CHECK, self.offset)
+                self.check = os.pread(fd, n, 0) + os.pread(fd, n, self.offset - n)
         finally:
             os.close(fd)
-        batch.end = self.offset
-        self.skipped += batch.skipped
-        return batch
+
+    def _same_bytes(self, fd: int) -> bool:
+        """The bytes at both ends of what was read are still there (a log rewritten in place
+        with the same inode differs at one end or the other; a change only in its middle would
+        need a full read to see)."""
+        if not self.offset or not self.check:
+            return True
+        n = len(self.check) // 2
+        head, tail = self.check[:n], self.check[n:]
+        return os.pread(fd, n, 0) == head and os.pread(fd, len(tail), self.offset - len(tail)) == tail
 
     def _chunks(self, fd: int, size: int) -> Iterator[tuple[int, bytes]]:
         pos = self.offset

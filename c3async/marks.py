@@ -22,6 +22,7 @@ import msgspec
 from . import activity, jsonl
 from .catalog.listing import is_session_id
 from .errors import BadArgument, check_text, clip
+from .folds import LogFold, fold_for
 from .paths import project_state
 
 __all__ = (
@@ -88,8 +89,40 @@ def marks_path(project: str) -> Path:
     return project_state(project) / "session_marks.jsonl"
 
 
+class Folded(msgspec.Struct):
+    """The fold of a marks file: per session, its last stale/unstale mark and its last note."""
+
+    stale: dict[str, Mark] = msgspec.field(default_factory=dict)
+    note: dict[str, Mark] = msgspec.field(default_factory=dict)
+
+
+FOLD_VERSION = 1  # bump when Folded or _apply change meaning: checkpoints are then refolded
+
+
+def _apply(state: Folded, marks: list[Mark]) -> Folded:
+    stale, note = dict(state.stale), dict(state.note)  # a new state: readers keep the old one
+    for mark in marks:
+        book = note if mark.op == "note" else stale
+        held = book.get(mark.id)
+        # By time, not by place in the file: a fold of older state (another state root's
+        # lines) can append a mark after newer ones. Ties go to the later line.
+        if held is None or mark.ts >= held.ts:
+            book[mark.id] = mark
+    return Folded(stale, note)
+
+
+def log_fold(project: str) -> LogFold[Mark, Folded]:
+    path = marks_path(project)
+    checkpoint = project_state(project) / "cache" / "marks.fold.json"
+    return fold_for(
+        ("marks", str(path)), lambda: LogFold("marks", FOLD_VERSION, path, checkpoint, Mark, Folded, Folded, _apply)
+    )
+
+
 class MarkBook:
-    """The folded state of a project's marks, kept current by reading only new bytes.
+    """The folded state of a project's marks, kept current by reading only new bytes: the
+    process's one fold of the file (checkpointed in ``.c3/cache/marks.fold.json``), so a long
+    running server or Hub tails it and a new process starts from the checkpoint.
 
     Folding keeps, per session, the stale/unstale mark and the note with the greatest ``ts``
     (ties: the later line); the state objects are built only for the sessions asked about.
@@ -97,33 +130,22 @@ class MarkBook:
 
     def __init__(self, project: str) -> None:
         self.project = project
-        self.tail: jsonl.Tail[Mark] = jsonl.Tail(marks_path(project), Mark)
-        self._stale: dict[str, Mark] = {}
-        self._note: dict[str, Mark] = {}
+        self.fold = log_fold(project)
+        self._state = Folded()
 
     def refresh(self) -> MarkBook:
-        batch = self.tail.poll()
-        if self.tail.reset:
-            self._stale, self._note = {}, {}
-        stale, note = self._stale, self._note
-        for mark in batch.records:
-            book = note if mark.op == "note" else stale
-            held = book.get(mark.id)
-            # By time, not by place in the file: a fold of older state (another state root's
-            # lines) can append a mark after newer ones. Ties go to the later line.
-            if held is None or mark.ts >= held.ts:
-                book[mark.id] = mark
+        self._state = self.fold.refresh()
         return self
 
     @property
     def skipped(self) -> int:
-        return self.tail.skipped
+        return self.fold.skipped
 
     def ids(self) -> set[str]:
-        return self._stale.keys() | self._note.keys()
+        return self._state.stale.keys() | self._state.note.keys()
 
     def get(self, session_id: str) -> MarkState | None:
-        s, n = self._stale.get(session_id), self._note.get(session_id)
+        s, n = self._state.stale.get(session_id), self._state.note.get(session_id)
         if s is None and n is None:
             return None
         return MarkState(

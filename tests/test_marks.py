@@ -114,10 +114,10 @@ def test_incremental_fold_reads_only_new_marks(project) -> None:
     book = marks.MarkBook(proj)
     refs.mark(proj, ids[0], "stale", reason="one")
     book.refresh()
-    offset = book.tail.offset
+    offset = book.fold.tail.offset
     refs.mark(proj, ids[0], "unstale")
     book.refresh()
-    assert book.tail.offset > offset
+    assert book.fold.tail.offset > offset
     assert book.get(ids[0]).stale is None
 
 

@@ -23,32 +23,33 @@ accounts can reach loopback ports too, so the app trusts only its own page:
 from __future__ import annotations
 
 import logging
-import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, overload
 
 import anyio
 import msgspec
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import registry, safefs
+from .. import registry
 from ..catalog.listing import is_session_id
-from ..catalog.locate import canonical, locate
+from ..catalog.locate import canonical
 from ..errors import DECODE_ERRORS, C3Error
-from ..marks import marks_path
-from ..paths import project_root, project_state
+from ..paths import project_root
 from ..sessions.detail import show
 from ..sessions.refs import mark as mark_session
 from ..sessions.view import FILTERS, list_rows_sync, row_for
+from .changes import ChangeFeed
 
 __all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_app")
 
@@ -61,7 +62,6 @@ CSP = (
 )
 # What a listing row may carry: never the prompts (they are in the detail, on request).
 LISTING_DROPS = ("first_prompt", "last_prompt", "first_prompt_truncated", "last_prompt_truncated")
-EVENT_POLL_S = 1.0
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -162,7 +162,10 @@ class Guard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+                # Ours replace any the response set itself (the event stream sets cache-control).
+                ours = {name for name, _ in SECURITY_HEADERS}
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in ours]
+                message["headers"] = kept + SECURITY_HEADERS
             await send(message)
 
         try:
@@ -435,59 +438,23 @@ async def api_mark(request: Request) -> Response:
     return _json(mark, status=201)
 
 
-def _signature(projects: list[str]) -> tuple:
-    """What changes when a row would: marks, heartbeats, activity, the catalog cache. Names are
-    looked at, never followed: a linked ``.c3/live`` is not listed (the listing refuses it too)."""
-    sig: list[object] = []
-    for p in projects:
-        state = project_state(p)
-        for path in (marks_path(p), state / "activity.jsonl", state / "cache" / "session_catalog.json"):
-            try:
-                st = os.lstat(path)
-                sig.append((st.st_size, st.st_mtime_ns))
-            except OSError:
-                sig.append(None)
-        try:
-            with safefs.open_dir(state / "live") as dfd:
-                entries = os.scandir(dfd if dfd is not None else state / "live")
-                sig.append(tuple(sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in entries)))
-        except OSError:
-            sig.append(None)
-        for folder, _cwd in locate(p).folders:  # a new session file changes its folder
-            try:
-                sig.append(folder.stat().st_mtime_ns)
-            except OSError:
-                sig.append(None)
-    return tuple(sig)
-
-
 async def api_events(request: Request) -> Response:
     """Server-sent events: `change` whenever marks, liveness or the catalog move, so the page
-    refreshes its rows without a reload. A comment line every 15 s keeps proxies quiet.
-    ``?project=P`` (a registered project) watches that project alone."""
+    refreshes its rows without a reload; a comment line every 15 s keeps proxies quiet.
+    ``?project=P`` (a registered project) watches that project alone. Every stream waits on the
+    Hub's one watcher (``changes.ChangeFeed``): N open pages cost one poll a second."""
     project = _project_param(request)  # checked before the stream starts: a bad one is a 400
+    feed: ChangeFeed = request.app.state.feed
 
-    def watched() -> list[str]:
-        return [project] if project else _projects()
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        await feed.primed.wait()
+        seen = feed.version(project)
+        yield ServerSentEvent(retry=2000)  # the baseline is taken: changes from here on
+        while True:
+            seen = await feed.wait(project, seen)
+            yield ServerSentEvent(event="change", data="{}")
 
-    async def stream():
-        last = await anyio.to_thread.run_sync(_signature, watched())
-        quiet = 0.0
-        yield b"retry: 2000\n\n"
-        while not await request.is_disconnected():
-            await anyio.sleep(EVENT_POLL_S)
-            sig = await anyio.to_thread.run_sync(_signature, watched())
-            if sig != last:
-                last = sig
-                quiet = 0.0
-                yield b"event: change\ndata: {}\n\n"
-            else:
-                quiet += EVENT_POLL_S
-                if quiet >= 15:
-                    quiet = 0.0
-                    yield b": keep-alive\n\n"
-
-    return StreamingResponse(stream(), media_type="text/event-stream")
+    return EventSourceResponse(stream(), ping=15, ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -510,7 +477,17 @@ def create_app(token: str | None = None) -> Guard:
     token every ``/api`` request needs (a fresh one unless given)."""
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
+    feed = ChangeFeed(_projects)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feed.run)  # the one watcher every event stream waits on
+            yield
+            tg.cancel_scope.cancel()
+
     app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/", index),
             Route("/favicon.ico", favicon),
@@ -524,4 +501,5 @@ def create_app(token: str | None = None) -> Guard:
         exception_handlers={HTTPException: _http_error, C3Error: _refused, Exception: _crash},
     )
     app.state.token = token
+    app.state.feed = feed
     return Guard(app, token)

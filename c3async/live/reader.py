@@ -136,10 +136,10 @@ def live_sessions(
     *,
     now: float | None = None,
     prune: bool = True,
-    rows: list[activity.ActivityRow] | None = None,
+    facts: activity.Facts | None = None,
 ) -> dict[str | None, LiveSession]:
-    """Per host session: live or not, and how many MCP processes serve it. ``rows``: the
-    activity log, when the caller has read it already."""
+    """Per host session: live or not, and how many MCP processes serve it. ``facts``: the
+    activity log's fold, when the caller has it already."""
     now = time.time() if now is None else now
     out: dict[str | None, LiveSession] = {}
     for hb in heartbeats(project, prune=prune):
@@ -151,27 +151,12 @@ def live_sessions(
         entry.pids.append(hb.pid)
         entry.c3_sessions.append(hb.session_id)
         entry.last_seen = max(entry.last_seen, hb.ts)
-    if rows is None:
-        rows = activity.read_rows(project).records
-    for sid, seen in _activity_live(rows, now).items():
-        if sid not in out:
+    if facts is None:
+        facts = activity.facts(project)
+    for sid, seen in facts.open.items():
+        # The old inference, for host sessions with no heartbeat: a hook's session_start with no
+        # session_end since, and activity within ACTIVITY_WINDOW_S. The fold covers the whole
+        # log (a session_start may sit far from the end of a busy log) at the cost of its tail.
+        if sid not in out and now - seen <= ACTIVITY_WINDOW_S:
             out[sid] = LiveSession(sid, True, 0, "activity", last_seen=seen)
     return out
-
-
-def _activity_live(rows: list[activity.ActivityRow], now: float) -> dict[str, float]:
-    """The old inference, for host sessions with no heartbeat: a session_start with no later
-    session_end, and activity within ACTIVITY_WINDOW_S. The whole log is read (a session_start
-    may sit far from the end of a busy log)."""
-    started: dict[str, float] = {}
-    last: dict[str, float] = {}
-    for row in rows:
-        sid = row.session_id
-        if not sid:
-            continue
-        if row.kind == "session_start":
-            started[sid] = row.ts
-        elif row.kind == "session_end":
-            started.pop(sid, None)
-        last[sid] = max(last.get(sid, 0.0), row.ts)
-    return {sid: last[sid] for sid in started if now - last[sid] <= ACTIVITY_WINDOW_S}

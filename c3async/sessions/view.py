@@ -46,16 +46,14 @@ log = logging.getLogger("c3async.sessions")
 FILTERS = ("all", "likely", "stale", "live")
 
 
-def extra_cwds(project: str, events: list[activity.ActivityRow] | None = None) -> tuple[str, ...]:
+def extra_cwds(project: str, facts: activity.Facts | None = None) -> tuple[str, ...]:
     """Folders sessions of this project ran in that git no longer lists (a removed worktree):
     the cwds in C3 records and in hook rows. Their transcripts are still Claude Code's."""
     seen: dict[str, None] = {}
     for rec in records.load_all(project):
         if rec.cwd:
             seen[rec.cwd] = None
-    for row in activity.read_rows(project).records if events is None else events:
-        if row.kind == "session_start" and row.cwd:
-            seen[row.cwd] = None
+    seen.update((facts or activity.facts(project)).cwds)
     return tuple(seen)
 
 
@@ -63,18 +61,18 @@ def join_scan(
     scan: ProjectScan,
     book: MarkBook | None = None,
     now: float | None = None,
-    events: list[activity.ActivityRow] | None = None,
+    facts: activity.Facts | None = None,
 ) -> list[Row]:
-    """Rows of one project with their marks, liveness, links, hints and chain. ``events``: the
-    activity log, when the caller has read it already."""
+    """Rows of one project with their marks, liveness, links, hints and chain. ``facts``: the
+    activity log's fold, when the caller has it already."""
     project = scan.dirs.project
     rows = [to_row(s) for s in scan.sessions]
     if not rows:
         return rows
     book = (book or MarkBook(project)).refresh()
-    if events is None:  # read once: liveness, /clear pairs, chain
-        events = activity.read_rows(project).records
-    live = live_sessions(project, rows=events)
+    if facts is None:  # folded once: liveness, /clear pairs, chain
+        facts = activity.facts(project)
+    live = live_sessions(project, facts=facts)
     for row in rows:
         state = book.get(row.id)
         if state is not None:
@@ -86,10 +84,8 @@ def join_scan(
     _mark_gone(project, rows)
     _join_links(project, rows)
     timed = clear_pairs(rows, scan.sessions)
-    hooked = [
-        (r.predecessor, r.session_id) for r in events if r.kind == "session_start" and r.predecessor and r.session_id
-    ]
-    cleared = {r.session_id for r in events if r.kind == "session_end" and r.reason == "clear" and r.session_id}
+    hooked = facts.pairs
+    cleared = set(facts.cleared)
     cfg = config.load(project)
     add_hints(
         rows,
@@ -186,13 +182,11 @@ def _haystack(row: Row) -> str:
     return "\n".join(parts).casefold()
 
 
-def _finish(
-    scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, list[activity.ActivityRow]]
-) -> list[Row]:
+def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, activity.Facts]) -> list[Row]:
     rows: list[Row] = []
     seen: set[str] = set()
     for scan in scans:
-        for row in join_scan(scan, events=logs.get(scan.dirs.project)):
+        for row in join_scan(scan, facts=logs.get(scan.dirs.project)):
             if row.id not in seen:  # each session once, whatever projects were asked for
                 seen.add(row.id)
                 rows.append(row)
@@ -201,9 +195,9 @@ def _finish(
     return rows
 
 
-def _logs(projects: list[str]) -> dict[str, list[activity.ActivityRow]]:
-    """Each project's activity log, read once per listing (the scan and the join both use it)."""
-    return {p: activity.read_rows(p).records for p in projects}
+def _logs(projects: list[str]) -> dict[str, activity.Facts]:
+    """Each project's activity facts, folded once per listing (the scan and the join use them)."""
+    return {p: activity.facts(p) for p in projects}
 
 
 async def list_rows(

@@ -1,0 +1,96 @@
+"""What moved, for the Hub's event stream: one watcher per Hub process, however many pages
+are open.
+
+Once a second the watcher asks each registered project for its position: the marks and
+activity folds (which read only the bytes appended since, and keep their state in memory for
+the listings too), the heartbeat names and times, and the catalog's stat pass (each session
+file's size and mtime; no transcript is read). When a project's position moves, its version
+goes up and every stream waiting on it (all projects, or that one) sends a ``change`` event.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+
+import anyio
+
+from .. import activity, marks, safefs
+from ..catalog.listing import candidates
+from ..catalog.locate import locate
+from ..paths import project_state
+
+__all__ = ("POLL_S", "ChangeFeed", "position")
+
+log = logging.getLogger("c3async.hub")
+
+POLL_S = 1.0
+
+
+def position(project: str) -> tuple:
+    """Everything whose change should refresh the project's rows, cheaply."""
+    book = marks.MarkBook(project).refresh()
+    facts = activity.log_fold(project)
+    facts.refresh()
+    live = project_state(project) / "live"
+    try:
+        with safefs.open_dir(live) as dfd:
+            beats = tuple(
+                sorted(
+                    (e.name, e.stat(follow_symlinks=False).st_mtime_ns)
+                    for e in os.scandir(dfd if dfd is not None else live)
+                )
+            )
+    except OSError:
+        beats = ()
+    files = tuple((c.session_id, c.size, c.mtime_ns) for c in candidates([f for f, _ in locate(project).folders]))
+    return (book.fold.tail.ident, book.fold.tail.offset, facts.tail.ident, facts.tail.offset, beats, files)
+
+
+class ChangeFeed:
+    """Versions per project, bumped by one polling task (``run``); streams ``wait`` on them."""
+
+    def __init__(self, projects: Callable[[], list[str]]) -> None:
+        self.projects = projects
+        self.positions: dict[str, tuple] = {}
+        self.versions: dict[str, int] = {}
+        self.primed = anyio.Event()  # set after the first poll: the baseline a stream starts from
+        self._changed = anyio.Event()
+
+    def version(self, project: str | None) -> int:
+        """One project's version, or the sum over all (any change moves it)."""
+        if project is not None:
+            return self.versions.get(project, 0)
+        return sum(self.versions.values())
+
+    async def wait(self, project: str | None, seen: int) -> int:
+        """Return the version once it differs from ``seen`` (wait for the next poll if not)."""
+        while self.version(project) == seen:
+            await self._changed.wait()
+        return self.version(project)
+
+    def _poll(self) -> list[str]:
+        moved = []
+        for project in self.projects():
+            try:
+                now = position(project)
+            except Exception as exc:
+                safefs.warn_once(exc)
+                continue
+            if self.positions.get(project) != now:
+                if self.primed.is_set():  # a project registered since the baseline counts too
+                    moved.append(project)
+                self.positions[project] = now
+        return moved
+
+    async def run(self) -> None:
+        while True:
+            moved = await anyio.to_thread.run_sync(self._poll)
+            if moved:
+                for project in moved:
+                    self.versions[project] = self.versions.get(project, 0) + 1
+                event, self._changed = self._changed, anyio.Event()
+                event.set()
+            self.primed.set()
+            await anyio.sleep(POLL_S)
