@@ -99,10 +99,19 @@ def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
 
 def log_fold(project: str) -> LogFold[ActivityRow, Facts]:
     path = activity_path(project)
-    checkpoint = project_state(project) / "cache" / "activity.fold.json"
+    checkpoint = project_state(project) / "cache" / "activity.fold"
     return fold_for(
         ("activity", str(path)),
-        lambda: LogFold("activity", FOLD_VERSION, path, checkpoint, ActivityRow, Facts, Facts, _apply),
+        lambda: LogFold(
+            "activity",
+            FOLD_VERSION,
+            path,
+            checkpoint,
+            ActivityRow,
+            Facts,
+            Facts,
+            lambda facts, batch: _apply(facts, batch.records),
+        ),
     )
 
 

@@ -1,10 +1,11 @@
 """Folds over append-only logs whose cost does not grow with the log: checkpointed and tailed.
 
-A fold turns a log's records into a small state (the marks' last-wins, the liveness facts of
-the activity log). Reading the whole log on every listing costs what the project's whole
-history costs, so each fold keeps a checkpoint beside the project's caches,
-``.c3/cache/<name>.fold.json``: the folded state, the byte offset it covers, and the identity of
-the file at that offset (device, inode, and the bytes just before the offset). A process starts
+A fold turns a log's records into a small state (where each session's last marks are, the
+liveness facts of the activity log). Reading the whole log on every listing costs what the
+project's whole history costs, so each fold keeps a checkpoint beside the project's caches,
+``.c3/cache/<name>.fold`` (msgpack, which decodes in about half the time JSON takes): the
+folded state, the byte offset it covers, and the identity of the file at that offset (device,
+inode, and the bytes at its start and just before the offset). A process starts
 from the checkpoint and reads only the bytes appended since; a long-running one (the server, the
 Hub) keeps the fold in memory and tails the file. A log replaced, truncated or rewritten is
 noticed (``jsonl.Tail``) and folded again from the start.
@@ -43,15 +44,17 @@ class _Checkpoint(msgspec.Struct):
     dev: int
     ino: int
     offset: int
-    check: bytes  # the bytes just before ``offset`` (base64 in JSON)
+    check: bytes  # the first bytes of the log and the bytes just before ``offset``
     skipped: int
     state: msgspec.Raw
 
 
 class LogFold(Generic[R, S]):
-    """``apply(state, records) -> new state`` over the log at ``log``, checkpointed at
+    """``apply(state, batch) -> new state`` over the log at ``log``, checkpointed at
     ``checkpoint`` (None: in memory only). ``empty()`` is the state of an empty log; bump
-    ``version`` whenever ``S`` or ``apply`` change meaning, so old checkpoints are refolded."""
+    ``version`` whenever ``S`` or ``apply`` change meaning, so old checkpoints are refolded.
+    ``spans``: batches carry each record's (offset, length), for folds that keep where a line
+    is rather than what it says (and read it back when asked)."""
 
     def __init__(
         self,
@@ -62,13 +65,15 @@ class LogFold(Generic[R, S]):
         record: type[R],
         state: type[S],
         empty: Callable[[], S],
-        apply: Callable[[S, list[R]], S],
+        apply: Callable[[S, jsonl.Batch[R]], S],
+        *,
+        spans: bool = False,
     ) -> None:
         self.name, self.version = name, version
         self.checkpoint = checkpoint
         self.state_type = state
         self.empty, self.apply = empty, apply
-        self.tail: jsonl.Tail[R] = jsonl.Tail(log, record)
+        self.tail: jsonl.Tail[R] = jsonl.Tail(log, record, spans=spans)
         self.state: S | None = None
         self.saved_offset = -1
         self.lock = threading.Lock()
@@ -85,7 +90,7 @@ class LogFold(Generic[R, S]):
                     state = self.empty()
                     self.tail.reset = False
                 if batch.records:
-                    state = self.apply(state, batch.records)
+                    state = self.apply(state, batch)
             if self.tail.reset:  # the log is gone (or refused): nothing is folded
                 state = self.empty()
             self.state = state
@@ -101,10 +106,10 @@ class LogFold(Generic[R, S]):
         if self.checkpoint is None:
             return None
         try:
-            cp = msgspec.json.decode(safefs.read_bytes(self.checkpoint), type=_Checkpoint)
+            cp = msgspec.msgpack.decode(safefs.read_bytes(self.checkpoint), type=_Checkpoint)
             if (cp.format, cp.name, cp.version) != (FORMAT, self.name, self.version) or cp.offset < 0:
                 return None
-            state = msgspec.json.decode(cp.state, type=self.state_type)
+            state = msgspec.msgpack.decode(cp.state, type=self.state_type)
         except (OSError, *DECODE_ERRORS):
             return None  # a cache: missing, garbage or foreign means one full fold
         self.tail.resume(cp.offset, (cp.dev, cp.ino), cp.check)
@@ -126,10 +131,10 @@ class LogFold(Generic[R, S]):
             self.tail.offset,
             self.tail.check,
             self.tail.skipped,
-            msgspec.Raw(msgspec.json.encode(state)),
+            msgspec.Raw(msgspec.msgpack.encode(state)),
         )
         try:
-            safefs.write_atomic(self.checkpoint, msgspec.json.encode(cp), fsync=False)
+            safefs.write_atomic(self.checkpoint, msgspec.msgpack.encode(cp), fsync=False)
         except OSError:
             return  # a read-only checkout: the next process folds from its own start
         self.saved_offset = self.tail.offset

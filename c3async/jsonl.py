@@ -77,10 +77,14 @@ class Batch(Generic[T]):
     records: list[T] = field(default_factory=list)
     skipped: int = 0  # lines that did not decode (torn, garbage, wrong shape)
     end: int = 0  # offset just after the last complete line
+    # With ``Tail(..., offsets=True)``: where each record's line starts in the file, and its
+    # length without the newline (a fold can keep these instead of the records).
+    spans: list[tuple[int, int]] | None = None
 
 
-def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> None:
-    """Decode ``data`` (complete lines only) into ``batch``, skipping and counting bad lines."""
+def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch, base: int | None = None) -> None:
+    """Decode ``data`` (complete lines only) into ``batch``, skipping and counting bad lines.
+    ``base``: the file offset of ``data``, to record each record's span in ``batch.spans``."""
     # Fast path: the chunk as one JSON array, one C call. Any bad or blank line (or two values
     # glued on one line, caught by the count) sends us to the line-by-line path below.
     count = data.count(b"\n")
@@ -90,14 +94,25 @@ def _decode_lines(data: bytes, decoder: msgspec.json.Decoder, batch: Batch) -> N
         records = None
     if records is not None and len(records) == count:
         batch.records.extend(records)
+        if base is not None and batch.spans is not None:
+            start = 0
+            for _ in range(count):
+                end = data.index(b"\n", start)
+                batch.spans.append((base + start, end - start))
+                start = end + 1
         return
+    start = 0
     for line in data.split(b"\n")[:-1]:
+        here, start = start, start + len(line) + 1
         if not line.strip():
             continue
         try:
             batch.records.append(decoder.decode(line))
         except DECODE_ERRORS:
             batch.skipped += 1
+            continue
+        if base is not None and batch.spans is not None:
+            batch.spans.append((base + here, len(line)))
 
 
 _array_decoders: dict[Any, msgspec.json.Decoder] = {}
@@ -129,8 +144,9 @@ class Tail(Generic[T]):
     CHUNK = 8 * 1024 * 1024
     CHECK = 64  # bytes at the start and just before the offset kept to recognise the same file
 
-    def __init__(self, path: Path, type_: type[T]) -> None:
+    def __init__(self, path: Path, type_: type[T], *, spans: bool = False) -> None:
         self.path = path
+        self.spans = spans
         self.decoder = msgspec.json.Decoder(type_)
         self.offset = 0
         self.skipped = 0
@@ -142,10 +158,12 @@ class Tail(Generic[T]):
         self.offset, self.ident, self.check = offset, ident, check
 
     def poll(self) -> Batch[T]:
-        batch: Batch[T] = Batch(end=self.offset)
+        batch: Batch[T] = Batch(end=self.offset, spans=[] if self.spans else None)
         for part in self.batches():
             batch.records.extend(part.records)
             batch.skipped += part.skipped
+            if batch.spans is not None and part.spans is not None:
+                batch.spans.extend(part.spans)
         batch.end = self.offset
         return batch
 
@@ -172,8 +190,8 @@ class Tail(Generic[T]):
                 last_nl = data.rfind(b"\n")
                 if last_nl < 0:
                     break
-                batch: Batch[T] = Batch()
-                _decode_lines(data[: last_nl + 1], self.decoder, batch)
+                batch: Batch[T] = Batch(spans=[] if self.spans else None)
+                _decode_lines(data[: last_nl + 1], self.decoder, batch, chunk_start if self.spans else None)
                 self.offset = chunk_start + last_nl + 1
                 batch.end = self.offset
                 self.skipped += batch.skipped

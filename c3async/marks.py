@@ -12,6 +12,7 @@ surrogate is refused with a BadArgument naming the field, before anything is wri
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +20,9 @@ from typing import Literal, cast
 
 import msgspec
 
-from . import activity, jsonl
+from . import activity, jsonl, safefs
 from .catalog.listing import is_session_id
-from .errors import BadArgument, check_text, clip
+from .errors import DECODE_ERRORS, BadArgument, check_text, clip
 from .folds import LogFold, fold_for
 from .paths import project_state
 
@@ -89,43 +90,53 @@ def marks_path(project: str) -> Path:
     return project_state(project) / "session_marks.jsonl"
 
 
+Span = tuple[float, int, int]  # a mark's ts, and where its line is: (ts, offset, length)
+
+
 class Folded(msgspec.Struct):
-    """The fold of a marks file: per session, its last stale/unstale mark and its last note."""
+    """The fold of a marks file: per session, where its last stale/unstale mark and its last
+    note are. Not their text: with 100,000 marks over 20,000 ids the text would make every
+    process load megabytes for the few rows it shows; the lines are read back when asked."""
 
-    stale: dict[str, Mark] = msgspec.field(default_factory=dict)
-    note: dict[str, Mark] = msgspec.field(default_factory=dict)
+    stale: dict[str, Span] = msgspec.field(default_factory=dict)
+    note: dict[str, Span] = msgspec.field(default_factory=dict)
 
 
-FOLD_VERSION = 1  # bump when Folded or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 2  # bump when Folded or _apply change meaning: checkpoints are then refolded
 
 
-def _apply(state: Folded, marks: list[Mark]) -> Folded:
+def _apply(state: Folded, batch: jsonl.Batch[Mark]) -> Folded:
     stale, note = dict(state.stale), dict(state.note)  # a new state: readers keep the old one
-    for mark in marks:
+    for mark, (offset, length) in zip(batch.records, batch.spans or (), strict=True):
         book = note if mark.op == "note" else stale
         held = book.get(mark.id)
         # By time, not by place in the file: a fold of older state (another state root's
         # lines) can append a mark after newer ones. Ties go to the later line.
-        if held is None or mark.ts >= held.ts:
-            book[mark.id] = mark
+        if held is None or mark.ts >= held[0]:
+            book[mark.id] = (mark.ts, offset, length)
     return Folded(stale, note)
 
 
 def log_fold(project: str) -> LogFold[Mark, Folded]:
     path = marks_path(project)
-    checkpoint = project_state(project) / "cache" / "marks.fold.json"
+    checkpoint = project_state(project) / "cache" / "marks.fold"
     return fold_for(
-        ("marks", str(path)), lambda: LogFold("marks", FOLD_VERSION, path, checkpoint, Mark, Folded, Folded, _apply)
+        ("marks", str(path)),
+        lambda: LogFold("marks", FOLD_VERSION, path, checkpoint, Mark, Folded, Folded, _apply, spans=True),
     )
+
+
+_decode_mark = msgspec.json.Decoder(Mark).decode
 
 
 class MarkBook:
     """The folded state of a project's marks, kept current by reading only new bytes: the
-    process's one fold of the file (checkpointed in ``.c3/cache/marks.fold.json``), so a long
+    process's one fold of the file (checkpointed in ``.c3/cache/marks.fold``), so a long
     running server or Hub tails it and a new process starts from the checkpoint.
 
     Folding keeps, per session, the stale/unstale mark and the note with the greatest ``ts``
-    (ties: the later line); the state objects are built only for the sessions asked about.
+    (ties: the later line); the marks themselves are read back only for the sessions asked
+    about (``get_many``: one open, one ``pread`` a line).
     """
 
     def __init__(self, project: str) -> None:
@@ -145,13 +156,42 @@ class MarkBook:
         return self._state.stale.keys() | self._state.note.keys()
 
     def get(self, session_id: str) -> MarkState | None:
-        s, n = self._state.stale.get(session_id), self._state.note.get(session_id)
-        if s is None and n is None:
+        return self.get_many([session_id]).get(session_id)
+
+    def get_many(self, session_ids: list[str]) -> dict[str, MarkState]:
+        """The mark state of each of these sessions that has a mark."""
+        state = self._state
+        wanted = [sid for sid in session_ids if sid in state.stale or sid in state.note]
+        if not wanted:
+            return {}
+        try:
+            fd = safefs.open_file(marks_path(self.project), os.O_RDONLY)
+        except OSError:
+            return {}
+        try:
+            out = {}
+            for sid in wanted:
+                s = self._read(fd, state.stale.get(sid), sid)
+                n = self._read(fd, state.note.get(sid), sid)
+                if s is None and n is None:
+                    continue
+                out[sid] = MarkState(
+                    stale=Stale(s.reason, s.successor, s.by, s.ts) if s is not None and s.op == "stale" else None,
+                    note=Note(n.summary, n.next_steps, n.ts) if n is not None else None,
+                )
+            return out
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _read(fd: int, span: Span | None, sid: str) -> Mark | None:
+        if span is None:
             return None
-        return MarkState(
-            stale=Stale(s.reason, s.successor, s.by, s.ts) if s is not None and s.op == "stale" else None,
-            note=Note(n.summary, n.next_steps, n.ts) if n is not None else None,
-        )
+        try:
+            mark = _decode_mark(os.pread(fd, span[2], span[1]))
+        except (OSError, *DECODE_ERRORS):
+            return None  # rewritten in its middle since it was folded: the next full fold mends it
+        return mark if mark.id == sid else None
 
 
 def write_mark(

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from c3async import activity, folds, jsonl, marks
@@ -54,7 +55,7 @@ def activity_line(rng: random.Random, ts: float) -> dict:
 
 
 def scratch_marks(path: Path) -> marks.Folded:
-    return marks._apply(marks.Folded(), jsonl.read_all(path, marks.Mark).records)
+    return marks._apply(marks.Folded(), jsonl.Tail(path, marks.Mark, spans=True).poll())
 
 
 def scratch_facts(path: Path) -> activity.Facts:
@@ -114,13 +115,13 @@ def test_a_new_process_reads_only_what_was_appended(proj) -> None:
     path = marks.marks_path(proj)
     append(path, [mark_line(rng, 1000.0 + i) for i in range(500)])
     marks.MarkBook(proj).refresh()  # folds all and writes the checkpoint
-    assert (project_state(proj) / "cache" / "marks.fold.json").exists()
+    assert (project_state(proj) / "cache" / "marks.fold").exists()
     append(path, [mark_line(rng, 2000.0 + i) for i in range(7)])
     fresh_process()
     book = marks.MarkBook(proj)
     seen: list[int] = []
     apply = marks._apply
-    book.fold.apply = lambda state, rows: seen.append(len(rows)) or apply(state, rows)
+    book.fold.apply = lambda state, batch: seen.append(len(batch.records)) or apply(state, batch)
     book.refresh()
     assert book.fold.loaded_from_checkpoint and seen == [7]
     assert book._state == scratch_marks(path)
@@ -132,15 +133,15 @@ def test_a_damaged_checkpoint_costs_one_full_fold_never_a_wrong_answer(proj, dam
     path = marks.marks_path(proj)
     append(path, [mark_line(rng, 1000.0 + i) for i in range(200)])
     marks.MarkBook(proj).refresh()
-    cp = project_state(proj) / "cache" / "marks.fold.json"
-    doc = json.loads(cp.read_bytes())
+    cp = project_state(proj) / "cache" / "marks.fold"
+    doc = msgspec.msgpack.decode(cp.read_bytes())
     if damage == "garbage":
         cp.write_bytes(b"\x00\xff not json")
     elif damage == "deep":
         cp.write_bytes(b"[" * 100_000 + b"]" * 100_000)
     elif damage == "other-version":
         doc["version"] = 999
-        cp.write_text(json.dumps(doc))
+        cp.write_bytes(msgspec.msgpack.encode(doc))
     elif damage == "other-file":  # the checkpoint of another log with the same offset
         path.write_bytes(path.read_bytes()[::-1].replace(b"\n", b" ")[: doc["offset"] - 1] + b"\n")
         append(path, [mark_line(rng, 5000.0)])
@@ -161,11 +162,11 @@ def test_a_log_that_grows_while_it_is_folded(proj, monkeypatch) -> None:
     original = fold.apply
     appended = []
 
-    def apply(state, rows):
+    def apply(state, batch):
         if not appended:
             appended.append(1)
             append(path, [activity_line(rng, 9000.0)])
-        return original(state, rows)
+        return original(state, batch)
 
     fold.apply = apply
     fold.refresh()
@@ -214,3 +215,30 @@ def test_a_killed_session_leaves_the_liveness_fold_after_a_week(proj) -> None:
     append(path, [{"ts": 1000.0, "kind": "session_start", "session_id": IDS[0]},
                   {"ts": 1000.0 + 8 * 86400, "kind": "session_start", "session_id": IDS[1]}])
     assert set(activity.facts(proj).open) == {IDS[1]}
+
+
+def test_marks_are_read_back_from_where_the_fold_says(proj) -> None:
+    """The fold keeps where each session's marks are; what ``get`` reads there is the mark an
+    independent last-wins fold (by time) finds, junk and torn lines notwithstanding."""
+    rng = random.Random(5)
+    path = marks.marks_path(proj)
+    want: dict[str, dict] = {}
+    for i in range(300):
+        row = mark_line(rng, 1000.0 + rng.randrange(0, 50))  # ties and out-of-order times
+        jsonl.append(path, row)
+        if i % 37 == 0:
+            with open(path, "ab") as f:
+                f.write(b"{not json at all}\n\n")
+        key = (row["id"], "note" if row["op"] == "note" else "stale")
+        if key not in want or row["ts"] >= want[key]["ts"]:
+            want[key] = row
+    book = marks.MarkBook(proj).refresh()
+    for sid in IDS:
+        got = book.get(sid)
+        stale, note = want.get((sid, "stale")), want.get((sid, "note"))
+        if stale is None and note is None:
+            assert got is None
+            continue
+        assert got is not None
+        assert (got.stale.reason if got.stale else None) == (stale["reason"] if stale and stale["op"] == "stale" else None)
+        assert (got.note.summary if got.note else None) == (note["summary"] if note else None)

@@ -73,8 +73,9 @@ def join_scan(
     if facts is None:  # folded once: liveness, /clear pairs, chain
         facts = activity.facts(project)
     live = live_sessions(project, facts=facts)
+    states = book.get_many([row.id for row in rows])
     for row in rows:
-        state = book.get(row.id)
+        state = states.get(row.id)
         if state is not None:
             row.stale, row.note = state.stale, state.note
             row.marked = True
