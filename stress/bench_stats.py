@@ -1,8 +1,18 @@
 """Token accounting benchmark: the first accounting and an incremental update on a generated
-1,000-transcript corpus, and (when a ccusage binary is given) a comparison with ccusage's
-per-session token totals and costs. Prints figures; asserts nothing about time.
+1,000-transcript corpus, and (when a ccusage binary is given) ccusage on the same files, run by
+run side by side (so both see the same load), with a comparison of the per-session token totals
+and costs. Prints figures (medians of ``--runs``, [min-max]); asserts nothing about time.
 
-    python -m stress.bench_stats [--transcripts 1000] [--runs 3] [--ccusage PATH]
+    python -m stress.bench_stats [--transcripts 1000] [--projects 5] [--runs 5] [--ccusage PATH]
+
+Figures: the first accounting of every project, in-process, with worker processes (the CLI's
+way) and in this process only (the MCP server's way: it owns threads, so it never forks); the
+same as whole ``c3async stats --project P --json`` processes (one per project, summed: the CLI
+accounts one project a run, while ccusage reads every project in one process, so with
+``--projects 1`` the two read exactly the same files in one process each); an incremental pass
+after one response is appended per project; bytes read and decoded; CPU seconds (user + system,
+workers included) and the largest process's peak RSS, which say what the wall times mean on a
+loaded machine.
 """
 
 from __future__ import annotations
@@ -10,88 +20,213 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from stress.corpus import generate
 
+REPO = Path(__file__).resolve().parents[1]
 
-def _med(xs: list[float]) -> str:
-    return f"{statistics.median(xs):8.3f} s  [{min(xs):.3f}-{max(xs):.3f}]"
+
+def _med(xs: list[float], unit: str = "s") -> str:
+    return f"{statistics.median(xs):8.3f} {unit}  [{min(xs):.3f}-{max(xs):.3f}]"
+
+
+def _cpu() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def _run(cmd: list[str], env: dict[str, str], out: Path) -> tuple[float, float, int]:
+    """Run ``cmd`` to completion, stdout to ``out``: (wall s, CPU s, peak RSS KiB of the largest
+    process in its tree, from wait4)."""
+    with open(out, "wb") as f:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(prog="python -m stress.bench_stats", description=__doc__.split("\n")[0])
     ap.add_argument("--transcripts", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--projects", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ccusage", help="a ccusage executable (npm i ccusage) to compare against")
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="c3stats-"))
     try:
-        corpus = generate(root, transcripts=args.transcripts, projects=5, big_sizes=True)
+        corpus = generate(root, transcripts=args.transcripts, projects=args.projects, big_sizes=True)
         os.environ.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(root / "c3home"))
         from c3async.usage.account import account
 
+        env = dict(
+            os.environ,
+            HOME=str(root),
+            PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))),
+        )
+        out = root / "out.json"
+        projects = corpus.project_dirs
+
         def reset() -> None:
-            for p in corpus.project_dirs:
+            for p in projects:
                 shutil.rmtree(Path(p, ".c3"), ignore_errors=True)
 
-        first, incr, read_first, read_incr = [], [], 0, 0
-        totals: dict[str, dict] = {}
+        def stats_processes() -> tuple[float, float, int]:
+            wall = cpu = 0.0
+            rss = 0
+            for p in projects:
+                w, c, r = _run([sys.executable, "-m", "c3async", "stats", "--project", p, "--json"], env, out)
+                wall, cpu, rss = wall + w, cpu + c, max(rss, r)
+            return wall, cpu, rss
+
+        fig: dict[str, list[float]] = {}
+
+        def note(name: str, value: float) -> None:
+            fig.setdefault(name, []).append(value)
+
+        workers = read_first = decoded = read_incr = grown = 0
+        cc_out = ""
         for _ in range(args.runs):
+            # ours in-process, worker processes allowed (as the CLI runs it)
             reset()
-            t0 = time.perf_counter()
-            results = [account(p) for p in corpus.project_dirs]
-            first.append(time.perf_counter() - t0)
+            c0, t0 = _cpu(), time.perf_counter()
+            results = [account(p) for p in projects]
+            note("first", time.perf_counter() - t0)
+            note("first_cpu", _cpu() - c0)
+            workers = max(r.workers for r in results)
             read_first = sum(r.bytes_read for r in results)
-            totals = {sid: t for r in results for sid, t in r.totals.items()}
-            # grow one transcript per project by a few responses, then account again
+            decoded = sum(r.bytes_decoded for r in results)
+            # ours in-process, this process only (as the MCP server runs it)
+            reset()
+            c0, t0 = _cpu(), time.perf_counter()
+            for p in projects:
+                account(p, processes=False)
+            note("first_alone", time.perf_counter() - t0)
+            note("first_alone_cpu", _cpu() - c0)
+            # ours, whole processes
+            reset()
+            w, c, r = stats_processes()
+            note("cli", w)
+            note("cli_cpu", c)
+            note("cli_rss", r / 1024)
+            # ccusage, whole process, on the same files
+            if args.ccusage:
+                w, c, r = _run([args.ccusage, "claude", "session", "--json", "--offline"], env, out)
+                cc_out = out.read_text()
+                note("cc", w)
+                note("cc_cpu", c)
+                note("cc_rss", r / 1024)
+                note("ratio_first", fig["first"][-1] / w)
+                note("ratio_cli", fig["cli"][-1] / w)
+            # grow one transcript per project by one response, then account again
+            results = [account(p) for p in projects]
             grown = 0
-            for p, r in zip(corpus.project_dirs, results):
-                sid = next(iter(r.totals))
+            for res in results:
+                sid = next(iter(res.totals))
                 path = next(Path(corpus.config_dir, "projects").glob(f"*/{sid}.jsonl"))
-                line = json.dumps({"type": "assistant", "sessionId": sid, "requestId": f"req_{time.time_ns()}",
-                                   "timestamp": "2026-11-29T10:00:00.000Z", "message": {
-                                       "id": f"msg_{time.time_ns()}", "model": "claude-opus-4-5-20251101",
-                                       "usage": {"input_tokens": 3, "output_tokens": 5}}}) + "\n"
+                line = (
+                    json.dumps(
+                        {
+                            "type": "assistant",
+                            "sessionId": sid,
+                            "requestId": f"req_{time.time_ns()}",
+                            "timestamp": "2026-11-29T10:00:00.000Z",
+                            "message": {
+                                "id": f"msg_{time.time_ns()}",
+                                "model": "claude-opus-4-5-20251101",
+                                "usage": {"input_tokens": 3, "output_tokens": 5},
+                            },
+                        },
+                        separators=(",", ":"),
+                    )
+                    + "\n"
+                )
                 with open(path, "a") as f:
                     f.write(line)
                 grown += len(line)
             t0 = time.perf_counter()
-            results = [account(p) for p in corpus.project_dirs]
-            incr.append(time.perf_counter() - t0)
+            results = [account(p) for p in projects]
+            note("incr", time.perf_counter() - t0)
             read_incr = sum(r.bytes_read for r in results)
-        print(f"c3async token accounting ({corpus.files} transcripts, {corpus.total_bytes / 2**20:.0f} MiB, "
-              f"{len(corpus.project_dirs)} projects; page cache warm)")
-        print(f"first accounting, every project           {_med(first)}   read {read_first / 2**20:.0f} MiB")
-        print(f"incremental, one response appended/project {_med(incr)}   read {read_incr} B (appended {grown} B)")
-        print(f"sessions accounted                          {len(totals)}")
-        if args.ccusage:
-            env = dict(os.environ, HOME=str(root))
-            t0 = time.perf_counter()
-            out = subprocess.run([args.ccusage, "claude", "session", "--json", "--offline"], env=env,
-                                 capture_output=True, text=True, check=True).stdout
-            cc_time = time.perf_counter() - t0
-            # ccusage reads the grown files too: account once more so both saw the same bytes
-            totals = {sid: t for p in corpus.project_dirs for sid, t in account(p).totals.items()}
-            cc = {s["sessionId"]: s for s in json.loads(out)["sessions"]}
-            tok_bad = [s for s, c in cc.items() if s not in totals or (
-                totals[s].input, totals[s].output, totals[s].cache_write_5m + totals[s].cache_write_1h,
-                totals[s].cache_read) != (c["inputTokens"], c["outputTokens"], c["cacheCreationTokens"],
-                                          c["cacheReadTokens"])]
-            diffs = [abs(totals[s].cost_usd - c["totalCost"]) for s, c in cc.items() if s in totals]
-            print(f"ccusage session --json (whole process)     {cc_time:8.3f} s")
-            print(f"sessions: ccusage / ours                    {len(cc)} / {len(totals)}")
-            print(f"token totals differing from ccusage         {len(tok_bad)}" + (f"  (e.g. {tok_bad[0]})" if tok_bad else ""))
-            print(f"cost difference, max per session            ${max(diffs or [0]):.6f}  "
-                  f"({sum(d > 0.01 for d in diffs)} sessions over a cent)")
-            return 1 if tok_bad else 0
-        print("ccusage comparison skipped (give --ccusage PATH)")
-        return 0
+            with open(path, "a") as f:  # and once more, as whole processes
+                f.write(line.replace('"req_', '"req_x'))
+            note("cli_incr", stats_processes()[0])
+
+        mib = 2**20
+        n = len(projects)
+        print(
+            f"c3async token accounting ({corpus.files} transcripts, {corpus.total_bytes / mib:.0f} MiB, {n} "
+            f"project{'s' * (n > 1)}; {len(os.sched_getaffinity(0))} cores; page cache warm; "
+            f"medians of {args.runs} runs [min-max])"
+        )
+        print(
+            f"first accounting, in-process, {workers} worker processes {_med(fig['first'])}   "
+            f"CPU {statistics.median(fig['first_cpu']):.2f} s"
+        )
+        print(
+            f"first accounting, in-process, this process only {_med(fig['first_alone'])}   "
+            f"CPU {statistics.median(fig['first_alone_cpu']):.2f} s"
+        )
+        print(
+            f"first accounting, whole `c3async stats` x{n}       {_med(fig['cli'])}   "
+            f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB"
+        )
+        print(f"  read {read_first / mib:.0f} MiB, decoded {decoded / mib:.0f} MiB (the lines holding usage)")
+        print(
+            f"incremental, one response appended/project, in-process {_med(fig['incr'])}   "
+            f"read {read_incr} B (appended {grown} B)"
+        )
+        print(f"incremental, whole `c3async stats` x{n}         {_med(fig['cli_incr'])}")
+        if not args.ccusage:
+            print("ccusage comparison skipped (give --ccusage PATH)")
+            return 0
+        print(
+            f"ccusage session --json, whole process           {_med(fig['cc'])}   "
+            f"CPU {statistics.median(fig['cc_cpu']):.2f} s, peak RSS {statistics.median(fig['cc_rss']):.0f} MiB"
+        )
+        print(f"ratio first in-process / ccusage, per run       {_med(fig['ratio_first'], 'x')}")
+        print(f"ratio first whole processes / ccusage, per run  {_med(fig['ratio_cli'], 'x')}")
+        # ccusage's last run read the files as the last in-process pass did (the append after
+        # it was for the whole-process pass): account once more so both saw the same bytes
+        w, _, _ = _run([args.ccusage, "claude", "session", "--json", "--offline"], env, out)
+        cc_out = out.read_text()
+        totals = {sid: t for p in projects for sid, t in account(p).totals.items()}
+        cc = {s["sessionId"]: s for s in json.loads(cc_out)["sessions"]}
+        tok_bad = [
+            s
+            for s, c in cc.items()
+            if s not in totals
+            or (
+                totals[s].input,
+                totals[s].output,
+                totals[s].cache_write_5m + totals[s].cache_write_1h,
+                totals[s].cache_read,
+            )
+            != (c["inputTokens"], c["outputTokens"], c["cacheCreationTokens"], c["cacheReadTokens"])
+        ]
+        diffs = [abs(totals[s].cost_usd - c["totalCost"]) for s, c in cc.items() if s in totals]
+        print(f"sessions: ccusage / ours                        {len(cc)} / {len(totals)}")
+        print(
+            f"token totals differing from ccusage             {len(tok_bad)}"
+            + (f"  (e.g. {tok_bad[0]})" if tok_bad else "")
+        )
+        print(
+            f"cost difference, max per session                ${max(diffs or [0]):.6f}  "
+            f"({sum(d > 0.01 for d in diffs)} sessions over a cent)"
+        )
+        return 1 if tok_bad or len(cc) != len(totals) else 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from c3async.usage import account as acc
+from c3async.usage import reader
 from c3async.usage.prices import SHIPPED, load_prices, normalise
 
 SID = "aaaaaaaa-0000-4000-8000-000000000001"
@@ -187,3 +188,154 @@ def test_status_view_without_stats(project):
     from c3async.status import run as status_run
 
     assert status_run(proj, "sessions").startswith("no stats yet")
+
+
+# --- the first pass at ccusage speed: bounded pieces, narrow decoding, worker processes ---
+
+
+def _totals(result):
+    return {sid: (t.input, t.output, t.cache_write_5m, t.cache_write_1h, t.cache_read, t.responses, t.cost_usd,
+                  t.first_ts, t.last_ts, t.tokens_by_model) for sid, t in result.totals.items()}
+
+
+def _mixed_lines(n=40):
+    """Usage lines between long non-usage lines (a pasted prompt, a tool result) and copies."""
+    lines = []
+    for i in range(n):
+        lines.append(json.dumps({"type": "user", "message": {"role": "user", "content": "x" * (i * 97 % 3000)}},
+                                separators=(",", ":")))
+        lines += [usage_line(f"m{i}", f"r{i}", out=i, read=i * 1000)] * (1 + i % 3)
+        if i % 7 == 0:
+            lines.append(usage_line(None, f"loose{i}", out=1))
+    return lines
+
+
+@pytest.mark.parametrize("size", [1, 13, 200, 4096])
+def test_any_piece_size_gives_the_same_totals(project, monkeypatch, size):
+    proj, folder = project
+    write(folder / f"{SID}.jsonl", _mixed_lines())
+    whole = _totals(acc.account(proj, write=False))
+    real = reader.read_files
+
+    def small(jobs, prices):  # every file through a buffer of ``size`` bytes (it grows per long line)
+        return [(i, reader.read_file(job, prices, bytearray(size))) for i, job in jobs]
+
+    monkeypatch.setattr(acc, "read_files", small)
+    assert _totals(acc.account(proj, write=False)) == whole
+    monkeypatch.setattr(acc, "read_files", real)
+
+
+def test_a_line_longer_than_the_limit_is_skipped_in_bounded_memory(tmp_path):
+    path = tmp_path / "t.jsonl"
+    big = json.loads(usage_line("m_big", "r_big"))
+    big["message"]["content"] = [{"type": "text", "text": "y" * 5000}]
+    lines = [usage_line("m1", "r1"), json.dumps(big, separators=(",", ":")), usage_line("m2", "r2")]
+    path.write_text("".join(line + "\n" for line in lines))
+    scan = reader.read_file(reader.Job(str(path), SID), load_prices(), bytearray(256), max_line=1024)
+    assert [h.key for h in scan.best] == ["m1:r1", "m2:r2"] and scan.skipped == 1
+    assert scan.offset == path.stat().st_size
+    # unfinished at the end of the file: the next pass starts at that line again, not inside it
+    with open(path, "a") as f:
+        f.write(json.dumps(big, separators=(",", ":"))[:3000])
+    again = reader.read_file(reader.Job(str(path), SID, scan.offset, scan.ino), load_prices(), bytearray(256),
+                             max_line=1024)
+    assert again.offset == scan.offset and again.best == [] and again.bytes_read == 3000
+
+
+def test_hostile_lines_are_skipped_and_never_glued(project):
+    proj, folder = project
+    deep = '{"message":{"usage":{"input_tokens":1}},"x":' + "[" * 100_000 + "]" * 100_000 + "}"
+    torn = usage_line("m_torn", "r_torn")[:-40]
+    binary = '{"message":{"usage":{"input_tokens":7}}}\x00\xff\xfe'
+    lines = [usage_line("m1", "r1"), deep, torn, usage_line("m2", "r2")]
+    path = folder / f"{SID}.jsonl"
+    path.write_bytes("".join(line + "\n" for line in lines).encode() + binary.encode("latin-1") + b"\n")
+    # Lines that are not valid alone but would make a valid JSON array together (A opens what B
+    # closes, C holds two values: three lines, three values), in a file of their own so that
+    # nothing else fails the piece's one-call decode: each is skipped, as ccusage skips them.
+    glue_a = '{"message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":1000}},"k":[{"usage":{}}'
+    glue_b = '{"usage":{}}]}'
+    glue_c = ('{"usage":{}},{"sessionId":"' + OTHER + '","message":{"id":"evil","model":"claude-sonnet-4-5",'
+              '"usage":{"input_tokens":99999}}}')
+    write(folder / f"{OTHER}.jsonl", [usage_line("o1", "q1", session=OTHER), glue_a, glue_b, glue_c])
+    result = acc.account(proj)
+    t = result.totals[SID]
+    assert (t.responses, t.input) == (2, 20)
+    assert (result.totals[OTHER].responses, result.totals[OTHER].input) == (1, 10)
+    assert result.lines_skipped == 6  # deep, torn, binary, and the three glue lines
+
+
+def _force_processes(monkeypatch):
+    if acc.can_fork_workers() < 2:
+        pytest.skip("worker processes need two cores and a process with no other thread")
+    monkeypatch.setattr(acc, "PROCESS_MIN_BYTES", 0)
+    monkeypatch.setattr(acc, "HANDOFF_FILES", 2)
+
+
+def _many_sessions(folder, n=12):
+    sids = [f"{i:08x}-0000-4000-8000-{i:012x}" for i in range(n)]
+    for k, sid in enumerate(sids):
+        write(folder / f"{sid}.jsonl", [usage_line(f"m{k}_{j}", f"r{k}_{j}", session=sid, out=j) for j in range(5)]
+              + [usage_line("shared", "req_shared", session=sid, out=k % 3)])  # one response copied across
+        write(folder / sid / "subagents" / "agent-a1.jsonl",
+              [usage_line(f"a{k}", f"ra{k}", session=sid, sidechain=True)])
+    return sids
+
+
+def test_worker_processes_give_the_same_totals_as_one_process(project, monkeypatch):
+    proj, folder = project
+    _many_sessions(folder)
+    alone = acc.account(proj, write=False, processes=False)
+    assert alone.workers == 0
+    _force_processes(monkeypatch)
+    pooled = acc.account(proj, write=False)
+    assert pooled.workers >= 2
+    assert _totals(pooled) == _totals(alone)
+    assert (pooled.bytes_read, pooled.files_read, pooled.bytes_decoded) == (
+        alone.bytes_read, alone.files_read, alone.bytes_decoded)
+
+
+def _die(*args):
+    os._exit(3)  # a worker killed mid-hand-off
+
+
+def test_a_broken_pool_falls_back_to_reading_here_with_one_warning(project, monkeypatch, caplog):
+    proj, folder = project
+    _many_sessions(folder)
+    alone = _totals(acc.account(proj, write=False, processes=False))
+    _force_processes(monkeypatch)
+    monkeypatch.setattr(acc, "read_files_packed", _die)
+    with caplog.at_level("WARNING", logger="c3async.usage"):
+        result = acc.account(proj, write=False)
+    assert _totals(result) == alone
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "worker processes failed" in caplog.records[0].message
+
+
+def test_a_caller_with_threads_never_forks(project, monkeypatch):
+    import threading
+
+    proj, folder = project
+    _many_sessions(folder)
+    monkeypatch.setattr(acc, "PROCESS_MIN_BYTES", 0)
+    out = []
+    t = threading.Thread(target=lambda: out.append(acc.account(proj, write=False)))
+    t.start()
+    t.join()
+    assert out[0].workers == 0 and len(out[0].totals) == 12
+
+
+def test_a_deleted_transcript_keeps_its_totals_and_later_passes_read_only_new_bytes(project, monkeypatch):
+    proj, folder = project
+    sids = _many_sessions(folder)
+    _force_processes(monkeypatch)
+    first = acc.account(proj)
+    assert first.workers >= 2
+    (folder / f"{sids[0]}.jsonl").unlink()
+    line = usage_line("late", "req_late", session=sids[1])
+    write(folder / f"{sids[1]}.jsonl", [line], mode="a")
+    second = acc.account(proj)
+    assert second.workers == 0  # one file to read: no worker processes for that
+    assert second.bytes_read == len(line) + 1 and second.changed == [sids[1]]
+    assert _totals(second)[sids[0]] == _totals(first)[sids[0]]  # what it spent was spent
+    assert second.totals[sids[1]].responses == first.totals[sids[1]].responses + 1

@@ -10,9 +10,10 @@ import shutil
 import subprocess
 
 import pytest
+from test_usage import OTHER, SID, usage_line, write
 
 from c3async.usage import account as acc
-from test_usage import OTHER, SID, usage_line, write
+from c3async.usage import reader
 
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
 pytestmark = pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)")
@@ -20,7 +21,14 @@ pytestmark = pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installe
 THIRD = "cccccccc-0000-4000-8000-000000000003"
 
 
-def test_totals_match_ccusage(claude, monkeypatch, tmp_path):
+@pytest.mark.parametrize("mode", ["this process", "worker processes, small pieces"])
+def test_totals_match_ccusage(claude, monkeypatch, tmp_path, mode):
+    if mode != "this process":
+        if acc.can_fork_workers() < 2:
+            pytest.skip("worker processes need two cores and a process with no other thread")
+        monkeypatch.setattr(acc, "PROCESS_MIN_BYTES", 0)
+        monkeypatch.setattr(acc, "HANDOFF_FILES", 1)
+        monkeypatch.setattr(reader, "CHUNK", 4096)  # pieces end mid-line everywhere
     for k, v in claude.env().items():
         monkeypatch.setenv(k, v)
     proj = claude.project("app")
@@ -38,7 +46,9 @@ def test_totals_match_ccusage(claude, monkeypatch, tmp_path):
           [usage_line(f"msg_a{i}", f"req_a{i}", sidechain=True, model="claude-haiku-4-5-20251001") for i in range(5)])
     write(folder / f"{OTHER}.jsonl", [usage_line(f"m{i}", f"r{i}", session=OTHER, inp=300_000) for i in range(3)])
     write(folder / f"{THIRD}.jsonl", [usage_line(None, "r", session=THIRD)] * 2)  # no message.id
-    ours = acc.account(proj).totals
+    result = acc.account(proj)
+    assert result.workers == 0 if mode == "this process" else result.workers >= 2
+    ours = result.totals
     out = subprocess.run([CCUSAGE, "claude", "session", "--json", "--offline"], capture_output=True, text=True,
                          env={**os.environ, "HOME": str(tmp_path)}, timeout=120)
     assert out.returncode == 0, out.stderr

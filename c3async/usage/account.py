@@ -2,15 +2,26 @@
 
 Every transcript of the project (sessions, and sub-agent files, which count toward their parent
 session) is read from the byte offset where the last run stopped: transcripts are append-only,
-so a run costs only new bytes; a file that shrank or was replaced is read again from 0. Only
-lines holding ``"usage":{`` are decoded.
+so a run costs only new bytes (an unchanged file costs one ``lstat``); a file that shrank or was
+replaced is read again from 0. ``reader`` reads a file in bounded pieces and decodes only the
+lines holding ``"usage":{``, with a narrow type, a piece's lines in one call.
+
+A big pass (a first accounting: ``PROCESS_MIN_BYTES`` of new bytes or more) uses the other
+cores, as the cold catalog scan does: finding markers and decoding hold the GIL, so threads
+would keep to one core, while worker processes forked from the only thread of this process
+do not. Files go out in hand-offs of about ``HANDOFF_BYTES``, the biggest first; each worker
+answers with what it found (MessagePack), and the answers are merged here in listing order, so
+the result never depends on which worker finished first. A pool that breaks (a worker killed,
+no memory) costs one warning and the rest is read here; a process with threads of its own
+(the MCP server) never forks.
 
 One API response is written as several lines (one per content block) with the same
 ``message.id`` and ``requestId`` and the same usage: it counts once. Among copies the best is
 kept, as ccusage keeps it (a main-chain copy over a sidechain replay, then the higher token
 total, which drops a streaming partial); lines with no ``message.id`` are never merged.
 Results go to ``.c3/session_stats.jsonl``: one row of running totals per host session whose
-totals changed; the last row of a session is its total.
+totals changed (all of a run's rows in one locked append); the last row of a session is its
+total.
 
 Only regular files are read, each opened without following a symlink and without blocking (a
 FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async stats`` or a server's
@@ -20,12 +31,15 @@ session's folder), and an entry that cannot be examined costs that entry only.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -36,49 +50,24 @@ from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
 from ..errors import DECODE_ERRORS
 from ..jsondoc import write_atomic
+from ..locking import locked
 from ..paths import project_state
-from ..safefs import open_regular, pread_all
-from .prices import TIER_TOKENS, Price, PriceTable, load_prices
+from .prices import PriceTable, load_prices
+from .reader import FileScan, Hit, Job, Tokens, better, cost, read_files, read_files_packed, unpack
 
-__all__ = ("Result", "SessionTotals", "account", "session_titles", "stats_path")
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
-_USAGE = b'"usage":{'
+__all__ = ("Result", "SessionTotals", "account", "cost", "session_titles", "stats_path")
+
 STATE_VERSION = 1
 MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
+WORKERS = 4  # at most this many worker processes for a big first pass
+PROCESS_MIN_BYTES = 64 * 1024 * 1024  # new bytes to read before worker processes pay for themselves
+HANDOFF_BYTES = 16 * 1024 * 1024  # about this many new bytes per hand-off to a worker...
+HANDOFF_FILES = 32  # ...and at most this many files
 
-
-class _CacheCreation(msgspec.Struct):
-    ephemeral_5m_input_tokens: int = 0
-    ephemeral_1h_input_tokens: int = 0
-
-
-class _Usage(msgspec.Struct):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation: _CacheCreation | None = None
-
-
-class _Msg(msgspec.Struct):
-    id: str | None = None
-    model: str | None = None
-    usage: _Usage | None = None
-
-
-class _Line(msgspec.Struct):
-    sessionId: str | None = None
-    timestamp: str | None = None
-    requestId: str | None = None
-    isSidechain: bool | None = None
-    costUSD: float | None = None
-    message: _Msg | None = None
-
-
-_decode_line = msgspec.json.Decoder(_Line).decode
-
-# tokens tuple: (input, output, cache_write_5m, cache_write_1h, cache_read)
-Tokens = tuple[int, int, int, int, int]
+log = logging.getLogger("c3async.usage")
 
 
 class _Entry(msgspec.Struct, array_like=True):
@@ -132,6 +121,9 @@ class Result:
     bytes_read: int
     changed: list[str]
     seconds: float
+    workers: int = 0  # worker processes that read (0: this process did)
+    bytes_decoded: int = 0  # bytes of the lines holding usage, the only ones decoded
+    lines_skipped: int = 0  # lines holding the marker that did not decode (torn, hostile)
 
 
 def stats_path(project: str) -> Path:
@@ -140,24 +132,6 @@ def stats_path(project: str) -> Path:
 
 def _state_path(project: str) -> Path:
     return project_state(project) / "cache" / "usage.json"
-
-
-def _tier(tokens: int, base: float, high: float | None) -> float:
-    if high is None or tokens <= TIER_TOKENS:
-        return tokens * base
-    return TIER_TOKENS * base + (tokens - TIER_TOKENS) * high
-
-
-def cost(price: Price, t: Tokens) -> float:
-    """USD for one response: each kind of token priced, above 200k at the long-context rate."""
-    hi = price.above_200k
-    return (
-        _tier(t[0], price.input, hi.input if hi else None)
-        + _tier(t[1], price.output, hi.output if hi else None)
-        + _tier(t[2], price.w5(), hi.w5() if hi else None)
-        + _tier(t[3], price.w1h(), hi.w1h() if hi else None)
-        + _tier(t[4], price.read(), hi.read() if hi else None)
-    ) / 1_000_000
 
 
 def _files(project: str) -> Iterator[tuple[Path, str | None]]:
@@ -206,85 +180,6 @@ def _subagent_files(folder: Path, depth: int = 0) -> Iterator[Path]:
                 yield from _subagent_files(Path(e.path), depth + 1)
         except OSError:
             continue
-
-
-def _better(new: _Entry, old: _Entry) -> bool:
-    if old.sidechain != new.sidechain:
-        return not new.sidechain
-    return sum(new.tokens) > sum(old.tokens)
-
-
-def _scan_file(path: Path, fs: _FileState, state: _State, prices: PriceTable, unknown: set[str]) -> int:
-    """Account the new complete lines of one file; returns the bytes read."""
-    try:
-        # Non-blocking and no-follow, then fstat: a FIFO or a symlink put here (even after the
-        # listing looked) is refused at once instead of hanging the accountant.
-        fd, st = open_regular(path)
-    except OSError:
-        return 0
-    try:
-        if st.st_ino != fs.ino or st.st_size < fs.offset:
-            _forget(str(path), fs, state)
-            fs.ino = st.st_ino
-        if st.st_size == fs.offset:
-            return 0
-        data = pread_all(fd, fs.offset, st.st_size - fs.offset)
-    except OSError:
-        return 0
-    finally:
-        os.close(fd)
-    end = data.rfind(b"\n") + 1  # the bytes after the last newline are a line still being written
-    key_path = str(path)
-    pos = 0
-    while (pos := data.find(_USAGE, pos, end)) >= 0:
-        start = data.rfind(b"\n", 0, pos) + 1
-        stop = data.find(b"\n", pos, end)
-        pos = stop + 1
-        try:
-            line = _decode_line(data[start:stop])
-        except DECODE_ERRORS:  # malformed, or nested deeper than the recursion limit
-            continue
-        msg = line.message
-        if msg is None or msg.usage is None or not msg.model or msg.model == "<synthetic>":
-            continue
-        session = fs.session or line.sessionId
-        if not session:
-            continue
-        u = msg.usage
-        cc = u.cache_creation
-        tokens: Tokens = (
-            u.input_tokens,
-            u.output_tokens,
-            cc.ephemeral_5m_input_tokens if cc is not None else u.cache_creation_input_tokens,
-            cc.ephemeral_1h_input_tokens if cc is not None else 0,
-            u.cache_read_input_tokens,
-        )
-        price = prices.find(msg.model)
-        if line.costUSD is not None:
-            usd: float | None = line.costUSD  # a recorded cost wins, as in ccusage's auto mode
-        elif price is None:
-            usd = None
-            unknown.add(msg.model)
-        else:
-            usd = cost(price, tokens)
-        entry = _Entry(key_path, session.lower(), msg.model, tokens, usd, bool(line.isSidechain), line.timestamp)
-        if not msg.id:
-            fs.loose.append(entry)
-            continue
-        key = f"{msg.id}:{line.requestId or ''}"
-        old = state.seen.get(key)
-        if old is None or _better(entry, old):
-            state.seen[key] = entry
-    fs.offset += end
-    return len(data)
-
-
-def _forget(path: str, fs: _FileState, state: _State) -> None:
-    """A file that shrank or was replaced: drop what it contributed, read it again from 0."""
-    for key in [k for k, e in state.seen.items() if e.file == path]:
-        del state.seen[key]
-    fs.loose.clear()
-    fs.offset = 0
 
 
 def session_titles(project: str) -> dict[str, str]:
@@ -352,37 +247,229 @@ def _same(old: SessionTotals, new: SessionTotals) -> bool:
     return msgspec.structs.replace(old, ts=0.0, title=None) == msgspec.structs.replace(new, ts=0.0, title=None)
 
 
-def account(project: str, *, write: bool = True) -> Result:
-    """Bring the project's usage up to date; append a stats row for each session that changed."""
+def account(project: str, *, write: bool = True, processes: bool = True) -> Result:
+    """Bring the project's usage up to date; append a stats row for each session that changed.
+
+    A big pass reads in worker processes when ``processes`` allows it (the CLI); a process
+    that runs threads of its own (the MCP server) passes False, and a call made while any other
+    thread runs never forks anyway."""
     started = time.perf_counter()
     prices = load_prices()
     state_file = _state_path(project)
     state = _load_state(state_file)
-    unknown: set[str] = set()  # models no price matched (they show per session too)
     present: set[str] = set()
-    read_files = read_bytes = 0
+    todo: list[tuple[_FileState, Job]] = []
+    dirty = not state.files
     for path, session in _files(project):
         key = str(path)
         present.add(key)
         fs = state.files.get(key)
         if fs is None:
             fs = state.files[key] = _FileState(session=session)
-        n = _scan_file(path, fs, state, prices, unknown)
-        if n:
-            read_files += 1
-            read_bytes += n
+            dirty = True
+        new = _new_bytes(key, fs)
+        if new:
+            todo.append((fs, Job(key, fs.session, fs.offset, fs.ino, new)))
+    scans, workers = _read([job for _, job in todo], prices, processes)
+    done = [(fs, job, scan) for (fs, job), scan in zip(todo, scans) if scan is not None]
+    # A file replaced or shrunk since (another inode, or smaller than where we stopped) is read
+    # again from 0: first drop what it contributed, all such files in one sweep.
+    replaced = {job.path for fs, job, scan in done if scan.start == 0 and fs.offset}
+    if replaced:
+        for gone in [k for k, e in state.seen.items() if e.file in replaced]:
+            del state.seen[gone]
+    seen = state.seen
+    files_read = read_bytes = decoded = skipped = 0
+    for fs, job, scan in done:  # in listing order, so which copy a tie keeps never varies
+        if job.path in replaced:
+            fs.loose.clear()
+        dirty = dirty or scan.offset != fs.offset or scan.ino != fs.ino
+        fs.offset, fs.ino = scan.offset, scan.ino
+        if scan.bytes_read:
+            files_read += 1
+            read_bytes += scan.bytes_read
+        decoded += scan.decoded
+        skipped += scan.skipped
+        for hit in scan.best:
+            key = hit.key or ""  # every hit of ``best`` has its key
+            old = seen.get(key)
+            if old is None or better(hit, old):
+                seen[key] = _entry(job.path, hit)
+        fs.loose.extend(_entry(job.path, hit) for hit in scan.loose)
     # A transcript deleted since (Claude Code's 30-day cleanup) keeps its place in the state:
     # what it spent was spent.
     totals = _totals(state, session_titles(project), time.time())
     changed = []
     if write:
         before = latest_totals(project)
+        rows = []
         for sid, t in sorted(totals.items(), key=lambda kv: kv[1].last_ts or ""):
             if sid not in before or not _same(before[sid], t):
-                jsonl.append(stats_path(project), t)
+                rows.append(t)
                 changed.append(sid)
+        _append_rows(stats_path(project), rows)
+        if dirty:
+            try:
+                write_atomic(state_file, msgspec.json.encode(state), fsync=False)
+            except OSError:
+                pass  # the state is a cache: the next run reads from 0
+    return Result(
+        totals,
+        len(present),
+        files_read,
+        read_bytes,
+        changed,
+        time.perf_counter() - started,
+        workers=workers,
+        bytes_decoded=decoded,
+        lines_skipped=skipped,
+    )
+
+
+def _append_rows(path: Path, rows: list[SessionTotals]) -> None:
+    """Append ``rows``, a line each, under one lock and in one ``write()`` (a first pass over a
+    thousand sessions appends a thousand rows), by ``jsonl.append``'s rules: a torn last line
+    left by a killed writer gets its newline first, and a write that fails part-way is cut back
+    off. Raises OSError or UnsafeState as ``jsonl.append`` does."""
+    if not rows:
+        return
+    data = b"".join(jsonl.encode_line(row) for row in rows)
+    with locked(path):
+        fd = safefs.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dirs=True)
         try:
-            write_atomic(state_file, msgspec.json.encode(state), fsync=False)
-        except OSError:
-            pass  # the state is a cache: the next run reads from 0
-    return Result(totals, len(present), read_files, read_bytes, changed, time.perf_counter() - started)
+            start = os.fstat(fd).st_size
+            if start > 0 and os.pread(fd, 1, start - 1) != b"\n":
+                data = b"\n" + data  # heal a torn tail left by a killed writer
+            written = 0
+            try:
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            except OSError:
+                if written:
+                    try:
+                        os.ftruncate(fd, start)  # we hold the lock: nobody appended after us
+                    except OSError:
+                        pass
+                raise
+        finally:
+            os.close(fd)
+
+
+def _entry(path: str, hit: Hit) -> _Entry:
+    return _Entry(path, hit.session, hit.model, hit.tokens, hit.cost, hit.sidechain, hit.ts)
+
+
+def _new_bytes(path: str, fs: _FileState) -> int:
+    """About how many bytes a pass must read from ``path`` (0: none, it is unchanged or not a
+    regular file now). One ``lstat``; the read itself checks again on the open descriptor."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    if not stat.S_ISREG(st.st_mode):
+        return 0
+    if st.st_ino != fs.ino or st.st_size < fs.offset:
+        return st.st_size or (1 if fs.offset else 0)  # replaced: read it all (an empty one too)
+    return st.st_size - fs.offset
+
+
+def _read(jobs: list[Job], prices: PriceTable, processes: bool) -> tuple[list[FileScan | None], int]:
+    """Read every job: in this process, or, for a big pass, in
+    worker processes. Finding markers and decoding hold the GIL, so threads would keep to one
+    core. Returns the scans in job order and the number of worker processes used (0: none)."""
+    out: list[FileScan | None] = [None] * len(jobs)
+    pool, workers = None, 0
+    if processes and len(jobs) > 1 and sum(job.new for job in jobs) >= PROCESS_MIN_BYTES:
+        pool, workers = _process_pool()
+    if pool is None:
+        return [scan for _, scan in read_files(list(enumerate(jobs)), prices)], 0
+    try:
+        handoffs = _handoffs(jobs)
+        futures = [pool.submit(read_files_packed, h, prices) for h in handoffs]
+        broken = False
+        for handoff, fut in zip(handoffs, futures):
+            if not broken:
+                try:
+                    results = unpack(fut.result())
+                except Exception as exc:  # a broken pool (a worker killed, no memory): read here
+                    log.warning("worker processes failed (%s); reading in this process", exc)
+                    broken = True
+            if broken:
+                results = read_files(handoff, prices)
+            for i, scan in results:
+                out[i] = scan
+    finally:
+        pool.shutdown(cancel_futures=True)
+    return out, workers
+
+
+def _handoffs(jobs: list[Job]) -> list[list[tuple[int, Job]]]:
+    """Jobs packed into hand-offs, the biggest files first (so no worker is left with a 60 MiB
+    transcript at the end while the others idle), each about ``HANDOFF_BYTES``."""
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i].new)
+    out: list[list[tuple[int, Job]]] = []
+    cur: list[tuple[int, Job]] = []
+    size = 0
+    for i in order:
+        job = jobs[i]
+        n = job.new
+        if cur and (size + n > HANDOFF_BYTES or len(cur) >= HANDOFF_FILES):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append((i, job))
+        size += n
+    if cur:
+        out.append(cur)
+    return out
+
+
+def can_fork_workers() -> int:
+    """How many worker processes a big pass would fork from here and now (0: none: one core,
+    no fork on this platform, or other threads running in this process)."""
+    import multiprocessing
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    workers = min(WORKERS, cores)
+    if workers < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return 0
+    return workers
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: Ctrl-C is the parent's to handle (it stops the pool; a worker finishes
+    its hand-off and exits), and a worker whose parent died (SIGKILL, SIGTERM) exits too,
+    instead of waiting forever on a queue whose other end it holds itself."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.25)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="c3async-parent-watch", daemon=True).start()
+
+
+def _process_pool() -> tuple[ProcessPoolExecutor | None, int]:
+    """Worker processes (and how many) forked now, from the only thread of this process:
+    forking a process that runs threads is unsafe (a lock another thread holds stays held in
+    the child). None where ``can_fork_workers`` says none."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = can_fork_workers()
+    if not workers:
+        return None, 0
+    try:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init, initargs=(os.getpid(),)
+        )
+        pool.submit(int).result()  # with fork, every worker starts at the first submit
+    except Exception as exc:  # no processes to be had (limits, memory): read in this process
+        log.warning("cannot start worker processes (%s); reading in this process", exc)
+        return None, 0
+    return pool, workers

@@ -10,7 +10,7 @@ no family matches is reported as unpriced, never silently priced at zero.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -75,8 +75,17 @@ def normalise(model: str) -> str:
 @dataclass
 class PriceTable:
     families: dict[str, Price]
+    _found: dict[str, Price | None] = field(default_factory=dict, repr=False, compare=False)
 
     def find(self, model: str) -> Price | None:
+        """The family price of a model id (None: unpriced); each id is looked up once."""
+        try:
+            return self._found[model]
+        except KeyError:
+            found = self._found[model] = self._find(model)
+            return found
+
+    def _find(self, model: str) -> Price | None:
         m = normalise(model)
         best = None
         for family in self.families:

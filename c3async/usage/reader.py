@@ -1,0 +1,371 @@
+"""Reading one transcript's new bytes for the accountant: bounded memory, narrow decoding.
+
+The new bytes of a file are read in ``CHUNK``-sized pieces into one reused buffer (a 2 GB
+transcript costs a chunk of memory, not 2 GB); the unfinished line at the end of a piece is
+carried to the front of the next. In each piece the lines that can carry usage are found by
+searching the raw bytes for ``"usage":{`` (ccusage's own pre-filter: inside a JSON string every
+quote is escaped, so the marker only matches a real ``usage`` key with an object value), and
+only those lines are decoded, with a narrow ``msgspec`` type that skips everything else
+(content, tool results, thinking), all of a piece's lines in one C call; a piece holding a line
+that does not decode (torn, binary, nested too deep, two values on one line) is decoded again
+line by line, and only the bad lines are skipped.
+
+A line longer than ``CHUNK`` makes the buffer grow to hold it, up to ``MAX_LINE``; a longer
+line is streamed past and skipped (no Claude Code response comes near it: a response is written
+one content block a line). The bytes after the last newline are a line still being written and
+are left for the next pass.
+
+Everything here runs in a worker process as well as in the caller's (``read_files`` takes and
+returns plain, picklable values), and one file's failure is that file's only.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+import msgspec
+
+from ..errors import DECODE_ERRORS
+from ..safefs import open_regular
+from .prices import TIER_TOKENS, Price, PriceTable
+
+__all__ = (
+    "CHUNK",
+    "MAX_LINE",
+    "FileScan",
+    "Hit",
+    "Job",
+    "cost",
+    "read_file",
+    "read_files",
+    "read_files_packed",
+    "unpack",
+)
+
+CHUNK = 8 * 1024 * 1024
+MAX_LINE = 32 * 1024 * 1024
+_MARKER = b'"usage":{'
+_NL = b"\n"
+
+# tokens: (input, output, cache_write_5m, cache_write_1h, cache_read)
+Tokens = tuple[int, int, int, int, int]
+
+
+class _CacheCreation(msgspec.Struct):
+    ephemeral_5m_input_tokens: int = 0
+    ephemeral_1h_input_tokens: int = 0
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation: _CacheCreation | None = None
+
+
+class _Msg(msgspec.Struct):
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class _Line(msgspec.Struct):
+    """The only fields a usage line is decoded into; every other key is skipped unparsed."""
+
+    sessionId: str | None = None
+    timestamp: str | None = None
+    requestId: str | None = None
+    isSidechain: bool | None = None
+    costUSD: float | None = None
+    message: _Msg | None = None
+
+
+_decoder = msgspec.json.Decoder(_Line)
+_decode_line = _decoder.decode
+_decode_lines = _decoder.decode_lines
+
+
+class Hit(msgspec.Struct, array_like=True, gc=False):
+    """One API response as read: its dedup key (``message.id:requestId``; None: never merged)."""
+
+    key: str | None
+    session: str
+    model: str
+    tokens: Tokens
+    cost: float | None  # None: an unpriced model
+    sidechain: bool
+    ts: str | None
+
+
+@dataclass(slots=True)
+class Job:
+    """One file to read: where the last pass stopped (``offset``) in which file (``ino``)."""
+
+    path: str
+    session: str | None  # the session its lines count toward; None: the lines' own sessionId
+    offset: int = 0
+    ino: int = 0
+    new: int = 0  # about how many bytes there are to read (from a stat before the read)
+
+
+class FileScan(msgspec.Struct, array_like=True, gc=False):
+    """What reading one file's new bytes found (from a worker process: as MessagePack)."""
+
+    ino: int
+    start: int  # where reading began: 0 for a file replaced or shrunk since (forget it first)
+    offset: int  # just after the last complete line read
+    bytes_read: int
+    best: list[Hit]  # keyed responses, the best copy in this file of each, in first-seen order
+    loose: list[Hit]  # responses with no message.id, every one
+    lines: int = 0  # lines holding the marker
+    decoded: int = 0  # bytes of those lines handed to the decoder
+    skipped: int = 0  # lines holding the marker that did not decode, or over MAX_LINE
+
+
+def _tier(tokens: int, base: float, high: float | None) -> float:
+    if high is None or tokens <= TIER_TOKENS:
+        return tokens * base
+    return TIER_TOKENS * base + (tokens - TIER_TOKENS) * high
+
+
+def cost(price: Price, t: Tokens) -> float:
+    """USD for one response: each kind of token priced, above 200k at the long-context rate."""
+    hi = price.above_200k
+    if hi is None or max(t) <= TIER_TOKENS:  # no tier applies: the same sums, in the same order
+        return (
+            t[0] * price.input + t[1] * price.output + t[2] * price.w5() + t[3] * price.w1h() + t[4] * price.read()
+        ) / 1_000_000
+    return (
+        _tier(t[0], price.input, hi.input)
+        + _tier(t[1], price.output, hi.output)
+        + _tier(t[2], price.w5(), hi.w5())
+        + _tier(t[3], price.w1h(), hi.w1h())
+        + _tier(t[4], price.read(), hi.read())
+    ) / 1_000_000
+
+
+class Copy(Protocol):
+    """What choosing between two copies of a response looks at."""
+
+    sidechain: bool
+    tokens: Tokens
+
+
+def better(new: Copy, old: Copy) -> bool:
+    """ccusage's choice between two copies of one response: the main-chain copy over a
+    sidechain replay, then the higher token total (a streaming partial loses); ties keep the
+    first."""
+    if old.sidechain != new.sidechain:
+        return not new.sidechain
+    return sum(new.tokens) > sum(old.tokens)
+
+
+class _Reader:
+    """The lines of one file's new bytes, decoded, deduplicated within the file."""
+
+    def __init__(self, session: str | None) -> None:
+        self.session = session
+        self.best: dict[str, Hit] = {}
+        self.loose: list[Hit] = []
+        self.lines = self.decoded = self.skipped = 0
+
+    def piece(self, buf: bytearray, end: int) -> None:
+        """Account the complete lines of ``buf[:end]`` (``buf[end - 1]`` is a newline)."""
+        find, rfind = buf.find, buf.rfind
+        spans = []
+        pos = find(_MARKER, 0, end)
+        while pos >= 0:
+            start = rfind(_NL, 0, pos) + 1
+            stop = find(_NL, pos, end)
+            spans.append(buf[start:stop])
+            pos = find(_MARKER, stop + 1, end)
+        if not spans:
+            return
+        self.lines += len(spans)
+        payload = _NL.join(spans)
+        self.decoded += len(payload)
+        try:
+            # One C call for the piece; decode_lines keeps each line its own value, so a line
+            # that is not valid alone (two values, a torn half) fails the batch, never glues.
+            decoded: list[_Line | None] = list(_decode_lines(payload))
+            if len(decoded) != len(spans):
+                raise ValueError("line count")
+        except DECODE_ERRORS:
+            decoded = [_decode_or_none(s) for s in spans]
+        best, session = self.best, self.session
+        for line in decoded:
+            if line is None:
+                self.skipped += 1
+                continue
+            msg = line.message
+            if msg is None or msg.usage is None or not msg.model or msg.model == "<synthetic>":
+                continue
+            sid = session or (line.sessionId or "").lower()
+            if not sid:
+                continue
+            u = msg.usage
+            cc = u.cache_creation
+            tokens: Tokens = (
+                u.input_tokens,
+                u.output_tokens,
+                cc.ephemeral_5m_input_tokens if cc is not None else u.cache_creation_input_tokens,
+                cc.ephemeral_1h_input_tokens if cc is not None else 0,
+                u.cache_read_input_tokens,
+            )
+            sidechain = bool(line.isSidechain)
+            if not msg.id:
+                key = None
+            else:
+                key = f"{msg.id}:{line.requestId or ''}"
+                old = best.get(key)
+                # ``better``, inline: most keyed lines are further copies of a response
+                if old is not None and (
+                    (old.sidechain == sidechain and sum(tokens) <= sum(old.tokens)) or (not old.sidechain and sidechain)
+                ):
+                    continue
+            # cost: a recorded costUSD (legacy lines) wins, as in ccusage's auto mode; the
+            # others are priced once deduplicated (see ``price``)
+            hit = Hit(key, sid, msg.model, tokens, line.costUSD, sidechain, line.timestamp)
+            if key is None:
+                self.loose.append(hit)
+            else:
+                best[key] = hit
+
+    def price(self, prices: PriceTable) -> None:
+        """Price the kept responses that recorded no cost (each copy once, not every line)."""
+        found: dict[str, tuple[Price, tuple[float, float, float, float, float]] | None] = {}
+        for hit in (*self.best.values(), *self.loose):
+            if hit.cost is not None:
+                continue
+            model = hit.model
+            try:
+                rates = found[model]
+            except KeyError:
+                p = prices.find(model)
+                rates = found[model] = None if p is None else (p, (p.input, p.output, p.w5(), p.w1h(), p.read()))
+            if rates is None:
+                continue
+            t = hit.tokens
+            if rates[0].above_200k is None or max(t) <= TIER_TOKENS:  # as ``cost`` does, without the call
+                r = rates[1]
+                hit.cost = (t[0] * r[0] + t[1] * r[1] + t[2] * r[2] + t[3] * r[3] + t[4] * r[4]) / 1_000_000
+            else:
+                hit.cost = cost(rates[0], t)
+
+
+def _decode_or_none(line: bytes | bytearray) -> _Line | None:
+    try:
+        return _decode_line(line)
+    except DECODE_ERRORS:  # malformed, binary, or nested deeper than the recursion limit
+        return None
+
+
+def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_line: int = MAX_LINE) -> FileScan | None:
+    """Read ``job.path`` from where the last pass stopped (from 0 when the file was replaced or
+    shrank) to its size now, a piece of ``len(buf)`` bytes at a time (``buf``: a buffer to reuse,
+    ``CHUNK`` bytes when none is given). None when it cannot be read (vanished, no longer a
+    regular file, an I/O error): the caller keeps what it had, and the next pass tries again."""
+    try:
+        # Non-blocking and no-follow, then fstat: a FIFO or a symlink put here (even after the
+        # listing looked) is refused at once instead of hanging the accountant.
+        fd, st = open_regular(job.path)
+    except OSError:
+        return None
+    try:
+        start = job.offset if st.st_ino == job.ino and st.st_size >= job.offset else 0
+        reader = _Reader(job.session)
+        with io.FileIO(fd, closefd=False) as f:
+            if buf is None:  # a buffer of at most the bytes to read: most transcripts are small
+                buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
+            offset, read = _pieces(f, start, st.st_size, reader, buf, max_line)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    reader.price(prices)
+    return FileScan(
+        st.st_ino,
+        start,
+        offset,
+        read,
+        list(reader.best.values()),
+        reader.loose,
+        reader.lines,
+        reader.decoded,
+        reader.skipped,
+    )
+
+
+def _pieces(f: io.FileIO, start: int, size: int, reader: _Reader, buf: bytearray, max_line: int) -> tuple[int, int]:
+    """Feed ``reader`` the complete lines of bytes ``start..size``, a piece at a time (``buf``
+    grows, as a copy, to hold a line longer than itself). Returns (the offset just after the
+    last complete line, the bytes read)."""
+    f.seek(start)
+    base = start  # the file offset of buf[0]
+    have = 0  # bytes of buf holding data
+    read = 0
+    giant = -1  # the offset where a line longer than max_line began: its bytes are dropped
+    while base + have < size:
+        if have == len(buf):  # a line longer than the buffer: grow it, or give the line up
+            if len(buf) < max_line:
+                grown = bytearray(min(2 * len(buf), max_line))
+                grown[:have] = buf
+                buf = grown
+            else:
+                giant = base
+                base += have
+                have = 0
+        with memoryview(buf) as view:
+            n = f.readinto(view[have : min(len(buf), size - base)])
+        if not n:
+            break  # truncated while we read: the next pass sees it shrunk
+        read += n
+        if giant >= 0:  # have == 0 here: look for the giant line's end
+            nl = buf.find(_NL, 0, n)
+            if nl < 0:
+                base += n
+                continue
+            reader.skipped += 1
+            giant = -1
+            base, have = _shift(buf, nl + 1, n, base)
+        else:
+            have += n
+        end = buf.rfind(_NL, 0, have) + 1
+        if end:
+            reader.piece(buf, end)
+            base, have = _shift(buf, end, have, base)
+    # an unfinished giant line is read again (and given up again) once it has its newline
+    return (giant if giant >= 0 else base), read
+
+
+def _shift(buf: bytearray, end: int, have: int, base: int) -> tuple[int, int]:
+    """Drop ``buf[:end]`` (done with), moving the rest to the front; returns (base, have)."""
+    rest = have - end
+    if rest:
+        buf[:rest] = buf[end:have]
+    return base + end, rest
+
+
+def read_files(jobs: list[tuple[int, Job]], prices: PriceTable) -> list[tuple[int, FileScan | None]]:
+    """Several files (a worker process's hand-off), each read on its own (see ``read_file``),
+    through one buffer."""
+    buf = bytearray(max(1, min(CHUNK, max((job.new for _, job in jobs), default=1))))
+    return [(i, read_file(job, prices, buf)) for i, job in jobs]
+
+
+_packer = msgspec.msgpack.Encoder()
+_unpacker = msgspec.msgpack.Decoder(list[tuple[int, FileScan | None]])
+
+
+def read_files_packed(jobs: list[tuple[int, Job]], prices: PriceTable) -> bytes:
+    """``read_files`` in a worker process: the answer as MessagePack, which crosses to the
+    parent several times faster than a pickle of the same structs."""
+    return _packer.encode(read_files(jobs, prices))
+
+
+def unpack(data: bytes) -> list[tuple[int, FileScan | None]]:
+    return _unpacker.decode(data)
