@@ -8,11 +8,11 @@ nothing one file does can stop the rest of the listing.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import workers
 from ..paths import project_state
 from ..safefs import NotRegularFile
 from . import cache
@@ -308,14 +308,6 @@ def scan_projects_sync(
 
 
 def _process_pool():
-    """Worker processes forked now, from this thread, before any reader thread exists (forking
-    a process that runs threads is unsafe). None where fork is unavailable or one core."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = min(WORKERS, os.cpu_count() or 1)
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return None
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    pool.submit(int).result()  # with fork, every worker starts at the first submit
-    return pool
+    """Worker processes forked now, from this thread, before any reader thread exists (see
+    ``c3async.workers``). None where they cannot be had."""
+    return workers.process_pool(WORKERS)[0]

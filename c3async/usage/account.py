@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .. import jsonl, safefs
+from .. import jsonl, safefs, workers
 from ..catalog import cache as catalog_cache
 from ..catalog.listing import is_session_id
 from ..catalog.locate import locate
@@ -424,52 +423,8 @@ def _handoffs(jobs: list[Job]) -> list[list[tuple[int, Job]]]:
 
 
 def can_fork_workers() -> int:
-    """How many worker processes a big pass would fork from here and now (0: none: one core,
-    no fork on this platform, or other threads running in this process)."""
-    import multiprocessing
-
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    workers = min(WORKERS, cores)
-    if workers < 2 or threading.active_count() > 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return 0
-    return workers
-
-
-def _worker_init(parent: int) -> None:
-    """In each worker: Ctrl-C is the parent's to handle (it stops the pool; a worker finishes
-    its hand-off and exits), and a worker whose parent died (SIGKILL, SIGTERM) exits too,
-    instead of waiting forever on a queue whose other end it holds itself."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.25)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="c3async-parent-watch", daemon=True).start()
+    return workers.can_fork(WORKERS)
 
 
 def _process_pool() -> tuple[ProcessPoolExecutor | None, int]:
-    """Worker processes (and how many) forked now, from the only thread of this process:
-    forking a process that runs threads is unsafe (a lock another thread holds stays held in
-    the child). None where ``can_fork_workers`` says none."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = can_fork_workers()
-    if not workers:
-        return None, 0
-    try:
-        pool = ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init, initargs=(os.getpid(),)
-        )
-        pool.submit(int).result()  # with fork, every worker starts at the first submit
-    except Exception as exc:  # no processes to be had (limits, memory): read in this process
-        log.warning("cannot start worker processes (%s); reading in this process", exc)
-        return None, 0
-    return pool, workers
+    return workers.process_pool(WORKERS)
