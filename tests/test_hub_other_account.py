@@ -1,0 +1,95 @@
+"""Another account on the same machine probes the Hub: it can reach the loopback port, and it
+can walk every folder the user left open, but it gets no transcript text, no token and no way
+to write a mark. Run as a real second account (``nobody``), which needs root to switch to."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+from hubproc import Hub
+from transcripts import simple_session
+
+SECRET = "zebra-needle-other-account-4711"
+
+PROBE = textwrap.dedent(
+    """
+    import json, os, sys, urllib.request, urllib.error
+    url, token_file, sid, project = sys.argv[1:5]
+    out = {"uid": os.getuid()}
+
+    def fetch(path, method="GET", body=None, headers=None):
+        req = urllib.request.Request(url + path, method=method, data=body, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read(200_000).decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read(200_000).decode("utf-8", "replace")
+
+    try:
+        with open(token_file) as f:
+            out["token_file"] = f.read()
+    except OSError as exc:
+        out["token_file"] = type(exc).__name__
+    try:
+        out["hub_dir"] = os.listdir(os.path.dirname(token_file))
+    except OSError as exc:
+        out["hub_dir"] = type(exc).__name__
+    for path in ("/", "/api/projects", "/api/sessions", f"/api/sessions/{sid}", "/api/events",
+                 "/?token=guess", "/static/app.js"):
+        out[path] = fetch(path)
+    mark = json.dumps({"op": "note", "summary": "from another account", "project": project}).encode()
+    out["post"] = fetch(f"/api/sessions/{sid}/marks", "POST", mark,
+                        {"Content-Type": "application/json", "Origin": url, "X-C3-Request": "1"})
+    print(json.dumps(out))
+    """
+)
+
+
+# The probe needs a Python the other account can run (the test's own may sit under /root).
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to another account needs root")
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system Python for the other account")
+def test_another_account_gets_nothing_from_the_hub(claude) -> None:
+    nobody = pwd.getpwnam("nobody")
+    project = claude.project("app")
+    sid = simple_session(claude.folder(project), project, f"the secret prompt {SECRET}")
+    assert claude.run("sessions", "--project", project).returncode == 0  # registers the project
+    # The other account may walk every folder the user left open on the way to the Hub's files.
+    for folder in (claude.root.parent, claude.root, claude.c3home):
+        os.chmod(folder, 0o755)
+    hub = Hub(claude).start()
+    try:
+        assert hub.token_file.exists()
+        proc = subprocess.run(
+            [SYSTEM_PYTHON, "-I", "-c", PROBE, hub.url, str(hub.token_file), sid, project],
+            capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"},
+            user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[], cwd="/",
+        )
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout)
+    finally:
+        hub.stop()
+    assert seen["uid"] == nobody.pw_uid
+    assert seen["token_file"] == "PermissionError" and seen["hub_dir"] == "PermissionError"
+    for path in ("/api/projects", "/api/sessions", f"/api/sessions/{sid}", "/api/events"):
+        status, body = seen[path]
+        assert status == 401, (path, status)
+        assert SECRET not in body and project not in body, path
+    for path in ("/", "/?token=guess"):
+        status, body = seen[path]
+        assert status in (200, 403), (path, status)
+        assert SECRET not in body and project not in body and hub.token not in body, path
+    assert hub.token not in json.dumps(seen)
+    assert seen["post"][0] in (401, 403)
+    # Nothing was written on its behalf.
+    marks = claude.root / "work" / "app" / ".c3" / "session_marks.jsonl"
+    assert not marks.exists() or "from another account" not in marks.read_text()
