@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import textwrap
 
 import pytest
-
 from hubproc import Hub
 from transcripts import simple_session
 

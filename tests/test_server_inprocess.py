@@ -525,6 +525,91 @@ async def test_status_live_view_and_unknown_view(client):
     assert "unknown view 'budget'" in text and "sessions" in text and "live" in text
 
 
+# ------------------------------------------------------------------------------------ write less
+
+
+def tool_rows(w: World) -> list[tuple[str, str, str | None]]:
+    return [(r["tool"], r["action"], r.get("session_id")) for r in w.activity() if r["kind"] == "tool_call"]
+
+
+async def test_reads_within_a_minute_log_one_tool_call_row(client, world):
+    """Read-only calls (plan-mode safe) do not each append an activity row: the first read of
+    a minute does, as this server's sign of life for the liveness fallback."""
+    for _ in range(3):
+        ok(await session(client, "list"))
+        ok(await session(client, "show", target=DOCS))
+        err(await session(client, "restore"))  # no snapshot yet: an error, and still a read
+        ok(await session(client, "plan"))  # no data: reads the plan
+        ok(await session(client, "plan", data="   "))  # blank data: still a read
+        ok(await client.call_tool("c3_task", {"action": "list"}))
+        ok(await client.call_tool("c3_task", {"action": "board"}))
+        ok(await client.call_tool("c3_status", {"view": "live"}))
+        ok(await client.call_tool("c3_status", {}))
+    assert tool_rows(world) == [("c3_session", "list", HOST)]
+    assert not (world.state / "pm" / "pm.json").exists()  # the task reads wrote nothing either
+
+
+async def test_every_change_logs_its_row_and_reads_after_it_do_not(client, world):
+    ok(await session(client, "note", target=DOCS, data="first"))
+    ok(await session(client, "list"))  # the note's row was this minute's sign of life
+    ok(await session(client, "note", target=DOCS, data="second"))
+    ok(await session(client, "stale", target=OLD, reasoning="superseded"))
+    ok(await session(client, "plan", data="1. fix"))  # plan with data writes the record
+    ok(await session(client, "show"))
+    ok(await client.call_tool("c3_task", {"action": "add", "title": "write less"}))
+    ok(await client.call_tool("c3_task", {"action": "list"}))
+    ok(await session(client, "log", event_type="progress", data="rows"))
+    assert tool_rows(world) == [
+        ("c3_session", "note", HOST),
+        ("c3_session", "note", HOST),
+        ("c3_session", "stale", HOST),
+        ("c3_session", "plan", HOST),
+        ("c3_task", "add", HOST),
+        ("c3_session", "log", HOST),
+    ]
+
+
+async def test_unknown_actions_and_views_log_no_row(client, world):
+    for tool, args in [("c3_session", {"action": "bogus"}), ("c3_task", {"action": "bogus"}),
+                       ("c3_status", {"view": "bogus"}), ("c3_session", {"action": "list", "target": "x" * 501})]:
+        err(await client.call_tool(tool, args))
+    assert tool_rows(world) == []
+    ok(await session(client, "list"))  # the first valid read still gets its row
+    assert tool_rows(world) == [("c3_session", "list", HOST)]
+
+
+async def test_a_read_logs_again_once_the_minute_is_over(client, world, monkeypatch):
+    monkeypatch.setattr(server, "READ_ROW_EVERY_S", 0.3)
+    ok(await session(client, "list"))
+    ok(await session(client, "list"))
+    await anyio.sleep(0.4)
+    ok(await session(client, "show"))
+    ok(await session(client, "list"))
+    assert tool_rows(world) == [("c3_session", "list", HOST), ("c3_session", "show", HOST)]
+
+
+async def test_concurrent_reads_log_one_row(client, world):
+    async with anyio.create_task_group() as tg:
+        for _ in range(12):
+            tg.start_soon(session, client, "list")
+    assert tool_rows(world) == [("c3_session", "list", HOST)]
+
+
+async def test_the_host_session_a_clear_starts_gets_its_own_row(client, world):
+    """Rows are kept per host session: after a /clear the new session's first read is logged
+    at once (its liveness fallback has nothing else from this server)."""
+    ok(await session(client, "list"))
+    ppid = os.getppid()
+    stat = Path(f"/proc/{ppid}/stat").read_bytes()
+    ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+    reg = Path(world.claude.config, "sessions", f"{ppid}.json")
+    reg.parent.mkdir(parents=True, exist_ok=True)
+    reg.write_text(json.dumps({"pid": ppid, "sessionId": DOCS, "procStart": ticks, "cwd": world.project}))
+    ok(await session(client, "list"))
+    ok(await session(client, "list"))
+    assert tool_rows(world) == [("c3_session", "list", HOST), ("c3_session", "list", DOCS)]
+
+
 # ------------------------------------------------------------------------------------ heartbeat
 
 

@@ -148,6 +148,32 @@ async def test_list_and_show_round_trip(claude, project):
     assert claude.rows_by_id(project)[HOST]["note"]["summary"] == "over stdio"
 
 
+def test_the_server_imports_only_what_the_protocol_loop_needs(claude):
+    """The tool bodies' modules (the sessions view, the task store, the usage accountant and its
+    price tables, the Hub) load with the first call that needs them, not at start."""
+    code = "import sys, c3async.server; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], env=claude.env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert "c3async.server" in loaded and "mcp.server.mcpserver" in loaded
+    deferred = {"c3async.session_actions", "c3async.status", "c3async.sessions.view", "c3async.sessions.detail",
+                "c3async.pm.actions", "c3async.usage.account", "c3async.usage.prices", "c3async.hub.app"}
+    assert not deferred & loaded, sorted(deferred & loaded)
+
+
+async def test_reads_over_stdio_log_one_row_and_changes_one_each(claude, project):
+    async with Client(params(claude, project), mode="legacy") as c:
+        for _ in range(3):
+            assert not (await c.call_tool("c3_session", {"action": "list"})).is_error
+            assert not (await c.call_tool("c3_session", {"action": "show", "target": DOCS})).is_error
+            assert not (await c.call_tool("c3_status", {"view": "live"})).is_error
+        for i in range(2):
+            assert not (await c.call_tool("c3_session", {"action": "note", "target": DOCS, "data": f"n{i}"})).is_error
+    rows = [json.loads(line) for line in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
+    calls = [(r["tool"], r["action"]) for r in rows if r["kind"] == "tool_call"]
+    assert calls == [("c3_session", "list"), ("c3_session", "note"), ("c3_session", "note")]
+
+
 async def test_heartbeat_lives_while_the_client_is_connected(claude, project, tmp_path):
     errlog = (tmp_path / "server-stderr.txt").open("w+")
     with errlog:

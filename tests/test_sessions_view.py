@@ -8,17 +8,17 @@ import json
 import subprocess
 import sys
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from transcripts import Conversation, simple_session, write_session
 
 from c3async import activity, records
 from c3async.errors import AmbiguousSession, UnknownSession
 from c3async.pm import actions, store
 from c3async.sessions import detail, refs, view
-from transcripts import Conversation, simple_session, write_session
 
-NOW = datetime.now(timezone.utc)
+NOW = datetime.now(UTC)
 
 
 @pytest.fixture(autouse=True)
@@ -146,7 +146,7 @@ def test_the_catalog_imports_nothing_above_it() -> None:
     code = ("import sys, c3async.catalog, c3async.catalog.scan, c3async.catalog.resolve, "
             "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    loaded = set(eval(out))  # noqa: S307 - our own subprocess's repr of a list of names
+    loaded = set(eval(out))
     for above in ("c3async.marks", "c3async.live", "c3async.pm", "c3async.records", "c3async.sessions",
                   "c3async.activity"):
         assert not any(m == above or m.startswith(above + ".") for m in loaded), (above, loaded)
