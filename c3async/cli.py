@@ -345,8 +345,17 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .server import serve
+    import gc
 
+    # The MCP SDK's import builds ~120,000 objects (its protocol types are pydantic models) and
+    # leaves ~1,000 of garbage: no collection during the import, and none ever walks the modules
+    # again (they live as long as the process). Measured: ~50 ms less CPU to `initialize`.
+    gc.disable()
+    try:
+        from .server import serve
+    finally:
+        gc.freeze()
+        gc.enable()
     return serve()
 
 

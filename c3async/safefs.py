@@ -255,14 +255,17 @@ def read_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """The file's bytes (at most ``limit``). FileNotFoundError when it or its folder is missing."""
     fd = open_file(path, os.O_RDONLY)
     try:
-        if limit is not None:
-            return os.read(fd, limit)
         chunks: list[bytes] = []
-        while True:
-            data = os.read(fd, 1 << 20)
+        left = limit
+        while left is None or left > 0:
+            # Read what is there: a limit is a cap, not a buffer to allocate up front.
+            data = os.read(fd, 1 << 20 if left is None else min(left, 1 << 20))
             if not data:
-                return b"".join(chunks)
+                break
             chunks.append(data)
+            if left is not None:
+                left -= len(data)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 

@@ -1,16 +1,28 @@
 """The MCP server, ``c3async serve``: one process per IDE session, many at once per project.
 
 An anyio task group runs, beside the protocol: the heartbeat (the live light), a warm catalog
-scan (so the first ``list`` is fast) and mark folding (new bytes of the marks file as they
-arrive). A failing background task is logged to stderr and restarted with backoff; it never
-takes the server down. Nothing but protocol messages goes to stdout.
+scan (so the first ``list`` is fast), mark folding (new bytes of the marks file as they arrive)
+and, once the warm scan is done, the token accountant. A failing background task is logged to
+stderr and restarted with backoff; it never takes the server down. Nothing but protocol messages
+goes to stdout.
 
 Shutdown (SIGINT, SIGTERM, stdin EOF, normal exit) deletes the heartbeat file FIRST, before any
 slower teardown: Claude Code sends SIGINT, SIGTERM 100 ms later, SIGKILL ~400 ms after that.
+
+A light process (eight IDE windows run eight of these). At start it imports only what the
+protocol loop and the heartbeat need: the tool bodies (the sessions view, the task store, the
+usage accountant and its price tables) load in worker threads, with the first call that needs
+them or the background job that uses them, and the background reads start once the first
+message (``initialize``) is answered. Nearly all of the start-up left is the MCP SDK's own
+import (its protocol types are pydantic models; its server modules import starlette, uvicorn,
+httpx2 and the OAuth stack whether or not a stdio server uses them). After each background job
+the server collects garbage and hands freed heap back to the OS (``_release_memory``), and it
+runs with one malloc arena (``_limit_arenas``).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -21,19 +33,23 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import anyio
+from mcp.server import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
-from . import __version__, activity, records, registry, safefs, session_actions, status
+from . import __version__, activity, records, registry, safefs
 from .catalog.gitrefs import current_branch
-from .catalog.scan import scan_project
 from .errors import BadArgument, C3Error, clip
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
-from .marks import MarkBook
 from .paths import canonical, default_project, project_root
+
+if TYPE_CHECKING:
+    from .marks import MarkBook
 
 __all__ = ("mcp", "serve")
 
@@ -42,9 +58,19 @@ log = logging.getLogger("c3async.server")
 BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 MARK_POLL_S = 2.0
 USAGE_EVERY_S = 60.0
+USAGE_WAITS_S = 30.0  # the first accounting waits for the warm scan, at most this long
+ANSWER_WAITS_S = 5.0  # background reads wait for the first answer to a client, at most this long
 TEARDOWN_BUDGET_S = 1.0
-INSTALL_SIGNAL_HANDLERS = False  # serve() sets it; in-process tests keep pytest's handlers
+# serve() sets it: signal handlers, gc.freeze() and fewer malloc arenas are for a process of our
+# own; in-process tests keep pytest's handlers and their process as it is.
+STANDALONE = False
 LOG_FIELD = 200  # characters of a string kept in an activity row
+# Write less: a call that changes something always logs its ``tool_call`` row (the audit trail);
+# a read-only call (list, show, restore, plan without data, c3_task reads, c3_status) logs one
+# only when this server has logged none for the same host session in the last READ_ROW_EVERY_S:
+# a sign of life for the liveness fallback, which needs activity within 20 minutes, not a row
+# per read. Keyed per host session, so the session a /clear starts gets its row at once.
+READ_ROW_EVERY_S = 60.0
 
 
 @dataclass
@@ -55,10 +81,15 @@ class ServerState:
     ide: str
     heartbeat: HeartbeatWriter
     record: records.SessionRecord
-    book: MarkBook
+    book: MarkBook | None = None  # made by the marks task (marks and the catalog load then)
     started: float = field(default_factory=time.time)
     warm: bool = False
+    answered: anyio.Event | None = None  # set once the first message (`initialize`) is answered
+    warmed: anyio.Event | None = None  # set when the first warm scan ends (well or not)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # host session -> time.monotonic() of this server's last tool_call row for it (write less)
+    rows_logged: dict[str | None, float] = field(default_factory=dict)
+    rows_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
@@ -78,24 +109,109 @@ async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
             await anyio.sleep(pause)
 
 
+async def _after_first_answer(state: ServerState) -> None:
+    """Wait until the client's first message is answered (or ANSWER_WAITS_S): reads started
+    before that would only delay `initialize`, which the IDE waits on."""
+    if state.answered is not None:
+        with anyio.move_on_after(ANSWER_WAITS_S):
+            await state.answered.wait()
+
+
+def _scan_catalog(project: str) -> None:
+    from .catalog.scan import scan_projects_sync
+
+    # All of it in this worker thread (the stat pass and the cache too, not only the reads):
+    # the event loop stays free for the protocol. No worker processes: this process has threads.
+    scan_projects_sync([project], processes=False)  # the result is not kept: the cache file is the point
+
+
+def _preload() -> None:
+    """The modules behind ``c3_session`` (the sessions view, details, marks): the first call,
+    often a ``list`` soon after start, then finds them loaded."""
+    from . import session_actions  # noqa: F401
+
+
 async def _warm_scan(state: ServerState) -> None:
-    await scan_project(state.project)
-    state.warm = True
+    await _after_first_answer(state)
+    try:
+        await anyio.to_thread.run_sync(_preload)
+        await anyio.to_thread.run_sync(_scan_catalog, state.project)
+        state.warm = True
+    finally:
+        if state.warmed is not None:
+            state.warmed.set()
+    await anyio.to_thread.run_sync(_release_memory, STANDALONE)
+
+
+def _refresh_marks(state: ServerState) -> None:
+    if state.book is None:
+        from .marks import MarkBook
+
+        state.book = MarkBook(state.project)
+    state.book.refresh()
 
 
 async def _fold_marks(state: ServerState) -> None:
+    await _after_first_answer(state)
     while True:
-        await anyio.to_thread.run_sync(state.book.refresh)
+        await anyio.to_thread.run_sync(_refresh_marks, state)
         await anyio.sleep(MARK_POLL_S)
 
 
-async def _account_usage(state: ServerState) -> None:
-    """Keep .c3/session_stats.jsonl current: each run reads only bytes appended since the last."""
-    from .usage.account import account
+def _account_once(project: str) -> None:
+    from .usage.account import account  # and the price tables: loaded by the first run
 
+    account(project, processes=False)  # this process has threads: never fork it
+    _release_memory()
+
+
+async def _account_usage(state: ServerState) -> None:
+    """Keep .c3/session_stats.jsonl current: each run reads only bytes appended since the last.
+    The first run waits for the warm scan (the first ``list`` matters more than the first stats;
+    the accountant also takes the titles from the catalog's cache)."""
+    if state.warmed is not None:
+        with anyio.move_on_after(USAGE_WAITS_S):
+            await state.warmed.wait()
     while True:
-        await anyio.to_thread.run_sync(account, state.project)
+        await anyio.to_thread.run_sync(_account_once, state.project)
         await anyio.sleep(USAGE_EVERY_S)
+
+
+@cache
+def _libc() -> Any:
+    """glibc, for malloc_trim and mallopt; None elsewhere (macOS, musl, Windows)."""
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION"):
+            return None
+        import ctypes
+
+        return ctypes.CDLL(None)  # this process's own symbols: glibc's malloc
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _release_memory(freeze: bool = False) -> None:
+    """After a background job: collect cycles and hand the heap it freed back to the OS (glibc
+    keeps freed memory in its arenas until trimmed). ``freeze`` (once, after the warm scan):
+    move the objects left (the modules loaded since start) out of the collector's sight, as
+    ``c3async serve`` did with the SDK's after importing it: later collections do not walk
+    objects that live as long as the process."""
+    gc.collect()
+    if freeze:
+        gc.freeze()
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def _limit_arenas() -> None:
+    """One malloc arena instead of glibc's default of up to eight per core: memory a worker
+    thread frees would otherwise stay in that thread's arena (measured, a start on deleted
+    caches with 1,000 transcripts: idle at 98 MiB with the default arenas, 75 MiB with one).
+    Python allocates under the GIL, so its threads gain nothing from separate arenas."""
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(-8, 1)  # M_ARENA_MAX
 
 
 async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
@@ -124,7 +240,7 @@ def _new_state() -> ServerState:
     ide = detect_ide()
     record = records.new_record(c3_session_id, ide, checkout)
     record.branch = current_branch(checkout)
-    state = ServerState(project, c3_session_id, identity, ide, None, record, MarkBook(project))  # type: ignore[arg-type]
+    state = ServerState(project, c3_session_id, identity, ide, None, record)  # type: ignore[arg-type]
     state.heartbeat = HeartbeatWriter(project, c3_session_id, ide, lambda: _serving(state, identity.current()))
     return state
 
@@ -146,6 +262,7 @@ def _serving(state: ServerState, host: str | None) -> str | None:
 @asynccontextmanager
 async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
     state = _new_state()
+    state.answered, state.warmed = anyio.Event(), anyio.Event()
     try:
         registry.register(state.project)
     except Exception as exc:  # the registry only feeds the Hub's project list
@@ -157,7 +274,7 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
             tg.start_soon(supervised, "catalog", lambda: _warm_scan(state))
             tg.start_soon(supervised, "marks", lambda: _fold_marks(state))
             tg.start_soon(supervised, "usage", lambda: _account_usage(state))
-            if INSTALL_SIGNAL_HANDLERS:
+            if STANDALONE:
                 tg.start_soon(_watch_signals, state, tg.cancel_scope)
             try:
                 yield state
@@ -166,6 +283,17 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
                 tg.cancel_scope.cancel()
     finally:
         state.heartbeat.remove()
+
+
+async def _first_answer(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+    """Middleware: note when the first message (``initialize``, or any request in the 2026-07-28
+    era) has been handled, so that the background reads start after it, not during it."""
+    try:
+        return await call_next(ctx)
+    finally:
+        state = ctx.lifespan_context
+        if isinstance(state, ServerState) and state.answered is not None:
+            state.answered.set()
 
 
 mcp = MCPServer(
@@ -177,6 +305,7 @@ mcp = MCPServer(
         "and 'note' before stopping. c3_status(view='live') shows what is running."
     ),
     lifespan=lifespan,
+    middleware=[_first_answer],
 )
 
 
@@ -184,33 +313,47 @@ def _result(text: str, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
+def _row_due(state: ServerState, host: str | None, read_only: bool) -> bool:
+    """Whether this call logs its ``tool_call`` row (see READ_ROW_EVERY_S). The slot is taken
+    before the row is written, so concurrent reads log one row, not one each."""
+    now = time.monotonic()
+    with state.rows_lock:
+        last = state.rows_logged.get(host)
+        if read_only and last is not None and now - last < READ_ROW_EVERY_S:
+            return False
+        state.rows_logged[host] = now
+        return True
+
+
 async def _call(
     state: ServerState,
     tool: str,
     action: str,
     fn: Callable[[str | None], str],
-    check: Callable[[], str],
+    check: Callable[[], tuple[str, bool]],
 ) -> CallToolResult:
     """Run a tool body in a worker thread (file I/O stays off the event loop): validate the
-    arguments with ``check()`` (which returns the normalised action name, or raises a C3Error
-    before anything is logged), find the host session as of now (a /clear moves it), log the
-    call, run ``fn(host)``, and turn our errors into readable tool errors and anything else into a
+    arguments with ``check()`` (which returns the normalised action name and whether the call
+    only reads, or raises a C3Error before anything is logged), find the host session as of now
+    (a /clear moves it), log the call (every change; a read at most once a minute), run
+    ``fn(host)``, and turn our errors into readable tool errors and anything else into a
     logged, generic one."""
 
     def body() -> str:
-        name = check()  # an unknown action or bad text is refused here: nothing is written
+        name, read_only = check()  # an unknown action or bad text is refused here: nothing is written
         host = _serving(state, state.identity.current())
-        try:
-            activity.record(
-                state.project,
-                "tool_call",
-                session_id=host,
-                c3_session_id=state.c3_session_id,
-                tool=tool,
-                action=clip(name, LOG_FIELD) or None,
-            )
-        except Exception as exc:
-            log.warning("could not write the activity log: %s", exc)
+        if _row_due(state, host, read_only):
+            try:
+                activity.record(
+                    state.project,
+                    "tool_call",
+                    session_id=host,
+                    c3_session_id=state.c3_session_id,
+                    tool=tool,
+                    action=clip(name, LOG_FIELD) or None,
+                )
+            except Exception as exc:
+                log.warning("could not write the activity log: %s", exc)
         return fn(host)
 
     try:
@@ -230,12 +373,14 @@ async def _call(
     return _result(text)
 
 
-def _check_view(view: str) -> str:
+def _check_view(view: str) -> tuple[str, bool]:
+    from .status import VIEWS
+
     name = (view or "").strip().lower()
-    if name not in status.VIEWS:
+    if name not in VIEWS:
         shown = clip(view or "", 60)
-        raise BadArgument(f"unknown view {shown!r}: use one of {', '.join(status.VIEWS)}")
-    return name
+        raise BadArgument(f"unknown view {shown!r}: use one of {', '.join(VIEWS)}")
+    return name, True  # every view only reads
 
 
 @mcp.tool()
@@ -268,14 +413,22 @@ async def c3_session(
         data=data, reasoning=reasoning, description=description, summary=summary, event_type=event_type, target=target
     )
 
+    def check() -> tuple[str, bool]:
+        from . import session_actions  # the sessions view, marks, details: loaded by the first call
+
+        name = session_actions.validate(action, **args)
+        return name, session_actions.reads_only(name, data)
+
     def body(host: str | None) -> str:
+        from . import session_actions
+
         caller = session_actions.Caller(state.project, state.c3_session_id, host, state.record, by="agent")
         if action.strip().lower() in session_actions.LIFECYCLE:
             with state.lock:  # one writer of this process's record at a time
                 return session_actions.run(caller, action, **args)
         return session_actions.run(caller, action, **args)
 
-    return await _call(state, "c3_session", action, body, lambda: session_actions.validate(action, **args))
+    return await _call(state, "c3_session", action, body, check)
 
 
 @mcp.tool()
@@ -312,11 +465,6 @@ async def c3_task(
     linked to the current session. Text limits (characters): title 500, description 20,000,
     decision text and reasoning 8,000 each, milestone name 200, up to 50 tags of 64. No NUL.
     """
-    import msgspec
-
-    from .pm import actions as pm_actions
-    from .sessions.refs import run_task
-
     state: ServerState = ctx.request_context.lifespan_context
     args = dict(
         task_id=task_id,
@@ -334,11 +482,22 @@ async def c3_task(
         ref=ref,
     )
 
+    def check() -> tuple[str, bool]:
+        from .pm import actions as pm_actions  # the task store: loaded by the first c3_task call
+
+        name = pm_actions.validate(action, **args)
+        return name, name in pm_actions.READ_ACTIONS
+
     def body(host: str | None) -> str:
+        import msgspec
+
+        from .pm import actions as pm_actions
+        from .sessions.refs import run_task
+
         result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
 
-    return await _call(state, "c3_task", action, body, lambda: pm_actions.validate(action, **args))
+    return await _call(state, "c3_task", action, body, check)
 
 
 @mcp.tool()
@@ -346,15 +505,20 @@ async def c3_status(view: str = "sessions", *, ctx: Context[ServerState]) -> Cal
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
     catalog). view='live': the project's live sessions and their MCP processes."""
     state: ServerState = ctx.request_context.lifespan_context
-    return await _call(
-        state, "c3_status", view, lambda host: status.run(state.project, view), lambda: _check_view(view)
-    )
+
+    def body(host: str | None) -> str:
+        from .status import run  # and, for view='sessions', the usage accountant's reader
+
+        return run(state.project, view)
+
+    return await _call(state, "c3_status", view, body, lambda: _check_view(view))
 
 
 def serve() -> int:
     """``c3async serve``: the stdio server, until the client goes away or a signal comes."""
-    global INSTALL_SIGNAL_HANDLERS
-    INSTALL_SIGNAL_HANDLERS = True
+    global STANDALONE
+    STANDALONE = True
+    _limit_arenas()
     logging.getLogger("c3async").setLevel(logging.INFO)
     try:
         anyio.run(mcp.run_stdio_async)

@@ -28,11 +28,12 @@ from .sessions.refs import resolve_ref
 from .sessions.rows import age
 from .sessions.view import FILTERS, list_rows_sync
 
-__all__ = ("ACTIONS", "LIMITS", "Caller", "run", "validate")
+__all__ = ("ACTIONS", "LIMITS", "READS", "Caller", "reads_only", "run", "validate")
 
 LIFECYCLE = ("start", "log", "snapshot", "restore", "plan", "end")
 CATALOG = ("list", "show", "stale", "unstale", "note")
 ACTIONS = LIFECYCLE + CATALOG
+READS = ("list", "show", "restore")  # and plan with no data: they change nothing (plan-mode safe)
 LIST_ROWS = 40  # rows a `list` answer shows; the rest are counted
 
 MAX_TEXT = 20_000  # any argument an action has no tighter limit for
@@ -86,6 +87,12 @@ def validate(action: str, **args: str) -> str:
         limit = LIMITS.get((name, arg)) or (MAX_TARGET if arg == "target" else MAX_TEXT)
         check_text(value, f"c3_session(action='{name}') {arg}", limit)
     return name
+
+
+def reads_only(name: str, data: str = "") -> bool:
+    """Whether the (validated) action changes nothing: list, show, restore, and plan with empty
+    data (which reads the plan back)."""
+    return name in READS or (name == "plan" and not (data or "").strip())
 
 
 def _need(value: str, name: str, action: str, what: str) -> str:

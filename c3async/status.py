@@ -6,12 +6,13 @@ file (ids, titles, model names, IDE names) is made inert (:func:`c3async.term.in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import BadArgument
-from .live.reader import live_sessions
 from .term import inert_line
-from .usage.account import SessionTotals, latest_totals, session_titles, stats_path
+
+if TYPE_CHECKING:
+    from .usage.account import SessionTotals
 
 __all__ = ("VIEWS", "run")
 
@@ -19,6 +20,8 @@ VIEWS = ("sessions", "live")
 
 
 def sessions_view(project: str) -> str:
+    from .usage.account import latest_totals, session_titles, stats_path  # not for a `live` view
+
     latest = latest_totals(project)
     if not latest:
         return (
@@ -57,6 +60,8 @@ def format_table(rows: list[SessionTotals]) -> str:
 
 def live_lines(project: str) -> list[str]:
     """One line per live host session: its MCP processes and IDEs, or the log it was read from."""
+    from .live.reader import live_sessions
+
     lines = []
     for e in sorted(live_sessions(project).values(), key=lambda e: str(e.host_session_id)):
         ides = ", ".join(inert_line(str(ide)) for ide in sorted(set(e.ides), key=str))

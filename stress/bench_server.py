@@ -1,11 +1,18 @@
 """The MCP server benchmark: ``c3async serve`` over stdio on a project of 1,000 transcripts.
 
-    python -m stress.bench_server [--transcripts N] [--runs R] [--calls C] [--keep DIR]
+    python -m stress.bench_server [--transcripts N] [--runs R] [--calls C] [--starts S] [--keep DIR]
 
 Run from the repository root. It generates one project's corpus (``stress.corpus``, no 20-60 MiB
-files), then R times: deletes the catalog caches, spawns ``python -m c3async serve`` (this
-checkout, through ``PYTHONPATH``) with ``mcp.Client`` over stdio (the initialize handshake, as
-Claude Code speaks it), and measures
+files), then:
+
+- S times, caches warm: spawns ``python -m c3async serve`` (this checkout, through
+  ``PYTHONPATH``, its modules byte-compiled first as ``pip install`` does), writes one JSON-RPC ``initialize`` request on its stdin and times the spawn to
+  the reply line (what an IDE waits on before it lists tools), with the server's CPU time by then;
+- R times: starts a server the same way on deleted caches (so its warm scan reads the newest 200
+  transcripts and its token accountant all 1,000), waits until it is idle (no tool call) and
+  reads its RSS; then once more on the caches that server left (a start on warm caches);
+- R times: deletes the caches, spawns the server with ``mcp.Client`` over stdio (the
+  initialize handshake, as Claude Code speaks it), and measures
 
 - start-up: spawn to the first successful ``list_tools``;
 - the first ``c3_session(action='list')``: cold, caches deleted, racing the server's own warm scan;
@@ -13,13 +20,15 @@ Claude Code speaks it), and measures
   ``show`` calls, one after another, each a full round trip (request, work, reply).
 
 It prints medians with the min-max (warm calls: median, p90 and max over every call of every
-run). It asserts nothing about time (DESIGN's budget for a warm ``list`` is under 50 ms); it exits
-1 only if a call fails or ``list`` does not answer with the expected rows.
+run). It asserts nothing about time (DESIGN's budgets: a warm ``list`` under 50 ms; start-up to
+``initialize`` under 0.8 s and idle RSS under 80 MiB); it exits 1 only if a call fails, a server
+does not answer ``initialize`` or ``list`` does not answer with the expected rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -32,6 +41,7 @@ from pathlib import Path
 import anyio
 import psutil
 from mcp import Client, StdioServerParameters, stdio_client
+from mcp.types import LATEST_PROTOCOL_VERSION
 
 from stress.bench_catalog import Table, median_range
 from stress.corpus import KiB, MiB, Corpus, generate
@@ -40,6 +50,14 @@ REPO = Path(__file__).resolve().parents[1]
 LIST_ROWS = 40  # what one `list` answer shows (session_actions.LIST_ROWS); the rest are counted
 NEWEST = 200  # rows a project lists (catalog.scan.NEWEST)
 BUDGET_WARM_LIST_MS = 50.0
+BUDGET_STARTUP_MS = 800.0
+BUDGET_IDLE_RSS_MIB = 80.0
+INITIALIZE = json.dumps({
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+               "clientInfo": {"name": "bench_server", "version": "0"}},
+}) + "\n"
+INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
 
 
 def pct(values: list[float], p: float) -> float:
@@ -80,11 +98,12 @@ def server_pid(project: str) -> int | None:
     return None
 
 
-async def wait_idle(project: str, window: float = 0.3, quiet: int = 2, limit: float = 60.0) -> tuple[float, int]:
+async def wait_idle(project: str, window: float = 0.3, quiet: int = 2, limit: float = 60.0,
+                    pid: int | None = None) -> tuple[float, int]:
     """Until the server's CPU time stays put for ``quiet`` windows in a row (its warm scan and
     first usage accounting are over). Returns (seconds waited, RSS in bytes)."""
     started = time.perf_counter()
-    proc = None
+    proc = psutil.Process(pid) if pid else None
     while proc is None and time.perf_counter() - started < limit:
         pid = server_pid(project)
         proc = psutil.Process(pid) if pid else None
@@ -102,6 +121,120 @@ async def wait_idle(project: str, window: float = 0.3, quiet: int = 2, limit: fl
             break
         before = now
     return time.perf_counter() - started, proc.memory_info().rss
+
+
+WINDOW = 512 * 1024  # the tail a `show` reads for the last turns (sessions.detail.PREVIEW_WINDOW)
+WINDOWS = 200
+READERS = 8  # the catalog's limiter (catalog.scan.READERS)
+
+
+def _tail_pread(path: str) -> int:
+    """One window as c3async reads it today: in one worker thread, open, fstat, one pread."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - WINDOW)
+        return len(os.pread(fd, size - start, start))
+    finally:
+        os.close(fd)
+
+
+async def _windows_thread(paths: list[str], limiter: anyio.CapacityLimiter) -> int:
+    total = 0
+
+    async def one(path: str) -> None:
+        nonlocal total
+        total += await anyio.to_thread.run_sync(_tail_pread, path, limiter=limiter)
+
+    async with anyio.create_task_group() as tg:
+        for path in paths:
+            tg.start_soon(one, path)
+    return total
+
+
+async def _windows_aiofiles(paths: list[str], limiter: anyio.CapacityLimiter) -> int:
+    import aiofiles  # measured only where it is installed: c3async does not depend on it
+
+    total = 0
+
+    async def one(path: str) -> None:
+        nonlocal total
+        async with limiter, aiofiles.open(path, "rb") as f:  # each await below is a hop to a thread
+            size = await f.seek(0, os.SEEK_END)
+            await f.seek(max(0, size - WINDOW))
+            total += len(await f.read(WINDOW))
+
+    async with anyio.create_task_group() as tg:
+        for path in paths:
+            tg.start_soon(one, path)
+    return total
+
+
+async def window_reads(corpus: Corpus, rounds: int) -> dict[str, list[float]]:
+    """200 tail windows (512 KiB) of the corpus's largest transcripts, all at once under one
+    CapacityLimiter(8), page cache warm: anyio.to_thread + os.pread against aiofiles (each
+    variant's rounds interleaved with the other's). Seconds per round of 200 windows."""
+    paths = sorted((e["path"] for e in corpus.expected.values()), key=os.path.getsize, reverse=True)[:WINDOWS]
+    variants = {"anyio.to_thread + os.pread": _windows_thread}
+    try:
+        import aiofiles  # noqa: F401
+
+        variants["aiofiles (open, seek, read)"] = _windows_aiofiles
+    except ImportError:
+        pass
+    out: dict[str, list[float]] = {name: [] for name in variants}
+    limiter = anyio.CapacityLimiter(READERS)
+    for fn in variants.values():  # warm the page cache and the thread pools
+        await fn(paths, limiter)
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            t0 = time.perf_counter()
+            await fn(paths, limiter)
+            out[name].append(time.perf_counter() - t0)
+    return out
+
+
+class Start:
+    def __init__(self) -> None:
+        self.initialize = 0.0  # spawn to the initialize reply, s
+        self.cpu = 0.0  # the server's CPU time by then, s
+        self.idle_wait = 0.0
+        self.rss = 0  # once idle, with no tool call (0: not waited for)
+
+
+async def one_start(corpus: Corpus, project: str, host: str, c3home: Path, idle: bool,
+                    failures: list[str], errlog) -> Start:
+    """A server spawned as an IDE spawns it, timed from spawn to its ``initialize`` reply; with
+    ``idle``, then left alone until its background work is over, and its RSS read."""
+    res = Start()
+    started = time.perf_counter()
+    proc = await anyio.open_process([sys.executable, "-m", "c3async", "serve"], cwd=project,
+                                    env=server_env(corpus, project, host, c3home), stderr=errlog)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        await proc.stdin.send(INITIALIZE.encode())
+        reply = b""
+        with anyio.fail_after(60):
+            while b"\n" not in reply:
+                reply += await proc.stdout.receive()
+        res.initialize = time.perf_counter() - started
+        cpu = psutil.Process(proc.pid).cpu_times()
+        res.cpu = cpu.user + cpu.system
+        if b'"result"' not in reply.split(b"\n", 1)[0]:
+            failures.append(f"initialize: unexpected reply {reply[:300]!r}")
+            return res
+        await proc.stdin.send(INITIALIZED.encode())
+        if idle:
+            res.idle_wait, res.rss = await wait_idle(project, pid=proc.pid)
+    finally:
+        with anyio.move_on_after(10, shield=True):
+            if proc.stdin is not None:
+                await proc.stdin.aclose()  # EOF: the server shuts down as it does for an IDE
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return res
 
 
 class Run:
@@ -176,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--transcripts", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=3, help="servers started, each on deleted caches")
     ap.add_argument("--calls", type=int, default=50, help="warm calls of each kind per server")
+    ap.add_argument("--starts", type=int, default=9, help="servers started to time `initialize` (caches warm)")
+    ap.add_argument("--windows", type=int, default=0, metavar="ROUNDS",
+                    help="also time ROUNDS rounds of 200 tail-window reads: worker thread + pread vs aiofiles")
     ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
     args = ap.parse_args(argv)
 
@@ -196,20 +332,44 @@ def main(argv: list[str] | None = None) -> int:
         corpus = generate(root, transcripts=args.transcripts, projects=1, big_sizes=False)
     c3home = Path(tempfile.mkdtemp(prefix="c3bench-home-"))
     try:
-        return anyio.run(bench, corpus, root, reused, c3home, max(1, args.runs), max(1, args.calls))
+        return anyio.run(bench, corpus, root, reused, c3home, max(1, args.runs), max(1, args.calls),
+                         max(1, args.starts), max(0, args.windows))
     finally:
         shutil.rmtree(c3home, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: int, calls: int) -> int:
+async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: int, calls: int,
+                starts: int, window_rounds: int = 0) -> int:
     project = corpus.project_dirs[0]
     host = newest_session(corpus, project)
     failures: list[str] = []
     results: list[Run] = []
+    timed: list[Start] = []
+    cold_idle: list[Start] = []
+    warm_idle: list[Start] = []
+    # As an installed copy has them (pip compiles at install): with PYTHONDONTWRITEBYTECODE set,
+    # a checkout's server would otherwise compile every changed module at each start.
+    compiled = compileall.compile_dir(str(REPO / "c3async"), quiet=1)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryFile("w+") as errlog:
+        print(f"{starts} server starts to time initialize, {runs} x 2 to wait idle ...", file=sys.stderr)
+        # one start first, unmeasured, so that the caches exist and the page cache holds the code
+        for i in range(starts + 1):
+            try:
+                start = await one_start(corpus, project, host, c3home, i == 0, failures, errlog)
+                if i:
+                    timed.append(start)
+            except Exception as exc:
+                failures.append(f"start {i}: {type(exc).__name__}: {exc}")
+        for i in range(runs):
+            try:
+                drop_caches(project, c3home)
+                cold_idle.append(await one_start(corpus, project, host, c3home, True, failures, errlog))
+                warm_idle.append(await one_start(corpus, project, host, c3home, True, failures, errlog))
+            except Exception as exc:
+                failures.append(f"idle start {i}: {type(exc).__name__}: {exc}")
         for i in range(runs):
             print(f"server {i + 1}/{runs} ...", file=sys.stderr)
             drop_caches(project, c3home)
@@ -219,6 +379,7 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
                 failures.append(f"server {i + 1}: {type(exc).__name__}: {exc}")
         errlog.seek(0)
         stderr = errlog.read()
+    windows = await window_reads(corpus, window_rounds) if window_rounds else {}
 
     t = Table()
     sizes = sorted(e["size"] for e in corpus.expected.values())
@@ -229,6 +390,20 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
           f"[median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB]")
     t.add("corpus generation", "reused" if reused else f"{corpus.seconds:.1f} s", f"({root})")
     t.add("server", "python -m c3async serve", f"(PYTHONPATH={REPO}; stdio, initialize handshake)")
+    t.add("bytecode", "compiled first" if compiled else "NOT all compiled",
+          "(c3async's .pyc written before the servers start, as `pip install` does: start-up is not timed "
+          "with compilation)")
+
+    if timed:
+        t.section(f"start-up and idle memory ({len(timed)} starts on warm caches; {len(cold_idle)} + {len(warm_idle)} "
+                  "left idle, no tool call)")
+        t.add("spawn to the initialize reply, caches warm", *ms([s.initialize for s in timed]))
+        t.add("  the server's CPU time by then", *ms([s.cpu for s in timed]))
+    if cold_idle and warm_idle:
+        t.add("RSS idle after a cold start (warm scan of 200, tokens of 1,000)",
+              *median_range([s.rss for s in cold_idle], "MiB", MiB, 1))
+        t.add("  until idle", *ms([s.idle_wait for s in cold_idle]))
+        t.add("RSS idle after a start on warm caches", *median_range([s.rss for s in warm_idle], "MiB", MiB, 1))
 
     done = [r for r in results if r.warm_list]
     t.section(f"c3async serve over stdio ({len(results)} servers, caches deleted before each; page cache warm)")
@@ -248,6 +423,21 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
         t.section("budget (DESIGN.md: `c3_session list` round trip over stdio, 1,000 sessions, warm)")
         t.add("under 50 ms", f"{med:.1f} ms", "median warm list: " + ("within" if med < BUDGET_WARM_LIST_MS else "OVER")
               + " the budget (reported, not asserted)")
+    if windows:
+        t.section(f"tail windows: {WINDOWS} x {WINDOW // KiB} KiB at once under CapacityLimiter({READERS}), "
+                  f"{window_rounds} rounds each, interleaved")
+        for name, values in windows.items():
+            t.add(name, *ms(values))
+        if len(windows) == 1:
+            t.add("aiofiles", "not installed", "(c3async does not depend on it)")
+    if timed and cold_idle:
+        start_ms = statistics.median(s.initialize for s in timed) * 1e3
+        rss_mib = max(statistics.median(s.rss for s in cold_idle), statistics.median(s.rss for s in warm_idle)) / MiB
+        t.section("budget (DESIGN.md: `c3async serve` start to `initialize` / idle RSS, 1,000 transcripts)")
+        t.add("under 0.8 s", f"{start_ms:.0f} ms", "median start-up to initialize: "
+              + ("within" if start_ms < BUDGET_STARTUP_MS else "OVER") + " the budget (reported, not asserted)")
+        t.add("under 80 MiB", f"{rss_mib:.1f} MiB", "median idle RSS, the worse of cold and warm starts: "
+              + ("within" if rss_mib < BUDGET_IDLE_RSS_MIB else "OVER") + " the budget (reported, not asserted)")
     t.section("notes")
     t.add("figures", "median", "[min–max] unless marked; warm calls pooled over every server")
     t.add("machine", f"{os.cpu_count()} cores",
