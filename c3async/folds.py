@@ -78,6 +78,9 @@ class LogFold(Generic[R, S]):
         self.saved_offset = -1
         self.lock = threading.Lock()
         self.loaded_from_checkpoint = False
+        # What a fold's user derived from the log as it is (e.g. lines read back), kept while the
+        # file stays the same one; emptied whenever the fold starts over.
+        self.memo: dict = {}
 
     def refresh(self) -> S:
         """The state as of now: the checkpoint (first time) plus the bytes appended since."""
@@ -88,11 +91,13 @@ class LogFold(Generic[R, S]):
             for batch in self.tail.batches():
                 if self.tail.reset:  # replaced, truncated or rewritten: start over
                     state = self.empty()
+                    self.memo = {}
                     self.tail.reset = False
                 if batch.records:
                     state = self.apply(state, batch)
             if self.tail.reset:  # the log is gone (or refused): nothing is folded
                 state = self.empty()
+                self.memo = {}
             self.state = state
             if self.checkpoint is not None and abs(self.tail.offset - self.saved_offset) >= SAVE_EVERY:
                 self._save(state)

@@ -168,11 +168,12 @@ class MarkBook:
             fd = safefs.open_file(marks_path(self.project), os.O_RDONLY)
         except OSError:
             return {}
+        memo = self.fold.memo  # lines already read back, in a long-running process
         try:
             out = {}
             for sid in wanted:
-                s = self._read(fd, state.stale.get(sid), sid)
-                n = self._read(fd, state.note.get(sid), sid)
+                s = self._read(fd, state.stale.get(sid), sid, memo)
+                n = self._read(fd, state.note.get(sid), sid, memo)
                 if s is None and n is None:
                     continue
                 out[sid] = MarkState(
@@ -184,13 +185,18 @@ class MarkBook:
             os.close(fd)
 
     @staticmethod
-    def _read(fd: int, span: Span | None, sid: str) -> Mark | None:
+    def _read(fd: int, span: Span | None, sid: str, memo: dict) -> Mark | None:
         if span is None:
             return None
-        try:
-            mark = _decode_mark(os.pread(fd, span[2], span[1]))
-        except (OSError, *DECODE_ERRORS):
-            return None  # rewritten in its middle since it was folded: the next full fold mends it
+        mark = memo.get(span)
+        if mark is None:
+            try:
+                mark = _decode_mark(os.pread(fd, span[2], span[1]))
+            except (OSError, *DECODE_ERRORS):
+                return None  # rewritten in its middle since it was folded: the next full fold mends it
+            if len(memo) > 10_000:
+                memo.clear()
+            memo[span] = mark
         return mark if mark.id == sid else None
 
 
