@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -24,7 +25,7 @@ from . import safefs
 from .errors import DECODE_ERRORS
 from .locking import locked
 
-__all__ = ("Batch", "Tail", "append", "encode_line", "read_all")
+__all__ = ("Appender", "Batch", "Tail", "append", "appending", "encode_line", "read_all")
 
 T = TypeVar("T")
 _encoder = msgspec.json.Encoder()
@@ -44,32 +45,48 @@ def append(path: Path, record: Any) -> int:
     line = record if isinstance(record, bytes) else encode_line(record)
     if not line.endswith(b"\n") or b"\n" in line[:-1]:
         raise ValueError("a log record must be exactly one line ending in a newline")
+    with appending(path) as log:
+        return log.write(line)
+
+
+class Appender:
+    """A log held for appending (under its lock): ``size`` when it was taken, ``fd`` to read
+    what is there, ``write`` for whole lines."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+
+    def write(self, lines: bytes) -> int:
+        """Append complete lines in ONE ``write()``; returns the offset of the first. A file not
+        ending in a newline (a writer was killed mid-line) gets the newline first, so a torn
+        fragment never swallows a good line; a write that fails part-way is cut back off."""
+        start = self.size
+        healed = start > 0 and os.pread(self.fd, 1, start - 1) != b"\n"
+        data = b"\n" + lines if healed else lines
+        written = 0
+        try:
+            while written < len(data):  # one write() in practice; the loop guards short writes
+                written += os.write(self.fd, data[written:])
+        except OSError:
+            if written:
+                try:
+                    os.ftruncate(self.fd, start)  # we hold the lock: nobody appended after us
+                except OSError:
+                    pass
+            raise
+        self.size = start + len(data)
+        return start + healed
+
+
+@contextmanager
+def appending(path: Path) -> Iterator[Appender]:
+    """Hold ``path`` for appending, under the lock every appender of it takes."""
     with locked(path):
         fd = safefs.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dirs=True)
         try:
-            start = os.fstat(fd).st_size
-            healed = start > 0 and os.pread(fd, 1, start - 1) != b"\n"
-            if healed:
-                line = b"\n" + line  # heal a torn tail left by a killed writer
-            _write_all(fd, line, start)
-            return start + healed
+            yield Appender(fd, os.fstat(fd).st_size)
         finally:
             os.close(fd)
-
-
-def _write_all(fd: int, data: bytes, start: int) -> None:
-    written = 0
-    try:
-        while written < len(data):
-            # One write() for the whole line in practice; the loop only guards short writes.
-            written += os.write(fd, data[written:])
-    except OSError:
-        if written:
-            try:
-                os.ftruncate(fd, start)  # we hold the lock: nobody appended after us
-            except OSError:
-                pass
-        raise
 
 
 @dataclass(slots=True)

@@ -43,7 +43,7 @@ from typing import Any
 
 import msgspec
 
-from . import safefs
+from . import jsonl, safefs
 from .errors import DECODE_ERRORS
 from .jsondoc import backup_path
 from .locking import locked
@@ -301,43 +301,20 @@ def _fold_log(src: Path, dst: Path) -> int:
     if not lines:
         return 0
     try:
-        with locked(dst):  # the lock every appender of this log takes
-            fd = safefs.open_file(dst, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dirs=True)
-            try:
-                size = os.fstat(fd).st_size
-                existing = safefs.pread_all(fd, 0, size)
-                seen = {_digest(line) for line in existing.split(b"\n")[:-1]}
-                new = []
-                for line in lines:
-                    d = _digest(line)
-                    if d not in seen:
-                        seen.add(d)
-                        new.append(line + b"\n")
-                if not new:
-                    return 0
-                out = b"".join(new)
-                if size and not existing.endswith(b"\n"):
-                    out = b"\n" + out  # heal a torn tail, as every appender does
-                _write_all(fd, out, size)
-                return len(new)
-            finally:
-                os.close(fd)
+        with jsonl.appending(dst) as log:  # the lock every appender of this log takes
+            existing = safefs.pread_all(log.fd, 0, log.size)
+            seen = {_digest(line) for line in existing.split(b"\n")[:-1]}
+            new = []
+            for line in lines:
+                d = _digest(line)
+                if d not in seen:
+                    seen.add(d)
+                    new.append(line + b"\n")
+            if new:
+                log.write(b"".join(new))  # a torn tail is healed first, as every appender does
+            return len(new)
     except OSError as exc:
         raise _Problem(f"cannot append to {dst}: {exc}") from None
-
-
-def _write_all(fd: int, data: bytes, start: int) -> None:
-    written = 0
-    try:
-        while written < len(data):
-            written += os.write(fd, data[written:])
-    except OSError:
-        if written:
-            try:
-                os.ftruncate(fd, start)  # we hold the lock: nobody appended after us
-            except OSError:
-                pass
-        raise
 
 
 def _exists(path: Path) -> bool:

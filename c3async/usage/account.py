@@ -49,7 +49,6 @@ from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
 from ..errors import DECODE_ERRORS
 from ..jsondoc import write_atomic
-from ..locking import locked
 from ..paths import project_state
 from .prices import PriceTable, load_prices
 from .reader import FileScan, Hit, Job, Tokens, better, cost, read_files, read_files_packed, unpack
@@ -333,25 +332,8 @@ def _append_rows(path: Path, rows: list[SessionTotals]) -> None:
     if not rows:
         return
     data = b"".join(jsonl.encode_line(row) for row in rows)
-    with locked(path):
-        fd = safefs.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dirs=True)
-        try:
-            start = os.fstat(fd).st_size
-            if start > 0 and os.pread(fd, 1, start - 1) != b"\n":
-                data = b"\n" + data  # heal a torn tail left by a killed writer
-            written = 0
-            try:
-                while written < len(data):
-                    written += os.write(fd, data[written:])
-            except OSError:
-                if written:
-                    try:
-                        os.ftruncate(fd, start)  # we hold the lock: nobody appended after us
-                    except OSError:
-                        pass
-                raise
-        finally:
-            os.close(fd)
+    with jsonl.appending(path) as log:
+        log.write(data)
 
 
 def _entry(path: str, hit: Hit) -> _Entry:
