@@ -35,6 +35,7 @@ S = TypeVar("S")
 
 FORMAT = "c3async.fold"
 SAVE_EVERY = 256 * 1024  # bytes folded since the last checkpoint before it is written again
+MAX_CHECKPOINT = 64 * 1024 * 1024  # a bigger file is not a checkpoint of ours: fold from the start
 
 
 class _Checkpoint(msgspec.Struct):
@@ -111,7 +112,10 @@ class LogFold(Generic[R, S]):
         if self.checkpoint is None:
             return None
         try:
-            cp = msgspec.msgpack.decode(safefs.read_bytes(self.checkpoint), type=_Checkpoint)
+            data = safefs.read_bytes(self.checkpoint, limit=MAX_CHECKPOINT + 1)
+            if len(data) > MAX_CHECKPOINT:  # not one we wrote (a cloned repository can ship anything)
+                return None
+            cp = msgspec.msgpack.decode(data, type=_Checkpoint)
             if (cp.format, cp.name, cp.version) != (FORMAT, self.name, self.version) or cp.offset < 0:
                 return None
             state = msgspec.msgpack.decode(cp.state, type=self.state_type)

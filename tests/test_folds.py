@@ -127,7 +127,8 @@ def test_a_new_process_reads_only_what_was_appended(proj) -> None:
     assert book._state == scratch_marks(path)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "deep", "other-version", "other-file", "empty", "truncated"])
+@pytest.mark.parametrize("damage", ["garbage", "deep", "other-version", "other-file", "empty", "truncated",
+                                    "huge", "fifo", "symlink"])
 def test_a_damaged_checkpoint_costs_one_full_fold_never_a_wrong_answer(proj, damage) -> None:
     rng = random.Random(2)
     path = marks.marks_path(proj)
@@ -147,10 +148,21 @@ def test_a_damaged_checkpoint_costs_one_full_fold_never_a_wrong_answer(proj, dam
         append(path, [mark_line(rng, 5000.0)])
     elif damage == "empty":
         cp.write_bytes(b"")
+    elif damage == "huge":  # a cloned repository's "checkpoint": never read whole
+        with open(cp, "r+b") as f:
+            f.truncate(folds.MAX_CHECKPOINT + 10)
+    elif damage == "fifo":
+        cp.unlink()
+        os.mkfifo(cp)
+    elif damage == "symlink":
+        cp.unlink()
+        cp.symlink_to(path)
     else:
         cp.write_bytes(cp.read_bytes()[: len(cp.read_bytes()) // 2])
+    log_bytes = path.read_bytes()
     fresh_process()
     assert marks.MarkBook(proj).refresh()._state == scratch_marks(path)
+    assert path.read_bytes() == log_bytes  # a linked checkpoint is replaced as a name, never written through
 
 
 def test_a_log_that_grows_while_it_is_folded(proj, monkeypatch) -> None:
