@@ -387,17 +387,23 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _pm_doc(data: bytes, path: Path, then: str = "") -> dict:
+    """A pm.json's document as decoded JSON, or a _Problem naming what is wrong with it."""
+    try:
+        doc = msgspec.json.decode(data)
+    except DECODE_ERRORS as exc:
+        raise _Problem(f"{path} does not parse ({exc}){then}") from None
+    why = _pm_problem(doc)
+    if why:
+        raise _Problem(f"{path} is not a task document ({why}){then}")
+    return doc
+
+
 def _fold_pm(src: Path, dst: Path) -> int:
     data = _read_source(src)
     if data is None:
         return 0
-    try:
-        theirs = msgspec.json.decode(data)
-    except DECODE_ERRORS as exc:
-        raise _Problem(f"{src} does not parse ({exc})") from None
-    why = _pm_problem(theirs)
-    if why:
-        raise _Problem(f"{src} is not a task document ({why})")
+    theirs = _pm_doc(data, src)
     try:
         safefs.ensure_dir(dst.parent)
         with locked(dst):  # the lock of every pm.json change
@@ -408,13 +414,7 @@ def _fold_pm(src: Path, dst: Path) -> int:
             if old is None:
                 safefs.write_atomic(dst, data)
                 return sum(len(theirs.get(k, [])) for k in (*_PM_REQUIRED, "events"))
-            try:
-                ours = msgspec.json.decode(old)
-            except DECODE_ERRORS as exc:
-                raise _Problem(f"{dst} does not parse ({exc}); repair it first") from None
-            why = _pm_problem(ours)
-            if why:
-                raise _Problem(f"{dst} is not a task document ({why}); repair it first")
+            ours = _pm_doc(old, dst, "; repair it first")
             if ours.get("version", 1) != theirs.get("version", 1):
                 raise _Problem(
                     f"{src} (format version {theirs.get('version', 1)}) and {dst} (version "

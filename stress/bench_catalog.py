@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from stress.corpus import GiB, KiB, MiB, Corpus, generate, write_giant
+from stress.corpus import Corpus, GiB, KiB, MiB, generate, write_giant
 
 SDK_NOTE = "the SDK reads only 64 KiB at each end of a file and keeps no cache"
 
@@ -78,6 +78,31 @@ def run_child(argv: list[str], env: dict[str, str]) -> Run:
         except ValueError:  # the wrapper itself failed (the command could not be spawned)
             return Run(0.0, 0, wrapper.returncode or 1, out.read(), err.read())
         return Run(float(wall), int(maxrss) * 1024, int(rc), out.read(), err.read())
+
+
+def json_rows(run, what: str, failures: list[str], want: int | None = None) -> list[dict] | None:
+    """The rows a ``--json`` listing printed (any run with ``rc``, ``out``, ``err``); a failed
+    run, output that is not JSON, or a wrong row count is added to ``failures``."""
+    if run.rc != 0:
+        failures.append(f"{what}: exit {run.rc}: {run.err.decode(errors='replace')[-2000:]}")
+        return None
+    try:
+        rows = json.loads(run.out)
+    except ValueError as exc:
+        failures.append(f"{what}: output is not JSON ({exc})")
+        return None
+    if want is not None and len(rows) != want:
+        failures.append(f"{what}: {len(rows)} rows, expected {want}")
+    return rows
+
+
+def report_failures(failures: list[str], server_stderr: str = "") -> int:
+    """Print the failures (and a server's stderr tail, if any failed) on stderr; the exit status."""
+    for failure in failures:
+        print(f"FAILED: {failure}", file=sys.stderr)
+    if failures and server_stderr.strip():
+        print("server stderr (tail):\n" + server_stderr[-3000:], file=sys.stderr)
+    return 1 if failures else 0
 
 
 def median_range(values: list[float], unit: str = "s", scale: float = 1.0, digits: int = 3) -> tuple[str, str]:
@@ -191,17 +216,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     failures: list[str] = []
 
     def check(run: Run, what: str, rows_wanted: int) -> list[dict] | None:
-        if run.rc != 0:
-            failures.append(f"{what}: exit {run.rc}: {run.err.decode(errors='replace')[-2000:]}")
-            return None
-        try:
-            rows = json.loads(run.out)
-        except ValueError as exc:
-            failures.append(f"{what}: output is not JSON ({exc})")
-            return None
-        if len(rows) != rows_wanted:
-            failures.append(f"{what}: {len(rows)} rows, expected {rows_wanted}")
-        return rows
+        return json_rows(run, what, failures, rows_wanted)
 
     t = Table()
     sizes = sorted(e["size"] for e in corpus.expected.values())

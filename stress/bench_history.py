@@ -55,7 +55,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from stress.bench_catalog import Table, c3async_command, installed_copy_differs, median_range
+from stress.bench_catalog import (
+    Table,
+    c3async_command,
+    installed_copy_differs,
+    json_rows,
+    median_range,
+    report_failures,
+)
 from stress.corpus import Corpus, MiB, generate, slug
 from stress.history_logs import (
     REWRITES,
@@ -472,17 +479,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
         return [*cmd, "sessions", "--project", p.path, "--json"]
 
     def rows_of(run: Run, what: str, want: int | None = None) -> list[dict] | None:
-        if run.rc != 0:
-            failures.append(f"{what}: exit {run.rc}: {run.err.decode(errors='replace')[-1500:]}")
-            return None
-        try:
-            rows = json.loads(run.out)
-        except ValueError as exc:
-            failures.append(f"{what}: output is not JSON ({exc})")
-            return None
-        if want is not None and len(rows) != want:
-            failures.append(f"{what}: {len(rows)} rows, expected {want}")
-        return rows
+        return json_rows(run, what, failures, want)
 
     def pairs(fn: Callable[[Proj, int], object]) -> None:
         """R runs of fn for each project, interleaved (empty, full; then full, empty; ...)."""
@@ -840,11 +837,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     t.add("machine", f"{os.cpu_count()} cores", f"(load average {os.getloadavg()[0]:.1f} at the end)")
     t.add("wall time of this benchmark", f"{time.perf_counter() - started_all:.0f} s")
     t.print()
-    for failure in failures:
-        print(f"FAILED: {failure}", file=sys.stderr)
-    if failures and server_stderr.strip():
-        print("server stderr (tail):\n" + server_stderr[-3000:], file=sys.stderr)
-    return 1 if failures else 0
+    return report_failures(failures, server_stderr)
 
 
 def drop_usage(project: str, c3home: Path) -> None:

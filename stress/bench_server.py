@@ -43,8 +43,8 @@ import psutil
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import LATEST_PROTOCOL_VERSION
 
-from stress.bench_catalog import Table, median_range
-from stress.corpus import KiB, MiB, Corpus, generate
+from stress.bench_catalog import Table, median_range, report_failures
+from stress.corpus import Corpus, KiB, MiB, generate
 
 REPO = Path(__file__).resolve().parents[1]
 LIST_ROWS = 40  # what one `list` answer shows (session_actions.LIST_ROWS); the rest are counted
@@ -443,11 +443,7 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
     t.add("machine", f"{os.cpu_count()} cores",
           f"(1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: other work skews the tail)")
     t.print()
-    for failure in failures:
-        print(f"FAILED: {failure}", file=sys.stderr)
-    if failures and stderr.strip():
-        print("server stderr (tail):\n" + stderr[-3000:], file=sys.stderr)
-    return 1 if failures else 0
+    return report_failures(failures, stderr)
 
 
 if __name__ == "__main__":

@@ -419,20 +419,33 @@ def rss_of(pids: list[int]) -> dict[int, int]:
     return out
 
 
-def heartbeat_pids(project: Project) -> dict[int, str | None]:
-    """pid -> host session of each heartbeat file in the project (read raw)."""
-    out = {}
+def raw_heartbeats(folder: Path) -> list[dict]:
+    """Every heartbeat file in ``folder`` that parses as a JSON object, read raw (json.loads:
+    the checks never trust c3async's own reader)."""
+    out = []
     try:
-        names = os.listdir(project.c3 / "live")
+        names = os.listdir(folder)
     except OSError:
         return out
     for name in names:
         if name.startswith(".") or not name.endswith(".json"):
             continue
         try:
-            hb = json.loads((project.c3 / "live" / name).read_bytes())
+            hb = json.loads((folder / name).read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(hb, dict):
+            out.append(hb)
+    return out
+
+
+def heartbeat_pids(project: Project) -> dict[int, str | None]:
+    """pid -> host session of each heartbeat file in the project (read raw)."""
+    out = {}
+    for hb in raw_heartbeats(project.c3 / "live"):
+        try:
             out[int(hb["pid"])] = hb.get("host_session_id")
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):
             continue
     return out
 

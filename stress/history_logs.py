@@ -46,6 +46,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stress.harness import raw_heartbeats
+
 __all__ = ("REWRITES", "LogPlan", "append_round", "batch", "fold_live", "fold_marks", "fresh_heartbeats", "read_lines",
            "rewrite", "write_logs")
 
@@ -563,20 +565,9 @@ def fold_live(records: list[dict], now: float) -> tuple[dict[str, float], dict[s
 
 def fresh_heartbeats(project: str, now: float) -> set[str]:
     """Host sessions with a fresh heartbeat file (a server running, or one just gone)."""
-    out: set[str] = set()
-    folder = Path(project, ".c3", "live")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return out
-    for name in names:
-        if name.startswith(".") or not name.endswith(".json"):
-            continue
-        try:
-            hb = json.loads((folder / name).read_bytes())
-        except (OSError, ValueError):
-            continue
-        if (isinstance(hb, dict) and _num(hb.get("ts")) and -FUTURE_SLACK <= now - hb["ts"] <= HEARTBEAT_TTL
-                and isinstance(hb.get("host_session_id"), str)):
-            out.add(hb["host_session_id"])
-    return out
+    return {
+        hb["host_session_id"]
+        for hb in raw_heartbeats(Path(project, ".c3", "live"))
+        if _num(hb.get("ts")) and -FUTURE_SLACK <= now - hb["ts"] <= HEARTBEAT_TTL
+        and isinstance(hb.get("host_session_id"), str)
+    }

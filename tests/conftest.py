@@ -33,6 +33,11 @@ class Sandbox:
         env.update(overrides)
         return env
 
+    def activate(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Point this process at the sandbox too, for tests that call the library in-process."""
+        for key, value in self.env().items():
+            monkeypatch.setenv(key, value)
+
     def project(self, *parts: str) -> str:
         """Create a project directory under the sandbox; returns its real path."""
         path = self.root.joinpath("work", *parts)

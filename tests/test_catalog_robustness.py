@@ -248,8 +248,7 @@ def test_file_deleted_between_listing_and_reading(claude, monkeypatch, tmp_path,
     blocks. Driven in process: the scan's listing step is wrapped to do the damage right after."""
     from c3async.catalog import scan
 
-    for key, value in claude.env().items():
-        monkeypatch.setenv(key, value)
+    claude.activate(monkeypatch)
     project = claude.project("app")
     folder = claude.folder(project)
     c = Conversation(project)

@@ -45,8 +45,7 @@ def anyio_backend():
 @pytest.fixture
 def project(claude, monkeypatch):
     """A project with three sessions, and this process pointed at the sandbox."""
-    for key, value in claude.env().items():
-        monkeypatch.setenv(key, value)
+    claude.activate(monkeypatch)
     proj = claude.project("app")
     folder = claude.folder(proj)
     for i, sid in enumerate(IDS):

@@ -21,8 +21,7 @@ from transcripts import Conversation, simple_session, write_session
 @pytest.fixture
 def project(claude, monkeypatch):
     """A project with three sessions, and this process pointed at the sandbox."""
-    for key, value in claude.env().items():
-        monkeypatch.setenv(key, value)
+    claude.activate(monkeypatch)
     proj = claude.project("app")
     folder = claude.folder(proj)
     ids = [

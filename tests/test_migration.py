@@ -27,8 +27,7 @@ C = "cccc3333-0000-4000-8000-000000000003"
 
 @pytest.fixture
 def world(claude, monkeypatch, tmp_path):
-    for key, value in claude.env().items():
-        monkeypatch.setenv(key, value)
+    claude.activate(monkeypatch)
     for name in ("_roots", "_states", "_resolved", "_warned"):
         monkeypatch.setattr(paths, name, type(getattr(paths, name))())
     base = tmp_path / "w"

@@ -354,16 +354,23 @@ async def test_without_a_host_session_note_and_show_ask_for_a_target(hostless_cl
     assert hostless.marks()[-1]["by_session"] is None
 
 
+def clear_to(world, session_id: str, *, dead: bool = False) -> None:
+    """What Claude Code does on /clear: its ``sessions/<pid>.json`` (the test process's parent
+    plays the claude process) names the new session. ``dead``: the file a dead claude left (its
+    start time is not the running process's)."""
+    ppid = os.getppid()
+    stat = Path(f"/proc/{ppid}/stat").read_bytes()
+    ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])
+    reg = Path(world.claude.config, "sessions", f"{ppid}.json")
+    reg.parent.mkdir(parents=True, exist_ok=True)
+    reg.write_text(json.dumps({"pid": ppid, "sessionId": session_id, "procStart": ticks + dead, "cwd": world.project}))
+
+
 async def test_host_session_follows_the_registry_of_the_parent_process(client, world):
     """Claude Code keeps $CLAUDE_CONFIG_DIR/sessions/<its pid>.json and rewrites its sessionId
     on /clear; in process, the server's "parent" is the parent of the test process."""
     ok(await session(client, "start"))  # serving HOST (from the environment)
-    ppid = os.getppid()
-    stat = Path(f"/proc/{ppid}/stat").read_bytes()
-    ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
-    reg = Path(world.claude.config, "sessions", f"{ppid}.json")
-    reg.parent.mkdir(parents=True, exist_ok=True)
-    reg.write_text(json.dumps({"pid": ppid, "sessionId": DOCS, "procStart": ticks, "cwd": world.project}))
+    clear_to(world, DOCS)
     assert ok(await session(client, "note", data="after /clear")) == f"note {DOCS}"
     assert world.marks()[-1]["by_session"] == DOCS
     ok(await session(client, "log", event_type="progress", data="now in DOCS"))
@@ -371,7 +378,7 @@ async def test_host_session_follows_the_registry_of_the_parent_process(client, w
     assert json.loads(record.read_text())["host_session_ids"] == [HOST, DOCS]
     assert "(this session)" in [line for line in lines_of(ok(await session(client, "list")))
                                 if line.startswith(DOCS[:8])][0]
-    reg.write_text(json.dumps({"pid": ppid, "sessionId": OLD, "procStart": ticks + 1}))  # a dead claude's file
+    clear_to(world, OLD, dead=True)
     assert ok(await session(client, "note", data="back to env")) == f"note {HOST}"
 
 
@@ -599,12 +606,7 @@ async def test_the_host_session_a_clear_starts_gets_its_own_row(client, world):
     """Rows are kept per host session: after a /clear the new session's first read is logged
     at once (its liveness fallback has nothing else from this server)."""
     ok(await session(client, "list"))
-    ppid = os.getppid()
-    stat = Path(f"/proc/{ppid}/stat").read_bytes()
-    ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
-    reg = Path(world.claude.config, "sessions", f"{ppid}.json")
-    reg.parent.mkdir(parents=True, exist_ok=True)
-    reg.write_text(json.dumps({"pid": ppid, "sessionId": DOCS, "procStart": ticks, "cwd": world.project}))
+    clear_to(world, DOCS)
     ok(await session(client, "list"))
     ok(await session(client, "list"))
     assert tool_rows(world) == [("c3_session", "list", HOST), ("c3_session", "list", DOCS)]

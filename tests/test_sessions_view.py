@@ -24,8 +24,7 @@ NOW = datetime.now(UTC)
 @pytest.fixture(autouse=True)
 def _in_process(claude, monkeypatch):
     """The library runs in this process: point it at the sandbox."""
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude.config))
-    monkeypatch.setenv("C3_HOME", str(claude.c3home))
+    claude.activate(monkeypatch)
 
 
 def _session(folder, cwd, prompts, *, start, first=None):

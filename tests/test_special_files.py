@@ -76,13 +76,20 @@ def sessions(claude, project: str) -> dict[str, dict]:
 # ------------------------------------------------------------------------ the accountant
 
 
-def test_fifo_under_subagents_does_not_hang_stats(claude):
+def session_with_a_subagent(claude):
+    """A project with one session (one response) and one real sub-agent file (one response):
+    (project, its transcript folder, the session id, the subagents folder)."""
     project = claude.project("app")
     folder = claude.folder(project)
     sid = new_id()
     write_lines(folder / f"{sid}.jsonl", [usage_line(sid, "msg_main")])
     sub = folder / sid / "subagents"
     write_lines(sub / "agent-1.jsonl", [usage_line(sid, "msg_sub", out=5)])
+    return project, folder, sid, sub
+
+
+def test_fifo_under_subagents_does_not_hang_stats(claude):
+    project, folder, sid, sub = session_with_a_subagent(claude)
     os.mkfifo(sub / "x.jsonl")  # nobody will ever write to it
     (sub / "deeper").mkdir()
     os.mkfifo(sub / "deeper" / "y.jsonl")
@@ -94,12 +101,7 @@ def test_fifo_under_subagents_does_not_hang_stats(claude):
 
 
 def test_subagent_walk_follows_no_symlink(claude, tmp_path):
-    project = claude.project("app")
-    folder = claude.folder(project)
-    sid = new_id()
-    write_lines(folder / f"{sid}.jsonl", [usage_line(sid, "msg_main")])
-    sub = folder / sid / "subagents"
-    write_lines(sub / "agent-1.jsonl", [usage_line(sid, "msg_sub", out=5)])
+    project, folder, sid, sub = session_with_a_subagent(claude)
     outside = tmp_path / "outside"
     write_lines(outside / "agent-9.jsonl", [usage_line(sid, "msg_outside", out=1000)])
     (sub / "loop").symlink_to(sub, target_is_directory=True)  # a loop
@@ -127,8 +129,7 @@ def test_symlinked_session_file_and_session_folder_are_not_accounted(claude, tmp
 
 def test_a_file_replaced_by_a_fifo_after_the_listing_is_skipped(claude, monkeypatch):
     """The race the listing cannot see: the accountant's own open must not block."""
-    for key, value in claude.env().items():
-        monkeypatch.setenv(key, value)
+    claude.activate(monkeypatch)
     project = claude.project("app")
     folder = claude.folder(project)
     good, racy = new_id(), new_id()

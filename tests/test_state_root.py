@@ -44,8 +44,7 @@ def worktree(main: str, target: str | Path, branch: str) -> str:
 @pytest.fixture
 def world(claude, monkeypatch, tmp_path):
     """This process pointed at the sandbox, with paths' per-process caches empty."""
-    for key, value in claude.env().items():
-        monkeypatch.setenv(key, value)
+    claude.activate(monkeypatch)
     monkeypatch.setattr(paths, "_roots", {})
     monkeypatch.setattr(paths, "_states", {})
     monkeypatch.setattr(paths, "_resolved", set())
