@@ -12,12 +12,13 @@ and are left for later; a line that does not decode is skipped and counted, neve
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -25,7 +26,7 @@ from . import safefs
 from .errors import DECODE_ERRORS
 from .locking import locked
 
-__all__ = ("Appender", "Batch", "Tail", "append", "appending", "encode_line", "read_all")
+__all__ = ("Appender", "Batch", "PieceReader", "Tail", "append", "appending", "encode_line", "read_all", "read_pieces")
 
 T = TypeVar("T")
 _encoder = msgspec.json.Encoder()
@@ -235,3 +236,68 @@ class Tail(Generic[T]):
                 continue
             yield start, block[: last_nl + 1]
             carry = block[last_nl + 1 :]
+
+
+class PieceReader(Protocol):
+    """What ``read_pieces`` feeds: complete lines, a piece at a time."""
+
+    skipped: int  # lines given up (longer than ``max_line``), counted here
+
+    def piece(self, buf: bytearray, end: int, base: int) -> None:
+        """Take the complete lines of ``buf[:end]`` (``buf[end - 1]`` is a newline; ``buf[0]``
+        is at file offset ``base``)."""
+
+
+def read_pieces(
+    f: io.FileIO, start: int, size: int, reader: PieceReader, buf: bytearray, max_line: int
+) -> tuple[int, int]:
+    """Feed ``reader`` the complete lines of bytes ``start..size`` of ``f``, a piece of
+    ``len(buf)`` bytes at a time, so a 2 GB file costs one buffer, not 2 GB. ``buf`` grows (as a
+    copy) to hold a line longer than itself, up to ``max_line``; a longer line is streamed past
+    and counted in ``reader.skipped``. The bytes after the last newline are a line still being
+    written, left for the next pass. Returns (the offset just after the last complete line,
+    the bytes read)."""
+    f.seek(start)
+    base = start  # the file offset of buf[0]
+    have = 0  # bytes of buf holding data
+    read = 0
+    giant = -1  # the offset where a line longer than max_line began: its bytes are dropped
+    while base + have < size:
+        if have == len(buf):  # a line longer than the buffer: grow it, or give the line up
+            if len(buf) < max_line:
+                grown = bytearray(min(2 * len(buf), max_line))
+                grown[:have] = buf
+                buf = grown
+            else:
+                giant = base
+                base += have
+                have = 0
+        with memoryview(buf) as view:
+            n = f.readinto(view[have : min(len(buf), size - base)])
+        if not n:
+            break  # truncated while we read: the next pass sees it shrunk
+        read += n
+        if giant >= 0:  # have == 0 here: look for the giant line's end
+            nl = buf.find(b"\n", 0, n)
+            if nl < 0:
+                base += n
+                continue
+            reader.skipped += 1
+            giant = -1
+            base, have = _shift(buf, nl + 1, n, base)
+        else:
+            have += n
+        end = buf.rfind(b"\n", 0, have) + 1
+        if end:
+            reader.piece(buf, end, base)
+            base, have = _shift(buf, end, have, base)
+    # an unfinished giant line is read again (and given up again) once it has its newline
+    return (giant if giant >= 0 else base), read
+
+
+def _shift(buf: bytearray, end: int, have: int, base: int) -> tuple[int, int]:
+    """Drop ``buf[:end]`` (done with), moving the rest to the front; returns (base, have)."""
+    rest = have - end
+    if rest:
+        buf[:rest] = buf[end:have]
+    return base + end, rest

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ("locked",)
+__all__ = ("locked", "try_locked")
 
 if sys.platform == "win32":
     import msvcrt
@@ -32,6 +32,14 @@ if sys.platform == "win32":
         os.lseek(fd, 0, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
+    def _try_acquire(fd: int) -> bool:
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
 else:
     import fcntl
 
@@ -40,6 +48,13 @@ else:
 
     def _release(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _try_acquire(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
 
 
 @contextmanager
@@ -56,5 +71,23 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
             yield
         finally:
             _release(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def try_locked(path: str | os.PathLike[str]) -> Iterator[bool]:
+    """Take the lock for ``path`` if it is free right now: yields True holding it, False (not
+    held) when another process has it. For work that can be left to whoever holds it."""
+    from . import safefs
+
+    fd = safefs.open_file(os.fspath(path) + ".lock", os.O_RDWR | os.O_CREAT, create_dirs=True)
+    try:
+        got = _try_acquire(fd)
+        try:
+            yield got
+        finally:
+            if got:
+                _release(fd)
     finally:
         os.close(fd)

@@ -400,13 +400,16 @@ async def c3_session(
     Catalog actions (target takes a session id or a unique prefix of 4+ characters):
     - list: one line per session, newest first. target: all | likely | stale | live | search text.
     - show: one session expanded (prompts, note or snapshot, chain, last turns). target: id.
+    - search: full text of every conversation (what was said; not tool output unless asked).
+      target: words, "exact phrase", prefix*, OR, -word, identifiers like retry_budget. data:
+      options, e.g. "all tools role=user since=7d branch=main limit=5" (default: this project).
     - stale: mark a session not worth resuming. target, reasoning (why) required; data: successor id.
     - unstale: undo it. target.
     - note: leave a note. data: summary, reasoning: next steps; target defaults to this session.
     Lifecycle actions: start (description), log (event_type, data, reasoning),
     snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
     Text limits (characters): stale reasoning 2,000; note data and reasoning 8,000 each; log and
-    snapshot data and plan 20,000; summaries 8,000; description 2,000; target 500. No NUL.
+    snapshot data and plan 20,000; summaries 8,000; description 2,000; target 500 (search 2,000). No NUL.
     """
     state: ServerState = ctx.request_context.lifespan_context
     args = dict(

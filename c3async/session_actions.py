@@ -31,9 +31,9 @@ from .sessions.view import FILTERS, list_rows_sync
 __all__ = ("ACTIONS", "LIMITS", "READS", "Caller", "reads_only", "run", "validate")
 
 LIFECYCLE = ("start", "log", "snapshot", "restore", "plan", "end")
-CATALOG = ("list", "show", "stale", "unstale", "note")
+CATALOG = ("list", "show", "search", "stale", "unstale", "note")
 ACTIONS = LIFECYCLE + CATALOG
-READS = ("list", "show", "restore")  # and plan with no data: they change nothing (plan-mode safe)
+READS = ("list", "show", "search", "restore")  # and plan with no data: they change nothing (plan-mode safe)
 LIST_ROWS = 40  # rows a `list` answer shows; the rest are counted
 
 MAX_TEXT = 20_000  # any argument an action has no tighter limit for
@@ -56,6 +56,8 @@ LIMITS: dict[tuple[str, str], int] = {
     ("unstale", "reasoning"): MAX_REASON,
     ("note", "data"): MAX_SUMMARY,
     ("note", "reasoning"): MAX_NEXT_STEPS,
+    ("search", "target"): 2_000,  # the query (search.query.MAX_QUERY)
+    ("search", "data"): MAX_DESCRIPTION,  # its options
 }
 
 
@@ -233,6 +235,77 @@ def show(c: Caller, target: str = "", **_: str) -> str:
     return session_detail.render(d)
 
 
+SEARCH_RESULTS = 10
+_SEARCH_OPTIONS = ("all", "tools", "role", "since", "until", "branch", "limit")
+
+
+def _search_options(data: str) -> dict[str, str]:
+    """``all tools role=user since=7d branch=main limit=5`` -> options (a bad one is named)."""
+    out: dict[str, str] = {}
+    for word in data.split():
+        key, _, value = word.partition("=")
+        key = key.strip().lower()
+        if key not in _SEARCH_OPTIONS:
+            raise BadArgument(
+                f"c3_session(action='search') data: unknown option {clip(word, 40)!r}; use "
+                "all, tools, role=user|assistant|tool, since=7d, until=DATE, branch=NAME, limit=N"
+            )
+        out[key] = value or "1"
+    return out
+
+
+def search(c: Caller, target: str = "", data: str = "", **_: str) -> str:
+    from .sessions.search import search as run_search
+
+    _need(target, "target", "search", 'the words to find ("exact phrase", prefix*, OR, -word)')
+    opts = _search_options(data)
+    try:
+        limit = int(opts.get("limit", SEARCH_RESULTS))
+    except ValueError:
+        raise BadArgument("c3_session(action='search') data: limit=N takes a number") from None
+    found = run_search(
+        target,
+        projects=None if "all" in opts else [c.project],
+        role=opts.get("role"),
+        since=opts.get("since"),
+        until=opts.get("until"),
+        branch=opts.get("branch"),
+        tools="tools" in opts,
+        limit=limit,
+        background=True,  # this server has threads: a first build runs as its own process
+    )
+    lines = []
+    if found.index.updating or found.index.pending_bytes:
+        pct = (
+            f"{100 * found.index.done_bytes // found.index.total_bytes}% done" if found.index.total_bytes else "started"
+        )
+        lines.append(f"(the search index is being built in the background, {pct}: results cover what it has indexed)")
+    lines += [f"warning: {p}" for p in found.problems]
+    if not found.results:
+        lines.append(
+            f"no session matches {target!r}"
+            + ("" if "all" in opts else " in this project (data='all' searches every project)")
+        )
+        return "\n".join(lines)
+    lines.append(f"{found.total} session(s) match {target!r}; best first:")
+    for n, r in enumerate(found.results, 1):
+        lines.append(
+            f"{n}. {r.session[:8]}  {r.age}  {r.branch or '-'}  {' '.join((r.title or '(untitled)').split())[:80]}"
+            f"  [{r.project}]  {r.hits} hit(s)"
+        )
+        for sn in r.snippets:
+            text, pos = [], 0
+            for a, b in sn.marks:
+                text += [sn.text[pos:a], "«", sn.text[a:b], "»"]
+                pos = b
+            text.append(sn.text[pos:])
+            lines.append(f"   {sn.role}{' (sub-agent)' if sn.sidechain else ''}: {''.join(text)}")
+        lines.append(f"   resume: {r.resume}")
+    if found.total > len(found.results):
+        lines.append(f"... {found.total - len(found.results)} more (data='limit=N')")
+    return "\n".join(lines)
+
+
 def _mark(c: Caller, op: str, target: str, **fields) -> str:
     mark = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
     return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "")
@@ -267,6 +340,7 @@ _HANDLERS: dict[str, Callable[..., str]] = {
     "end": end,
     "list": list_,
     "show": show,
+    "search": search,
     "stale": stale,
     "unstale": unstale,
     "note": note,

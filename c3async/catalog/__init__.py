@@ -6,23 +6,16 @@ Stages, one module each: ``locate`` (transcript folders), ``listing`` (session f
 tasks or C3 records: the sessions view (``c3async.sessions``) joins those in.
 """
 
-from .scan import (
-    NEWEST as NEWEST,
-)
-from .scan import (
-    ProjectScan as ProjectScan,
-)
-from .scan import (
-    Session as Session,
-)
-from .scan import (
-    scan_project as scan_project,
-)
-from .scan import (
-    scan_projects as scan_projects,
-)
-from .scan import (
-    scan_projects_sync as scan_projects_sync,
-)
+from typing import Any
 
 __all__ = ("NEWEST", "ProjectScan", "Session", "scan_project", "scan_projects", "scan_projects_sync")
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: a command that needs one stage (search needs ``locate``) does not
+    # pay for the whole pipeline's imports.
+    if name in __all__:
+        from . import scan
+
+        return getattr(scan, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ import msgspec
 
 from ..errors import DECODE_ERRORS
 
-__all__ = ("PROMPT_CAP", "TITLE_CAP", "Facts", "prompt_title", "scan")
+__all__ = ("PROMPT_CAP", "TITLE_CAP", "Facts", "classify_prompt", "classify_text", "prompt_title", "scan")
 
 PROMPT_CAP = 2000  # characters of a prompt kept in a row; longer ones set *_truncated
 TITLE_CAP = 200  # Claude Code's own cut for a title taken from a prompt
@@ -171,27 +171,38 @@ def classify_prompt(line: _Line) -> tuple[str, str] | None:
         return None
     command = None
     for text in texts:
-        stripped = text.strip()
-        if not stripped:
+        found = classify_text(text)
+        if found is None:
             continue
-        bash = _BASH_INPUT.match(stripped)
-        if bash:
-            return ("prompt", "! " + bash.group(1).strip())
-        name = _COMMAND_NAME.search(stripped) if _TAG_START.match(stripped) else None
-        if name:  # command markup only counts where the text starts with it
-            cmd = name.group(1).strip()
-            args_m = _COMMAND_ARGS.search(stripped)
-            args = args_m.group(1).strip() if args_m else ""
-            if args and cmd.lstrip("/") not in LOCAL_COMMANDS:
-                return ("prompt", f"{cmd} {args}")
-            command = command or (f"{cmd} {args}".strip() if args else cmd)
-            continue
-        if _TAG_START.match(stripped) or _IMAGE_REF.match(stripped):
-            continue
-        if stripped.startswith("[Request interrupted by user"):
-            continue
-        return ("prompt", stripped)
+        if found[0] == "prompt":
+            return found
+        command = command or found[1]
     return ("command", command) if command else None
+
+
+def classify_text(text: str) -> tuple[str, str] | None:
+    """One text block of a user line: ('prompt', text) for what the user typed (a shell escape as
+    ``! cmd``, a custom command with arguments as ``/name args``), ('command', '/name args') for a
+    built-in command, None for markup, images, interrupts and blank text."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    bash = _BASH_INPUT.match(stripped)
+    if bash:
+        return ("prompt", "! " + bash.group(1).strip())
+    name = _COMMAND_NAME.search(stripped) if _TAG_START.match(stripped) else None
+    if name:  # command markup only counts where the text starts with it
+        cmd = name.group(1).strip()
+        args_m = _COMMAND_ARGS.search(stripped)
+        args = args_m.group(1).strip() if args_m else ""
+        if args and cmd.lstrip("/") not in LOCAL_COMMANDS:
+            return ("prompt", f"{cmd} {args}")
+        return ("command", f"{cmd} {args}".strip() if args else cmd)
+    if _TAG_START.match(stripped) or _IMAGE_REF.match(stripped):
+        return None
+    if stripped.startswith("[Request interrupted by user"):
+        return None
+    return ("prompt", stripped)
 
 
 def epoch(iso: str | None) -> float | None:

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ("Candidate", "candidates", "is_session_id")
+__all__ = ("Candidate", "candidates", "is_session_id", "transcript_files")
+
+MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
 
 # Always fullmatch: ``$`` would also match before a final newline.
 _SESSION_FILE = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl")
@@ -64,3 +68,53 @@ def candidates(folders: list[Path]) -> list[Candidate]:
             if old is None or st.st_mtime_ns > old.mtime_ns:
                 by_id[sid] = Candidate(sid, entry.path, st.st_size, st.st_mtime_ns, folder, st.st_ino, st.st_dev)
     return sorted(by_id.values(), key=lambda c: (c.mtime_ns, c.session_id), reverse=True)
+
+
+def _entries(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def transcript_files(folder: str | os.PathLike[str]) -> Iterator[tuple[str, str | None, os.stat_result]]:
+    """Every transcript of a folder with its ``lstat``: (path, the session it belongs to, stat).
+    Sessions' ``<uuid>.jsonl``, their sub-agents' files under ``<uuid>/subagents/`` (the session:
+    the folder's uuid) and legacy ``agent-*.jsonl`` files beside them (None: the session is in
+    their lines). Regular files only, found without following a symlinked folder."""
+    for e in _entries(folder):
+        try:
+            if e.is_file(follow_symlinks=False):  # never a symlink, a FIFO, a socket...
+                if not e.name.endswith(".jsonl"):
+                    continue
+                if is_session_id(e.name[:-6]):
+                    yield e.path, e.name[:-6].lower(), e.stat(follow_symlinks=False)
+                elif e.name.startswith("agent-"):
+                    yield e.path, None, e.stat(follow_symlinks=False)
+            elif e.is_dir(follow_symlinks=False) and is_session_id(e.name):
+                for path, st in sorted(subagent_files(os.path.join(e.path, "subagents"))):
+                    yield path, e.name.lower(), st
+        except OSError:
+            continue  # vanished, or cannot be examined: this entry only
+
+
+def subagent_files(folder: str, depth: int = 0) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``*.jsonl`` regular file under ``folder`` (not a workflow's ``journal.jsonl``), with
+    its ``lstat``, walking real folders only: a symlinked folder is not followed (no loop, and
+    nothing outside the session's folder is read), and ``folder`` itself must not be a link."""
+    if depth == 0:
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return
+        except OSError:
+            return
+    for e in _entries(folder):
+        try:
+            if e.is_file(follow_symlinks=False):
+                if e.name.endswith(".jsonl") and e.name != "journal.jsonl":
+                    yield e.path, e.stat(follow_symlinks=False)
+            elif e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
+                yield from subagent_files(e.path, depth + 1)
+        except OSError:
+            continue

@@ -28,6 +28,7 @@ from typing import Protocol
 
 import msgspec
 
+from .. import jsonl
 from ..errors import DECODE_ERRORS
 from ..safefs import open_regular
 from .prices import TIER_TOKENS, Price, PriceTable
@@ -173,7 +174,7 @@ class _Reader:
         self.loose: list[Hit] = []
         self.lines = self.decoded = self.skipped = 0
 
-    def piece(self, buf: bytearray, end: int) -> None:
+    def piece(self, buf: bytearray, end: int, base: int) -> None:
         """Account the complete lines of ``buf[:end]`` (``buf[end - 1]`` is a newline)."""
         find, rfind = buf.find, buf.rfind
         spans = []
@@ -281,7 +282,7 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
         with io.FileIO(fd, closefd=False) as f:
             if buf is None:  # a buffer of at most the bytes to read: most transcripts are small
                 buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
-            offset, read = _pieces(f, start, st.st_size, reader, buf, max_line)
+            offset, read = jsonl.read_pieces(f, start, st.st_size, reader, buf, max_line)
     except OSError:
         return None
     finally:
@@ -298,56 +299,6 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
         reader.decoded,
         reader.skipped,
     )
-
-
-def _pieces(f: io.FileIO, start: int, size: int, reader: _Reader, buf: bytearray, max_line: int) -> tuple[int, int]:
-    """Feed ``reader`` the complete lines of bytes ``start..size``, a piece at a time (``buf``
-    grows, as a copy, to hold a line longer than itself). Returns (the offset just after the
-    last complete line, the bytes read)."""
-    f.seek(start)
-    base = start  # the file offset of buf[0]
-    have = 0  # bytes of buf holding data
-    read = 0
-    giant = -1  # the offset where a line longer than max_line began: its bytes are dropped
-    while base + have < size:
-        if have == len(buf):  # a line longer than the buffer: grow it, or give the line up
-            if len(buf) < max_line:
-                grown = bytearray(min(2 * len(buf), max_line))
-                grown[:have] = buf
-                buf = grown
-            else:
-                giant = base
-                base += have
-                have = 0
-        with memoryview(buf) as view:
-            n = f.readinto(view[have : min(len(buf), size - base)])
-        if not n:
-            break  # truncated while we read: the next pass sees it shrunk
-        read += n
-        if giant >= 0:  # have == 0 here: look for the giant line's end
-            nl = buf.find(_NL, 0, n)
-            if nl < 0:
-                base += n
-                continue
-            reader.skipped += 1
-            giant = -1
-            base, have = _shift(buf, nl + 1, n, base)
-        else:
-            have += n
-        end = buf.rfind(_NL, 0, have) + 1
-        if end:
-            reader.piece(buf, end)
-            base, have = _shift(buf, end, have, base)
-    # an unfinished giant line is read again (and given up again) once it has its newline
-    return (giant if giant >= 0 else base), read
-
-
-def _shift(buf: bytearray, end: int, have: int, base: int) -> tuple[int, int]:
-    """Drop ``buf[:end]`` (done with), moving the rest to the front; returns (base, have)."""
-    rest = have - end
-    if rest:
-        buf[:rest] = buf[end:have]
-    return base + end, rest
 
 
 def read_files(jobs: list[tuple[int, Job]], prices: PriceTable) -> list[tuple[int, FileScan | None]]:

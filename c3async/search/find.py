@@ -1,0 +1,303 @@
+"""Answering a query from the index: one entry per session, best first, with snippets.
+
+Every shard is asked the same question; matches are joined to their passages (so dead index
+entries drop out), filtered (role, time, branch, folders), and grouped by session: a sub-agent's
+passages count toward the session that ran it and are marked as such. A session's score is its
+best passage's BM25, a little better for more hits; ties go to the most recent. Snippets are
+cut from the text read back from the transcript line (the index holds no text): up to three per
+session, around the first hit of each passage, with the hits' spans.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ..safefs import open_regular, pread_all
+from . import store
+from .passages import KINDS, TOOL, decode_line, line_texts
+from .query import Query
+
+__all__ = ("Filters", "Found", "Hit", "Snippet", "find")
+
+SNIPPETS = 3
+BEFORE, AFTER = 80, 160  # characters of a snippet around its first hit
+MAX_SNIPPET_LINE = 32 * 1024 * 1024
+_WS = re.compile(r"\s+")
+
+
+class Snippet(msgspec.Struct):
+    text: str
+    marks: list[tuple[int, int]]  # [start, end) of each hit in ``text``
+    role: str  # user, assistant or tool
+    sidechain: bool
+    ts: int | None
+    offset: int  # of its line in ``file``
+    agent: str | None = None  # the sub-agent file it is in (its name without .jsonl)
+
+
+class Hit(msgspec.Struct):
+    session: str
+    folder: str  # Claude Code's project folder (the slug of the cwd)
+    path: str | None  # the session's own transcript (None: only its sub-agents' files are known)
+    cwd: str | None
+    title: str | None
+    title_source: str | None  # custom, ai or prompt
+    branch: str | None
+    last_ts: int | None
+    score: float
+    hits: int
+    snippets: list[Snippet] = msgspec.field(default_factory=list)
+
+
+@dataclass
+class Filters:
+    roles: tuple[int, ...] = ()  # kinds; empty: user and assistant (and tool with ``tools``)
+    tools: bool = False
+    since: int | None = None
+    until: int | None = None
+    branch: str | None = None
+    folders: frozenset[str] | None = None  # None: every project
+
+
+@dataclass
+class Found:
+    hits: list[Hit]
+    total: int  # sessions that matched
+    seconds: float
+    problems: list[str] = field(default_factory=list)  # shards that could not be read
+
+
+@dataclass(slots=True)
+class _Match:
+    shard: int
+    file: int
+    offset: int
+    length: int
+    kind: int
+    sidechain: bool
+    ts: int | None
+    rank: float
+
+
+class _File(msgspec.Struct, array_like=True):
+    id: int
+    path: str
+    folder: str
+    session: str | None
+    sidechain: int
+    ino: int
+    cwd: str | None
+    custom_title: str | None
+    ai_title: str | None
+    first_prompt: str | None
+    last_ts: int | None
+    last_branch: str | None
+
+
+def _sql(query: Query, f: Filters) -> tuple[str, list[object]]:
+    kinds = f.roles or ((0, 1, TOOL) if f.tools else (0, 1))
+    if f.roles and TOOL not in f.roles:
+        column = "talk : "
+    elif f.roles == (TOOL,):
+        column = "tool : "
+    else:
+        column = "" if f.tools or TOOL in kinds else "talk : "
+    where = [f"p.kind IN ({','.join(str(k) for k in kinds)})"]
+    args: list[object] = [column + "(" + query.expression + ")" if column else query.expression]
+    if f.since is not None:
+        where.append("p.ts >= ?")
+        args.append(f.since)
+    if f.until is not None:
+        where.append("p.ts < ?")
+        args.append(f.until)
+    if f.branch is not None:
+        where.append("p.branch = ?")
+        args.append(f.branch)
+    sql = (
+        "SELECT p.file, p.offset, p.length, p.kind, p.sidechain, p.ts, m.r"
+        " FROM (SELECT rowid AS b, bm25(fts) AS r FROM fts WHERE fts MATCH ?) AS m"
+        " JOIN passages AS p ON p.blob = m.b WHERE " + " AND ".join(where)
+    )
+    return sql, args
+
+
+def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = True) -> Found:
+    started = time.perf_counter()
+    sql, args = _sql(query, filters)
+    by_session: dict[str, list[_Match]] = {}
+    files: dict[tuple[int, int], _File] = {}
+    problems: list[str] = []
+    for k in range(store.SHARDS):
+        try:
+            conn = store.connect(k, create=False)
+        except store.Corrupt as exc:
+            problems.append(str(exc))
+            continue
+        if conn is None:
+            continue
+        try:
+            rows = conn.execute(sql, args).fetchall()
+            ids = sorted({r[0] for r in rows})
+            shard_files = {}
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                for r in conn.execute(
+                    "SELECT id, path, folder, session, sidechain, ino, cwd, custom_title, ai_title, first_prompt,"
+                    f" last_ts, last_branch FROM files WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ):
+                    shard_files[r[0]] = _File(*r)
+        except sqlite3.OperationalError as exc:
+            if "fts5" in str(exc) or "syntax" in str(exc):
+                raise  # the query itself: the caller turns it into a message
+            problems.append(f"the search index {store.shard_path(k)} could not be read: {exc}")
+            continue
+        except sqlite3.DatabaseError as exc:
+            problems.append(f"the search index {store.shard_path(k)} is damaged: {exc}")
+            continue
+        finally:
+            conn.close()
+        for fid, known in shard_files.items():
+            files[(k, fid)] = known
+        folders = filters.folders
+        for fid, offset, length, kind, sidechain, ts, rank in rows:
+            fr = shard_files.get(fid)
+            if fr is None or fr.session is None or (folders is not None and fr.folder not in folders):
+                continue
+            by_session.setdefault(fr.session, []).append(
+                _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank)
+            )
+    ranked = []
+    for session, matches in by_session.items():
+        best = min(m.rank for m in matches)
+        score = -best + 0.5 * math.log1p(len(matches))
+        last = max((m.ts or 0) for m in matches)
+        ranked.append((score, last, session, matches))
+    ranked.sort(key=lambda t: (-t[0], -t[1], t[2]))
+    hits = [_hit(session, score, matches, files) for score, _, session, matches in ranked[:limit]]
+    if snippets:
+        marker = query.marker()
+        for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
+            hit.snippets = _snippets(matches, files, marker)
+    return Found(hits, len(ranked), time.perf_counter() - started, problems)
+
+
+def _hit(session: str, score: float, matches: list[_Match], files: dict[tuple[int, int], _File]) -> Hit:
+    own = [files[(m.shard, m.file)] for m in matches]
+    main: _File | None = next((f for f in own if not f.sidechain), None)
+    if main is None:
+        main = _main_file(session, own[0])
+    src = main or own[0]
+    title, source = None, None
+    if src.custom_title:
+        title, source = src.custom_title, "custom"
+    elif src.ai_title:
+        title, source = src.ai_title, "ai"
+    elif src.first_prompt:
+        title, source = src.first_prompt, "prompt"
+    return Hit(
+        session=session,
+        folder=src.folder,
+        path=main.path if main is not None else None,
+        cwd=src.cwd,
+        title=title,
+        title_source=source,
+        branch=src.last_branch,
+        last_ts=src.last_ts,
+        score=round(score, 4),
+        hits=len(matches),
+    )
+
+
+def _main_file(session: str, sub: _File) -> _File | None:
+    """The session's own transcript, when only its sub-agents' passages matched."""
+    folder_path = sub.path.split(os.sep + session + os.sep)[0] if (os.sep + session + os.sep) in sub.path else None
+    path = os.path.join(folder_path, session + ".jsonl") if folder_path else None
+    if path is None:
+        return None
+    k = store.shard_of(path)
+    try:
+        conn = store.connect(k, create=False)
+    except store.Corrupt:
+        return None
+    if conn is None:
+        return None
+    try:
+        r = conn.execute(
+            "SELECT id, path, folder, session, sidechain, ino, cwd, custom_title, ai_title, first_prompt, last_ts,"
+            " last_branch FROM files WHERE path=?",
+            (path,),
+        ).fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+    return _File(*r) if r else None
+
+
+def _snippets(matches: list[_Match], files: dict[tuple[int, int], _File], marker: re.Pattern[str]) -> list[Snippet]:
+    out: list[Snippet] = []
+    seen: set[str] = set()
+    for m in sorted(matches, key=lambda m: (m.rank, -(m.ts or 0))):
+        if len(out) >= SNIPPETS:
+            break
+        f = files[(m.shard, m.file)]
+        text = _passage_text(f, m)
+        if text is None:
+            continue
+        snippet, marks = cut(text, marker)
+        if snippet in seen:
+            continue  # the same words said again: one snippet is enough
+        seen.add(snippet)
+        agent = os.path.basename(f.path)[:-6] if f.sidechain else None
+        out.append(Snippet(snippet, marks, KINDS[m.kind], m.sidechain, m.ts, m.offset, agent))
+    return out
+
+
+def _passage_text(f: _File, m: _Match) -> str | None:
+    """The passage's text, read back from its line; None when the file changed under us."""
+    if m.length > MAX_SNIPPET_LINE:
+        return None
+    try:
+        fd, st = open_regular(f.path)
+    except OSError:
+        return None
+    try:
+        if st.st_ino != f.ino or st.st_size < m.offset + m.length:
+            return None
+        raw = pread_all(fd, m.offset, m.length)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    line = decode_line(raw)
+    if line is None:
+        return None
+    for kind, text in line_texts(line):
+        if kind == m.kind:
+            return text
+    return None
+
+
+def cut(text: str, marker: re.Pattern[str]) -> tuple[str, list[tuple[int, int]]]:
+    """A one-line piece of ``text`` around its first hit, and where the hits are in it."""
+    first = marker.search(text)
+    if first is None:
+        piece = _WS.sub(" ", text[: AFTER + BEFORE]).strip()
+        return (piece + ("\u2026" if len(text) > AFTER + BEFORE else ""), [])
+    a = max(0, first.start() - BEFORE)
+    b = min(len(text), first.end() + AFTER)
+    if a > 0:  # start at a word
+        space = text.find(" ", a, first.start())
+        a = space + 1 if space >= 0 else a
+    piece = _WS.sub(" ", text[a:b]).strip()
+    lead = "\u2026" if a > 0 else ""
+    piece = lead + piece + ("\u2026" if b < len(text) else "")
+    return piece, [(h.start(), h.end()) for h in marker.finditer(piece)]

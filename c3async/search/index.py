@@ -1,0 +1,594 @@
+"""Keeping the index current: only the bytes appended since the last pass are indexed.
+
+Every transcript of every project (Claude Code's ``projects/*/`` folders: sessions, their
+sub-agents' files, legacy ``agent-*.jsonl``) is compared with what the index last saw: an
+unchanged file costs one ``lstat``; a grown one is read from where indexing stopped; one that
+shrank, was replaced (another inode) or rewritten (the bytes before the offset differ) loses its
+passages and is read again from 0; a deleted one loses its passages. Nothing to do takes no lock
+and writes nothing.
+
+Writing is one process at a time, under ``index.lock``: a process that finds it held does not
+wait; its search answers from what is indexed and says an update is under way (``Status``). A
+big pass (a first build) forks a worker per shard, as the cold catalog scan does, and reports
+progress (bytes read of bytes to read) to its caller and to ``progress.json`` for other
+processes (the Hub shows it). Each shard commits every ``COMMIT_BYTES`` read, so what was
+indexed is searchable during a build and survives an interrupted one; a full disk or a locked
+database stops that shard's pass with what it had (the next pass goes on from there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from .. import safefs
+from ..catalog.listing import transcript_files
+from ..catalog.locate import projects_root
+from ..errors import DECODE_ERRORS
+from ..locking import try_locked
+from . import store
+from .passages import TOOL, FileRead, Job, Passage, read_files
+
+__all__ = ("Status", "Update", "lock_path", "progress_status", "rebuild", "scan_files", "size", "update")
+
+log = logging.getLogger("c3async.search")
+
+PROCESS_MIN_BYTES = 64 * 1024 * 1024  # new bytes before worker processes pay for themselves
+COMMIT_BYTES = 64 * 1024 * 1024
+HANDOFF_FILES = 64
+PROGRESS_EVERY_S = 0.25
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(slots=True)
+class Seen:
+    """A transcript as the walk found it."""
+
+    path: str
+    folder: str
+    session: str | None
+    sidechain: bool
+    ino: int
+    size: int
+
+
+def scan_files() -> dict[str, Seen]:
+    """Every transcript under Claude Code's projects folder, one ``lstat`` each."""
+    root = projects_root()
+    out: dict[str, Seen] = {}
+    try:
+        with os.scandir(root) as it:
+            folders = [e for e in it if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return out
+    for f in folders:
+        for path, session, st in transcript_files(f.path):
+            sidechain = session is None or os.path.dirname(path) != f.path
+            out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size)
+    return out
+
+
+@dataclass
+class Update:
+    """What one pass did."""
+
+    files: int = 0  # transcripts known after the pass
+    read: int = 0  # files read (new bytes)
+    dropped: int = 0  # files whose passages were dropped (deleted, replaced)
+    bytes_read: int = 0
+    passages: int = 0
+    skipped_lines: int = 0
+    seconds: float = 0.0
+    workers: int = 0
+    busy: bool = False  # another process holds the lock: nothing was done here
+    pending_bytes: int = 0  # bytes left to index (busy, or stopped by an error)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Plan:
+    jobs: dict[int, list[tuple[Job, Seen]]]
+    gone: dict[int, list[int]]  # file ids to drop, per shard
+    new_bytes: int
+
+
+def lock_path() -> Path:
+    return store.index_dir() / "index"
+
+
+def _progress_path() -> Path:
+    return store.index_dir() / "progress.json"
+
+
+def _plan(seen: dict[str, Seen], known: list[dict[str, store.FileRow]]) -> _Plan:
+    jobs: dict[int, list[tuple[Job, Seen]]] = {}
+    gone: dict[int, list[int]] = {}
+    new_bytes = 0
+    for k, rows in enumerate(known):
+        for path, row in rows.items():
+            if path not in seen or store.shard_of(path) != k:
+                gone.setdefault(k, []).append(row.id)
+    for path, s in seen.items():
+        k = store.shard_of(path)
+        known_row = known[k].get(path)
+        if known_row is not None and known_row.ino == s.ino and known_row.size == s.size:
+            continue
+        if known_row is not None and known_row.ino == s.ino and s.size >= known_row.offset:
+            o = known_row.offset
+            job = Job(path, s.session, s.sidechain, o, known_row.ino, known_row.tail, s.size - o)
+        else:
+            job = Job(path, s.session, s.sidechain, 0, 0, b"", s.size)
+        new_bytes += job.new
+        jobs.setdefault(k, []).append((job, s))
+    return _Plan(jobs, gone, new_bytes)
+
+
+def _known(create: bool) -> list[dict[str, store.FileRow]]:
+    """Every shard's files; a shard that is damaged or foreign is removed (we hold the lock when
+    ``create``) and counts as empty, so its transcripts are indexed again."""
+    out: list[dict[str, store.FileRow]] = []
+    for k in range(store.SHARDS):
+        try:
+            conn = store.connect(k, create=create)
+        except store.Corrupt as exc:
+            if not create:
+                raise
+            log.warning("%s; rebuilding it", exc)
+            store.remove(k)
+            conn = store.connect(k, create=True)
+        if conn is None:
+            out.append({})
+            continue
+        try:
+            out.append(store.files(conn))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if not create:
+                raise store.Corrupt(f"the search index {store.shard_path(k)} is damaged: {exc}") from None
+            store.remove(k)
+            out.append({})
+            store.connect(k, create=True)
+        else:
+            conn.close()
+    return out
+
+
+def update(*, progress: Progress | None = None, processes: bool = True, inline_max: int | None = None) -> Update:
+    """Bring the index up to date (see the module's docstring). ``inline_max``: with more new
+    bytes than this, start ``c3async index`` in the background instead and return at once
+    (``busy``), for a process that has threads and must answer now."""
+    started = time.perf_counter()
+    store.check_fts5()
+    seen = scan_files()
+    result = Update(files=len(seen))
+    try:
+        plan = _plan(seen, _known(create=False))
+    except store.Corrupt:
+        plan = None  # repaired below, under the lock
+    if plan is not None and not plan.jobs and not plan.gone:
+        result.seconds = time.perf_counter() - started
+        return result
+    if inline_max is not None and (plan is None or plan.new_bytes > inline_max):
+        result.busy = True
+        result.pending_bytes = plan.new_bytes if plan is not None else 0
+        if not progress_status().updating:
+            _spawn()
+        return result
+    with try_locked(lock_path()) as got:
+        if not got:
+            result.busy = True
+            result.pending_bytes = plan.new_bytes if plan is not None else 0
+            return result
+        plan = _plan(seen, _known(create=True))  # again: the last holder may have done it
+        _run(plan, result, progress, processes)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def rebuild(*, progress: Progress | None = None) -> Update:
+    """Drop the index and build it again (waits for the lock: this was asked for)."""
+    from ..locking import locked
+
+    with locked(lock_path()):
+        for k in range(store.SHARDS):
+            store.remove(k)
+    return update(progress=progress)
+
+
+def size() -> int:
+    """Bytes the index takes on disk (its databases and their WAL files)."""
+    total = 0
+    for k in range(store.SHARDS):
+        for suffix in ("", "-wal"):
+            try:
+                total += os.lstat(f"{store.shard_path(k)}{suffix}").st_size
+            except OSError:
+                pass
+    return total
+
+
+def _run(plan: _Plan, result: Update, progress: Progress | None, processes: bool) -> None:
+    shards = sorted(set(plan.jobs) | set(plan.gone), key=lambda k: -sum(j.new for j, _ in plan.jobs.get(k, [])))
+    tracker = _Tracker(plan.new_bytes, progress)
+    pool, n = (None, 0)
+    if processes and plan.new_bytes >= PROCESS_MIN_BYTES and len(shards) > 1:
+        from .. import workers
+
+        pool, n = workers.process_pool(min(len(shards), store.SHARDS))
+    try:
+        if pool is None:
+            for k in shards:
+                _merge(result, _update_shard(k, plan.jobs.get(k, []), plan.gone.get(k, []), tracker.local))
+        else:
+            result.workers = n
+            _SHARED.reset(store.SHARDS)
+            futures = [pool.submit(_update_shard_packed, k, plan.jobs.get(k, []), plan.gone.get(k, [])) for k in shards]
+            pending = set(futures)
+            from concurrent.futures import FIRST_COMPLETED, wait
+
+            while pending:
+                _, pending = wait(pending, timeout=PROGRESS_EVERY_S, return_when=FIRST_COMPLETED)
+                tracker.shared(_SHARED.total())
+            for k, f in zip(shards, futures, strict=True):
+                try:
+                    _merge(result, _unpack(f.result()))
+                except Exception as exc:  # a worker died: that shard is done here
+                    log.warning("an index worker failed (%s); indexing shard %d here", exc, k)
+                    _merge(result, _update_shard(k, plan.jobs.get(k, []), plan.gone.get(k, []), tracker.local))
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        tracker.close()
+
+
+def _merge(result: Update, part: _ShardResult) -> None:
+    result.read += part.read
+    result.dropped += part.dropped
+    result.bytes_read += part.bytes_read
+    result.passages += part.passages
+    result.skipped_lines += part.skipped
+    result.pending_bytes += part.pending
+    result.errors += part.errors
+
+
+class _ShardResult(msgspec.Struct):
+    read: int = 0
+    dropped: int = 0
+    bytes_read: int = 0
+    passages: int = 0
+    skipped: int = 0
+    pending: int = 0
+    errors: list[str] = msgspec.field(default_factory=list)
+
+
+class _Shared:
+    """Bytes read so far by each worker, in shared memory made before the workers fork."""
+
+    def __init__(self) -> None:
+        self.array = None
+
+    def reset(self, n: int) -> None:
+        import multiprocessing
+
+        self.array = multiprocessing.get_context("fork").RawArray("q", n)
+
+    def add(self, k: int, n: int) -> None:
+        if self.array is not None:
+            self.array[k] += n
+
+    def total(self) -> int:
+        return sum(self.array) if self.array is not None else 0
+
+
+_SHARED = _Shared()
+
+
+class _Tracker:
+    """Progress to the caller and, for other processes, to ``progress.json``."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total, self.progress, self.done, self.last = total, progress, 0, 0.0
+        self.started = time.time()
+        self.written = False
+
+    def local(self, k: int, n: int) -> None:
+        self.done += n
+        self._report(self.done)
+
+    def shared(self, done: int) -> None:
+        self._report(done)
+
+    def _report(self, done: int) -> None:
+        if self.progress is not None:
+            self.progress(done, self.total)
+        now = time.monotonic()
+        if self.total >= PROCESS_MIN_BYTES and now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            doc = {"pid": os.getpid(), "started": self.started, "done": done, "total": self.total}
+            try:
+                safefs.write_atomic(_progress_path(), msgspec.json.encode(doc), fsync=False, mode=0o600)
+                self.written = True
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self.written:
+            try:
+                safefs.unlink(_progress_path())
+            except OSError:
+                pass
+
+
+_spawned: list[subprocess.Popen[bytes]] = []
+
+
+def _spawn() -> None:
+    """``c3async index`` as a process of its own (it may fork workers; this process may not),
+    detached from our stdio: an MCP server's stdout is its protocol."""
+    _spawned[:] = [p for p in _spawned if p.poll() is None]  # reap the ones that finished
+    if _spawned:
+        return
+    try:
+        _spawned.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "c3async", "index", "--quiet"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
+    except OSError as exc:
+        log.warning("cannot start the background indexer: %s", exc)
+
+
+@dataclass
+class Status:
+    """What a reader can say about the index while someone else updates it."""
+
+    updating: bool
+    done: int = 0
+    total: int = 0
+
+
+def progress_status() -> Status:
+    """Is another process updating the index, and how far has it got?"""
+    with try_locked(lock_path()) as got:
+        if got:
+            return Status(False)
+    try:
+        doc = msgspec.json.decode(safefs.read_bytes(_progress_path(), limit=4096))
+        return Status(True, int(doc["done"]), int(doc["total"]))
+    except (OSError, *DECODE_ERRORS, KeyError, TypeError):
+        return Status(True)
+
+
+def _update_shard_packed(k: int, jobs: list[tuple[Job, Seen]], gone: list[int]) -> bytes:
+    return msgspec.msgpack.encode(_update_shard(k, jobs, gone, _SHARED.add))
+
+
+def _unpack(data: bytes) -> _ShardResult:
+    return msgspec.msgpack.decode(data, type=_ShardResult)
+
+
+def _update_shard(
+    k: int, jobs: list[tuple[Job, Seen]], gone: list[int], report: Callable[[int, int], None]
+) -> _ShardResult:
+    out = _ShardResult()
+    try:
+        conn = store.connect(k, create=True)
+        assert conn is not None
+    except (store.Corrupt, OSError) as exc:
+        out.errors.append(str(exc))
+        out.pending = sum(j.new for j, _ in jobs)
+        return out
+    try:
+        _write_shard(conn, jobs, gone, report, out)
+    except sqlite3.Error as exc:  # a full disk, a lock held too long: keep what was committed
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        out.errors.append(f"indexing stopped: {exc}")
+    finally:
+        conn.close()
+    return out
+
+
+def _write_shard(
+    conn: sqlite3.Connection,
+    jobs: list[tuple[Job, Seen]],
+    gone: list[int],
+    report: Callable[[int, int], None],
+    out: _ShardResult,
+) -> None:
+    k = store.shard_of(jobs[0][0].path) if jobs else -1
+    conn.execute("BEGIN IMMEDIATE")
+    dead = _drop(conn, gone)
+    out.dropped += len(gone)
+    live = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+    dead_before = conn.execute("SELECT value FROM meta WHERE key='dead'").fetchone()[0]
+    known = store.files(conn)
+    replaced = [known[j.path].id for j, _ in jobs if j.offset == 0 and j.path in known and known[j.path].offset]
+    dead += _drop(conn, replaced, keep_file=True)
+    if dead_before + dead > max(10_000, live // 3):
+        # Too many dead index entries: empty the shard and index every file again from 0.
+        conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
+        conn.execute("DELETE FROM passages")
+        conn.execute("DELETE FROM blobs")
+        conn.execute("UPDATE files SET offset=0, size=-1, ino=0, tail=x''")
+        dead, dead_before = 0, 0
+        known = store.files(conn)
+        jobs = [(Job(j.path, j.session, j.sidechain, 0, 0, b"", s.size), s) for j, s in jobs]
+        have = {j.path for j, _ in jobs}
+        for row in known.values():  # the unchanged files, read again too
+            if row.path not in have:
+                s = _seen_of(conn, row)
+                jobs.append((Job(row.path, row.session, s.sidechain, 0, 0, b"", s.size), s))
+    conn.execute("UPDATE meta SET value=? WHERE key='dead'", (dead_before + dead,))
+    blobs = _Blobs(conn)
+    since_commit = 0
+    for i in range(0, len(jobs), HANDOFF_FILES):
+        batch = jobs[i : i + HANDOFF_FILES]
+        for (job, seen), (_, found) in zip(batch, read_files([(n, j) for n, (j, _) in enumerate(batch)]), strict=True):
+            if found is None:
+                out.pending += job.new
+                continue
+            _store(conn, known, job, seen, found, blobs)
+            out.read += 1
+            out.bytes_read += found.bytes_read
+            out.passages += len(found.passages)
+            out.skipped += found.skipped
+            since_commit += found.bytes_read
+            report(k, found.bytes_read)
+        if since_commit >= COMMIT_BYTES:
+            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            since_commit = 0
+    conn.execute("COMMIT")
+
+
+def _seen_of(conn: sqlite3.Connection, row: store.FileRow) -> Seen:
+    folder, sidechain = conn.execute("SELECT folder, sidechain FROM files WHERE id=?", (row.id,)).fetchone()
+    try:
+        st = os.lstat(row.path)
+        return Seen(row.path, folder, row.session, bool(sidechain), st.st_ino, st.st_size)
+    except OSError:
+        return Seen(row.path, folder, row.session, bool(sidechain), 0, 0)
+
+
+def _drop(conn: sqlite3.Connection, ids: list[int], keep_file: bool = False) -> int:
+    """Drop these files' passages (their index entries become dead); returns how many."""
+    dead = 0
+    for fid in ids:
+        dead += conn.execute("DELETE FROM passages WHERE file=?", (fid,)).rowcount
+        if not keep_file:
+            conn.execute("DELETE FROM files WHERE id=?", (fid,))
+    return dead
+
+
+def _store(
+    conn: sqlite3.Connection, known: dict[str, store.FileRow], job: Job, seen: Seen, found: FileRead, blobs: _Blobs
+) -> None:
+    row = known.get(job.path)
+    if row is not None and found.start == 0 and row.offset:
+        conn.execute("DELETE FROM passages WHERE file=?", (row.id,))  # read again from 0
+    session = job.session or found.session
+    if row is None:
+        fid: int = (
+            conn.execute(
+                "INSERT INTO files(path, folder, session, sidechain, ino, size, offset, tail, skipped, cwd, custom_title,"
+                " ai_title, first_prompt, last_ts, last_branch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    job.path,
+                    seen.folder,
+                    session,
+                    int(job.sidechain),
+                    found.ino,
+                    seen.size,
+                    found.offset,
+                    found.check,
+                    found.skipped,
+                    found.cwd,
+                    found.custom_title,
+                    found.ai_title,
+                    found.first_prompt,
+                    found.last_ts,
+                    found.last_branch,
+                ),
+            ).lastrowid
+            or 0
+        )
+        known[job.path] = store.FileRow(fid, job.path, session, found.ino, seen.size, found.offset, found.check)
+    else:
+        fid = row.id
+        fresh = found.start == 0
+        conn.execute(
+            "UPDATE files SET session=?, ino=?, size=?, offset=?, tail=?, skipped=CASE WHEN ? THEN ? ELSE skipped+? END,"
+            " cwd=CASE WHEN ? THEN ? ELSE coalesce(cwd, ?) END,"
+            " custom_title=coalesce(?, CASE WHEN ? THEN NULL ELSE custom_title END),"
+            " ai_title=coalesce(?, CASE WHEN ? THEN NULL ELSE ai_title END),"
+            " first_prompt=CASE WHEN ? THEN ? ELSE coalesce(first_prompt, ?) END,"
+            " last_ts=coalesce(?, CASE WHEN ? THEN NULL ELSE last_ts END),"
+            " last_branch=coalesce(?, CASE WHEN ? THEN NULL ELSE last_branch END) WHERE id=?",
+            (
+                session,
+                found.ino,
+                seen.size,
+                found.offset,
+                found.check,
+                fresh,
+                found.skipped,
+                found.skipped,
+                fresh,
+                found.cwd,
+                found.cwd,
+                found.custom_title,
+                fresh,
+                found.ai_title,
+                fresh,
+                fresh,
+                found.first_prompt,
+                found.first_prompt,
+                found.last_ts,
+                fresh,
+                found.last_branch,
+                fresh,
+                fid,
+            ),
+        )
+        row.ino, row.size, row.offset, row.tail = found.ino, seen.size, found.offset, found.check
+    if found.passages:
+        conn.executemany(
+            "INSERT INTO passages(file, blob, offset, length, kind, sidechain, ts, branch) VALUES (?,?,?,?,?,?,?,?)",
+            [(fid, blobs.id(p), p.offset, p.length, p.kind, int(p.sidechain), p.ts, p.branch) for p in found.passages],
+        )
+        blobs.flush()
+
+
+class _Blobs:
+    """Distinct texts: the FTS row of each (its rowid), indexed the first time it is seen."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.known: dict[bytes, int] = {}
+        self.next = (conn.execute("SELECT max(id) FROM blobs").fetchone()[0] or 0) + 1
+        self.next = max(self.next, (conn.execute("SELECT max(rowid) FROM fts").fetchone()[0] or 0) + 1)
+        self.new_rows: list[tuple[int, bytes]] = []
+        self.new_text: list[tuple[int, str | None, str | None]] = []
+
+    def id(self, p: Passage) -> int:
+        text = p.text
+        key = hashlib.blake2b(
+            text.encode("utf-8", "surrogatepass"), digest_size=16, person=_PERSON[p.kind == TOOL]
+        ).digest()
+        bid = self.known.get(key)
+        if bid is None:
+            row = self.conn.execute("SELECT id FROM blobs WHERE hash=?", (key,)).fetchone()
+            if row is not None:
+                bid = row[0]
+            else:
+                bid = self.next
+                self.next += 1
+                self.new_rows.append((bid, key))
+                self.new_text.append((bid, None, text) if p.kind == TOOL else (bid, text, None))
+            self.known[key] = bid
+        return bid
+
+    def flush(self) -> None:
+        if self.new_rows:
+            self.conn.executemany("INSERT INTO blobs VALUES (?,?)", self.new_rows)
+            self.conn.executemany("INSERT INTO fts(rowid, talk, tool) VALUES (?,?,?)", self.new_text)
+            self.new_rows, self.new_text = [], []
+
+
+_PERSON = (b"talk", b"tool")  # the same text said, and printed by a tool, are two index rows

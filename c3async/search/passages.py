@@ -1,0 +1,328 @@
+"""What a transcript says, as passages to index: one file's new bytes in, passages out.
+
+A passage is what one transcript line said in one voice: a user's prompt, the assistant's text,
+or a tool's part (a call's input, a result's output). Text is taken from the decoded JSON, so a
+search matches what was said (escapes decoded: newlines, quotes, ``\\uXXXX``), never raw JSON,
+metadata, thinking, or the copy of a tool's output that Claude Code keeps in ``toolUseResult``.
+Meta lines, compact summaries and command markup are not what anyone said and are left out.
+
+A file is read from where the last pass stopped, in bounded pieces (``jsonl.read_pieces``): a
+2 GB transcript costs a buffer, a line longer than ``MAX_LINE`` is skipped and counted. A line
+that does not decode (torn, binary, nested 10,000 deep) is skipped and counted; one with invalid
+UTF-8 is read with the bad bytes replaced. Runs in worker processes: plain, picklable values.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from .. import jsonl
+from ..catalog.extract import classify_text, prompt_title
+from ..errors import DECODE_ERRORS
+from ..safefs import open_regular
+
+__all__ = ("ASSISTANT", "TOOL", "USER", "FileRead", "Job", "Passage", "index_text", "line_texts", "read_file")
+
+USER, ASSISTANT, TOOL = 0, 1, 2
+KINDS = ("user", "assistant", "tool")
+CHUNK = 8 * 1024 * 1024
+MAX_LINE = 32 * 1024 * 1024  # a 10 MB pasted prompt is indexed; no real line comes near this
+CHECK = 32  # bytes just before the offset, kept to recognise the same file next time
+MAX_DEPTH = 32  # of a tool input walked for its strings
+
+
+class _Block(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    name: Any = None
+    input: Any = None  # a tool call's arguments (small)
+    content: Any = None  # a tool result's output: a string or a list of text blocks
+
+
+class _Message(msgspec.Struct):
+    content: str | list[_Block] | None = None
+
+
+class _Line(msgspec.Struct):
+    """The fields a passage needs; every other key (usage, toolUseResult, snapshots) is skipped."""
+
+    type: Any = None
+    isSidechain: Any = None
+    isMeta: Any = None
+    isCompactSummary: Any = None
+    timestamp: Any = None
+    gitBranch: Any = None
+    cwd: Any = None
+    sessionId: Any = None
+    customTitle: Any = None
+    aiTitle: Any = None
+    message: _Message | None = None
+
+
+_decoder = msgspec.json.Decoder(_Line)
+
+
+def decode_line(raw: bytes | bytearray | memoryview) -> _Line | None:
+    """One line, or None when it is not a JSON object of the expected shape. Invalid UTF-8 is
+    replaced rather than losing the line; nesting past the recursion limit is skipped."""
+    try:
+        return _decoder.decode(raw)
+    except msgspec.DecodeError:
+        fixed = bytes(raw).decode("utf-8", "replace").encode()
+        if fixed == bytes(raw):
+            return None
+        try:
+            return _decoder.decode(fixed)
+        except DECODE_ERRORS:
+            return None
+    except DECODE_ERRORS:
+        return None
+
+
+def _strings(value: Any, out: list[str], depth: int = 0) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif depth < MAX_DEPTH:
+        if isinstance(value, dict):
+            for v in value.values():
+                _strings(v, out, depth + 1)
+        elif isinstance(value, list):
+            for v in value:
+                _strings(v, out, depth + 1)
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    out: list[str] = []
+    if isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
+                out.append(item["text"])
+    return "\n".join(out)
+
+
+def line_texts(line: _Line) -> list[tuple[int, str]]:
+    """What one line said: (kind, text) for each voice in it, at most one of each kind."""
+    kind = line.type
+    if kind not in ("user", "assistant") or line.isMeta is True or line.isCompactSummary is True:
+        return []
+    content = line.message.content if line.message is not None else None
+    if content is None:
+        return []
+    talk: list[str] = []
+    tool: list[str] = []
+    if isinstance(content, str):
+        if kind == "user":
+            found = classify_text(content)
+            if found is not None and found[0] == "prompt":
+                talk.append(found[1])
+        else:
+            talk.append(content)
+    else:
+        for b in content:
+            t = b.type
+            if t == "text" and isinstance(b.text, str):
+                if kind == "assistant":
+                    talk.append(b.text)
+                else:
+                    found = classify_text(b.text)
+                    if found is not None and found[0] == "prompt":
+                        talk.append(found[1])
+            elif t == "tool_use":
+                parts = [b.name] if isinstance(b.name, str) else []
+                _strings(b.input, parts)
+                tool.append(" ".join(parts))
+            elif t == "tool_result":
+                tool.append(_result_text(b.content))
+    out = []
+    if talk and (text := "\n".join(talk)).strip():
+        out.append((USER if kind == "user" else ASSISTANT, text))
+    if tool and (text := "\n".join(tool)).strip():
+        out.append((TOOL, text))
+    return out
+
+
+# CJK scripts are written without spaces: the tokenizer would make a whole sentence one token.
+# Each such character is indexed (and queried) as a token of its own, so any run of them is a
+# phrase and a substring of a sentence matches.
+_CJK = re.compile("([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f])")
+
+
+def index_text(text: str) -> str:
+    """The text as the index sees it (the same transform is applied to queries)."""
+    return text if text.isascii() else _CJK.sub(r" \1 ", text)
+
+
+class Passage(msgspec.Struct, array_like=True, gc=False):
+    """One voice of one line: where the line is, who spoke, when, on which branch, what."""
+
+    offset: int
+    length: int
+    kind: int
+    sidechain: bool
+    ts: int | None
+    branch: str | None
+    text: str  # as indexed (``index_text``)
+
+
+@dataclass(slots=True)
+class Job:
+    """One file to read, from where the last pass stopped (``offset`` in file ``ino``, whose
+    bytes just before the offset were ``check``)."""
+
+    path: str
+    session: str | None  # None: a legacy sub-agent file, whose lines name their session
+    sidechain: bool
+    offset: int = 0
+    ino: int = 0
+    check: bytes = b""
+    new: int = 0  # about how many bytes there are to read
+
+
+class FileRead(msgspec.Struct, array_like=True, gc=False):
+    """What reading one file's new bytes found."""
+
+    ino: int
+    start: int  # where reading began: 0 for a file replaced or shrunk since (forget it first)
+    offset: int  # just after the last complete line read
+    check: bytes
+    bytes_read: int
+    passages: list[Passage]
+    skipped: int = 0  # lines that did not decode, or longer than MAX_LINE
+    session: str | None = None  # from the lines, for a file whose name does not say
+    cwd: str | None = None
+    custom_title: str | None = None
+    ai_title: str | None = None
+    first_prompt: str | None = None
+    last_ts: int | None = None
+    last_branch: str | None = None
+
+
+def epoch(ts: Any) -> int | None:
+    if not isinstance(ts, str):
+        return None
+    try:
+        return int(datetime.fromisoformat(ts).timestamp())
+    except ValueError:
+        return None
+
+
+_SPOKEN_OR_TITLE = frozenset({"user", "assistant", "custom-title", "ai-title"})
+
+
+class _Reader:
+    def __init__(self, job: Job, found: FileRead) -> None:
+        self.sidechain = job.sidechain
+        self.found = found
+        self.skipped = 0
+
+    def piece(self, buf: bytearray, end: int, base: int) -> None:
+        count = buf.count(b"\n", 0, end)
+        with memoryview(buf) as view:
+            try:
+                lines: list[_Line] | None = _decoder.decode_lines(view[:end])
+                if lines is not None and len(lines) != count:
+                    lines = None  # a blank line or two values on one: read line by line
+            except DECODE_ERRORS:
+                lines = None
+        find, take, found = buf.find, self._take, self.found
+        start = 0
+        if lines is not None:
+            for line in lines:
+                stop = find(b"\n", start, end)
+                t = line.type
+                if t.__class__ is str and t in _SPOKEN_OR_TITLE:
+                    take(line, base + start, stop - start, found)
+                start = stop + 1
+            return
+        while start < end:
+            stop = find(b"\n", start, end)
+            raw = bytes(buf[start:stop])
+            if raw.strip():
+                loose = decode_line(raw)
+                if loose is None:
+                    self.skipped += 1
+                elif loose.type.__class__ is str and loose.type in _SPOKEN_OR_TITLE:
+                    take(loose, base + start, stop - start, found)
+            start = stop + 1
+
+    def _take(self, line: _Line, offset: int, length: int, found: FileRead) -> None:
+        kind = line.type
+        if kind == "custom-title":
+            if isinstance(line.customTitle, str) and line.customTitle:
+                found.custom_title = line.customTitle
+            return
+        if kind == "ai-title":
+            if isinstance(line.aiTitle, str) and line.aiTitle:
+                found.ai_title = line.aiTitle
+            return
+        if kind not in ("user", "assistant"):
+            return
+        if found.cwd is None and isinstance(line.cwd, str) and line.cwd:
+            found.cwd = line.cwd
+        if found.session is None and isinstance(line.sessionId, str):
+            found.session = line.sessionId.lower()
+        texts = line_texts(line)
+        if not texts:
+            return
+        ts = epoch(line.timestamp)
+        branch = line.gitBranch if isinstance(line.gitBranch, str) and line.gitBranch else None
+        sidechain = self.sidechain or line.isSidechain is True
+        if not sidechain:
+            if ts is not None:
+                found.last_ts = ts
+            if branch is not None:
+                found.last_branch = branch
+        for k, text in texts:
+            if k == USER and found.first_prompt is None and not sidechain:
+                found.first_prompt = prompt_title(text)
+            found.passages.append(Passage(offset, length, k, sidechain, ts, branch, index_text(text)))
+
+
+def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) -> FileRead | None:
+    """Read ``job.path`` from where the last pass stopped (from 0 when the file was replaced or
+    shrank) to its size now. None when it cannot be read (vanished, not a regular file, I/O
+    error): the caller keeps what it had and tries again next time."""
+    try:
+        fd, st = open_regular(job.path)  # no-follow, non-blocking: a FIFO cannot hang us
+    except OSError:
+        return None
+    try:
+        start = job.offset if _same_file(fd, st, job) else 0
+        found = FileRead(st.st_ino, start, start, b"", 0, [])
+        reader = _Reader(job, found)
+        with io.FileIO(fd, closefd=False) as f:
+            if buf is None:
+                buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
+            found.offset, found.bytes_read = jsonl.read_pieces(f, start, st.st_size, reader, buf, max_line)
+        n = min(CHECK, found.offset)
+        found.check = os.pread(fd, n, found.offset - n) if n else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    found.skipped = reader.skipped
+    return found
+
+
+def _same_file(fd: int, st: os.stat_result, job: Job) -> bool:
+    """Is this still the file read up to ``job.offset`` (same inode, not shorter, the same bytes
+    just before the offset)? A transcript is only ever appended to."""
+    if not job.offset or st.st_ino != job.ino or st.st_size < job.offset:
+        return False
+    n = len(job.check)
+    return not n or os.pread(fd, n, job.offset - n) == job.check
+
+
+def read_files(jobs: list[tuple[int, Job]]) -> list[tuple[int, FileRead | None]]:
+    """Several files through one buffer (a worker's hand-off)."""
+    buf = bytearray(max(1, min(CHUNK, max((job.new for _, job in jobs), default=1))))
+    return [(i, read_file(job, buf)) for i, job in jobs]

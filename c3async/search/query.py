@@ -1,0 +1,172 @@
+"""A person's query, made into an FTS5 expression that cannot be anything else.
+
+    words          every word must appear (in any order)
+    "exact phrase" the words in this order, side by side
+    pref*          a word starting with ``pref``
+    a OR b, a AND b, NOT a, -a, ( ... )
+    retry_budget, src/http/client.py
+                   an identifier or a path is the phrase of its parts, so it matches inside
+                   longer ones (``self.retry_budget_ms``, ``/repo/src/http/client.py``)
+
+Every word and phrase reaches FTS5 as a quoted string (``"`` doubled), so nothing a person types
+is FTS syntax or SQL: operators are recognised here, by us. Unbalanced quotes close at the end,
+unbalanced brackets are ignored, and a query of only punctuation is refused with a message.
+The same terms give the pattern that marks hits in a snippet (``Query.marker``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import BadArgument, check_text
+from .passages import index_text
+
+__all__ = ("MAX_QUERY", "Query", "parse")
+
+MAX_QUERY = 2000  # characters
+MAX_TERMS = 64
+
+_TOKEN = re.compile(r"[^\W_]+")  # what the unicode61 tokenizer keeps: letters and digits
+_LEX = re.compile(r'"(?P<phrase>[^"]*)"?|(?P<open>\()|(?P<close>\))|(?P<word>[^\s"()]+)')
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]")
+
+
+@dataclass(slots=True)
+class _Term:
+    text: str
+    prefix: bool = False
+
+    def fts(self) -> str:
+        quoted = '"' + index_text(self.text).replace('"', '""') + '"'
+        return quoted + " *" if self.prefix else quoted
+
+    def pattern(self) -> str:
+        tokens = _TOKEN.findall(self.text)
+        parts = []
+        for t in tokens:
+            # a CJK run is matched character by character, as it is indexed
+            parts.append(r"[\W_]*".join(re.escape(c) for c in t) if _CJK_CHAR.search(t) else re.escape(t))
+        body = r"[\W_]*".join(parts)
+        start = "" if _CJK_CHAR.match(tokens[0]) else r"(?<![^\W_])"
+        end = r"[^\W_]*" if self.prefix else ("" if _CJK_CHAR.search(tokens[-1][-1]) else r"(?![^\W_])")
+        return start + body + end
+
+
+@dataclass
+class Query:
+    text: str  # as typed
+    expression: str  # for FTS5 MATCH
+    terms: list[_Term] = field(default_factory=list)  # the ones that must or may match
+
+    def marker(self) -> re.Pattern[str]:
+        """Finds the hits of this query's terms in a passage's text (case-insensitive)."""
+        return re.compile("|".join(f"(?:{t.pattern()})" for t in self.terms), re.IGNORECASE)
+
+
+class _Parser:
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.terms: list[_Term] = []
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def expr(self, depth: int = 0) -> str | None:
+        parts = [p for p in [self.conj(depth)] if p]
+        while (tok := self.peek()) is not None and tok == ("op", "OR"):
+            self.pos += 1
+            part = self.conj(depth)
+            if part:
+                parts.append(part)
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+
+    def conj(self, depth: int) -> str | None:
+        must: list[str] = []
+        must_not: list[str] = []
+        while (tok := self.peek()) is not None:
+            if tok == ("op", "OR") or (tok[0] == "close" and depth > 0):
+                break
+            if tok[0] == "close":  # a stray ')': ignored
+                self.pos += 1
+                continue
+            if tok == ("op", "AND"):
+                self.pos += 1
+                continue
+            negate = False
+            if tok == ("op", "NOT"):
+                negate = True
+                self.pos += 1
+                if self.peek() is None:
+                    break
+            item = self.unary(depth, negate)
+            if item is None:
+                continue
+            (must_not if negate else must).append(item)
+        if not must:
+            if must_not:
+                raise BadArgument("a search needs at least one word it must find; NOT and - only exclude")
+            return None
+        out = must[0] if len(must) == 1 else "(" + " AND ".join(must) + ")"
+        for item in must_not:
+            out = f"({out} NOT {item})"
+        return out
+
+    def unary(self, depth: int, negate: bool) -> str | None:
+        kind, value = self.tokens[self.pos]
+        self.pos += 1
+        if kind == "open":
+            if depth >= 16:
+                raise BadArgument("the search nests brackets too deeply")
+            inner = self.expr(depth + 1)
+            if self.peek() is not None and self.peek()[0] == "close":  # type: ignore[index]
+                self.pos += 1
+            return inner
+        if kind == "op":  # an operator where a word belongs: search for the word
+            kind = "word"
+        prefix = kind == "word" and value.endswith("*")
+        text = value.rstrip("*") if prefix else value
+        if not _TOKEN.search(text):
+            return None  # punctuation only: nothing to find
+        if len(self.terms) >= MAX_TERMS:
+            raise BadArgument(f"the search has too many words (the limit is {MAX_TERMS})")
+        term = _Term(text, prefix)
+        if not negate:
+            self.terms.append(term)
+        return term.fts()
+
+
+def _lex(text: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for m in _LEX.finditer(text):
+        if m.group("phrase") is not None:
+            out.append(("phrase", m.group("phrase")))
+        elif m.group("open"):
+            out.append(("open", "("))
+        elif m.group("close"):
+            out.append(("close", ")"))
+        else:
+            word = m.group("word")
+            out.append(("op", word) if word in ("AND", "OR", "NOT") else ("word", word))
+    return out
+
+
+def parse(text: str) -> Query:
+    """The FTS5 expression for ``text``; BadArgument with a message a person can act on."""
+    if not isinstance(text, str) or not text.strip():
+        raise BadArgument("give something to search for")
+    check_text(text, "the search", MAX_QUERY)
+    tokens = []
+    for kind, value in _lex(text):
+        if kind == "word" and value.startswith("-") and len(value) > 1:
+            tokens += [("op", "NOT"), ("word", value[1:])]  # -word: NOT word
+        else:
+            tokens.append((kind, value))
+    parser = _Parser(tokens)
+    expression = parser.expr()
+    if expression is None or not parser.terms:
+        raise BadArgument(f"nothing to search for in {text[:80]!r}: give a word with letters or digits")
+    return Query(text, expression, parser.terms)

@@ -1,0 +1,223 @@
+"""The full-text index on disk: SQLite FTS5, one index per user under ``$C3_HOME/search/``.
+
+The index is ``SHARDS`` database files, each a whole index of the transcripts whose path hashes
+to it (its ``files``, their ``passages`` and the ``fts`` table over them), so a first build
+writes every shard at once from its own process: FTS5 tokenizes inside SQLite's single writer,
+and one writer keeps to one core (measured here: ~55 MB/s of text). A query asks every shard
+and merges. Each file is WAL: any number of readers (the MCP servers, the Hub, the CLI) query
+while the one updater (under ``index.lock``) writes.
+
+The FTS table is contentless: it holds the inverted index only, and a passage's text is read
+back from its transcript line (``passages`` keeps each line's offset and length), so the index
+stays a fraction of the transcripts' size. Each distinct text is indexed once (``blobs``, by
+its BLAKE2b hash): the same file read, the same test output, the same pasted log in fifty
+sessions is one FTS row that fifty passages point to. Contentless rows cannot be deleted one by
+one here (that needs SQLite 3.43): the passages of a replaced or deleted transcript are
+deleted, index entries no passage points to are dead and never joined, and a shard whose dead
+passages outnumber a third of its live ones is emptied (FTS5's ``delete-all``) and indexed
+again.
+
+A file that is not ours (another application's database, a corrupt one, an older schema) is
+never trusted: it is deleted and rebuilt. A symlink, FIFO or device in its place is refused
+(``UnsafeState``), as everywhere in our state.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import zlib
+from pathlib import Path
+
+from .. import safefs
+from ..errors import C3Error
+from ..paths import c3_home
+
+__all__ = (
+    "SHARDS",
+    "Corrupt",
+    "FileRow",
+    "check_fts5",
+    "connect",
+    "files",
+    "index_dir",
+    "remove",
+    "shard_of",
+    "shard_path",
+)
+
+SHARDS = 4
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x63337378  # "c3sx": ours, and this file format
+BUSY_MS = 5000
+
+_SCHEMA = """
+CREATE TABLE files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    folder TEXT NOT NULL,
+    session TEXT,
+    sidechain INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    tail BLOB NOT NULL,
+    skipped INTEGER NOT NULL DEFAULT 0,
+    cwd TEXT,
+    custom_title TEXT,
+    ai_title TEXT,
+    first_prompt TEXT,
+    last_ts INTEGER,
+    last_branch TEXT
+);
+CREATE TABLE blobs(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE);
+CREATE TABLE passages(
+    id INTEGER PRIMARY KEY,
+    file INTEGER NOT NULL,
+    blob INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    sidechain INTEGER NOT NULL,
+    ts INTEGER,
+    branch TEXT
+);
+CREATE INDEX passages_file ON passages(file);
+CREATE INDEX passages_blob ON passages(blob);
+CREATE VIRTUAL TABLE fts USING fts5(
+    talk, tool, content='', detail=full, tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TABLE meta(key TEXT PRIMARY KEY, value);
+INSERT INTO meta VALUES ('dead', 0);
+"""
+
+
+class Corrupt(C3Error):
+    """A shard that is not a readable index of ours."""
+
+
+class NoFTS5(C3Error):
+    pass
+
+
+def check_fts5() -> None:
+    """Full-text search needs SQLite's FTS5, which most Python builds have; say so when not."""
+    try:
+        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+    except sqlite3.Error as exc:
+        raise NoFTS5(
+            f"full-text search needs SQLite's FTS5 extension, which this Python's sqlite3 "
+            f"(SQLite {sqlite3.sqlite_version}) lacks ({exc}); use a Python built with it "
+            "(python.org, Debian and Homebrew builds have it)"
+        ) from None
+
+
+def index_dir() -> Path:
+    return c3_home() / "search"
+
+
+def shard_path(k: int) -> Path:
+    return index_dir() / f"index-{k}.db"
+
+
+def shard_of(path: str) -> int:
+    return zlib.crc32(path.encode("utf-8", "surrogateescape")) % SHARDS
+
+
+def _check_names(path: Path) -> bool:
+    """Is the shard there? Refuses (UnsafeState) a link, FIFO or device at its name or at its
+    WAL's: SQLite opens names, so they are checked before it does."""
+    exists = False
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            st = os.lstat(name)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise safefs.UnsafeState(name, safefs._kind(st.st_mode))
+        exists = exists or name == path
+    return exists
+
+
+def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
+    """Shard ``k``, checked to be ours; None when it does not exist and ``create`` is false.
+    Raises Corrupt for a file that is not an index of ours (the caller may ``remove`` it)."""
+    path = shard_path(k)
+    safefs.ensure_dir(path.parent)  # every folder on the way: real folders, no links
+    if not _check_names(path) and not create:
+        return None
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise Corrupt(f"cannot open the search index {path}: {exc}") from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+        app, version = (
+            conn.execute("PRAGMA application_id").fetchone()[0],
+            conn.execute("PRAGMA user_version").fetchone()[0],
+        )
+        if app == APPLICATION_ID and version == SCHEMA_VERSION:
+            return conn
+        if (
+            app == 0
+            and version == 0
+            and create
+            and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        ):
+            _create(conn)
+            return conn
+        raise Corrupt(f"{path} is not a c3async search index of this version")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise Corrupt(f"the search index {path} is damaged: {exc}") from None
+    except Corrupt:
+        conn.close()
+        raise
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def remove(k: int) -> None:
+    """Delete shard ``k`` (a damaged or foreign file in our folder); held under the index lock."""
+    path = shard_path(k)
+    for name in (Path(f"{path}-wal"), Path(f"{path}-shm"), path):
+        try:
+            safefs.unlink(name)
+        except FileNotFoundError:
+            pass
+
+
+class FileRow:
+    """A transcript as the index last saw it."""
+
+    __slots__ = ("id", "ino", "offset", "path", "session", "size", "tail")
+
+    def __init__(self, id: int, path: str, session: str | None, ino: int, size: int, offset: int, tail: bytes) -> None:
+        self.id, self.path, self.session, self.ino, self.size, self.offset, self.tail = (
+            id,
+            path,
+            session,
+            ino,
+            size,
+            offset,
+            tail,
+        )
+
+
+def files(conn: sqlite3.Connection) -> dict[str, FileRow]:
+    rows = conn.execute("SELECT id, path, session, ino, size, offset, tail FROM files").fetchall()
+    return {r[1]: FileRow(*r) for r in rows}

@@ -1,0 +1,179 @@
+"""Full-text search as the three doors ask it: bring the index up to date, query it, and give
+each session found its project, age and resume command.
+
+A door with threads of its own (the MCP server, the Hub) cannot fork workers and must answer
+promptly: when more than ``INLINE_BYTES`` wait to be indexed (a first build), it starts
+``c3async index`` in the background and answers from what is indexed, saying how far the
+build has got. The CLI builds in the foreground, with progress on a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from functools import cache
+
+import msgspec
+
+from ..catalog.locate import locate
+from ..errors import BadArgument
+from ..search import index
+from ..search.find import Filters, Hit, find
+from ..search.passages import KINDS
+from ..search.query import parse
+from .resume import resume_command
+
+__all__ = ("INLINE_BYTES", "IndexState", "Result", "SearchResult", "parse_when", "search")
+
+INLINE_BYTES = 32 * 1024 * 1024  # more than this to index: a threaded door builds in the background
+MAX_LIMIT = 200
+
+
+class Result(Hit, kw_only=True):
+    project: str  # the project the session belongs to (its repository's main checkout)
+    age: str
+    resume: str
+
+
+class IndexState(msgspec.Struct):
+    files: int  # transcripts known
+    updating: bool = False  # another process is indexing now
+    done_bytes: int = 0
+    total_bytes: int = 0
+    pending_bytes: int = 0  # not yet searchable
+    indexed_now: int = 0  # files this call indexed
+    seconds: float = 0.0
+
+
+class SearchResult(msgspec.Struct):
+    query: str
+    results: list[Result]
+    total: int  # sessions that matched (results holds the first ``limit``)
+    index: IndexState
+    problems: list[str] = msgspec.field(default_factory=list)
+    seconds: float = 0.0
+
+
+_AGO = re.compile(r"(\d+)\s*([mhdw])")
+_UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_when(value: str | None, what: str) -> int | None:
+    """``7d``, ``12h``, ``30m``, ``2w`` ago, or a date ``2026-11-01`` (UTC), in epoch seconds."""
+    if value is None or value == "":
+        return None
+    v = value.strip()
+    m = _AGO.fullmatch(v)
+    if m:
+        return int(time.time()) - int(m.group(1)) * _UNIT[m.group(2)]
+    try:
+        dt = datetime.fromisoformat(v)
+    except ValueError:
+        raise BadArgument(
+            f"{what}: give a time ago (7d, 12h, 30m, 2w) or a date (2026-11-01), not {v[:40]!r}"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp())
+
+
+def _roles(role: str | None) -> tuple[int, ...]:
+    if not role:
+        return ()
+    if role not in KINDS:
+        raise BadArgument(f"role: one of {', '.join(KINDS)}, not {role[:40]!r}")
+    return (KINDS.index(role),)
+
+
+@cache
+def _project_of(cwd: str) -> str:
+    from ..paths import canonical, project_root
+
+    try:
+        return project_root(canonical(cwd))
+    except (OSError, ValueError):
+        return cwd
+
+
+def _folders(projects: list[str]) -> frozenset[str]:
+    from .view import extra_cwds
+
+    names = set()
+    for project in projects:
+        for folder, _cwd in locate(project, extra_cwds(project)).folders:
+            names.add(folder.name)
+    return frozenset(names)
+
+
+def search(
+    text: str,
+    *,
+    projects: list[str] | None = None,
+    role: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    branch: str | None = None,
+    tools: bool = False,
+    limit: int = 20,
+    progress: index.Progress | None = None,
+    background: bool = False,
+    snippets: bool = True,
+) -> SearchResult:
+    """Sessions whose conversation matches ``text`` (``projects``: None for every project).
+    ``background``: a door that must not build a big index itself (see the module's docstring)."""
+    started = time.perf_counter()
+    query = parse(text)  # a bad query costs no index work
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadArgument(f"limit: 1 to {MAX_LIMIT}, not {limit}")
+    filters = Filters(
+        roles=_roles(role),
+        tools=tools,
+        since=parse_when(since, "since"),
+        until=parse_when(until, "until"),
+        branch=branch or None,
+        folders=_folders(projects) if projects is not None else None,
+    )
+    done = index.update(progress=progress, inline_max=INLINE_BYTES if background else None)
+    state = IndexState(
+        files=done.files, pending_bytes=done.pending_bytes, indexed_now=done.read, seconds=round(done.seconds, 3)
+    )
+    if done.busy:
+        status = index.progress_status()
+        state.updating = status.updating
+        state.done_bytes, state.total_bytes = status.done, status.total
+    found = find(query, filters, limit, snippets=snippets)
+    now = time.time()
+    results = []
+    for hit in found.hits:
+        cwd = hit.cwd or ""
+        project = _project_of(cwd) if cwd else hit.folder
+        gone = bool(cwd) and not _is_dir(cwd)
+        results.append(
+            Result(
+                **{f: getattr(hit, f) for f in hit.__struct_fields__},
+                project=project,
+                age=_age(hit.last_ts, now),
+                resume=resume_command(cwd, hit.session, hit.branch, gone=gone)
+                if cwd
+                else f"claude --resume {hit.session}",
+            )
+        )
+    problems = found.problems + done.errors
+    return SearchResult(text, results, found.total, state, problems, round(time.perf_counter() - started, 4))
+
+
+def _is_dir(path: str) -> bool:
+    import os
+
+    return os.path.isdir(path)
+
+
+def _age(ts: int | None, now: float) -> str:
+    if ts is None:
+        return "?"
+    secs = max(0.0, now - ts)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit}"
+    return f"{int(secs)}s"
