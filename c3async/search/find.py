@@ -15,7 +15,6 @@ import os
 import re
 import sqlite3
 import time
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -56,8 +55,7 @@ class Hit(msgspec.Struct):
     snippets: list[Snippet] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class Filters:
+class Filters(msgspec.Struct):
     roles: tuple[int, ...] = ()  # kinds; empty: user and assistant (and tool with ``tools``)
     tools: bool = False
     since: int | None = None
@@ -66,16 +64,14 @@ class Filters:
     folders: frozenset[str] | None = None  # None: every project
 
 
-@dataclass
-class Found:
+class Found(msgspec.Struct):
     hits: list[Hit]
     total: int  # sessions that matched
     seconds: float
-    problems: list[str] = field(default_factory=list)  # shards that could not be read
+    problems: list[str] = msgspec.field(default_factory=list)  # shards that could not be read
 
 
-@dataclass(slots=True)
-class _Match:
+class _Match(msgspec.Struct):
     shard: int
     file: int
     offset: int

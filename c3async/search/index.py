@@ -18,16 +18,13 @@ database stops that shard's pass with what it had (the next pass goes on from th
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -51,8 +48,7 @@ PROGRESS_EVERY_S = 0.25
 Progress = Callable[[int, int], None]
 
 
-@dataclass(slots=True)
-class Seen:
+class Seen(msgspec.Struct):
     """A transcript as the walk found it."""
 
     path: str
@@ -79,8 +75,7 @@ def scan_files() -> dict[str, Seen]:
     return out
 
 
-@dataclass
-class Update:
+class Update(msgspec.Struct):
     """What one pass did."""
 
     files: int = 0  # transcripts known after the pass
@@ -93,11 +88,10 @@ class Update:
     workers: int = 0
     busy: bool = False  # another process holds the lock: nothing was done here
     pending_bytes: int = 0  # bytes left to index (busy, or stopped by an error)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Plan:
+class _Plan(msgspec.Struct):
     jobs: dict[int, list[tuple[Job, Seen]]]
     gone: dict[int, list[int]]  # file ids to drop, per shard
     new_bytes: int
@@ -330,12 +324,15 @@ class _Tracker:
                 pass
 
 
-_spawned: list[subprocess.Popen[bytes]] = []
+_spawned: list[Any] = []  # subprocess.Popen
 
 
 def _spawn() -> None:
     """``c3async index`` as a process of its own (it may fork workers; this process may not),
     detached from our stdio: an MCP server's stdout is its protocol."""
+    import subprocess
+    import sys
+
     _spawned[:] = [p for p in _spawned if p.poll() is None]  # reap the ones that finished
     if _spawned:
         return
@@ -353,8 +350,7 @@ def _spawn() -> None:
         log.warning("cannot start the background indexer: %s", exc)
 
 
-@dataclass
-class Status:
+class Status(msgspec.Struct):
     """What a reader can say about the index while someone else updates it."""
 
     updating: bool
@@ -480,8 +476,9 @@ def _store(
     conn: sqlite3.Connection, known: dict[str, store.FileRow], job: Job, seen: Seen, found: FileRead, blobs: _Blobs
 ) -> None:
     row = known.get(job.path)
-    if row is not None and found.start == 0 and row.offset:
-        conn.execute("DELETE FROM passages WHERE file=?", (row.id,))  # read again from 0
+    if row is not None and found.start == 0 and row.offset:  # rewritten in place: read again from 0
+        dead = conn.execute("DELETE FROM passages WHERE file=?", (row.id,)).rowcount
+        conn.execute("UPDATE meta SET value=value+? WHERE key='dead'", (dead,))
     session = job.session or found.session
     if row is None:
         fid: int = (
@@ -567,6 +564,8 @@ class _Blobs:
         self.new_text: list[tuple[int, str | None, str | None]] = []
 
     def id(self, p: Passage) -> int:
+        import hashlib  # here: a search that writes nothing never loads OpenSSL
+
         text = p.text
         key = hashlib.blake2b(
             text.encode("utf-8", "surrogatepass"), digest_size=16, person=_PERSON[p.kind == TOOL]

@@ -17,10 +17,11 @@ The same terms give the pattern that marks hits in a snippet (``Query.marker``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from ..errors import BadArgument, check_text
-from .passages import index_text
+from .passages import cjk, index_text
 
 __all__ = ("MAX_QUERY", "Query", "parse")
 
@@ -29,11 +30,9 @@ MAX_TERMS = 64
 
 _TOKEN = re.compile(r"[^\W_]+")  # what the unicode61 tokenizer keeps: letters and digits
 _LEX = re.compile(r'"(?P<phrase>[^"]*)"?|(?P<open>\()|(?P<close>\))|(?P<word>[^\s"()]+)')
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff66-\uff9f]")
 
 
-@dataclass(slots=True)
-class _Term:
+class _Term(msgspec.Struct):
     text: str
     prefix: bool = False
 
@@ -43,21 +42,25 @@ class _Term:
 
     def pattern(self) -> str:
         tokens = _TOKEN.findall(self.text)
+        ascii_only = self.text.isascii()
+
+        def has_cjk(t: str) -> bool:
+            return not ascii_only and cjk().search(t) is not None
+
         parts = []
         for t in tokens:
             # a CJK run is matched character by character, as it is indexed
-            parts.append(r"[\W_]*".join(re.escape(c) for c in t) if _CJK_CHAR.search(t) else re.escape(t))
+            parts.append(r"[\W_]*".join(re.escape(c) for c in t) if has_cjk(t) else re.escape(t))
         body = r"[\W_]*".join(parts)
-        start = "" if _CJK_CHAR.match(tokens[0]) else r"(?<![^\W_])"
-        end = r"[^\W_]*" if self.prefix else ("" if _CJK_CHAR.search(tokens[-1][-1]) else r"(?![^\W_])")
+        start = "" if has_cjk(tokens[0][0]) else r"(?<![^\W_])"
+        end = r"[^\W_]*" if self.prefix else ("" if has_cjk(tokens[-1][-1]) else r"(?![^\W_])")
         return start + body + end
 
 
-@dataclass
-class Query:
+class Query(msgspec.Struct):
     text: str  # as typed
     expression: str  # for FTS5 MATCH
-    terms: list[_Term] = field(default_factory=list)  # the ones that must or may match
+    terms: list[_Term] = msgspec.field(default_factory=list)  # the ones that must or may match
 
     def marker(self) -> re.Pattern[str]:
         """Finds the hits of this query's terms in a passage's text (case-insensitive)."""
