@@ -6,7 +6,9 @@ import json
 import shlex
 import subprocess
 
-from transcripts import Conversation, set_mtime, simple_session, write_session
+from pathlib import Path
+
+from transcripts import Conversation, set_mtime, simple_session, text, write_session
 
 T0 = 1_700_000_000
 
@@ -14,8 +16,9 @@ ROW_KEYS = {
     "id", "title", "title_source", "first_prompt", "first_prompt_truncated", "last_prompt",
     "last_prompt_truncated", "branch", "cwd", "project", "created_at", "last_activity", "mtime", "size",
     "user_turns", "user_turns_exact", "began_with_clear", "entrypoint", "path", "resume", "live", "mcp_count",
-    "hints", "stale", "note", "links",
+    "hints", "stale", "note", "links", "tokens", "cost_usd",
 }
+TOKEN_KEYS = {"input", "output", "cache_write", "cache_read", "total", "unpriced", "as_of"}
 
 
 def test_row_has_every_key(claude):
@@ -32,6 +35,34 @@ def test_row_defaults_for_joins_with_nothing_to_say(claude):
     assert (row["live"], row["mcp_count"], row["stale"], row["note"]) == (False, 0, None, None)
     assert isinstance(row["hints"], list)
     assert row["links"] == {"tasks": [], "decisions": [], "snapshot": None}
+    # never accounted (a listing never runs the accountant): present and null
+    assert (row["tokens"], row["cost_usd"]) == (None, None)
+    assert not (Path(project) / ".c3" / "session_stats.jsonl").exists()
+
+
+def test_rows_and_show_carry_what_the_accountant_wrote(claude):
+    """Three replies of tests/transcripts.py's usage (opus 4.5: $5 / $25 per million, cache writes
+    1.25x and reads 0.1x the input rate), each written as two block lines that count once."""
+    project = claude.project("app")
+    c = Conversation(project)
+    lines = [c.permission_mode()]
+    for prompt in ("Fix the login form", "and the tests", "and the docs"):
+        lines += [c.prompt(prompt), *c.reply(text("Looking."), text("Done."))]
+    write_session(claude.folder(project), c.id, lines)
+    assert claude.run("stats", "--project", project).returncode == 0
+    (row,) = claude.sessions(project)
+    assert set(row["tokens"]) == TOKEN_KEYS
+    t = row["tokens"]
+    assert (t["input"], t["output"], t["cache_write"], t["cache_read"]) == (9, 84, 9888, 33993)
+    assert t["total"] == 9 + 84 + 9888 + 33993 and t["unpriced"] == [] and t["as_of"] > T0
+    expected = 3 * (3 * 5 + 28 * 25 + 3296 * 6.25 + 11331 * 0.5) / 1e6
+    assert abs(row["cost_usd"] - expected) < 1e-6
+    show = claude.run("show", c.id, "--project", project)
+    assert show.returncode == 0, show.stderr
+    assert ("tokens: 43,974 (input 9, output 84, cache write 9,888, cache read 33,993); cost $0.08"
+            in show.stdout.splitlines())
+    (detail,) = [json.loads(claude.run("show", c.id, "--project", project, "--json").stdout)]
+    assert detail["row"]["tokens"] == t and detail["row"]["cost_usd"] == row["cost_usd"]
 
 
 def test_row_values_describe_the_file_and_the_session(claude):

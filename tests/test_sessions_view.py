@@ -10,8 +10,9 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
-from transcripts import Conversation, simple_session, write_session
+from transcripts import Conversation, simple_session, text, write_session
 
 from c3async import activity, records
 from c3async.errors import AmbiguousSession, UnknownSession
@@ -149,3 +150,93 @@ def test_the_catalog_imports_nothing_above_it() -> None:
     for above in ("c3async.marks", "c3async.live", "c3async.pm", "c3async.records", "c3async.sessions",
                   "c3async.activity"):
         assert not any(m == above or m.startswith(above + ".") for m in loaded), (above, loaded)
+
+
+def _usage_session(folder, cwd, replies: int, *, start) -> tuple[str, Conversation, object]:
+    """A session of ``replies`` exchanges; each reply is two block lines that count once, with
+    tests/transcripts.py's usage (opus 4.5)."""
+    conv = Conversation(cwd, start=start)
+    lines = [conv.permission_mode()]
+    for i in range(replies):
+        lines += [conv.prompt(f"step {i}"), *conv.reply(text("Looking."), text("Done."))]
+    path = write_session(folder, conv.id, lines, mtime=conv.clock.timestamp())
+    return conv.id, conv, path
+
+
+PER_REPLY = (3, 28, 3296, 11331)  # input, output, cache write (5 min), cache read
+PER_REPLY_USD = (3 * 5 + 28 * 25 + 3296 * 6.25 + 11331 * 0.5) / 1e6
+
+
+def _expect(row, replies: int) -> None:
+    t = row.tokens
+    assert t is not None and row.cost_usd is not None
+    assert (t.input, t.output, t.cache_write, t.cache_read) == tuple(n * replies for n in PER_REPLY)
+    assert t.total == sum(PER_REPLY) * replies and t.unpriced == []
+    assert abs(row.cost_usd - PER_REPLY_USD * replies) < 1e-6
+
+
+def test_rows_carry_what_the_accountant_last_wrote(claude) -> None:
+    from c3async.usage import totals
+    from c3async.usage.account import account
+
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    start = NOW - timedelta(hours=3)
+    two, _, _ = _usage_session(folder, proj, 2, start=start)
+    five, conv, path = _usage_session(folder, proj, 5, start=start + timedelta(hours=1))
+    # Not accounted yet: the listing shows nothing, and never runs the accountant itself.
+    rows = rows_of(proj)
+    assert (rows[two].tokens, rows[two].cost_usd) == (None, None)
+    assert not totals.stats_path(proj).exists()
+    assert view.project_usage(proj) == view.ProjectUsage()
+    account(proj, processes=False)
+    rows = rows_of(proj)
+    _expect(rows[two], 2)
+    _expect(rows[five], 5)
+    assert rows[five].tokens is not None and rows[five].tokens.as_of > start.timestamp()
+    # A session appended to: this process's listing tails the stats log once the accountant ran.
+    from transcripts import append_lines
+
+    append_lines(path, [conv.prompt("one more"), *conv.reply(text("Done."))])
+    assert rows_of(proj)[five].tokens == rows[five].tokens  # what it last wrote, until it runs
+    account(proj, processes=False)
+    _expect(rows_of(proj)[five], 6)
+    # A row folded in from a worktree's old state (older, written after) changes nothing.
+    with open(totals.stats_path(proj), "a") as f:
+        f.write(json.dumps({"session_id": five, "ts": 1.0, "input": 1, "cost_usd": 9.0}) + "\n")
+    _expect(rows_of(proj)[five], 6)
+    # The project's sum, for the Hub's rail; the detail as text.
+    usage = view.project_usage(proj)
+    assert usage.sessions == 2 and usage.tokens is not None and usage.tokens.total == sum(PER_REPLY) * 8
+    assert usage.cost_usd is not None and abs(usage.cost_usd - PER_REPLY_USD * 8) < 1e-6
+    shown = detail.render(detail.show(proj, two[:8])).splitlines()
+    assert "tokens: 29,316 (input 6, output 56, cache write 6,592, cache read 22,662); cost $0.05" in shown
+    # Another process (the CLI) starts from the fold's checkpoint or the log: the same figures.
+    (cli,) = [r for r in claude.sessions(proj) if r["id"] == five]
+    assert cli["tokens"] == msgspec.to_builtins(rows_of(proj)[five].tokens)
+
+
+def test_an_unpriced_model_shows_its_tokens_but_no_cost(claude) -> None:
+    from c3async.usage.account import account
+
+    proj = claude.project("app")
+    conv = Conversation(proj, start=NOW - timedelta(hours=1))
+    lines = [conv.permission_mode(), conv.prompt("hi"), *conv.reply(text("Done."), model="claude-future-9")]
+    write_session(claude.folder(proj), conv.id, lines, mtime=conv.clock.timestamp())
+    account(proj, processes=False)
+    row = rows_of(proj)[conv.id]
+    assert row.tokens is not None and row.tokens.unpriced == ["claude-future-9"] and row.cost_usd == 0.0
+    assert row.tokens.total == sum(PER_REPLY)
+    shown = detail.render(detail.show(proj, conv.id))
+    assert "cost $0.00 (without claude-future-9: no price known)" in shown
+
+
+def test_a_listing_never_loads_the_accountant(claude) -> None:
+    proj = claude.project("app")
+    simple_session(claude.folder(proj), proj, "hello")
+    code = ("import sys; from c3async.sessions import view; "
+            f"view.list_rows_sync([{proj!r}], processes=False); "
+            "print(sorted(m for m in sys.modules if m.startswith('c3async.usage')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=claude.env()).stdout
+    assert eval(out) == ["c3async.usage", "c3async.usage.totals"]

@@ -145,6 +145,29 @@ def test_incremental_run_reads_only_new_bytes_and_appends_changed_sessions(proje
     assert acc.account(proj).bytes_read == 0
 
 
+def test_latest_totals_follow_the_log_and_hand_out_copies(project):
+    """The stats log is folded (read once, then tailed): new rows show, a rewritten log is read
+    again, and a caller that changes what it got (``status`` fills in titles) changes no one
+    else's."""
+    proj, folder = project
+    path = folder / f"{SID}.jsonl"
+    write(path, [usage_line("m1", "r1")])
+    acc.account(proj)
+    got = acc.latest_totals(proj)
+    assert got[SID].responses == 1
+    got[SID].title = "changed by the caller"
+    got[SID].cost_usd = -1.0
+    assert acc.latest_totals(proj)[SID].title is None and acc.latest_totals(proj)[SID].cost_usd > 0
+    write(path, [usage_line("m2", "r2")], mode="a")
+    acc.account(proj)
+    assert acc.latest_totals(proj)[SID].responses == 2
+    stats = acc.stats_path(proj)
+    tmp = stats.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"session_id": OTHER, "ts": 5.0, "output": 7}) + "\n")
+    os.replace(tmp, stats)  # rewritten (another inode): folded again from the start
+    assert {sid: t.output for sid, t in acc.latest_totals(proj).items()} == {OTHER: 7}
+
+
 def test_a_replaced_file_is_read_again_from_the_start(project):
     proj, folder = project
     path = folder / f"{SID}.jsonl"

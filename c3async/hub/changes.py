@@ -1,9 +1,10 @@
 """What moved, for the Hub's event stream: one watcher per Hub process, however many pages
 are open.
 
-Once a second the watcher asks each registered project for its position: the marks and
-activity folds (which read only the bytes appended since, and keep their state in memory for
-the listings too), the heartbeat names and times, and the catalog's stat pass (each session
+Once a second the watcher asks each registered project for its position: the marks,
+activity and token-totals folds (which read only the bytes appended since, and keep their state
+in memory for the listings too; the totals move when an accountant, the Hub's own or a
+server's, writes new ones), the heartbeat names and times, and the catalog's stat pass (each session
 file's size and mtime; no transcript is read). When a project's position moves, its version
 goes up and every stream waiting on it (all projects, or that one) sends a ``change`` event.
 """
@@ -20,6 +21,7 @@ from .. import activity, marks, safefs
 from ..catalog.listing import candidates
 from ..catalog.locate import locate
 from ..paths import project_state
+from ..usage import totals as usage_totals
 
 __all__ = ("POLL_S", "ChangeFeed", "position")
 
@@ -33,6 +35,8 @@ def position(project: str) -> tuple:
     book = marks.MarkBook(project).refresh()
     facts = activity.log_fold(project)
     facts.refresh()
+    stats = usage_totals.stats_fold(project)  # new totals from an accountant (the Hub's own, a server's)
+    stats.refresh()
     live = project_state(project) / "live"
     try:
         with safefs.open_dir(live) as dfd:
@@ -45,7 +49,16 @@ def position(project: str) -> tuple:
     except OSError:
         beats = ()
     files = tuple((c.session_id, c.size, c.mtime_ns) for c in candidates([f for f, _ in locate(project).folders]))
-    return (book.fold.tail.ident, book.fold.tail.offset, facts.tail.ident, facts.tail.offset, beats, files)
+    return (
+        book.fold.tail.ident,
+        book.fold.tail.offset,
+        facts.tail.ident,
+        facts.tail.offset,
+        stats.tail.ident,
+        stats.tail.offset,
+        beats,
+        files,
+    )
 
 
 class ChangeFeed:

@@ -13,12 +13,24 @@ import os
 import msgspec
 
 from .. import records
+from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
 from ..errors import C3Error
 from ..safefs import open_regular
 from .rows import Row
 
-__all__ = ("Detail", "Turn", "detail", "last_turns", "render", "show")
+__all__ = (
+    "Detail",
+    "Turn",
+    "detail",
+    "last_turns",
+    "render",
+    "render_conversation",
+    "show",
+    "tail_items",
+    "usage_line",
+    "usd",
+)
 
 TURNS = 8
 TURN_CHARS = 600
@@ -113,8 +125,28 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
     return detail(project, row)
 
 
-def render(d: Detail) -> str:
-    """The detail as plain text, for the agent and the terminal (the caller makes it inert)."""
+def usd(cost: float) -> str:
+    """Dollars to the cent (``<$0.01`` for less, never a misleading ``$0.00``)."""
+    return "$0.00" if cost == 0 else "<$0.01" if cost < 0.005 else f"${cost:,.2f}"
+
+
+def usage_line(row: Row) -> str:
+    """``tokens 1,234,567 (input ..., output ..., cache write ..., cache read ...), cost $3.40``."""
+    t = row.tokens
+    if t is None:
+        return "tokens: not accounted yet (`c3async stats` counts them; the server does every minute)"
+    cost = usd(row.cost_usd or 0.0)
+    if t.unpriced:
+        cost += f" (without {', '.join(t.unpriced)}: no price known)"
+    return (
+        f"tokens: {t.total:,} (input {t.input:,}, output {t.output:,}, cache write {t.cache_write:,}, "
+        f"cache read {t.cache_read:,}); cost {cost}"
+    )
+
+
+def render(d: Detail, *, preview: bool = True) -> str:
+    """The detail as plain text, for the agent and the terminal (the caller makes it inert);
+    without ``preview``, no "last turns" (``render_conversation`` shows them instead)."""
     row = d.row
     out = [
         f"{row.id}  {row.title}",
@@ -129,6 +161,7 @@ def render(d: Detail) -> str:
         )
     if row.hints:
         out.append("hints: " + ", ".join(row.hints))
+    out.append(usage_line(row))
     out.append(f"first prompt: {row.first_prompt or '-'}")
     out.append(f"last prompt: {row.last_prompt or '-'}")
     if row.note is not None:
@@ -143,7 +176,89 @@ def render(d: Detail) -> str:
         out.append("predecessors: " + ", ".join(row.chain.predecessors))
     if row.chain.successors:
         out.append("successors: " + ", ".join(row.chain.successors))
-    if d.turns:
+    if d.turns and preview:
         out.append("last turns:")
         out += [f"  [{t.role}] {' '.join(t.text.split())[:300]}" for t in d.turns]
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ the last turns, for `show --turns N`
+
+TURN_KINDS = ("user", "assistant")  # what counts as a turn; tool calls and markers come along
+TURNS_CHARS = 4000  # of one prompt or reply, on a terminal
+TOOL_RUN = 12  # a longer run of tool calls is shown by its ends
+
+
+def tail_items(path: str, n: int) -> list[Item]:
+    """The conversation from the ``n``-th last prompt or reply to the end (tool calls and
+    markers between them included, tool calls without their input and output), read backward
+    from the end of the transcript a page at a time. An unreadable transcript gives []."""
+    if n <= 0:
+        return []
+    items: list[Item] = []
+    turns = 0
+    before: int | None = 1 << 62  # the end
+    try:
+        while before is not None and turns < n:
+            pg = page(path, before=before, limit=MAX_LIMIT)
+            for item in pg.items:
+                if item.kind == "tool":
+                    item.input = item.output = None
+            items[:0] = pg.items
+            turns += sum(1 for i in pg.items if i.kind in TURN_KINDS)
+            before = pg.prev
+    except OSError:
+        return []
+    seen = 0
+    for at in range(len(items) - 1, -1, -1):
+        if items[at].kind in TURN_KINDS:
+            seen += 1
+            if seen == n:
+                return items[at:]
+    return items
+
+
+def _turn_line(item: Item) -> str:
+    if item.kind == "tool":
+        label = f"{item.name}: {item.summary}" if item.name and item.summary else item.name or "tool result"
+        return f"  \u25b8 {label}" + ("  (error)" if item.is_error else "")
+    if item.kind == "summary":
+        return "  \u2500\u2500 conversation compacted (summary) \u2500\u2500"
+    if item.kind == "clear":
+        return f"  \u2500\u2500 {item.text}: context cleared \u2500\u2500"
+    if item.kind in ("command", "long"):
+        return f"  {' '.join((item.text or '').split())}"
+    text = (item.text or "").strip()
+    if len(text) > TURNS_CHARS or item.truncated:
+        text = text[:TURNS_CHARS].rstrip() + "\u2026"
+    when = f" {item.ts[:16].replace('T', ' ')}" if item.ts else ""
+    body = "\n".join("    " + line for line in text.splitlines())
+    return f"  [{item.kind}{when}]\n{body}"
+
+
+def render_conversation(items: list[Item], n: int) -> str:
+    """The last turns as plain text (the caller makes it inert): prompts and replies whole (cut
+    at 4,000 characters), tool calls one line each (a run of more than 12 by its ends)."""
+    turns = sum(1 for i in items if i.kind in TURN_KINDS)
+    out = [f"last {min(turns, n)} turn{'' if min(turns, n) == 1 else 's'}:"]
+    run: list[Item] = []
+
+    def flush() -> None:
+        if len(run) > TOOL_RUN:
+            out.extend(_turn_line(i) for i in run[:5])
+            out.append(f"  \u2026 {len(run) - 10} more tool calls \u2026")
+            out.extend(_turn_line(i) for i in run[-5:])
+        else:
+            out.extend(_turn_line(i) for i in run)
+        run.clear()
+
+    for item in items:
+        if item.kind == "tool":
+            run.append(item)
+            continue
+        flush()
+        out.append(_turn_line(item))
+    flush()
+    if len(out) == 1:
+        out.append("  (none)")
     return "\n".join(out)

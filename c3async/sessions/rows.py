@@ -1,11 +1,10 @@
 """A session row as the CLI, the MCP tools and the Hub show it: a catalog record joined with
-marks, liveness, C3 records, tasks and hints (``view`` fills them in). Until a source has
+marks, liveness, C3 records, tasks, hints and token totals (``view`` fills them in). Until a source has
 something to say, its keys are present and empty, so scripts can rely on the shape.
 """
 
 from __future__ import annotations
 
-import shlex
 import time
 
 import msgspec
@@ -13,8 +12,20 @@ import msgspec
 from ..catalog.extract import epoch
 from ..catalog.scan import Session
 from ..marks import Note, Stale
+from .resume import resume_command
 
-__all__ = ("Chain", "DecisionLink", "Links", "Row", "SnapshotLink", "TaskLink", "age", "resume_command", "to_row")
+__all__ = (
+    "Chain",
+    "DecisionLink",
+    "Links",
+    "Row",
+    "RowTokens",
+    "SnapshotLink",
+    "TaskLink",
+    "age",
+    "resume_command",
+    "to_row",
+)
 
 
 class TaskLink(msgspec.Struct):
@@ -45,6 +56,21 @@ class Chain(msgspec.Struct):
 
     predecessors: list[str] = msgspec.field(default_factory=list)
     successors: list[str] = msgspec.field(default_factory=list)
+
+
+class RowTokens(msgspec.Struct):
+    """A session's tokens as the accountant last wrote them (``.c3/session_stats.jsonl``; its
+    sub-agents count toward it). ``cache_write``: 5-minute and 1-hour cache writes together.
+    ``unpriced``: models with no price, whose tokens are here but not in the row's ``cost_usd``.
+    ``as_of``: when the accountant wrote these (epoch seconds)."""
+
+    input: int
+    output: int
+    cache_write: int
+    cache_read: int
+    total: int
+    unpriced: list[str] = msgspec.field(default_factory=list)
+    as_of: float = 0.0
 
 
 class Row(msgspec.Struct):
@@ -78,6 +104,8 @@ class Row(msgspec.Struct):
     marked: bool = False  # any mark at all (stale, unstale or note): "likely" skips these
     chain: Chain = msgspec.field(default_factory=Chain)
     cwd_gone: bool = False  # the folder it ran in (a removed worktree) no longer exists
+    tokens: RowTokens | None = None  # None: not accounted yet (the accountant has not run since)
+    cost_usd: float | None = None  # of the priced models (see ``tokens.unpriced``); None as tokens
 
 
 def age(iso: str | None, now: float) -> str:
@@ -90,20 +118,6 @@ def age(iso: str | None, now: float) -> str:
         if secs >= size:
             return f"{int(secs // size)}{unit}"
     return f"{int(secs)}s"
-
-
-def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: bool = False) -> str:
-    """``cd <cwd> && claude --resume <id>``, quoted for a POSIX shell. For a session whose folder
-    is gone (a removed worktree), a command that brings the worktree back first when its branch
-    is known (Claude Code resumes by id only within the folder's project), else that says why."""
-    if not gone:
-        return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"  # an id is a bare UUID
-    if branch and branch != "HEAD":
-        return (
-            f"git worktree add {shlex.quote(cwd)} {shlex.quote(branch)} && "
-            f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
-        )
-    return f"# {cwd} is gone: recreate it (git worktree add {shlex.quote(cwd)} <branch>), then: claude --resume {session_id}"
 
 
 def iso(ns: int) -> str:

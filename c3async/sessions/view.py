@@ -1,5 +1,5 @@
-"""The sessions view: catalog records joined with marks, liveness, C3 records, tasks, hints and
-the chain; filtered, searched and sorted. The one place the CLI, the MCP tools and the Hub ask,
+"""The sessions view: catalog records joined with marks, liveness, C3 records, tasks, hints, the
+chain and token totals (what the accountant last wrote); filtered, searched and sorted. The one place the CLI, the MCP tools and the Hub ask,
 so the three never disagree.
 
 A project here is a state root (a repository's main checkout stands for all its worktrees): its
@@ -14,6 +14,8 @@ import os
 import time
 from collections.abc import Iterable
 
+import msgspec
+
 from .. import activity, config, records
 from ..catalog.gitrefs import branches
 from ..catalog.scan import (
@@ -27,19 +29,31 @@ from ..errors import C3Error
 from ..live.reader import live_sessions
 from ..marks import MarkBook
 from ..pm import store as pm_store
+from ..usage import totals as usage_totals
 from . import chain
 from .hints import HintContext, add_hints, clear_pairs
 from .rows import (
     Chain,
     DecisionLink,
     Row,
+    RowTokens,
     SnapshotLink,
     TaskLink,
     resume_command,
     to_row,
 )
 
-__all__ = ("FILTERS", "extra_cwds", "filter_rows", "join_scan", "list_rows", "list_rows_sync", "row_for")
+__all__ = (
+    "FILTERS",
+    "ProjectUsage",
+    "extra_cwds",
+    "filter_rows",
+    "join_scan",
+    "list_rows",
+    "list_rows_sync",
+    "project_usage",
+    "row_for",
+)
 
 log = logging.getLogger("c3async.sessions")
 
@@ -84,6 +98,7 @@ def join_scan(
             row.live, row.mcp_count = True, info.mcp_count
     _mark_gone(project, rows)
     _join_links(project, rows)
+    _join_usage(project, rows)
     timed = clear_pairs(rows, scan.sessions)
     hooked = facts.pairs
     cleared = set(facts.cleared)
@@ -156,6 +171,59 @@ def _join_links(project: str, rows: list[Row]) -> None:
             row = by_id.get(snap.host_session_id) if snap.host_session_id else None
             if row is not None and (row.links.snapshot is None or snap.ts >= row.links.snapshot.ts):
                 row.links.snapshot = SnapshotLink(snap.summary, snap.ts)
+
+
+def _join_usage(project: str, rows: list[Row]) -> None:
+    """Tokens and cost as the accountant last wrote them (never run here: a listing shows what
+    it found). The stats log is folded, so a warm listing reads only rows appended since."""
+    try:
+        latest = usage_totals.latest(project)
+    except OSError as exc:  # no permission...: the listing goes on without the figures
+        log.warning("could not read %s: %s", usage_totals.stats_path(project), exc)
+        return
+    if not latest:
+        return
+    for row in rows:
+        t = latest.get(row.id)
+        if t is not None:
+            cache_write = t.cache_write_5m + t.cache_write_1h
+            total = t.input + t.output + cache_write + t.cache_read
+            row.tokens = RowTokens(t.input, t.output, cache_write, t.cache_read, total, list(t.unknown_models), t.ts)
+            row.cost_usd = t.cost_usd
+
+
+class ProjectUsage(msgspec.Struct):
+    """A project's tokens and cost: the sum over every session the accountant has counted (those
+    whose transcripts are gone or older than the listing's newest too). ``tokens`` and
+    ``cost_usd`` are None until the accountant has written anything."""
+
+    sessions: int = 0
+    tokens: RowTokens | None = None
+    cost_usd: float | None = None
+
+
+def project_usage(project: str) -> ProjectUsage:
+    try:
+        latest = usage_totals.latest(project)
+    except OSError as exc:
+        log.warning("could not read %s: %s", usage_totals.stats_path(project), exc)
+        return ProjectUsage()
+    if not latest:
+        return ProjectUsage()
+    inp = out = cw = cr = 0
+    cost = 0.0
+    as_of = 0.0
+    unpriced: dict[str, None] = {}
+    for t in latest.values():
+        inp += t.input
+        out += t.output
+        cw += t.cache_write_5m + t.cache_write_1h
+        cr += t.cache_read
+        cost += t.cost_usd
+        as_of = max(as_of, t.ts)
+        unpriced.update(dict.fromkeys(t.unknown_models))
+    tokens = RowTokens(inp, out, cw, cr, inp + out + cw + cr, list(unpriced), as_of)
+    return ProjectUsage(len(latest), tokens, round(cost, 6))
 
 
 def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:

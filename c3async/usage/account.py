@@ -52,11 +52,12 @@ from ..jsondoc import write_atomic
 from ..paths import project_state
 from .prices import PriceTable, load_prices
 from .reader import FileScan, Hit, Job, Tokens, better, cost, read_files, read_files_packed, unpack
+from .totals import SessionTotals, latest, latest_totals, stats_path
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ("Result", "SessionTotals", "account", "cost", "session_titles", "stats_path")
+__all__ = ("Result", "SessionTotals", "account", "cost", "latest_totals", "session_titles", "stats_path")
 
 STATE_VERSION = 1
 MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
@@ -93,24 +94,6 @@ class _State(msgspec.Struct):
     seen: dict[str, _Entry] = msgspec.field(default_factory=dict)  # "msg_id:request_id" -> kept copy
 
 
-class SessionTotals(msgspec.Struct, kw_only=True):
-    session_id: str
-    ts: float = 0.0  # when this row was written
-    title: str | None = None
-    input: int = 0
-    output: int = 0
-    cache_write_5m: int = 0
-    cache_write_1h: int = 0
-    cache_read: int = 0
-    cost_usd: float = 0.0
-    cost_by_model: dict[str, float] = msgspec.field(default_factory=dict)
-    tokens_by_model: dict[str, int] = msgspec.field(default_factory=dict)
-    unknown_models: list[str] = msgspec.field(default_factory=list)
-    responses: int = 0
-    first_ts: str | None = None
-    last_ts: str | None = None
-
-
 @dataclass
 class Result:
     totals: dict[str, SessionTotals]
@@ -122,10 +105,6 @@ class Result:
     workers: int = 0  # worker processes that read (0: this process did)
     bytes_decoded: int = 0  # bytes of the lines holding usage, the only ones decoded
     lines_skipped: int = 0  # lines holding the marker that did not decode (torn, hostile)
-
-
-def stats_path(project: str) -> Path:
-    return project_state(project) / "session_stats.jsonl"
 
 
 def _state_path(project: str) -> Path:
@@ -227,17 +206,6 @@ def _load_state(path: Path) -> _State:
     return state if state.version == STATE_VERSION else _State()
 
 
-def latest_totals(project: str) -> dict[str, SessionTotals]:
-    """Each session's newest row of ``session_stats.jsonl`` (rows hold running totals). By time,
-    not by place: rows folded in from a worktree's old state can follow newer ones."""
-    latest: dict[str, SessionTotals] = {}
-    for row in jsonl.read_all(stats_path(project), SessionTotals).records:
-        held = latest.get(row.session_id)
-        if held is None or row.ts >= held.ts:
-            latest[row.session_id] = row
-    return latest
-
-
 def _same(old: SessionTotals, new: SessionTotals) -> bool:
     """Nothing worth a new row: the same totals, and no title learnt since."""
     if new.title and new.title != old.title:
@@ -299,7 +267,7 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
     totals = _totals(state, session_titles(project), time.time())
     changed = []
     if write:
-        before = latest_totals(project)
+        before = latest(project)  # read only
         rows = []
         for sid, t in sorted(totals.items(), key=lambda kv: kv[1].last_ts or ""):
             if sid not in before or not _same(before[sid], t):
