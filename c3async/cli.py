@@ -234,10 +234,20 @@ def cmd_live(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     import msgspec
 
-    from .sessions.detail import render, show
+    from .sessions.detail import render, render_conversation, show, tail_items
 
     host = _env_session()
     d = show(_projects(args)[0], args.id, host=host)
+    if args.turns is not None:  # the last N turns, read backward from the end of the transcript
+        items = tail_items(d.row.path, args.turns)
+        if args.json:
+            data = msgspec.to_builtins(d)
+            data["conversation"] = msgspec.to_builtins(items)
+            _write_json(msgspec.json.encode(data))
+        else:
+            print(inert(render(d, preview=False)))
+            print(inert(render_conversation(items, args.turns)))
+        return 0
     if args.json:
         _write_json(msgspec.json.encode(d))
     else:
@@ -344,6 +354,95 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _marked(text: str, marks: list[tuple[int, int]], tty: bool) -> str:
+    """A snippet with its hits shown: bold on a terminal, else between « and »; each piece is
+    made inert first, so a hit's marker is never inside an escape."""
+    on, off = ("\033[1m", "\033[0m") if tty else ("\u00ab", "\u00bb")
+    out, pos = [], 0
+    for a, b in marks:
+        if a < pos:
+            continue
+        out += [inert(text[pos:a]), on, inert(text[a:b]), off]
+        pos = b
+    out.append(inert(text[pos:]))
+    return "".join(out)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .sessions.search import search
+
+    projects = None if args.all else _projects(args)
+    progress = Progress("indexing transcripts (MiB)")
+    try:
+        found = search(
+            args.query,
+            projects=projects,
+            role=args.role,
+            since=args.since,
+            until=args.until,
+            branch=args.branch,
+            tools=args.tools,
+            limit=args.limit or 20,
+            progress=lambda done, total: progress(done >> 20, total >> 20),
+        )
+    finally:
+        progress.close()
+    for problem in found.problems:
+        _err(f"c3async: warning: {problem}")
+    if found.index.updating:
+        pct = f" ({100 * found.index.done_bytes // found.index.total_bytes}%)" if found.index.total_bytes else ""
+        _err(f"c3async: the index is being built by another process{pct}; results cover what it has indexed")
+    if args.json:
+        _write_json(msgspec.json.encode(found))
+        return 0
+    if not found.results:
+        _err(f"no session matches {inert_line(args.query)!s}")
+        return 0
+    tty = sys.stdout.isatty()
+    shown = len(found.results)
+    more = f", showing {shown}" if found.total > shown else ""
+    print(f"{found.total} session{'s' if found.total != 1 else ''} match{more} ({found.seconds:.2f} s)")
+    for r in found.results:
+        where = os.path.basename(r.project) or r.project
+        branch = f"  {inert_line(r.branch)}" if r.branch else ""
+        title = inert_line(_clip(r.title or "(untitled)", 80))
+        print(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  {r.hits} hit{'s' if r.hits != 1 else ''}]")
+        for sn in r.snippets:
+            who = sn.role + (" (sub-agent)" if sn.sidechain else "")
+            print(f"  {who}: {_marked(sn.text, sn.marks, tty)}")
+        print(f"  {inert_line(r.resume)}")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .search import index
+
+    progress = Progress("indexing transcripts (MiB)")
+    try:
+        if args.rebuild:
+            done = index.rebuild(progress=None if args.quiet else lambda d, t: progress(d >> 20, t >> 20))
+        else:
+            done = index.update(progress=None if args.quiet else lambda d, t: progress(d >> 20, t >> 20))
+    finally:
+        progress.close()
+    for problem in done.errors:
+        _err(f"c3async: warning: {problem}")
+    if done.busy:
+        _err("c3async: another process is updating the index; nothing done here")
+    if args.json:
+        _write_json(msgspec.json.encode({**msgspec.structs.asdict(done), "size_bytes": index.size()}))
+    elif not args.quiet:
+        print(
+            f"{done.files} transcripts; indexed {done.read} ({done.bytes_read / 2**20:.1f} MiB, "
+            f"{done.passages} passages) in {done.seconds:.2f} s; index {index.size() / 2**20:.1f} MiB"
+        )
+    return 1 if done.errors else 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import gc
 
@@ -394,7 +493,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     sh = sub.add_parser("show", help="one session expanded: prompts, note, tasks, chain, last turns")
     sh.add_argument("id", nargs="?", type=_text, help="a session id or a unique prefix (default: the current session)")
-    _project_and_json(sh, "print the detail as JSON")
+    sh.add_argument(
+        "--turns",
+        type=_positive,
+        metavar="N",
+        help="then the last N prompts and replies, with the tool calls between them one line each "
+        "(default: a preview of the last 8)",
+    )
+    _project_and_json(sh, "print the detail as JSON (with --turns: and the items, as `conversation`)")
     sh.set_defaults(func=cmd_show)
 
     m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
@@ -453,6 +559,24 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
     _project_and_json(st, "print JSON")
     st.set_defaults(func=cmd_stats)
+
+    se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")
+    se.add_argument("query", type=_text, help='words, "exact phrases", prefix*, AND / OR / NOT / -word, ( )')
+    _project_and_json(se, "print JSON: results with snippets and the index's state")
+    se.add_argument("--all", action="store_true", help="every project (default: this project and its worktrees)")
+    se.add_argument("--role", choices=("user", "assistant", "tool"), help="only what this side said")
+    se.add_argument("--since", type=_text, metavar="WHEN", help="only passages since: 7d, 12h, 2w, or a date")
+    se.add_argument("--until", type=_text, metavar="WHEN", help="only passages before: 7d, 12h, 2w, or a date")
+    se.add_argument("--branch", type=_text, metavar="NAME", help="only passages written on this git branch")
+    se.add_argument("--tools", action="store_true", help="also search tool calls' input and output")
+    se.add_argument("--limit", type=_positive, metavar="N", help="at most N sessions (default 20, at most 200)")
+    se.set_defaults(func=cmd_search)
+
+    ix = sub.add_parser("index", help="bring the full-text search index up to date (search does this too)")
+    ix.add_argument("--json", action="store_true", help="print what was done as JSON")
+    ix.add_argument("--rebuild", action="store_true", help="drop the index and build it again")
+    ix.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    ix.set_defaults(func=cmd_index)
 
     sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
     sv.set_defaults(func=cmd_serve)

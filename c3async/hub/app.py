@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, overload
@@ -41,14 +41,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import registry
+from .. import registry, safefs
+from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
 from ..errors import DECODE_ERRORS, C3Error
 from ..paths import project_root
 from ..sessions.detail import show
 from ..sessions.refs import mark as mark_session
-from ..sessions.view import FILTERS, list_rows_sync, row_for
+from ..sessions.view import FILTERS, list_rows_sync, project_usage, row_for
 from .changes import ChangeFeed
 
 __all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_app")
@@ -76,6 +77,8 @@ MAX_BODY = 64 * 1024  # a mark's body; the marks layer bounds each field further
 MAX_QUERY = 8 * 1024  # the whole query string
 MAX_PROJECT = 4096  # a project path
 MAX_SEARCH = 1000  # the search box
+USAGE_EVERY_S = 60.0  # the accountant's period, as the MCP server's
+USAGE_WAITS_S = 30.0  # its first run waits for the page's first listings, at most this long
 _HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:\[\]/]+)(?::(\d{1,5}))?$")
 
 
@@ -338,9 +341,21 @@ def _live_count(project: str) -> int:
     return sum(1 for sid, entry in live_sessions(project).items() if sid and entry.live)
 
 
+def _project_entry(p: str) -> dict[str, Any]:
+    """A rail entry: the live count, and the tokens and cost of all the project's accounted
+    sessions (``usage``: ``{sessions, tokens, cost_usd}``, the row's shape; null until known)."""
+    usage = project_usage(p)
+    return {
+        "path": p,
+        "name": p.rstrip("/").rsplit("/", 1)[-1] or p,
+        "live": _live_count(p),
+        "usage": msgspec.to_builtins(usage),
+    }
+
+
 async def api_projects(request: Request) -> Response:
     def listing() -> list[dict[str, Any]]:
-        return [{"path": p, "name": p.rstrip("/").rsplit("/", 1)[-1] or p, "live": _live_count(p)} for p in _projects()]
+        return [_project_entry(p) for p in _projects()]
 
     return _json({"projects": await anyio.to_thread.run_sync(listing)})
 
@@ -352,10 +367,17 @@ async def api_sessions(request: Request) -> Response:
         return _error(400, f"filter must be one of {', '.join(FILTERS)}")
     q = (_text(request.query_params.get("q"), "the search (q)", MAX_SEARCH) or "").strip() or None
     projects = [project] if project else _projects()
-    # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
-    scans, rows = await anyio.to_thread.run_sync(
-        lambda: list_rows_sync(projects, which=which, search=q, processes=False)
-    )
+    listings: Listings = request.app.state.listings
+    listings.running += 1
+    try:
+        # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
+        scans, rows = await anyio.to_thread.run_sync(
+            lambda: list_rows_sync(projects, which=which, search=q, processes=False)
+        )
+    finally:
+        listings.running -= 1
+        if not listings.running:
+            listings.settled.set()
     return _json(
         {
             "rows": [_listing_row(r) for r in rows],
@@ -384,6 +406,102 @@ async def api_session(request: Request) -> Response:
     except C3Error as exc:
         return _error(404 if "no session" in str(exc) or "has no transcript" in str(exc) else 400, str(exc))
     return _json(d)
+
+
+MAX_OFFSET = 1 << 62  # a byte offset from the client (bigger means the end: the reader clamps)
+
+
+def _query_int(request: Request, name: str, low: int, high: int) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    if len(value) > 20 or not value.isascii() or not value.isdigit() or not low <= int(value) <= high:
+        raise C3Error(f"{name} must be a whole number from {low} to {high}")
+    return int(value)
+
+
+async def api_conversation(request: Request) -> Response:
+    """One page of a session's conversation (or of one of its sub-agents, ``agent=agent-<id>``):
+    ``after=``, ``before=`` or ``at=`` a byte offset (none: the first page), ``limit`` items (at
+    most 200). The JSON is ``conversation.Page`` with ``session`` and ``agent`` added."""
+    sid = request.path_params["sid"].lower()
+    if not is_session_id(sid):
+        return _error(400, "a session id is a UUID")
+    try:
+        cursors = {k: _query_int(request, k, 0, MAX_OFFSET) for k in ("after", "before", "at")}
+        limit = _query_int(request, "limit", 1, conversation.MAX_LIMIT) or conversation.PAGE_ITEMS
+        agent = _text(request.query_params.get("agent") or None, "agent", 200)
+        project = await anyio.to_thread.run_sync(_session_project, request, sid)
+        row = await anyio.to_thread.run_sync(row_for, project, sid)
+        if row is None:
+            return _error(404, f"no session of {project} has the id {sid}")
+        path = row.path
+        page = await anyio.to_thread.run_sync(lambda: conversation.page(path, **cursors, limit=limit, agent=agent))
+    except C3Error as exc:
+        return _error(404 if "no session" in str(exc) else 400, str(exc))
+    except OSError:
+        what = f"the sub-agent transcript {agent}" if agent else "the transcript"
+        return _error(404, f"{what} of session {sid} cannot be read (gone, or not a regular file)")
+    out = msgspec.structs.asdict(page)
+    out.update(session=sid, agent=agent)
+    return _json(out)
+
+
+SEARCH_LIMIT = 50
+
+
+async def api_search(request: Request) -> Response:
+    """Full-text search of the registered projects' conversations (or one, ``project=``):
+    ``q``, ``role``, ``since``, ``until``, ``branch``, ``tools=1``, ``limit``. The JSON is
+    ``sessions.search.SearchResult``. A first build runs as its own process; until it is done
+    the answer covers what is indexed and ``index.updating`` says so."""
+    from ..sessions.search import search
+
+    params = request.query_params
+    try:
+        q = _text(params.get("q") or "", "the search (q)", 2_000)
+        project = _project_param(request)
+        role, since, until, branch = (
+            _text(params.get(k) or None, k, 200) for k in ("role", "since", "until", "branch")
+        )
+        limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or 20
+        tools = params.get("tools") in ("1", "true", "on")
+        projects = [project] if project else _projects()
+        found = await anyio.to_thread.run_sync(
+            lambda: search(
+                q,
+                projects=projects,
+                role=role,
+                since=since,
+                until=until,
+                branch=branch,
+                tools=tools,
+                limit=limit,
+                background=True,
+            )
+        )
+    except C3Error as exc:
+        return _error(400, str(exc))
+    return _json(found)
+
+
+async def api_search_status(request: Request) -> Response:
+    """Whether the index is being built, and how far (bytes read of bytes to read)."""
+    from ..search.index import progress_status
+
+    status = await anyio.to_thread.run_sync(progress_status)
+    return _json({"updating": status.updating, "done_bytes": status.done, "total_bytes": status.total})
+
+
+def _start_indexing() -> None:
+    """At start: index what is new, in a process of its own when it is a first build."""
+    from ..search.index import update
+    from ..sessions.search import INLINE_BYTES
+
+    try:
+        update(inline_max=INLINE_BYTES)
+    except (C3Error, OSError) as exc:
+        log.warning("search index: %s", exc)
 
 
 class _TooLarge(Exception):
@@ -472,17 +590,61 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return _error(500, "the Hub failed on this request; its terminal shows the details")
 
 
+def _account_once(project: str) -> None:
+    from ..usage.account import account  # and the price tables: loaded by the first run
+
+    try:
+        account(project, processes=False)  # this process has threads: never fork it
+    except Exception as exc:  # a refused .c3 (a link, a FIFO), a read-only checkout...
+        safefs.warn_once(RuntimeError(f"tokens and cost of {project} not brought up to date: {exc}"))
+
+
+class Listings:
+    """Listings in flight; ``settled`` once the first ones (a page asks for each project at
+    once) are all answered."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.settled = anyio.Event()
+
+
+async def account_usage(projects: Callable[[], list[str]], listings: Listings | None = None) -> None:
+    """Keep each registered project's ``.c3/session_stats.jsonl`` current, as ``c3async serve``
+    does: a first run soon after start, then every ``USAGE_EVERY_S``; each run reads only bytes
+    appended since the last (a project at a time, one worker-thread hop each). New totals reach
+    the pages through the change feed, which watches that file.
+
+    The first run (on a new machine, a read of every transcript: about 0.4 s of one core per
+    200 transcripts) waits until the page's first listings are answered, at most
+    ``USAGE_WAITS_S``: as the server's waits for its warm scan, the first page matters more."""
+    if listings is not None:
+        with anyio.move_on_after(USAGE_WAITS_S):
+            await listings.settled.wait()
+    while True:
+        try:
+            registered = await anyio.to_thread.run_sync(projects)
+        except Exception as exc:  # never the end of the Hub: the listings say what is wrong
+            safefs.warn_once(exc)
+            registered = []
+        for project in registered:
+            await anyio.to_thread.run_sync(_account_once, project)
+        await anyio.sleep(USAGE_EVERY_S)
+
+
 def create_app(token: str | None = None) -> Guard:
     """The Hub as an ASGI app: ``Guard`` around the Starlette app (``.app``); ``.token`` is the
     token every ``/api`` request needs (a fresh one unless given)."""
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
     feed = ChangeFeed(_projects)
+    listings = Listings()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed.run)  # the one watcher every event stream waits on
+            tg.start_soon(account_usage, _projects, listings)  # tokens and cost for the rows
+            tg.start_soon(anyio.to_thread.run_sync, _start_indexing)  # so the first search is quick
             yield
             tg.cancel_scope.cancel()
 
@@ -493,7 +655,10 @@ def create_app(token: str | None = None) -> Guard:
             Route("/favicon.ico", favicon),
             Route("/api/projects", api_projects),
             Route("/api/sessions", api_sessions),
+            Route("/api/search", api_search),
+            Route("/api/search/status", api_search_status),
             Route("/api/sessions/{sid}", api_session),
+            Route("/api/sessions/{sid}/conversation", api_conversation),
             Route("/api/sessions/{sid}/marks", api_mark, methods=["POST"]),
             Route("/api/events", api_events),
             Mount("/static", StaticFiles(directory=static), name="static"),
@@ -502,4 +667,5 @@ def create_app(token: str | None = None) -> Guard:
     )
     app.state.token = token
     app.state.feed = feed
+    app.state.listings = listings
     return Guard(app, token)

@@ -1,0 +1,630 @@
+"""One transcript's conversation, read a page at a time (the Hub's reader, ``c3async show --turns``).
+
+A page is addressed by byte offsets into the file, so the file is never read whole and a page
+costs what its own lines cost: ``after=X`` reads forward from the line holding byte X,
+``before=X`` reads backward from there, ``at=X`` gives the page around the line holding byte X
+(a search hit) and names that item as ``target``. Each page carries ``prev`` (pass it as
+``before=``) and ``next`` (pass it as ``after=``): None at the ends of the file.
+
+Reads are bounded windows (``os.pread``, 256 KiB at a time, grown only to fit one long line up to
+8 MiB); a longer line is never loaded: it is shown as ``(line too long: N MiB)``. A page holds at
+most ``limit`` items, about a million characters of text, and scans at most 64 MiB of file.
+
+Items, in file order, each with its line's byte ``offset``:
+
+- ``user``: a real prompt (as the catalog judges it: no meta lines, command markup, tool results);
+- ``assistant``: a reply's text block (a reply written as several block lines gives several items);
+- ``tool``: one per tool call, its name, a one-line ``summary`` of its input, the input as JSON and
+  the output of its tool_result, each cut to 20,000 characters (``*_truncated``). A result whose
+  call is not on the page is an item of its own (no ``name``);
+- ``summary``: a compact summary (the conversation was compacted here);
+- ``clear``: a ``/clear``, ``/reset`` or ``/new``; ``command``: another slash command;
+- ``long``: a line over the cap.
+
+Meta lines, thinking blocks and bookkeeping lines (file-history-snapshot, queue-operation,
+titles, system lines) are skipped. Hostile input costs a line, never the page: invalid UTF-8 is
+replaced, a line that is not JSON or is nested past the recursion limit is skipped, the last line
+when unterminated (a write in flight) is left for a later page, and a file that shrinks while it
+is read gives a short page with ``changed`` set.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..errors import DECODE_ERRORS, BadArgument
+from ..safefs import open_regular, pread_all
+from .extract import CLEAR_COMMANDS, _Block, _Message, classify_prompt
+from .extract import _Line as _PromptLine
+
+__all__ = (
+    "LINE_CAP",
+    "MAX_LIMIT",
+    "OUTPUT_CAP",
+    "PAGE_ITEMS",
+    "Item",
+    "Page",
+    "page",
+    "subagent_path",
+)
+
+WINDOW = 256 * 1024  # bytes read at a time
+LINE_CAP = 8 * 1024 * 1024  # a longer line is never loaded
+SEARCH_CHUNK = 1024 * 1024  # looking for the end of a line over the cap
+SCAN_BYTES = 64 * 1024 * 1024  # file bytes one page may go through
+PAGE_CHARS = 1_000_000  # characters of text one page may carry
+PAGE_ITEMS = 50
+MAX_LIMIT = 200
+TEXT_CAP = 100_000  # a prompt, a reply, a summary
+OUTPUT_CAP = 20_000  # a tool's input and its output
+SUMMARY_CAP = 200  # a tool call's one-line summary
+
+_AGENT = re.compile(r"agent-[A-Za-z0-9_-]{1,128}")
+_AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_WS = re.compile(r"\s+")
+_CONVERSATION = (b'"type":"user"', b'"type":"assistant"')  # compact JSON, as Claude Code writes
+
+
+class Item(msgspec.Struct, omit_defaults=True):
+    """One thing shown in the reader. ``offset`` is where its line starts in the file."""
+
+    kind: str  # user | assistant | tool | summary | clear | command | long
+    offset: int
+    ts: str | None = None
+    text: str | None = None
+    truncated: bool = False
+    name: str | None = None  # tool: the tool's name (None for a result whose call is not on the page)
+    summary: str | None = None  # tool: its input in one line
+    input: str | None = None
+    input_truncated: bool = False
+    output: str | None = None  # tool: the result's text (None: no result on this page)
+    output_truncated: bool = False
+    is_error: bool = False
+    tool_id: str | None = None
+    result_offset: int | None = None  # where the tool_result line starts
+    agent: str | None = None  # tool: the sub-agent file it ran (``agent-<id>``), when known
+    bytes: int | None = None  # long: the line's length
+
+
+class Page(msgspec.Struct):
+    items: list[Item]
+    start: int  # the page covers the lines in [start, end)
+    end: int
+    size: int  # the file's size when read
+    prev: int | None  # before= this for the page before (None: this page starts the file)
+    next: int | None  # after= this for the page after (None: nothing more to read)
+    target: int | None = None  # with at=: the offset of the item showing that line
+    changed: bool = False  # the file shrank while it was read: reload
+
+
+# ------------------------------------------------------------------------------- reading lines
+
+
+@dataclass(slots=True)
+class _Reading:
+    fd: int
+    size: int
+    changed: bool = False
+    scanned: int = 0
+
+
+def _find_newline(r: _Reading, at: int) -> int:
+    """The offset of the first newline at or after ``at``, or -1 (searched without keeping)."""
+    while at < r.size:
+        chunk = pread_all(r.fd, at, min(SEARCH_CHUNK, r.size - at))
+        if not chunk:
+            r.changed = True
+            return -1
+        i = chunk.find(b"\n")
+        if i >= 0:
+            return at + i
+        at += len(chunk)
+    return -1
+
+
+def _find_newline_back(r: _Reading, before: int) -> int:
+    """The offset of the last newline before ``before``, or -1."""
+    while before > 0:
+        n = min(SEARCH_CHUNK, before)
+        chunk = pread_all(r.fd, before - n, n)
+        if len(chunk) < n:
+            r.changed = True
+            return -1
+        i = chunk.rfind(b"\n")
+        if i >= 0:
+            return before - n + i
+        before -= n
+    return -1
+
+
+def _line_start(r: _Reading, pos: int) -> int:
+    """Where the line holding byte ``pos`` starts (``pos`` clamped to the file)."""
+    pos = max(0, min(pos, r.size))
+    return 0 if pos == 0 else _find_newline_back(r, pos) + 1
+
+
+def _grow(have: int) -> int:
+    """How much more to read for a line of which ``have`` bytes are held: a window, then doubling,
+    never past the cap (plus the newline)."""
+    return WINDOW if have < WINDOW else max(1, min(have, LINE_CAP + 1 - have))
+
+
+def _forward(r: _Reading, start: int) -> Iterator[tuple[int, int, bytes | None]]:
+    """(offset, end, line) of each whole line from ``start`` (a line start) on; the line is None
+    when longer than LINE_CAP. An unterminated last line is not given."""
+    buf, buf_at, pos = b"", start, 0
+    while True:
+        nl = buf.find(b"\n", pos)
+        if nl >= 0:
+            yield buf_at + pos, buf_at + nl + 1, buf[pos:nl]
+            pos = nl + 1
+            continue
+        have = len(buf) - pos
+        read_at = buf_at + len(buf)
+        if read_at >= r.size:
+            return
+        if have > LINE_CAP:
+            line_at = buf_at + pos
+            nl_at = _find_newline(r, read_at)
+            if nl_at < 0:
+                return
+            yield line_at, nl_at + 1, None
+            buf, buf_at, pos = b"", nl_at + 1, 0
+            continue
+        want = min(_grow(have), r.size - read_at)
+        chunk = pread_all(r.fd, read_at, want)
+        if len(chunk) < want:
+            r.changed = True  # the file shrank: what was read is still whole lines or nothing
+            if not chunk:
+                return
+        buf, buf_at, pos = buf[pos:] + chunk, buf_at + pos, 0
+
+
+def _backward(r: _Reading, end: int) -> Iterator[tuple[int, int, bytes | None]]:
+    """(offset, end, line) of each whole line before ``end`` (a line start), the last first."""
+    buf, buf_at, hi = b"", end, 0  # buf holds the bytes from buf_at; buf[:hi] is not given yet
+    while buf_at + hi > 0:
+        nl = buf.rfind(b"\n", 0, hi - 1) if hi > 0 else -1
+        if nl >= 0 or (buf_at == 0 and hi > 0):
+            s = nl + 1
+            yield buf_at + s, buf_at + hi, buf[s : hi - 1]
+            hi = s
+            continue
+        if hi > LINE_CAP:
+            line_at = _find_newline_back(r, buf_at) + 1
+            if r.changed:
+                return
+            yield line_at, buf_at + hi, None
+            buf, buf_at, hi = b"", line_at, 0
+            continue
+        n = min(_grow(hi), buf_at)
+        chunk = pread_all(r.fd, buf_at - n, n)
+        if len(chunk) < n:
+            r.changed = True
+            return
+        buf = chunk + buf[:hi]
+        buf_at -= n
+        hi = len(buf)
+
+
+# ------------------------------------------------------------------------------- lines -> items
+
+
+class _Entry(msgspec.Struct):
+    """The fields of a transcript line the reader uses; everything else is skipped."""
+
+    type: Any = None
+    isMeta: Any = None
+    isCompactSummary: Any = None
+    isSidechain: Any = None
+    message: Any = None
+    timestamp: Any = None
+    toolUseResult: Any = None
+
+
+_decode_entry = msgspec.json.Decoder(_Entry).decode
+
+
+def _decode(raw: bytes) -> _Entry | None:
+    try:
+        return _decode_entry(raw)
+    except msgspec.ValidationError:
+        return None  # valid JSON, but not an object
+    except msgspec.DecodeError:
+        fixed = raw.decode("utf-8", "replace").encode()  # invalid UTF-8: read it replaced
+        if fixed == raw:
+            return None
+        try:
+            return _decode_entry(fixed)
+        except DECODE_ERRORS:
+            return None
+    except DECODE_ERRORS:  # RecursionError: nested past the limit
+        return None
+
+
+@dataclass(slots=True)
+class _Result:
+    offset: int
+    tool_id: str | None
+    output: str
+    truncated: bool
+    is_error: bool
+    agent: str | None
+
+
+@dataclass(slots=True)
+class _Parsed:
+    offset: int
+    end: int
+    items: list[Item] = field(default_factory=list)
+    results: list[_Result] = field(default_factory=list)
+    chars: int = 0
+
+
+def _cap(text: str, limit: int) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[:limit], True)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _one_line(text: str) -> str:
+    flat = _WS.sub(" ", text).strip()
+    return flat if len(flat) <= SUMMARY_CAP else flat[: SUMMARY_CAP - 1] + "\u2026"
+
+
+# Which input field says what a call does, by tool (else the first string field).
+_SUMMARY_KEYS = {
+    "Bash": ("command",),
+    "Read": ("file_path",),
+    "Write": ("file_path",),
+    "Edit": ("file_path",),
+    "MultiEdit": ("file_path",),
+    "NotebookEdit": ("notebook_path",),
+    "Grep": ("pattern",),
+    "Glob": ("pattern",),
+    "WebFetch": ("url",),
+    "WebSearch": ("query",),
+    "Task": ("description", "prompt"),
+    "Agent": ("description", "prompt"),
+}
+
+
+def _tool_summary(name: str, value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    if name == "TodoWrite" and isinstance(value.get("todos"), list):
+        return f"{len(value['todos'])} todos"
+    for key in _SUMMARY_KEYS.get(name, ()):
+        if isinstance(value.get(key), str):
+            return _one_line(value[key])
+    for v in value.values():
+        if isinstance(v, str) and v.strip():
+            return _one_line(v)
+    return ""
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return msgspec.json.format(msgspec.json.encode(value), indent=2).decode("utf-8", "replace")
+    except (TypeError, *DECODE_ERRORS):
+        return ""
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") == "image":
+            parts.append("[image]")
+    return "\n".join(parts)
+
+
+def _prompt_line(entry: _Entry, content: Any) -> _PromptLine | None:
+    """The catalog's view of a user line, for ``classify_prompt``."""
+    if isinstance(content, str):
+        message = _Message(content)
+    elif isinstance(content, list):
+        message = _Message([_Block(b.get("type"), b.get("text")) for b in content if isinstance(b, dict)])
+    else:
+        return None
+    # isSidechain is left out: a sub-agent file's lines are all sidechain lines, and the main
+    # file's are filtered before this.
+    return _PromptLine(type="user", isMeta=entry.isMeta, isCompactSummary=entry.isCompactSummary, message=message)
+
+
+def _parse(offset: int, end: int, raw: bytes | None, sidechain: bool) -> _Parsed:
+    """What one line shows: items and tool results."""
+    line = _Parsed(offset, end)
+    if raw is None:
+        size = end - offset
+        line.items.append(Item("long", offset, text=f"(line too long: {size / 2**20:.1f} MiB)", bytes=size))
+        return line
+    if not any(marker in raw for marker in _CONVERSATION):
+        return line  # bookkeeping: snapshots, queue operations, titles, system lines
+    entry = _decode(raw)
+    if entry is None or entry.isMeta is True or (entry.isSidechain is True and not sidechain):
+        return line
+    msg = entry.message if isinstance(entry.message, dict) else {}
+    content = msg.get("content")
+    ts = _str(entry.timestamp)
+    if entry.type == "user":
+        _parse_user(line, entry, content, ts)
+    elif entry.type == "assistant" and isinstance(content, list):
+        _parse_assistant(line, content, ts)
+    return line
+
+
+def _parse_user(line: _Parsed, entry: _Entry, content: Any, ts: str | None) -> None:
+    if entry.isCompactSummary is True:
+        text, cut = _cap(_result_text(content), TEXT_CAP)
+        line.items.append(Item("summary", line.offset, ts, text, cut))
+        line.chars += len(text)
+        return
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        tur = entry.toolUseResult
+        agent_id = tur.get("agentId") if isinstance(tur, dict) else None
+        agent = f"agent-{agent_id}" if isinstance(agent_id, str) and _AGENT_ID.fullmatch(agent_id) else None
+        for b in content:
+            if not (isinstance(b, dict) and b.get("type") == "tool_result"):
+                continue
+            out, cut = _cap(_result_text(b.get("content")), OUTPUT_CAP)
+            tool_id = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
+            line.results.append(_Result(line.offset, tool_id, out, cut, b.get("is_error") is True, agent))
+            line.chars += len(out)
+        return
+    prompt = _prompt_line(entry, content)
+    found = classify_prompt(prompt) if prompt is not None else None
+    if found is None:
+        return
+    what, text = found
+    if what == "command":
+        kind = "clear" if text.split(" ")[0] in CLEAR_COMMANDS else "command"
+        line.items.append(Item(kind, line.offset, ts, text))
+    else:
+        text, cut = _cap(text, TEXT_CAP)
+        line.items.append(Item("user", line.offset, ts, text, cut))
+    line.chars += len(text)
+
+
+def _parse_assistant(line: _Parsed, content: list, ts: str | None) -> None:
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+            text, cut = _cap(block["text"], TEXT_CAP)
+            line.items.append(Item("assistant", line.offset, ts, text, cut))
+            line.chars += len(text)
+        elif kind == "tool_use":
+            name = _str(block.get("name")) or "tool"
+            value = block.get("input")
+            text, cut = _cap(_json_text(value), OUTPUT_CAP)
+            tool_id = block.get("id") if isinstance(block.get("id"), str) else None
+            item = Item(
+                "tool",
+                line.offset,
+                ts,
+                name=name,
+                summary=_tool_summary(name, value),
+                input=text,
+                input_truncated=cut,
+                tool_id=tool_id,
+            )
+            line.items.append(item)
+            line.chars += len(text) + len(item.summary or "")
+
+
+# ------------------------------------------------------------------------------- pages
+
+
+BATCH = 32  # how far past the limit a page goes to keep parallel tool calls with their results
+
+
+def _collect_forward(r: _Reading, start: int, limit: int, sidechain: bool) -> tuple[list[_Parsed], int, bool]:
+    """Lines from ``start`` until the page is full: (lines, end, more). Past the limit, lines that
+    add no item (a result for a call on the page, bookkeeping) are still taken, and so are the
+    rest of a run of parallel tool calls whose results have not come yet."""
+    lines: list[_Parsed] = []
+    calls: set[str] = set()
+    waiting: set[str] = set()  # calls on the page whose result has not come yet
+    batch = False  # the last line that added items held tool calls only
+    items = chars = 0
+    end = start
+    for offset, stop, raw in _forward(r, start):
+        if lines and r.scanned >= SCAN_BYTES:
+            return lines, end, True
+        line = _parse(offset, stop, raw, sidechain)
+        new = len(line.items) + sum(1 for x in line.results if x.tool_id not in calls)
+        only_calls = bool(line.items) and not line.results and all(i.kind == "tool" for i in line.items)
+        full = items >= limit or chars >= PAGE_CHARS
+        if new and full and not (batch and only_calls and waiting and items < limit + BATCH and chars < PAGE_CHARS):
+            return lines, end, True
+        r.scanned += stop - offset
+        for i in line.items:
+            if i.tool_id:
+                calls.add(i.tool_id)
+                waiting.add(i.tool_id)
+        for x in line.results:
+            waiting.discard(x.tool_id or "")
+        if line.results or (new and not only_calls):
+            batch = False
+        elif only_calls:
+            batch = True
+        items += new
+        chars += line.chars
+        lines.append(line)
+        end = stop
+    return lines, end, False
+
+
+def _collect_backward(r: _Reading, end: int, limit: int, sidechain: bool) -> tuple[list[_Parsed], int, bool]:
+    """Lines before ``end`` until the page is full, in file order: (lines, start, more). The
+    mirror of ``_collect_forward``: a call whose result is on the page, and the rest of a run of
+    results whose calls are further back, are still taken."""
+    lines: list[_Parsed] = []
+    results: set[str] = set()
+    waiting: set[str] = set()  # results on the page whose call has not come yet
+    batch = False  # the last line that added items held tool results only
+    items = chars = 0
+    start = end
+    more = False
+    for offset, stop, raw in _backward(r, end):
+        if lines and r.scanned >= SCAN_BYTES:
+            more = True
+            break
+        line = _parse(offset, stop, raw, sidechain)
+        new = len(line.results) + sum(1 for i in line.items if not (i.tool_id and i.tool_id in results))
+        only_results = bool(line.results) and not line.items
+        full = items >= limit or chars >= PAGE_CHARS
+        if new and full and not (batch and only_results and waiting and items < limit + BATCH and chars < PAGE_CHARS):
+            more = True
+            break
+        r.scanned += stop - offset
+        for x in line.results:
+            if x.tool_id:
+                results.add(x.tool_id)
+                waiting.add(x.tool_id)
+        for i in line.items:
+            waiting.discard(i.tool_id or "")
+        if line.items:
+            batch = False
+        elif only_results:
+            batch = True
+        items += new
+        chars += line.chars
+        lines.append(line)
+        start = offset
+    lines.reverse()
+    return lines, start, more
+
+
+def _items(lines: list[_Parsed]) -> list[Item]:
+    """The page's items in file order, each result joined to its call when the call is here."""
+    out: list[Item] = []
+    calls: dict[str, Item] = {}
+    for line in lines:
+        for item in line.items:
+            out.append(item)
+            if item.tool_id:
+                calls[item.tool_id] = item
+        for res in line.results:
+            call = calls.get(res.tool_id) if res.tool_id else None
+            if call is None or call.output is not None:
+                call = Item("tool", res.offset, tool_id=res.tool_id)
+                out.append(call)
+            call.output, call.output_truncated, call.is_error = res.output, res.truncated, res.is_error
+            call.result_offset, call.agent = res.offset, res.agent
+    return out
+
+
+def _target(items: list[Item], line_at: int) -> int | None:
+    """The item showing the line at ``line_at``: its own, the call its result joined, else the
+    first item after it, else the last one before."""
+    for item in items:
+        if item.offset == line_at or item.result_offset == line_at:
+            return item.offset
+    after = [i.offset for i in items if i.offset > line_at]
+    if after:
+        return after[0]
+    return items[-1].offset if items else None
+
+
+def _offset(value: int | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadArgument(f"{name} must be a byte offset (a whole number, 0 or more)")
+    return value
+
+
+def page(
+    path: str,
+    *,
+    after: int | None = None,
+    before: int | None = None,
+    at: int | None = None,
+    limit: int = PAGE_ITEMS,
+    agent: str | None = None,
+) -> Page:
+    """One page of the transcript at ``path`` (or of its sub-agent ``agent``, ``agent-<id>``):
+    at most ``limit`` items (1 to MAX_LIMIT) forward from ``after``, backward from ``before``, or
+    around ``at`` (at most one of them; none: the first page). An offset inside a line means that
+    line; one past the end means the end.
+
+    Raises BadArgument for bad arguments, OSError (NotRegularFile for a link, a FIFO...) when the
+    file cannot be read."""
+    given = [k for k, v in (("after", after), ("before", before), ("at", at)) if v is not None]
+    if len(given) > 1:
+        raise BadArgument(f"give at most one of after, before and at (got {', '.join(given)})")
+    after, before, at = _offset(after, "after"), _offset(before, "before"), _offset(at, "at")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise BadArgument(f"limit must be a whole number from 1 to {MAX_LIMIT}")
+    if agent is not None:
+        path = subagent_path(path, agent)
+    fd, st = open_regular(path)
+    try:
+        return _page(_Reading(fd, st.st_size), after, before, at, limit, sidechain=agent is not None)
+    finally:
+        os.close(fd)
+
+
+def _page(r: _Reading, after: int | None, before: int | None, at: int | None, limit: int, sidechain: bool) -> Page:
+    target = None
+    if before is not None:
+        end = _line_start(r, before)
+        lines, start, more = _collect_backward(r, end, limit, sidechain)
+        prev = start if more and start > 0 else None
+        nxt = end if end < r.size else None
+    elif at is not None:
+        line_at = _line_start(r, at)
+        # the line and what follows it, with context before: a quarter of the page, or more
+        # when the file ends first
+        fwd, end, more = _collect_forward(r, line_at, max(1, limit - limit // 4), sidechain)
+        calls = {i.tool_id for x in fwd for i in x.items if i.tool_id}
+        shown = sum(len(x.items) + sum(1 for res in x.results if res.tool_id not in calls) for x in fwd)
+        back, start, more_back = _collect_backward(r, line_at, max(limit - shown, 0), sidechain)
+        lines = back + fwd
+        prev = start if more_back and start > 0 else None
+        nxt = end if more else None
+    else:
+        start = _line_start(r, after or 0)
+        lines, end, more = _collect_forward(r, start, limit, sidechain)
+        prev = start if start > 0 else None
+        nxt = end if more else None
+    items = _items(lines)
+    if at is not None:
+        target = _target(items, line_at)
+    return Page(items, start, end, r.size, prev, nxt, target, r.changed)
+
+
+def subagent_path(transcript: str, agent: str) -> str:
+    """The file of sub-agent ``agent`` (``agent-<id>``) of the session whose transcript is
+    ``transcript``: ``<folder>/<session>/subagents/<agent>.jsonl``. The name is checked (no
+    slashes, no dots) and so are the two folders on the way (real folders, not links)."""
+    if not isinstance(agent, str) or _AGENT.fullmatch(agent) is None:
+        raise BadArgument("agent must be a sub-agent's name: agent- and then letters, digits, _ or -")
+    folder, name = os.path.split(transcript)
+    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    session_dir = os.path.join(folder, stem)
+    subagents = os.path.join(session_dir, "subagents")
+    for d in (session_dir, subagents):
+        if not stat.S_ISDIR(os.lstat(d).st_mode):  # FileNotFoundError: the session has none
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder (a link is not followed)", d)
+    return os.path.join(subagents, agent + ".jsonl")
