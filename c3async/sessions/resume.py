@@ -1,10 +1,11 @@
-"""The command that resumes a session, for a POSIX shell (rows and search results carry it)."""
+"""What rows and search results both show: the command that resumes a session (for a POSIX
+shell) and how long ago it was active."""
 
 from __future__ import annotations
 
 import shlex
 
-__all__ = ("resume_command",)
+__all__ = ("ago", "resume_command")
 
 
 def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: bool = False) -> str:
@@ -19,3 +20,14 @@ def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: b
             f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
         )
     return f"# {cwd} is gone: recreate it (git worktree add {shlex.quote(cwd)} <branch>), then: claude --resume {session_id}"
+
+
+def ago(then: float | None, now: float) -> str:
+    """How long ago an epoch time was, in the largest whole unit: 3d, 5h, 12m, 40s ("?" if unknown)."""
+    if then is None:
+        return "?"
+    secs = max(0.0, now - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if secs >= size:
+            return f"{int(secs // size)}{unit}"
+    return f"{int(secs)}s"

@@ -12,7 +12,7 @@ import msgspec
 from ..catalog.extract import epoch
 from ..catalog.scan import Session
 from ..marks import Note, Stale
-from .resume import resume_command
+from .resume import ago, resume_command
 
 __all__ = (
     "Chain",
@@ -110,14 +110,7 @@ class Row(msgspec.Struct):
 
 def age(iso: str | None, now: float) -> str:
     """How long ago an ISO time was, in the largest whole unit: 3d, 5h, 12m, 40s ("?" if unknown)."""
-    then = epoch(iso)
-    if then is None:
-        return "?"
-    secs = max(0.0, now - then)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if secs >= size:
-            return f"{int(secs // size)}{unit}"
-    return f"{int(secs)}s"
+    return ago(epoch(iso), now)
 
 
 def iso(ns: int) -> str:

@@ -22,7 +22,7 @@ from ..search import index
 from ..search.find import Filters, Hit, find
 from ..search.passages import KINDS
 from ..search.query import parse
-from .resume import resume_command
+from .resume import ago, resume_command
 
 __all__ = ("INLINE_BYTES", "IndexState", "Result", "SearchResult", "parse_when", "search")
 
@@ -153,7 +153,7 @@ def search(
             Result(
                 **{f: getattr(hit, f) for f in hit.__struct_fields__},
                 project=project,
-                age=_age(hit.last_ts, now),
+                age=ago(hit.last_ts, now),
                 resume=resume_command(cwd, hit.session, hit.branch, gone=gone)
                 if cwd
                 else f"claude --resume {hit.session}",
@@ -167,13 +167,3 @@ def _is_dir(path: str) -> bool:
     import os
 
     return os.path.isdir(path)
-
-
-def _age(ts: int | None, now: float) -> str:
-    if ts is None:
-        return "?"
-    secs = max(0.0, now - ts)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if secs >= size:
-            return f"{int(secs // size)}{unit}"
-    return f"{int(secs)}s"

@@ -44,7 +44,7 @@ import msgspec
 
 from .. import jsonl, safefs, workers
 from ..catalog import cache as catalog_cache
-from ..catalog.listing import is_session_id
+from ..catalog.listing import transcript_files
 from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
 from ..errors import DECODE_ERRORS
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 __all__ = ("Result", "SessionTotals", "account", "cost", "latest_totals", "session_titles", "stats_path")
 
 STATE_VERSION = 1
-MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
 WORKERS = 4  # at most this many worker processes for a big first pass
 PROCESS_MIN_BYTES = 64 * 1024 * 1024  # new bytes to read before worker processes pay for themselves
 HANDOFF_BYTES = 16 * 1024 * 1024  # about this many new bytes per hand-off to a worker...
@@ -114,49 +113,8 @@ def _state_path(project: str) -> Path:
 def _files(project: str) -> Iterator[tuple[Path, str | None]]:
     """(transcript, the session it counts toward; None: read it from its lines)."""
     for folder, _cwd in locate(project).folders:
-        for e in _entries(folder):
-            try:
-                if e.is_file(follow_symlinks=False):  # never a symlink, a FIFO, a socket...
-                    if not e.name.endswith(".jsonl"):
-                        continue
-                    if is_session_id(e.name[:-6]):
-                        yield Path(e.path), e.name[:-6].lower()
-                    elif e.name.startswith("agent-"):  # a legacy sub-agent file beside the sessions
-                        yield Path(e.path), None
-                elif e.is_dir(follow_symlinks=False) and is_session_id(e.name):
-                    for path in sorted(_subagent_files(Path(e.path, "subagents"))):
-                        yield path, e.name.lower()
-            except OSError:
-                continue  # vanished, or cannot be examined: this entry only
-
-
-def _entries(folder: str | os.PathLike[str]) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(folder) as it:
-            return list(it)
-    except OSError:
-        return []
-
-
-def _subagent_files(folder: Path, depth: int = 0) -> Iterator[Path]:
-    """Every ``*.jsonl`` regular file under ``folder`` (not a workflow's ``journal.jsonl``),
-    walking real folders only: a symlinked folder is not followed (so no loop, and nothing
-    outside the session's folder is read), and ``folder`` itself must not be a symlink."""
-    if depth == 0:
-        try:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                return
-        except OSError:
-            return
-    for e in _entries(folder):
-        try:
-            if e.is_file(follow_symlinks=False):
-                if e.name.endswith(".jsonl") and e.name != "journal.jsonl":
-                    yield Path(e.path)
-            elif e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
-                yield from _subagent_files(Path(e.path), depth + 1)
-        except OSError:
-            continue
+        for path, session, _st in transcript_files(folder):
+            yield Path(path), session
 
 
 def session_titles(project: str) -> dict[str, str]:
