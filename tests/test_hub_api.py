@@ -787,6 +787,71 @@ def test_listing_row_values(client, world):
     assert rows[world.healthy]["resume"] == f"cd {shlex.quote(world.alpha)} && claude --resume {world.healthy}"
 
 
+PER_REPLY = {"input": 3, "output": 28, "cache_write": 3296, "cache_read": 11331}  # tests/transcripts.py's usage
+PER_REPLY_USD = (3 * 5 + 28 * 25 + 3296 * 6.25 + 11331 * 0.5) / 1e6  # opus 4.5; cache write 1.25x, read 0.1x
+
+
+def _accounted(client, project: str) -> dict[str, dict]:
+    """The project's rows once the Hub's own accountant (first run at start) has counted them all."""
+    def ready():
+        rows = {r["id"]: r for r in _rows(client, project=project)}
+        return rows if all(r["tokens"] for r in rows.values()) else None
+    return wait_for(ready, timeout=30)
+
+
+def test_rows_detail_and_rail_carry_tokens_and_cost(client, world):
+    rows = _accounted(client, world.alpha)
+    for name, replies in (("healthy", 3), ("live", 3), ("hinted", 1), ("secret", 10)):
+        row = rows[getattr(world, name)]
+        tokens = row["tokens"]
+        assert {k: tokens[k] for k in PER_REPLY} == {k: v * replies for k, v in PER_REPLY.items()}, name
+        assert tokens["total"] == sum(PER_REPLY.values()) * replies and tokens["unpriced"] == []
+        assert abs(row["cost_usd"] - PER_REPLY_USD * replies) < 1e-6, name
+    # The detail carries the same figures; the rail sums the project's sessions.
+    d = client.get(f"/api/sessions/{world.secret}", params={"project": world.alpha}).json()
+    assert d["row"]["tokens"] == rows[world.secret]["tokens"]
+    projects = {p["path"]: p for p in client.get("/api/projects").json()["projects"]}
+    usage = projects[world.alpha]["usage"]
+    assert usage["sessions"] == len(rows) == 6
+    assert usage["tokens"]["total"] == sum(r["tokens"]["total"] for r in rows.values())
+    assert abs(usage["cost_usd"] - sum(r["cost_usd"] for r in rows.values())) < 1e-6
+    assert set(projects[world.beta]["usage"]) == {"sessions", "tokens", "cost_usd"}
+
+
+def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monkeypatch):
+    """Whoever writes new totals (a server, `c3async stats`, the Hub's own run): the change feed
+    sees the stats log move and the rows show them. Here a row appended as an accountant does."""
+    from c3async.hub.changes import position
+
+    world.claude.activate(monkeypatch)
+    _accounted(client, world.beta)
+    before = position(world.beta)
+    events: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        try:
+            with hub.client(timeout=httpx.Timeout(10, read=20)) as c, \
+                    c.stream("GET", "/api/events", params={"project": world.beta}) as s:
+                for line in s.iter_lines():
+                    events.put(line)
+        except Exception as exc:  # noqa: BLE001 - reported through the queue
+            events.put(f"error: {exc!r}")
+
+    threading.Thread(target=read, daemon=True).start()
+    assert events.get(timeout=10).startswith("retry:")  # the baseline is taken
+    stats = Path(world.beta) / ".c3" / "session_stats.jsonl"
+    with open(stats, "a") as f:
+        f.write(json.dumps({"session_id": world.wt, "ts": time.time(), "input": 1_234_567, "output": 1,
+                            "cache_read": 2, "cache_write_5m": 3, "cache_write_1h": 4, "cost_usd": 3.4}) + "\n")
+    assert position(world.beta) != before  # what the feed polls moved with the stats log alone
+    deadline = time.monotonic() + 6
+    while (line := events.get(timeout=max(0.01, deadline - time.monotonic()))) != "event: change":
+        assert not line.startswith("error: "), line
+    row = {r["id"]: r for r in _rows(client, project=world.beta)}[world.wt]  # a worktree's session
+    assert row["tokens"]["input"] == 1_234_567 and row["tokens"]["cache_write"] == 7
+    assert row["tokens"]["total"] == 1_234_567 + 1 + 2 + 7 and row["cost_usd"] == 3.4
+
+
 @pytest.mark.parametrize("which,expected", [
     ("all", ("healthy", "live", "hinted", "secret", "staled", "noted")),
     ("likely", ("hinted", "secret")),
@@ -984,3 +1049,295 @@ def test_events_stream_a_change_after_a_cli_mark(hub, world):
     stop.set()
     assert got is not None, "no `event: change` within 6 s of the mark"
     assert got - written < 4
+
+
+# ------------------------------------------------------------------ the conversation reader
+# Its own sandbox and Hub: the sessions here would change the counts the tests above check.
+
+CONV_HTML = '<img src=x onerror="alert(1)">'
+
+
+class ConvWorld:
+    def __init__(self, claude) -> None:
+        from transcripts import Conversation, text, tool_use, write_session
+
+        self.claude = claude
+        p = self.project = claude.project("reader")
+        folder = claude.folder(p)
+        c = Conversation(p, start=NOW - timedelta(hours=1))
+        lines: list = [c.permission_mode()]
+        for n in range(30):
+            lines += c.exchange(f"prompt {n} {CONV_HTML}", f"answer {n}")
+            if n == 20:
+                lines += c.tool_round("12 passed", input={"command": "npm test", "description": "Run"})
+        task = tool_use("Task", {"description": "Find the bug", "prompt": "Look", "subagent_type": "x"})
+        lines += c.reply(task)
+        result = c.tool_result(task["id"], "found it")
+        result["toolUseResult"] = {"agentId": "0a1b2c", "totalTokens": 1}
+        lines.append(result)
+        self.sid = c.id
+        self.path = write_session(folder, c.id, lines)
+        sub = Conversation(p, c.id, sidechain=True)
+        write_session(folder / c.id / "subagents", "agent-0a1b2c", [sub.prompt("Look"), *sub.reply(text("Found"))])
+        o = self.other = claude.project("reader-other")
+        self.foreign = hub_session(claude.folder(o), o, ["Another project's prompt"])
+        claude.sessions(p)  # registers both projects
+        claude.sessions(o)
+
+
+@pytest.fixture(scope="module")
+def conv_world(tmp_path_factory) -> ConvWorld:
+    from conftest import Sandbox
+
+    return ConvWorld(Sandbox(tmp_path_factory.mktemp("reader")))
+
+
+@pytest.fixture(scope="module")
+def conv_hub(conv_world):
+    h = Hub(conv_world.claude).start()
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+def _conv(hub, sid: str, **params) -> httpx.Response:
+    with hub.client() as c:
+        return c.get(f"/api/sessions/{sid}/conversation", params=params)
+
+
+def test_conversation_pages_forward_backward_and_at(conv_hub, conv_world):
+    w = conv_world
+    r = _conv(conv_hub, w.sid, project=w.project, limit=7)
+    assert r.status_code == 200, r.text
+    _check_csp(r)
+    first = r.json()
+    assert set(first) == {"items", "start", "end", "size", "prev", "next", "target", "changed", "session", "agent"}
+    assert (first["session"], first["agent"], first["start"], first["prev"]) == (w.sid, None, 0, None)
+    assert first["size"] == w.path.stat().st_size and not first["changed"]
+    assert [i["kind"] for i in first["items"]] == ["user", "assistant"] * 3 + ["user"]
+    assert first["items"][0]["text"] == f"prompt 0 {CONV_HTML}"  # as text, in JSON: the page sets textContent
+    forward, page = list(first["items"]), first
+    while page["next"] is not None:
+        page = _conv(conv_hub, w.sid, project=w.project, limit=7, after=page["next"]).json()
+        forward += page["items"]
+    backward, page = [], _conv(conv_hub, w.sid, project=w.project, limit=9, before=first["size"]).json()
+    backward[:0] = page["items"]
+    while page["prev"] is not None:
+        page = _conv(conv_hub, w.sid, project=w.project, limit=9, before=page["prev"]).json()
+        backward[:0] = page["items"]
+    assert forward == backward and len(forward) == 30 * 2 + 2
+    tools = [i for i in forward if i["kind"] == "tool"]
+    assert [(t["name"], t["summary"], t["output"]) for t in tools] == [
+        ("Bash", "npm test", "12 passed"), ("Task", "Find the bug", "found it")]
+    assert tools[1]["agent"] == "agent-0a1b2c"
+    hit = tools[0]
+    r = _conv(conv_hub, w.sid, project=w.project, at=hit["result_offset"] + 10, limit=10)
+    assert r.status_code == 200 and r.json()["target"] == hit["offset"]
+    assert hit["offset"] in [i["offset"] for i in r.json()["items"]]
+    r = _conv(conv_hub, w.sid.upper())  # no project: the registered one that has it
+    assert r.status_code == 200 and len(r.json()["items"]) == 50  # the default page
+
+
+def test_conversation_of_a_sub_agent(conv_hub, conv_world):
+    w = conv_world
+    r = _conv(conv_hub, w.sid, project=w.project, agent="agent-0a1b2c")
+    assert r.status_code == 200, r.text
+    assert [(i["kind"], i["text"]) for i in r.json()["items"]] == [("user", "Look"), ("assistant", "Found")]
+    assert r.json()["agent"] == "agent-0a1b2c"
+    r = _conv(conv_hub, w.sid, project=w.project, agent="agent-ffff")
+    assert r.status_code == 404 and "agent-ffff" in r.json()["error"]
+
+
+def test_conversation_needs_the_token(conv_hub, conv_world):
+    url = f"/api/sessions/{conv_world.sid}/conversation?project={conv_world.project}"
+    with conv_hub.client(auth=False) as anon:
+        r = anon.get(url)
+        assert r.status_code == 401 and "prompt 0" not in r.text
+        _check_csp(r)
+    browser = conv_hub.login()
+    try:
+        assert browser.get(url).status_code == 200
+        r = browser.get(url, headers={"Sec-Fetch-Site": "cross-site"})
+        assert r.status_code == 403 and "prompt 0" not in r.text
+    finally:
+        browser.close()
+
+
+@pytest.mark.parametrize("params", [
+    {"after": "-1"}, {"after": "abc"}, {"after": "1e3"}, {"before": "9" * 30}, {"at": "１２"},
+    {"limit": "0"}, {"limit": "201"}, {"limit": "x"}, {"after": "0", "before": "10"},
+    {"agent": "../../../etc/passwd"}, {"agent": "agent-a/b"}, {"agent": "agent-\x00"}, {"agent": "x" * 300},
+])
+def test_bad_conversation_parameters_are_400(conv_hub, conv_world, params):
+    r = _conv(conv_hub, conv_world.sid, project=conv_world.project, **params)
+    assert r.status_code == 400, (params, r.status_code, r.text)
+    assert r.json()["error"] and "prompt 0" not in r.text
+
+
+def test_conversation_limit_is_capped_and_ids_validated(conv_hub, conv_world):
+    w = conv_world
+    r = _conv(conv_hub, w.sid, project=w.project, limit=200)
+    assert r.status_code == 200 and len(r.json()["items"]) == 62 and r.json()["next"] is None
+    r = _conv(conv_hub, "00000000-0000-4000-8000-000000000000", project=w.project)
+    assert r.status_code == 404 and r.json()["error"]
+    r = _conv(conv_hub, w.foreign, project=w.project)  # another project's session
+    assert r.status_code == 404 and "Another project" not in r.text
+    r = _conv(conv_hub, w.sid, project="/etc")
+    assert r.status_code == 400 and "prompt 0" not in r.text
+    for bad in ("not-a-uuid", "..%2F..%2Fetc%2Fpasswd", "%00"):
+        with conv_hub.client() as c:
+            r = c.get(f"/api/sessions/{bad}/conversation")
+        assert r.status_code in (400, 404), bad
+        assert "root:" not in r.text
+
+
+# --- full-text search (/api/search) --------------------------------------------------------------
+# Its own sandbox and Hub, as the reader's: two projects, a planted phrase in two prompts and in
+# one tool output (which only matches with tools=1).
+
+PHRASE = "zebra_quokka_budget"
+SEARCH_HTML = "<img src=x onerror=alert(1)>"
+SEARCH_KEYS = {"query", "total", "seconds", "problems", "index", "results"}
+INDEX_KEYS = {"files", "updating", "done_bytes", "total_bytes", "pending_bytes", "indexed_now", "seconds"}
+RESULT_KEYS = {"session", "project", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "age",
+               "resume", "score", "hits", "snippets"}
+SNIPPET_KEYS = {"text", "marks", "role", "sidechain", "ts", "offset", "agent"}
+
+
+class SearchWorld:
+    def __init__(self, claude) -> None:
+        from transcripts import Conversation, write_session
+
+        self.claude = claude
+        a = self.a = claude.project("search-a")
+        fa = claude.folder(a)
+        self.prompted = hub_session(fa, a, [f"please look at {SEARCH_HTML} {PHRASE} now", "and then the rest"],
+                                    title="Budget planted in a prompt", branch="feature/budget")
+        c = Conversation(a, start=NOW - timedelta(hours=2))
+        lines: list = [c.permission_mode(), *c.exchange("run the checks", "running them")]
+        lines += c.tool_round(f"checks: {PHRASE} exceeded by 3")
+        self.tooled = c.id
+        write_session(fa, c.id, lines)
+        b = self.b = claude.project("search-b")
+        self.other = hub_session(claude.folder(b), b, [f"{PHRASE} in the other project too"], title="Other budget")
+        claude.sessions(a)  # registers both projects
+        claude.sessions(b)
+
+
+@pytest.fixture(scope="module")
+def search_world(tmp_path_factory) -> SearchWorld:
+    from conftest import Sandbox
+
+    return SearchWorld(Sandbox(tmp_path_factory.mktemp("search")))
+
+
+@pytest.fixture(scope="module")
+def search_hub(search_world):
+    h = Hub(search_world.claude).start()
+    try:
+        with h.client() as c:  # the index the Hub builds at start
+            wait_for(lambda: not c.get("/api/search/status").json()["updating"], timeout=30)
+        yield h
+    finally:
+        h.stop()
+
+
+def _search(hub, **params) -> httpx.Response:
+    with hub.client() as c:
+        return c.get("/api/search", params=params)
+
+
+def _found(hub, **params) -> dict[str, dict]:
+    r = _search(hub, **params)
+    assert r.status_code == 200, r.text
+    return {x["session"]: x for x in r.json()["results"]}
+
+
+def test_search_needs_the_token(search_hub, search_world):
+    with search_hub.client(auth=False) as anon:
+        for path in (f"/api/search?q={PHRASE}", "/api/search/status"):
+            r = anon.get(path)
+            assert r.status_code == 401, path
+            _check_csp(r)
+            assert "token" in r.json()["error"]
+            for secret in (PHRASE, search_world.prompted, search_world.a, "files"):
+                assert secret not in r.text, (path, secret)
+    browser = search_hub.login()  # the page's cookie is enough, from the page's own origin only
+    try:
+        assert browser.get(f"/api/search?q={PHRASE}").status_code == 200
+        r = browser.get(f"/api/search?q={PHRASE}", headers={"Sec-Fetch-Site": "cross-site"})
+        assert r.status_code == 403 and PHRASE not in r.text
+    finally:
+        browser.close()
+
+
+@pytest.mark.parametrize("params", [
+    {"q": "!!!"}, {"q": ""}, {"q": "NOT budget"}, {"q": "x" * 2001}, {"q": PHRASE, "role": "robot"},
+    {"q": PHRASE, "since": "yesterday"}, {"q": PHRASE, "limit": "0"}, {"q": PHRASE, "limit": "51"},
+    {"q": PHRASE, "project": "/etc"},
+])
+def test_a_bad_search_is_400_with_a_message(search_hub, search_world, params):
+    r = _search(search_hub, **params)
+    assert r.status_code == 400, (params, r.status_code, r.text)
+    _check_csp(r)
+    assert set(r.json()) == {"error"} and r.json()["error"]
+    assert search_world.prompted not in r.text
+
+
+def test_search_results_shape_marks_and_resume(search_hub, search_world):
+    w = search_world
+    r = _search(search_hub, q=PHRASE)
+    assert r.status_code == 200, r.text
+    _check_csp(r)
+    data = r.json()
+    assert set(data) == SEARCH_KEYS and set(data["index"]) == INDEX_KEYS
+    assert data["query"] == PHRASE and data["problems"] == [] and not data["index"]["updating"]
+    assert data["index"]["files"] == 3
+    found = {x["session"]: x for x in data["results"]}
+    assert set(found) == {w.prompted, w.other} and data["total"] == 2  # not the tool output
+    hit = found[w.prompted]
+    assert set(hit) == RESULT_KEYS
+    assert (hit["project"], hit["cwd"], hit["title"], hit["title_source"], hit["branch"], hit["hits"]) == (
+        w.a, w.a, "Budget planted in a prompt", "custom", "feature/budget", 1)
+    assert hit["resume"] == f"cd {shlex.quote(w.a)} && claude --resume {w.prompted}"
+    assert re.fullmatch(r"\d+[smhd]", hit["age"]) and isinstance(hit["last_ts"], int)
+    [snippet] = hit["snippets"]
+    assert set(snippet) == SNIPPET_KEYS
+    assert (snippet["role"], snippet["sidechain"], snippet["agent"]) == ("user", False, None)
+    assert SEARCH_HTML in snippet["text"]  # as text: the page puts it in text nodes
+    assert [snippet["text"][s:e] for s, e in snippet["marks"]] == [PHRASE]
+    # the offset is the prompt's line: the reader opens there
+    page = _conv(search_hub, w.prompted, project=w.a, at=snippet["offset"], limit=5).json()
+    target = next(i for i in page["items"] if i["offset"] == page["target"])
+    assert PHRASE in target["text"] and target["kind"] == "user"
+    assert found[w.other]["project"] == w.b
+
+
+def test_search_project_role_limit_and_tools(search_hub, search_world):
+    w = search_world
+    assert set(_found(search_hub, q=PHRASE, project=w.a)) == {w.prompted}
+    assert set(_found(search_hub, q=PHRASE, project=w.b)) == {w.other}
+    assert set(_found(search_hub, q=PHRASE, role="user")) == {w.prompted, w.other}
+    assert set(_found(search_hub, q=PHRASE, role="assistant")) == set()
+    assert set(_found(search_hub, q=PHRASE, limit=1)) <= {w.prompted, w.other}
+    r = _search(search_hub, q=PHRASE, limit=1)
+    assert (r.json()["total"], len(r.json()["results"])) == (2, 1)
+    # tool output only with tools=1
+    both = _found(search_hub, q=PHRASE, tools=1)
+    assert set(both) == {w.prompted, w.other, w.tooled}
+    [snippet] = both[w.tooled]["snippets"]
+    assert snippet["role"] == "tool" and [snippet["text"][s:e] for s, e in snippet["marks"]] == [PHRASE]
+    assert set(_found(search_hub, q=PHRASE, tools="1", project=w.a)) == {w.prompted, w.tooled}
+    assert set(_found(search_hub, q=PHRASE, tools="0")) == {w.prompted, w.other}
+    # the prompts are about an hour old, the tool output two
+    assert set(_found(search_hub, q=PHRASE, tools=1, since="90m")) == {w.prompted, w.other}
+    assert set(_found(search_hub, q=PHRASE, tools=1, until="90m")) == {w.tooled}
+    assert set(_found(search_hub, q=PHRASE, branch="feature/budget")) == {w.prompted}
+
+
+def test_search_status_answers(search_hub):
+    with search_hub.client() as c:
+        r = c.get("/api/search/status")
+    assert r.status_code == 200, r.text
+    assert r.json() == {"updating": False, "done_bytes": 0, "total_bytes": 0}

@@ -7,6 +7,7 @@ skip, saying so, where it is missing. Screenshots go to pytest's tmp_path; their
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import time
 from datetime import timedelta
@@ -244,6 +245,28 @@ def test_rail_chooses_one_project(page, world):
     page.wait_ids(world.all_ids)
 
 
+def test_rows_rail_and_detail_show_tokens_and_cost(page, world, tmp_path):
+    """The Hub's own accountant counts every registered project at start: each reply here is
+    14,658 tokens at $0.0269805 (tests/transcripts.py's usage, opus 4.5). The rows refresh when
+    it writes, so the figures appear without a reload whenever the page was opened."""
+    page.open()
+    expect(page.row(world.d1).locator(".usage")).to_have_text("44k tok · $0.08", timeout=WAIT_MS)  # 3 replies
+    expect(page.row(world.long).locator(".usage")).to_have_text("147k tok · $0.27")  # 10 replies
+    rail = page.page.locator("#projects li")
+    expect(rail.filter(has=page.page.locator(f'button[data-project="{world.delta}"]')).locator(".rail-usage")
+           ).to_have_text("59k tok · $0.11")  # d1 + d2: 4 replies
+    expect(rail.filter(has=page.page.locator('button[data-project=""]')).locator(".rail-usage")
+           ).to_have_text("425k tok · $0.78")  # every session of both projects: 29 replies
+    expect(page.page.locator("#projects button")).to_have_text(["All projects", "gamma", "delta"])
+    li = page.row(world.d1)
+    li.locator(".title").click()
+    expect(li.locator(".detail h3", has_text="Tokens and cost")).to_be_visible(timeout=WAIT_MS)
+    expect(li.locator(".usage-detail")).to_contain_text(
+        "input 9 · output 84 · cache write 9,888 · cache read 33,993 · total 43,974 tokens · cost $0.08")
+    page.shot(tmp_path, "tokens-and-cost")
+    assert page.errors == []
+
+
 def test_likely_stale_filter_shows_only_hinted_unmarked_rows(page, hub, world, tmp_path):
     page.open()
     page.wait_ids(world.all_ids)
@@ -403,3 +426,284 @@ def test_a_mark_from_the_cli_appears_without_a_reload(page, world):
     assert proc.returncode == 0, proc.stderr
     expect(li.locator(".chip.stale")).to_have_text("stale: marked in a shell", timeout=WAIT_MS)
     assert page.page.evaluate("window.__sameDocument") == 1
+
+
+def test_the_conversation_reader_shows_text_as_text_and_opens_at_an_offset(browser, tmp_path_factory, tmp_path):
+    """Its own sandbox and Hub (the world above is counted by other tests): a session with a
+    prompt and a tool output full of HTML, a compaction, a /clear and 60 exchanges."""
+    from conftest import Sandbox
+    from transcripts import Conversation, write_session
+
+    claude = Sandbox(tmp_path_factory.mktemp("reader"))
+    project = claude.project("reader")
+    c = Conversation(project, start=NOW - timedelta(hours=2))
+    lines: list = [c.permission_mode(), *c.exchange(PROMPT_XSS, "answer " + XSS)]
+    lines += c.tool_round("output " + XSS, input={"command": "npm test", "description": "Run the tests"})
+    lines += [c.compact_boundary(), c.compact_summary(), c.caveat(), c.clear(), c.local_stdout()]
+    for n in range(60):
+        lines += c.exchange(f"prompt {n}", f"answer {n}")
+    write_session(claude.folder(project), c.id, lines)
+    claude.sessions(project)
+    hub = Hub(claude).start()
+    page = Page(browser, hub)
+    try:
+        page.open()
+        li = page.row(c.id)
+        li.locator(".title").click()
+        li.locator(".conv-open").click()
+        items = li.locator(".conv-items > .conv-item")
+        expect(items.first).to_be_visible(timeout=WAIT_MS)
+        expect(items).to_have_count(50)
+        expect(items.nth(0).locator(".conv-text")).to_have_text(PROMPT_XSS)
+        expect(items.nth(1).locator(".conv-text")).to_have_text("answer " + XSS)
+        tool = li.locator("details.conv-tool").first
+        expect(tool.locator("summary")).to_have_text("Bash: npm test")
+        expect(tool.locator(".conv-output")).to_be_hidden()  # collapsed to one line
+        tool.locator("summary").click()
+        expect(tool.locator(".conv-output")).to_have_text("output " + XSS)
+        expect(li.locator(".conv-summary summary")).to_contain_text("compacted")
+        expect(li.locator(".conv-clear")).to_have_text("/clear: the context was cleared here")
+        li.locator(".conv-later").click()
+        expect(items).to_have_count(100)
+        li.locator(".conv-later").click()
+        expect(items).to_have_count(2 + 1 + 2 + 120)  # everything: 2 + tool + markers + 60 exchanges
+        expect(li.locator(".conv-later")).to_be_hidden()
+        expect(items.last.locator(".conv-text")).to_have_text("answer 59")
+        page.shot(tmp_path, "conversation", full_page=True)
+        # a search feature's entry point: open at a byte offset, the item highlighted and in view
+        with hub.client() as client:
+            found = client.get(f"/api/sessions/{c.id}/conversation",
+                               params={"project": project, "limit": 200}).json()["items"]
+        target = next(i for i in found if i.get("text") == "prompt 33")
+        page.page.evaluate("([p, s, at]) => openConversation(p, s, { at })", [project, c.id, target["offset"] + 9])
+        hit = li.locator(".conv-hit")
+        expect(hit).to_have_count(1, timeout=WAIT_MS)
+        expect(hit.locator(".conv-text")).to_have_text("prompt 33")
+        expect(hit).to_be_in_viewport()
+        expect(li.locator(".conv-earlier")).to_be_visible()
+        page.page.wait_for_timeout(300)  # give a payload's onerror a chance to run
+        assert page.page.evaluate("typeof window.__pwned") == "undefined"
+        assert page.page.locator("img").count() == 0 and page.page.locator("script").count() == 1
+        page.shot(tmp_path, "conversation-at")
+        assert page.errors == []
+    finally:
+        page.context.close()
+        hub.stop()
+
+
+# --- the search mode "in conversations" ---------------------------------------------------------
+# Its own sandbox and Hub: a planted phrase in a prompt (with HTML around it), in a sub-agent's
+# reply, and in a tool's output (found only with "include tool output"); another project; and 21
+# sessions sharing a word (more than the 20 results a search shows at first).
+
+PHRASE = "zebra_quokka_budget"
+SEARCH_XSS = '<img src=x onerror="window.__pwned=3">'
+PLANTED = f"please look: {SEARCH_XSS} {PHRASE} and fix it"
+FILLER = "common_walrus"
+
+
+class SearchWorld:
+    def __init__(self, claude) -> None:
+        from transcripts import Conversation, text, tool_use, write_session
+
+        self.claude = claude
+        a = self.a = claude.project("searchable")
+        fa = claude.folder(a)
+        self.prompted = _session(fa, a, ["warm up first", PLANTED, "and wrap up"], title="Budget in a prompt")
+        c = Conversation(a, start=NOW - timedelta(hours=3))
+        task = tool_use("Task", {"description": "Audit the costs", "prompt": "Audit", "subagent_type": "x"})
+        lines: list = [c.permission_mode(), *c.exchange("audit the costs please", "starting an agent"), *c.reply(task)]
+        result = c.tool_result(task["id"], "audited")
+        result["toolUseResult"] = {"agentId": "5e5e5e", "totalTokens": 1}
+        lines.append(result)
+        write_session(fa, c.id, [*lines, c.custom_title("Cost audit with an agent")])
+        self.agented = c.id
+        sub = Conversation(a, c.id, sidechain=True, start=NOW - timedelta(hours=3))
+        write_session(fa / c.id / "subagents", "agent-5e5e5e",
+                      [sub.prompt("Audit"), *sub.reply(text(f"the {PHRASE} is over by 3%"))])
+        self.fillers = {_session(fa, a, [f"{FILLER} number {i}"], start=OLD - timedelta(hours=i)) for i in range(21)}
+        b = self.b = claude.project("toolish")
+        t = Conversation(b, start=NOW - timedelta(hours=2))
+        write_session(claude.folder(b), t.id, [t.permission_mode(), *t.exchange("run the checks", "running"),
+                                               *t.tool_round(f"checks: {PHRASE} exceeded"),
+                                               t.custom_title("Checks with tool output")])
+        self.tooled = t.id
+        claude.sessions(a)  # registers both projects
+        claude.sessions(b)
+
+
+@pytest.fixture(scope="module")
+def search_world(tmp_path_factory) -> SearchWorld:
+    from conftest import Sandbox
+
+    return SearchWorld(Sandbox(tmp_path_factory.mktemp("search")))
+
+
+@pytest.fixture(scope="module")
+def search_hub(search_world):
+    h = Hub(search_world.claude).start()
+    try:
+        with h.client() as c:  # the index the Hub builds at start
+            deadline = time.monotonic() + 30
+            while c.get("/api/search/status").json()["updating"]:
+                assert time.monotonic() < deadline, "the index was not built"
+                time.sleep(0.1)
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture
+def search_page(browser, search_hub):
+    p = Page(browser, search_hub)
+    try:
+        p.open()
+        p.page.get_by_role("button", name="in conversations").click()
+        yield p
+    finally:
+        p.context.close()
+
+
+def _results(page) -> list[str]:
+    return page.page.eval_on_selector_all("#results > li", "els => els.map(e => e.dataset.session)")
+
+
+def _wait_results(page, want: set[str]) -> None:
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while set(_results(page)) != want or page.page.locator("#search-panel.busy").count():
+        if time.monotonic() > deadline:
+            assert set(_results(page)) == want
+        page.page.wait_for_timeout(50)
+
+
+def test_search_in_conversations_marks_hits_as_text_and_opens_the_reader_there(search_page, search_world):
+    page, w, pg = search_page, search_world, search_page.page
+    expect(pg.locator("#rows")).to_be_hidden()
+    expect(pg.locator("#search-summary")).to_contain_text("Type words")
+    expect(pg.get_by_role("button", name="in conversations")).to_have_attribute("aria-pressed", "true")
+    expect(pg.locator('#filters button[data-filter="live"]')).to_be_disabled()
+    pg.locator("#search").press_sequentially(PHRASE, delay=10)
+    _wait_results(page, {w.prompted, w.agented})  # not the tool output
+    expect(pg.locator("#search-summary")).to_contain_text("2 sessions match")
+    hit = pg.locator(f'#results > li[data-session="{w.prompted}"]')
+    expect(hit.locator(".title")).to_have_text("Budget in a prompt")
+    expect(hit.locator(".project")).to_have_text("searchable")
+    expect(hit.locator(".branch")).to_have_text("main")
+    expect(hit.locator(".hits")).to_have_text("1 hit")
+    expect(hit.locator(".age")).to_have_text(re.compile(r"^\d+[smhd] ago$"))
+    snippet = hit.locator(".snippet")
+    expect(snippet).to_have_count(1)
+    expect(snippet.locator(".snip-role")).to_have_text("user")
+    expect(snippet.locator("mark")).to_have_text([PHRASE])
+    expect(snippet.locator(".snip-text")).to_have_text(PLANTED)  # the HTML as text
+    sub = pg.locator(f'#results > li[data-session="{w.agented}"] .snippet')
+    expect(sub.locator(".snip-role")).to_have_text("sub-agent assistant")
+    expect(sub.locator("mark")).to_have_text([PHRASE])
+    pg.wait_for_timeout(300)  # give a payload's onerror a chance to run
+    assert pg.evaluate("typeof window.__pwned") == "undefined"
+    assert pg.locator("img").count() == 0 and pg.locator("script").count() == 1
+
+    pg.get_by_label("include tool output").check()
+    _wait_results(page, {w.prompted, w.agented, w.tooled})
+    tool = pg.locator(f'#results > li[data-session="{w.tooled}"]')
+    expect(tool.locator(".snip-role")).to_have_text("tool")
+    expect(tool.locator(".project")).to_have_text("toolish")
+    expect(tool.locator("mark")).to_have_text([PHRASE])
+    page.shot(Path("/tmp"), "hub-search")
+    pg.locator("#search-role").select_option("user")
+    _wait_results(page, {w.prompted})
+    pg.locator("#search-role").select_option("")
+    _wait_results(page, {w.prompted, w.agented, w.tooled})
+    pg.locator(f'#projects button[data-project="{w.b}"]').click()  # the rail's project
+    _wait_results(page, {w.tooled})
+    pg.locator('#projects button[data-project=""]').click()
+    _wait_results(page, {w.prompted, w.agented, w.tooled})
+
+    hit.locator(".resume").click()  # the command, to copy (the clipboard may be refused headless)
+    expect(hit.locator("code.cmd")).to_have_text(f"cd {shlex.quote(w.a)} && claude --resume {w.prompted}")
+    snippet.click()  # the reader, at the hit
+    reader = hit.locator(".result-reader")
+    mark = reader.locator(".conv-hit")
+    expect(mark).to_have_count(1, timeout=WAIT_MS)
+    expect(mark.locator(".conv-text")).to_have_text(PLANTED)
+    expect(mark).to_be_in_viewport()
+    expect(reader.locator(".conv-item").first.locator(".conv-text")).to_have_text("warm up first")
+    page.shot(Path("/tmp"), "hub-search-reader")
+    reader.locator(".conv-close").click()
+    expect(reader.locator(".conv-item")).to_have_count(0)
+    sub.click()  # a hit in a sub-agent's transcript opens that transcript
+    reader = pg.locator(f'#results > li[data-session="{w.agented}"] .result-reader')
+    expect(reader.locator(".conv-bar")).to_contain_text("sub-agent agent-5e5e5e", timeout=WAIT_MS)
+    expect(reader.locator(".conv-hit .conv-text")).to_have_text(f"the {PHRASE} is over by 3%")
+    pg.wait_for_timeout(300)
+    assert pg.evaluate("typeof window.__pwned") == "undefined" and pg.locator("img").count() == 0
+    assert page.errors == []
+
+
+def test_search_says_what_it_found_and_what_is_wrong(search_page, search_world):
+    page, w, pg = search_page, search_world, search_page.page
+    box = pg.locator("#search")
+    box.fill("!!!")
+    box.press("Enter")
+    expect(pg.locator("#search-error")).to_contain_text("nothing to search for", timeout=WAIT_MS)
+    expect(pg.locator("#results > li")).to_have_count(0)
+    box.fill("nosuchword_anywhere")
+    box.press("Enter")
+    expect(pg.locator("#search-summary")).to_contain_text("No session matches", timeout=WAIT_MS)
+    expect(pg.locator("#search-error")).to_be_hidden()
+    box.fill(FILLER)
+    box.press("Enter")
+    expect(pg.locator("#search-summary")).to_contain_text("21 sessions match, showing 20", timeout=WAIT_MS)
+    expect(pg.locator("#results > li")).to_have_count(20)
+    pg.locator("#search-summary .search-more").click()
+    _wait_results(page, w.fillers)
+    expect(pg.locator("#search-summary")).to_contain_text("21 sessions match")
+    # back to the list: the same words search titles and prompts there
+    pg.get_by_role("button", name="titles & notes").click()
+    expect(pg.locator("#search-panel")).to_be_hidden()
+    page.wait_ids(w.fillers)
+    expect(pg.locator('#filters button[data-filter="live"]')).to_be_enabled()
+    # the network errors of the refused query are the only console errors
+    assert all("status of 400" in e for e in page.errors), page.errors
+
+
+def test_search_shows_the_index_being_built_and_searches_again_when_done(search_page, search_world):
+    """The Hub's answers are rewritten here (a first build is too quick to watch in a sandbox):
+    the search says the index is being built (25%), the status says 50% twice, then done."""
+    page, w, pg = search_page, search_world, search_page.page
+    searches, statuses = [], []
+
+    def on_search(route):
+        searches.append(route.request.url)
+        response = route.fetch()
+        data = response.json()
+        if len(searches) == 1:
+            data["index"].update(updating=True, done_bytes=25, total_bytes=100)
+            data["results"] = data["results"][:1]
+            data["total"] = 1
+            data["problems"] = ["the search index shard-3.db is damaged: <b>not bold</b>"]
+        route.fulfill(response=response, json=data)
+
+    def on_status(route):
+        statuses.append(route.request.url)
+        busy = len(statuses) <= 2
+        route.fulfill(json={"updating": busy, "done_bytes": 50 if busy else 0, "total_bytes": 100 if busy else 0})
+
+    pg.route(re.compile(r"/api/search\?"), on_search)
+    pg.route(re.compile(r"/api/search/status$"), on_status)
+    box = pg.locator("#search")
+    box.fill(PHRASE)
+    box.press("Enter")
+    note = pg.locator("#search-index")
+    expect(note).to_contain_text("Indexing conversations… 25%", timeout=WAIT_MS)
+    expect(pg.locator("#results > li")).to_have_count(1)
+    expect(pg.locator("#search-problems")).to_have_text(
+        "Not everything could be searched: the search index shard-3.db is damaged: <b>not bold</b>")
+    expect(note).to_contain_text("Indexing conversations… 50%", timeout=WAIT_MS)
+    expect(note).to_be_hidden(timeout=WAIT_MS)
+    expect(pg.locator("#search-problems")).to_be_hidden()
+    _wait_results(page, {w.prompted, w.agented})  # searched again, with the whole index
+    assert len(statuses) == 3 and len(searches) == 2
+    pg.wait_for_timeout(1500)
+    assert len(statuses) == 3  # no more polling
+    assert page.errors == []

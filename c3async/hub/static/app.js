@@ -4,7 +4,8 @@
 // cross-site form cannot send.
 "use strict";
 
-const state = { project: "", filter: "all", q: "", projects: [], rows: new Map(), open: new Set(), loading: 0 };
+// mode: what the search box searches, "rows" (titles, prompts, notes: the listing) or "text" (the conversations)
+const state = { project: "", filter: "all", q: "", mode: "rows", projects: [], rows: new Map(), open: new Set(), loading: 0 };
 const $ = (sel, root = document) => root.querySelector(sel);
 
 function el(tag, props = {}, ...children) {
@@ -42,17 +43,61 @@ function age(iso) {
 
 function activity(row) { return Date.parse(row.last_activity || row.mtime || "") || 0; }
 
+// Tokens and cost, as the accountant last wrote them (null: not accounted yet).
+function compact(n) {
+  for (const [unit, size] of [["B", 1e9], ["M", 1e6], ["k", 1e3]]) {
+    if (n >= size * 0.9995) { const x = n / size; return `${x < 9.95 ? x.toFixed(1) : Math.round(x)}${unit}`; }
+  }
+  return String(n);
+}
+function usd(c) {
+  if (!c) return "$0.00";
+  if (c < 0.005) return "<$0.01";
+  return c >= 1000 ? `$${Math.round(c).toLocaleString("en-US")}` : `$${c.toFixed(2)}`;
+}
+function usageFigure(tokens, cost) {
+  return tokens ? `${compact(tokens.total)} tok · ${usd(cost)}${tokens.unpriced.length ? "+" : ""}` : "";
+}
+function usageBreakdown(tokens, cost) {
+  if (!tokens) return "tokens: not accounted yet";
+  const n = (x) => x.toLocaleString("en-US");
+  let text = `input ${n(tokens.input)} · output ${n(tokens.output)} · cache write ${n(tokens.cache_write)} · ` +
+    `cache read ${n(tokens.cache_read)} · total ${n(tokens.total)} tokens · cost ${usd(cost)}`;
+  if (tokens.unpriced.length) text += ` (without ${tokens.unpriced.join(", ")}: no price known)`;
+  return text;
+}
+function sumUsage(list) {
+  const known = list.filter(u => u && u.tokens);
+  if (!known.length) return null;
+  const tokens = { input: 0, output: 0, cache_write: 0, cache_read: 0, total: 0, unpriced: [] };
+  let cost = 0, sessions = 0;
+  for (const u of known) {
+    for (const k of ["input", "output", "cache_write", "cache_read", "total"]) tokens[k] += u.tokens[k];
+    for (const m of u.tokens.unpriced) if (!tokens.unpriced.includes(m)) tokens.unpriced.push(m);
+    cost += u.cost_usd || 0;
+    sessions += u.sessions || 0;
+  }
+  return { sessions, tokens, cost_usd: cost };
+}
+function railUsage(u) {
+  if (!u || !u.tokens) return null;
+  return el("span", { class: "rail-usage", title: `${u.sessions} session${u.sessions === 1 ? "" : "s"} accounted: ${usageBreakdown(u.tokens, u.cost_usd)}`,
+                      text: usageFigure(u.tokens, u.cost_usd) });
+}
+
 function renderRail() {
   const ul = $("#projects");
-  ul.replaceChildren(el("li", {}, el("button", { type: "button", "data-project": "", class: state.project ? "" : "on", text: "All projects", onclick: () => choose("") })));
+  const all = el("button", { type: "button", "data-project": "", class: state.project ? "" : "on", text: "All projects", onclick: () => choose("") });
+  // The figures sit under each button, not in it: a button's name stays the project's name.
+  ul.replaceChildren(el("li", {}, all, railUsage(sumUsage(state.projects.map(p => p.usage)))));
   for (const p of state.projects) {
     const button = el("button", { type: "button", "data-project": p.path, title: p.path, class: state.project === p.path ? "on" : "", text: p.name, onclick: () => choose(p.path) });
     if (p.live) button.append(el("span", { class: "live-count", title: `${p.live} live`, text: ` ● ${p.live}` }));
-    ul.append(el("li", {}, button));
+    ul.append(el("li", {}, button, railUsage(p.usage)));
   }
 }
 
-function choose(project) { state.project = project; state.open.clear(); renderRail(); load(); }
+function choose(project) { state.project = project; state.open.clear(); renderRail(); load(); if (state.mode === "text") runSearch(); }
 
 // Renders are coalesced to one per frame: project responses arrive one by one.
 let renderQueued = false;
@@ -106,6 +151,10 @@ function fillRow(li, row) {
   if (l.decisions && l.decisions.length) counts.push(`${l.decisions.length} decision${l.decisions.length > 1 ? "s" : ""}`);
   if (l.snapshot) counts.push("snapshot");
   $(".counts", li).textContent = counts.join(" · ");
+  let usage = $(".usage", li);
+  if (!usage) { usage = el("span", { class: "usage" }); $(".branch", li).before(usage); }
+  usage.textContent = usageFigure(row.tokens, row.cost_usd);
+  usage.title = usageBreakdown(row.tokens, row.cost_usd);
   $(".age", li).textContent = age(row.last_activity || row.mtime);
   $(".resume", li).onclick = () => showResume(li, row);
   if (state.open.has(row.id) && $(".detail", li).hidden) openDetail(li, row);
@@ -166,6 +215,9 @@ function detailNodes(d, li) {
     out.push(...section("Chain", chain));
   }
   if (d.turns.length) out.push(...section("Last turns", ...d.turns.map(t => el("div", { class: "turn" }, el("b", { text: t.role }), document.createTextNode(t.text)))));
+  out.push(...conversationSection(r));
+  out.push(...section("Tokens and cost", el("div", { class: "usage-detail", text: usageBreakdown(r.tokens, r.cost_usd) +
+    (r.tokens && r.tokens.as_of ? ` (counted ${age(new Date(r.tokens.as_of * 1000).toISOString())})` : "") })));
   out.push(...section("Resume", el("code", { class: "cmd", text: r.resume })));
   out.push(actions(r, li));
   return out;
@@ -233,6 +285,358 @@ async function load() {
   if (gen === generation && targets.length === 0) { state.rows = new Map(); state.loading = 0; progress(); renderRows(); }
 }
 
+// ---------------------------------------------------------------- the conversation reader
+// A session's whole transcript, read a page at a time from /api/sessions/ID/conversation (pages
+// are addressed by byte offsets: after=, before=, at=). Prompts and replies are plain text; a
+// tool call is one line (a <details>) with its input and output inside. Transcript text goes in
+// through textContent only. Entry point for other features (search): openConversation().
+
+const CONV_LIMIT = 50;
+const CONV_END = Number.MAX_SAFE_INTEGER;  // before= this: the last page (the server clamps)
+
+function readerButtons(box, project, sid) {
+  return [el("button", { type: "button", class: "conv-open", text: "Read from the start", onclick: () => openReader(box, project, sid, {}) }),
+          el("button", { type: "button", class: "conv-open-end", text: "Read from the end", onclick: () => openReader(box, project, sid, { before: CONV_END }) })];
+}
+
+function conversationSection(r) {
+  const box = el("div", { class: "conversation" });
+  box.append(...readerButtons(box, r.project, r.id));
+  return section("Conversation", box);
+}
+
+function convUrl(reader, params) {
+  const q = new URLSearchParams({ project: reader.project, limit: String(CONV_LIMIT) });
+  for (const [k, v] of Object.entries(params)) q.set(k, String(v));
+  if (reader.agent) q.set("agent", reader.agent);
+  return `/api/sessions/${encodeURIComponent(reader.sid)}/conversation?${q}`;
+}
+
+function toolLabel(it) {
+  if (!it.name) return "tool result";
+  return it.summary ? `${it.name}: ${it.summary}` : it.name;
+}
+
+function fillTool(reader, node, it) {
+  $("summary", node).textContent = toolLabel(it);
+  node.classList.toggle("conv-error", !!it.is_error);
+  if (it.result_offset != null) node.dataset.result = String(it.result_offset);
+  const body = [];
+  if (it.input != null) body.push(el("h4", { text: "Input" + (it.input_truncated ? " (cut)" : "") }), el("pre", { class: "conv-input", text: it.input }));
+  if (it.output != null) body.push(el("h4", { text: (it.is_error ? "Error" : "Output") + (it.output_truncated ? " (cut at 20,000 characters)" : "") }),
+                                   el("pre", { class: "conv-output", text: it.output }));
+  else body.push(el("p", { class: "counts", text: "(no result on the pages loaded)" }));
+  if (it.agent) {
+    const sub = el("div", { class: "conversation conv-sub" });
+    sub.append(el("button", { type: "button", text: `Read the sub-agent's transcript (${it.agent})`, onclick: () => openReader(sub, reader.project, reader.sid, { agent: it.agent }) }));
+    body.push(sub);
+  }
+  const old = $(".conv-body", node);
+  const box = el("div", { class: "conv-body" }, ...body);
+  if (old) old.replaceWith(box); else node.append(box);
+}
+
+// One item's node; null when it joined a tool call already shown (a result from another page).
+function convNode(reader, it) {
+  const attrs = (kind) => ({ class: `conv-item conv-${kind}`, "data-offset": String(it.offset), title: it.ts || "" });
+  if (it.kind === "user" || it.kind === "assistant") {
+    return el("div", attrs(it.kind), el("b", { text: it.kind }),
+              el("div", { class: "conv-text", text: it.text + (it.truncated ? "\n… (cut)" : "") }));
+  }
+  if (it.kind === "tool") {
+    const known = it.tool_id ? reader.tools.get(it.tool_id) : null;
+    if (known && !it.name && known.item.name && known.item.output == null) {
+      // the result of a call shown on a page loaded before
+      known.item = { ...known.item, output: it.output, output_truncated: it.output_truncated, is_error: it.is_error,
+                     result_offset: it.result_offset, agent: it.agent };
+      fillTool(reader, known.node, known.item);
+      return null;
+    }
+    if (known && it.name && !known.item.name && it.output == null) {
+      // the call of a result shown alone on a later page: they become one line, here
+      it = { ...it, output: known.item.output, output_truncated: known.item.output_truncated, is_error: known.item.is_error,
+             result_offset: known.item.result_offset, agent: known.item.agent };
+      known.node.remove();
+    }
+    const node = el("details", attrs("tool"), el("summary", { text: "" }));
+    fillTool(reader, node, it);
+    if (it.tool_id) reader.tools.set(it.tool_id, { node, item: it });
+    return node;
+  }
+  if (it.kind === "summary") {
+    const node = el("details", attrs("summary"), el("summary", { text: "Conversation compacted: summary of what came before" }));
+    node.classList.add("conv-mark");
+    node.append(el("pre", { class: "conv-text", text: it.text + (it.truncated ? "\n… (cut)" : "") }));
+    return node;
+  }
+  if (it.kind === "clear") {
+    const node = el("div", attrs("clear"), el("span", { text: `${it.text}: the context was cleared here` }));
+    node.classList.add("conv-mark");
+    return node;
+  }
+  return el("div", attrs(it.kind), el("span", { text: it.text || it.kind }));  // command, long
+}
+
+async function openReader(box, project, sid, { at, before, agent } = {}) {
+  const reader = { project, sid, agent: agent || null, prev: null, next: null, size: 0, tools: new Map() };
+  const list = el("div", { class: "conv-items" });
+  const status = el("p", { class: "counts conv-status" });
+  const earlier = el("button", { type: "button", class: "conv-earlier", text: "Load earlier" });
+  const later = el("button", { type: "button", class: "conv-later", text: "Load later" });
+  const toEnd = el("button", { type: "button", class: "conv-end", text: "Jump to the end" });
+  const close = el("button", { type: "button", class: "conv-close", text: "Close" });
+  earlier.hidden = later.hidden = true;
+  const bar = el("div", { class: "conv-bar" }, reader.agent ? el("span", { class: "counts", text: `sub-agent ${reader.agent}` }) : null, toEnd, close);
+  box.replaceChildren(bar, earlier, list, later, status);
+  box.classList.add("conv-open-reader");
+  const restore = box.matches(".conv-sub, .result-reader") ? null : () => {
+    box.classList.remove("conv-open-reader");
+    box.replaceChildren(...readerButtons(box, project, sid));
+  };
+  close.onclick = () => { if (restore) restore(); else box.replaceChildren(); };
+
+  const show = (page, where) => {
+    const nodes = page.items.map(it => convNode(reader, it)).filter(n => n);
+    if (where === "replace") list.replaceChildren(...nodes);
+    else if (where === "before") list.prepend(...nodes);
+    else list.append(...nodes);
+    if (where !== "after") reader.prev = page.prev;
+    if (where !== "before") reader.next = page.next;
+    reader.size = page.size;
+    earlier.hidden = reader.prev == null;
+    later.hidden = reader.next == null;
+    status.className = "counts conv-status";
+    status.textContent = page.changed ? "The transcript changed while it was read: close and open it again." :
+      (list.children.length ? "" : "Nothing to show here.");
+  };
+  const fetchPage = async (params, where) => {
+    status.className = "counts conv-status";
+    status.textContent = "loading…";
+    try {
+      const page = await api(convUrl(reader, params));
+      show(page, where);
+      return page;
+    } catch (e) {
+      status.className = "error conv-status";
+      status.textContent = e.message;
+      return null;
+    }
+  };
+  earlier.onclick = () => fetchPage({ before: reader.prev }, "before");
+  later.onclick = () => fetchPage({ after: reader.next }, "after");
+  toEnd.onclick = () => { reader.tools.clear(); fetchPage({ before: CONV_END }, "replace"); };
+  const params = at != null ? { at } : before != null ? { before } : {};
+  const page = await fetchPage(params, "replace");
+  if (page && at != null && page.target != null) {
+    const hit = [...list.children].find(n => n.dataset.offset === String(page.target));
+    if (hit) {
+      hit.classList.add("conv-hit");
+      if (hit.tagName === "DETAILS") hit.open = true;
+      hit.scrollIntoView({ block: "center" });
+    }
+  }
+  return reader;
+}
+
+// Open the reader of session `sid` of `project` in its row (expanding the row); in the search
+// mode "in conversations", under its result; in a panel above the list when neither is shown; `at`: a byte offset (a search hit) to show and
+// highlight; `agent`: one of its sub-agents (agent-<id>). Resolves when the page is shown.
+async function openConversation(project, sid, { at, agent } = {}) {
+  let box = null;
+  if (state.mode === "text") {  // the rows are hidden: under the session's search result, when it is listed
+    const hit = [...$("#results").children].find(x => x.dataset.session === sid && (!project || x.dataset.project === project));
+    if (hit) {
+      box = $(".result-reader", hit) || hit.appendChild(el("div", { class: "conversation result-reader" }));
+      box.scrollIntoView({ block: "nearest" });
+    }
+  }
+  const li = box || state.mode === "text" ? null : [...$("#rows").children].find(x => x.dataset.id === sid && (!project || x.dataset.project === project));
+  const row = state.rows.get(sid);
+  if (li && row) {
+    state.open.add(sid);
+    if ($(".detail", li).hidden || !$(".detail .conversation", li)) await openDetail(li, row);
+    box = $(".detail .conversation", li);
+  }
+  if (!box) {
+    const old = $("#reader");
+    if (old) old.remove();
+    box = el("div", { class: "conversation" });
+    const panel = el("section", { id: "reader", class: "detail" }, el("h3", { text: `Conversation of ${sid}` }), box);
+    $("#list").prepend(panel);
+    box.scrollIntoView({ block: "start" });
+  }
+  return openReader(box, project, sid, { at, agent });
+}
+window.openConversation = openConversation;
+
+// ---------------------------------------------------------------- search in the conversations
+// The search box's second mode ("in conversations"): /api/search, the full-text index of every
+// transcript, instead of the listing. A snippet comes as text with its hits' [start, end) spans,
+// counted in code points (Python's indices): it is cut here into text nodes and <mark>s, never
+// parsed as HTML. While the index is first built the answer covers what is indexed so far: the
+// page polls /api/search/status every second and searches again once it is done.
+
+const SEARCH_LIMIT = 20, SEARCH_MORE = 50;  // results asked for; "show more" asks for the API's most
+const search = { gen: 0, ctrl: null, poll: 0, limit: SEARCH_LIMIT };
+
+function plural(n, one, many = one + "s") { return `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`; }
+function when(ts) { return ts ? new Date(ts * 1000).toLocaleString() : ""; }
+function note(sel, text) { const n = $(sel); n.textContent = text || ""; n.hidden = !text; }
+
+// `text` with the spans `marks` (code point offsets) in <mark>s: text nodes only.
+function markedText(text, marks) {
+  const chars = Array.from(text);
+  const out = document.createDocumentFragment();
+  let pos = 0;
+  for (const [a, b] of [...marks].sort((x, y) => x[0] - y[0])) {
+    const start = Math.max(a, pos), end = Math.min(b, chars.length);
+    if (end <= start) continue;
+    if (start > pos) out.append(chars.slice(pos, start).join(""));
+    out.append(el("mark", { text: chars.slice(start, end).join("") }));
+    pos = end;
+  }
+  if (pos < chars.length) out.append(chars.slice(pos).join(""));
+  return out;
+}
+
+async function copyResume(li, r) {
+  if (!$(".cmd", li)) $(".line", li).after(el("code", { class: "cmd", text: r.resume }));
+  try { await navigator.clipboard.writeText(r.resume); flash(li, "resume command copied"); }
+  catch { flash(li, "select the command to copy it"); }
+}
+
+function resultNode(r) {
+  // no cwd known: `project` is Claude Code's folder name, not a registered path (the API then finds the session)
+  const project = r.cwd ? r.project : "";
+  const open = (sn) => openConversation(project, r.session, sn ? { at: sn.offset, agent: sn.agent } : {});
+  const li = el("li", { class: "result" });
+  li.dataset.session = r.session;
+  li.dataset.project = project;
+  const title = el("button", { type: "button", class: "title", title: `${r.session}: open the conversation at its best hit`,
+                               text: r.title || `session ${r.session.slice(0, 8)}`, onclick: () => open(r.snippets[0]) });
+  if (r.title_source === "prompt") title.classList.add("from-prompt");
+  li.append(el("div", { class: "line" }, title,
+    el("span", { class: "hits", text: plural(r.hits, "hit") }),
+    r.branch ? el("span", { class: "branch", title: r.branch, text: r.branch }) : null,
+    el("span", { class: "project", title: r.project, text: r.project.split("/").pop() }),
+    el("span", { class: "age", title: when(r.last_ts), text: r.age && r.age !== "?" ? `${r.age} ago` : "" }),
+    el("button", { type: "button", class: "resume", title: r.resume, text: "Resume", onclick: () => copyResume(li, r) })));
+  if (r.snippets.length) {
+    li.append(el("ul", { class: "snippets" }, ...r.snippets.map(sn => el("li", {},
+      el("button", { type: "button", class: `snippet snip-${sn.role}${sn.sidechain ? " snip-sub" : ""}`,
+                     title: `open the conversation here${sn.ts ? ` (${when(sn.ts)})` : ""}`, onclick: () => open(sn) },
+         el("span", { class: "snip-role", text: sn.sidechain ? `sub-agent ${sn.role}` : sn.role }),
+         el("span", { class: "snip-text" }, markedText(sn.text, sn.marks)))))));
+  }
+  return li;
+}
+
+function searchUrl(q) {
+  const p = new URLSearchParams({ q, limit: String(search.limit) });
+  if (state.project) p.set("project", state.project);
+  if ($("#search-tools").checked) p.set("tools", "1");
+  for (const k of ["role", "since"]) { const v = $(`#search-${k}`).value; if (v) p.set(k, v); }
+  return `/api/search?${p}`;
+}
+
+function showIndexing(s) {
+  const pct = s.total_bytes > 0 ? ` ${Math.min(99, Math.floor(100 * s.done_bytes / s.total_bytes))}%` : "";
+  note("#search-index", `Indexing conversations…${pct} (the results cover what is indexed so far)`);
+}
+
+function showResults(data) {
+  const n = data.results.length;
+  const summary = $("#search-summary");
+  summary.textContent = !n ? "No session matches." : data.total > n ? `${plural(data.total, "session")} match, showing ${n}`
+    : `${plural(n, "session")} ${n === 1 ? "matches" : "match"}`;
+  summary.append(el("span", { class: "search-time", text: ` · ${data.seconds.toFixed(2)} s` }));
+  if (data.total > n && search.limit < SEARCH_MORE) {
+    summary.append(" ", el("button", { type: "button", class: "search-more", text: `show up to ${SEARCH_MORE}`,
+                                       onclick: () => { search.limit = SEARCH_MORE; runSearch({ keepLimit: true }); } }));
+  }
+  note("#search-problems", data.problems.length ? `Not everything could be searched: ${data.problems.join("; ")}` : "");
+  $("#results").replaceChildren(...data.results.map(resultNode));
+}
+
+function stopSearch() {
+  search.gen += 1;
+  if (search.ctrl) search.ctrl.abort();
+  search.ctrl = null;
+  clearTimeout(search.poll);
+  $("#search-panel").classList.remove("busy");
+}
+
+async function runSearch({ keepLimit = false } = {}) {
+  stopSearch();
+  const gen = search.gen;
+  if (!keepLimit) search.limit = SEARCH_LIMIT;
+  const q = $("#search").value.trim();
+  note("#search-error", "");
+  if (!q) {
+    for (const id of ["#search-index", "#search-problems"]) note(id, "");
+    $("#search-summary").textContent = 'Type words to find them in every conversation ("a phrase", pref*, a OR b, NOT c).';
+    $("#results").replaceChildren();
+    return;
+  }
+  const ctrl = search.ctrl = new AbortController();
+  $("#search-panel").classList.add("busy");
+  if (!$("#results").children.length) $("#search-summary").textContent = "searching…";
+  let data;
+  try {
+    data = await api(searchUrl(q), { signal: ctrl.signal });
+  } catch (e) {
+    if (gen !== search.gen) return;  // a newer search (or the other mode) took over
+    search.ctrl = null;
+    $("#search-panel").classList.remove("busy");
+    for (const id of ["#search-index", "#search-problems"]) note(id, "");
+    $("#search-summary").textContent = "";
+    $("#results").replaceChildren();
+    note("#search-error", e.message);
+    return;
+  }
+  if (gen !== search.gen) return;
+  search.ctrl = null;
+  $("#search-panel").classList.remove("busy");
+  showResults(data);
+  if (data.index.updating) { showIndexing(data.index); pollIndex(gen); }
+  else note("#search-index", "");
+}
+
+function pollIndex(gen) {
+  clearTimeout(search.poll);
+  search.poll = setTimeout(async () => {
+    let s;
+    try { s = await api("/api/search/status"); }
+    catch (e) { if (gen === search.gen) note("#search-index", e.message); return; }
+    if (gen !== search.gen) return;
+    if (s.updating) { showIndexing(s); pollIndex(gen); }
+    else { note("#search-index", ""); runSearch({ keepLimit: true }); }  // done: the whole index answers now
+  }, 1000);
+}
+
+function setMode(mode) {
+  if (mode === state.mode) return;
+  state.mode = mode;
+  const text = mode === "text";
+  document.body.classList.toggle("mode-text", text);
+  for (const b of document.querySelectorAll("#search-mode button")) {
+    b.classList.toggle("on", b.dataset.mode === mode);
+    b.setAttribute("aria-pressed", String(b.dataset.mode === mode));
+  }
+  for (const b of document.querySelectorAll("#filters button")) b.disabled = text;  // they filter the list
+  $("#filters").title = text ? "These filter the session list, not the search in conversations" : "";
+  $("#search-panel").hidden = !text;
+  const box = $("#search");
+  box.placeholder = text ? 'Search every conversation: words, "a phrase", pref*, NOT x' : "Search titles, prompts, notes, ids";
+  if (text) runSearch();
+  else {
+    stopSearch();
+    const q = box.value.trim();
+    if (q !== state.q) { state.q = q; load(); }
+  }
+  box.focus();
+}
+
 function debounce(fn, ms) { let t; return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); }; }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -243,7 +647,17 @@ document.addEventListener("DOMContentLoaded", () => {
       load();
     });
   }
-  $("#search").addEventListener("input", debounce(e => { state.q = e.target.value.trim(); load(); }, 250));
+  const box = $("#search");
+  let typing = 0;
+  const onQuery = () => {
+    clearTimeout(typing);
+    if (state.mode === "text") runSearch();
+    else { state.q = box.value.trim(); load(); }
+  };
+  box.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(onQuery, 250); });
+  box.addEventListener("keydown", (e) => { if (e.key === "Enter") onQuery(); });
+  for (const b of document.querySelectorAll("#search-mode button")) b.addEventListener("click", () => setMode(b.dataset.mode));
+  for (const id of ["#search-tools", "#search-role", "#search-since"]) $(id).addEventListener("change", () => runSearch());
   const reload = debounce(load, 300);
   const events = new EventSource("/api/events");
   events.addEventListener("change", reload);
