@@ -384,7 +384,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             until=args.until,
             branch=args.branch,
             tools=args.tools,
-            limit=args.limit or 20,
+            limit=20 if args.limit is None else args.limit,
             progress=lambda done, total: progress(done >> 20, total >> 20),
         )
     finally:

@@ -18,14 +18,16 @@ import time
 
 import msgspec
 
+from ..errors import BadArgument
 from ..safefs import open_regular, pread_all
 from . import store
 from .passages import KINDS, TOOL, decode_line, line_texts
-from .query import Query
+from .query import Query, fold
 
 __all__ = ("Filters", "Found", "Hit", "Snippet", "find")
 
 SNIPPETS = 3
+HITS_WEIGHT = 0.1  # a session's score: its best passage's (normalised) BM25, a little more per hit
 BEFORE, AFTER = 80, 160  # characters of a snippet around its first hit
 MAX_SNIPPET_LINE = 32 * 1024 * 1024
 _WS = re.compile(r"\s+")
@@ -97,7 +99,24 @@ class _File(msgspec.Struct, array_like=True):
     last_branch: str | None
 
 
-def _sql(query: Query, f: Filters) -> tuple[str, list[object]]:
+def _scoped(column: str, expression: str) -> str:
+    return column + "(" + expression + ")" if column else expression
+
+
+def _idf_sum(conn: sqlite3.Connection, column: str, query: Query) -> float:
+    """The sum of the query's terms' IDF in this shard, as FTS5's bm25() computes them: dividing
+    a shard's scores by it makes them comparable with another shard's (each has its own
+    statistics; a session alone in a small shard would otherwise score near 0)."""
+    rows = conn.execute("SELECT count(*) FROM blobs").fetchone()[0]
+    total = 0.0
+    for term in query.terms:
+        n = conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (_scoped(column, term.fts()),)).fetchone()[0]
+        idf = math.log((rows - n + 0.5) / (n + 0.5))
+        total += idf if idf > 0 else 1e-6
+    return total or 1.0
+
+
+def _sql(query: Query, f: Filters) -> tuple[str, list[object], str]:
     kinds = f.roles or ((0, 1, TOOL) if f.tools else (0, 1))
     if f.roles and TOOL not in f.roles:
         column = "talk : "
@@ -106,7 +125,7 @@ def _sql(query: Query, f: Filters) -> tuple[str, list[object]]:
     else:
         column = "" if f.tools or TOOL in kinds else "talk : "
     where = [f"p.kind IN ({','.join(str(k) for k in kinds)})"]
-    args: list[object] = [column + "(" + query.expression + ")" if column else query.expression]
+    args: list[object] = [_scoped(column, query.expression)]
     if f.since is not None:
         where.append("p.ts >= ?")
         args.append(f.since)
@@ -121,12 +140,12 @@ def _sql(query: Query, f: Filters) -> tuple[str, list[object]]:
         " FROM (SELECT rowid AS b, bm25(fts) AS r FROM fts WHERE fts MATCH ?) AS m"
         " JOIN passages AS p ON p.blob = m.b WHERE " + " AND ".join(where)
     )
-    return sql, args
+    return sql, args, column
 
 
 def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = True) -> Found:
     started = time.perf_counter()
-    sql, args = _sql(query, filters)
+    sql, args, column = _sql(query, filters)
     by_session: dict[str, list[_Match]] = {}
     files: dict[tuple[int, int], _File] = {}
     problems: list[str] = []
@@ -140,6 +159,7 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
             continue
         try:
             rows = conn.execute(sql, args).fetchall()
+            scale = _idf_sum(conn, column, query) if rows else 1.0
             ids = sorted({r[0] for r in rows})
             shard_files = {}
             for i in range(0, len(ids), 500):
@@ -151,8 +171,8 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
                 ):
                     shard_files[r[0]] = _File(*r)
         except sqlite3.OperationalError as exc:
-            if "fts5" in str(exc) or "syntax" in str(exc):
-                raise  # the query itself: the caller turns it into a message
+            if "fts5" in str(exc) or "syntax" in str(exc):  # the query itself (too complex for FTS5)
+                raise BadArgument(f"this search cannot be run ({exc}): use fewer words or brackets") from None
             problems.append(f"the search index {store.shard_path(k)} could not be read: {exc}")
             continue
         except sqlite3.DatabaseError as exc:
@@ -168,20 +188,20 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
             if fr is None or fr.session is None or (folders is not None and fr.folder not in folders):
                 continue
             by_session.setdefault(fr.session, []).append(
-                _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank)
+                _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank / scale)
             )
     ranked = []
     for session, matches in by_session.items():
         best = min(m.rank for m in matches)
-        score = -best + 0.5 * math.log1p(len(matches))
+        score = -best + HITS_WEIGHT * math.log1p(len(matches))
         last = max((m.ts or 0) for m in matches)
         ranked.append((score, last, session, matches))
     ranked.sort(key=lambda t: (-t[0], -t[1], t[2]))
     hits = [_hit(session, score, matches, files) for score, _, session, matches in ranked[:limit]]
     if snippets:
-        marker = query.marker()
+        marker, folded = query.marker(), query.marker(folded=True)
         for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
-            hit.snippets = _snippets(matches, files, marker)
+            hit.snippets = _snippets(matches, files, marker, folded)
     return Found(hits, len(ranked), time.perf_counter() - started, problems)
 
 
@@ -214,10 +234,9 @@ def _hit(session: str, score: float, matches: list[_Match], files: dict[tuple[in
 
 def _main_file(session: str, sub: _File) -> _File | None:
     """The session's own transcript, when only its sub-agents' passages matched."""
-    folder_path = sub.path.split(os.sep + session + os.sep)[0] if (os.sep + session + os.sep) in sub.path else None
-    path = os.path.join(folder_path, session + ".jsonl") if folder_path else None
-    if path is None:
-        return None
+    inside = os.sep + session + os.sep  # <folder>/<session>/subagents/..., else a legacy agent-*.jsonl
+    folder_path = sub.path.split(inside)[0] if inside in sub.path else os.path.dirname(sub.path)
+    path = os.path.join(folder_path, session + ".jsonl")
     k = store.shard_of(path)
     try:
         conn = store.connect(k, create=False)
@@ -238,7 +257,9 @@ def _main_file(session: str, sub: _File) -> _File | None:
     return _File(*r) if r else None
 
 
-def _snippets(matches: list[_Match], files: dict[tuple[int, int], _File], marker: re.Pattern[str]) -> list[Snippet]:
+def _snippets(
+    matches: list[_Match], files: dict[tuple[int, int], _File], marker: re.Pattern[str], folded: re.Pattern[str]
+) -> list[Snippet]:
     out: list[Snippet] = []
     seen: set[str] = set()
     for m in sorted(matches, key=lambda m: (m.rank, -(m.ts or 0))):
@@ -248,7 +269,7 @@ def _snippets(matches: list[_Match], files: dict[tuple[int, int], _File], marker
         text = _passage_text(f, m)
         if text is None:
             continue
-        snippet, marks = cut(text, marker)
+        snippet, marks = cut(text, marker, folded)
         if snippet in seen:
             continue  # the same words said again: one snippet is enough
         seen.add(snippet)
@@ -282,9 +303,16 @@ def _passage_text(f: _File, m: _Match) -> str | None:
     return None
 
 
-def cut(text: str, marker: re.Pattern[str]) -> tuple[str, list[tuple[int, int]]]:
-    """A one-line piece of ``text`` around its first hit, and where the hits are in it."""
+FOLD_MAX = 1 << 20  # characters of a passage looked at again without accents
+
+
+def cut(text: str, marker: re.Pattern[str], folded: re.Pattern[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
+    """A one-line piece of ``text`` around its first hit, and where the hits are in it.
+    ``folded``: the marker for text without accents, tried when ``marker`` finds nothing (the
+    index matched ``cafe`` to ``café``)."""
     first = marker.search(text)
+    if first is None and folded is not None and not text.isascii():
+        return _cut_folded(text[:FOLD_MAX], folded)
     if first is None:
         piece = _WS.sub(" ", text[: AFTER + BEFORE]).strip()
         return (piece + ("\u2026" if len(text) > AFTER + BEFORE else ""), [])
@@ -297,3 +325,28 @@ def cut(text: str, marker: re.Pattern[str]) -> tuple[str, list[tuple[int, int]]]
     lead = "\u2026" if a > 0 else ""
     piece = lead + piece + ("\u2026" if b < len(text) else "")
     return piece, [(h.start(), h.end()) for h in marker.finditer(piece)]
+
+
+def _cut_folded(text: str, folded: re.Pattern[str]) -> tuple[str, list[tuple[int, int]]]:
+    import unicodedata
+
+    flat, where = fold(text)
+    first = folded.search(flat)
+    if first is None or where is None:
+        piece = _WS.sub(" ", text[: AFTER + BEFORE]).strip()
+        return (piece + ("\u2026" if len(text) > AFTER + BEFORE else ""), [])
+    a = max(0, where[first.start()] - BEFORE)
+    b = min(len(text), where[first.end() - 1] + 1 + AFTER)
+    window = _WS.sub(" ", text[a:b]).strip()
+    piece_flat, piece_where = fold(window)
+    marks = []
+    for h in folded.finditer(piece_flat):
+        if piece_where is None:
+            marks.append((h.start(), h.end()))
+        else:
+            end = piece_where[h.end() - 1] + 1
+            while end < len(window) and unicodedata.combining(window[end]):
+                end += 1  # the accents of the last letter belong to the hit
+            marks.append((piece_where[h.start()], end))
+    lead = "\u2026" if a > 0 else ""
+    return lead + window + ("\u2026" if b < len(text) else ""), [(s + len(lead), e + len(lead)) for s, e in marks]

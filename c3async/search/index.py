@@ -57,6 +57,7 @@ class Seen(msgspec.Struct):
     sidechain: bool
     ino: int
     size: int
+    mtime_ns: int
 
 
 def scan_files() -> dict[str, Seen]:
@@ -71,7 +72,7 @@ def scan_files() -> dict[str, Seen]:
     for f in folders:
         for path, session, st in transcript_files(f.path):
             sidechain = session is None or os.path.dirname(path) != f.path
-            out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size)
+            out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size, st.st_mtime_ns)
     return out
 
 
@@ -117,7 +118,9 @@ def _plan(seen: dict[str, Seen], known: list[dict[str, store.FileRow]]) -> _Plan
         k = store.shard_of(path)
         known_row = known[k].get(path)
         if known_row is not None and known_row.ino == s.ino and known_row.size == s.size:
-            continue
+            if known_row.mtime_ns == s.mtime_ns:
+                continue  # unchanged
+            known_row = None  # the same size but written since: rewritten in place (appends grow it)
         if known_row is not None and known_row.ino == s.ino and s.size >= known_row.offset:
             o = known_row.offset
             job = Job(path, s.session, s.sidechain, o, known_row.ino, known_row.tail, s.size - o)
@@ -219,6 +222,7 @@ def _run(plan: _Plan, result: Update, progress: Progress | None, processes: bool
     if processes and plan.new_bytes >= PROCESS_MIN_BYTES and len(shards) > 1:
         from .. import workers
 
+        _SHARED.reset(store.SHARDS)  # before the fork: the workers must inherit it
         pool, n = workers.process_pool(min(len(shards), store.SHARDS))
     try:
         if pool is None:
@@ -226,7 +230,6 @@ def _run(plan: _Plan, result: Update, progress: Progress | None, processes: bool
                 _merge(result, _update_shard(k, plan.jobs.get(k, []), plan.gone.get(k, []), tracker.local))
         else:
             result.workers = n
-            _SHARED.reset(store.SHARDS)
             futures = [pool.submit(_update_shard_packed, k, plan.jobs.get(k, []), plan.gone.get(k, [])) for k in shards]
             pending = set(futures)
             from concurrent.futures import FIRST_COMPLETED, wait
@@ -421,7 +424,7 @@ def _write_shard(
         conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
         conn.execute("DELETE FROM passages")
         conn.execute("DELETE FROM blobs")
-        conn.execute("UPDATE files SET offset=0, size=-1, ino=0, tail=x''")
+        conn.execute("UPDATE files SET offset=0, size=-1, mtime_ns=0, ino=0, tail=x''")
         dead, dead_before = 0, 0
         known = store.files(conn)
         jobs = [(Job(j.path, j.session, j.sidechain, 0, 0, b"", s.size), s) for j, s in jobs]
@@ -457,9 +460,9 @@ def _seen_of(conn: sqlite3.Connection, row: store.FileRow) -> Seen:
     folder, sidechain = conn.execute("SELECT folder, sidechain FROM files WHERE id=?", (row.id,)).fetchone()
     try:
         st = os.lstat(row.path)
-        return Seen(row.path, folder, row.session, bool(sidechain), st.st_ino, st.st_size)
+        return Seen(row.path, folder, row.session, bool(sidechain), st.st_ino, st.st_size, st.st_mtime_ns)
     except OSError:
-        return Seen(row.path, folder, row.session, bool(sidechain), 0, 0)
+        return Seen(row.path, folder, row.session, bool(sidechain), 0, 0, 0)
 
 
 def _drop(conn: sqlite3.Connection, ids: list[int], keep_file: bool = False) -> int:
@@ -483,8 +486,8 @@ def _store(
     if row is None:
         fid: int = (
             conn.execute(
-                "INSERT INTO files(path, folder, session, sidechain, ino, size, offset, tail, skipped, cwd, custom_title,"
-                " ai_title, first_prompt, last_ts, last_branch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO files(path, folder, session, sidechain, ino, size, mtime_ns, offset, tail, skipped, cwd,"
+                " custom_title, ai_title, first_prompt, last_ts, last_branch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job.path,
                     seen.folder,
@@ -492,6 +495,7 @@ def _store(
                     int(job.sidechain),
                     found.ino,
                     seen.size,
+                    seen.mtime_ns,
                     found.offset,
                     found.check,
                     found.skipped,
@@ -505,12 +509,15 @@ def _store(
             ).lastrowid
             or 0
         )
-        known[job.path] = store.FileRow(fid, job.path, session, found.ino, seen.size, found.offset, found.check)
+        known[job.path] = store.FileRow(
+            fid, job.path, session, found.ino, seen.size, seen.mtime_ns, found.offset, found.check
+        )
     else:
         fid = row.id
         fresh = found.start == 0
         conn.execute(
-            "UPDATE files SET session=?, ino=?, size=?, offset=?, tail=?, skipped=CASE WHEN ? THEN ? ELSE skipped+? END,"
+            "UPDATE files SET session=?, ino=?, size=?, mtime_ns=?, offset=?, tail=?,"
+            " skipped=CASE WHEN ? THEN ? ELSE skipped+? END,"
             " cwd=CASE WHEN ? THEN ? ELSE coalesce(cwd, ?) END,"
             " custom_title=coalesce(?, CASE WHEN ? THEN NULL ELSE custom_title END),"
             " ai_title=coalesce(?, CASE WHEN ? THEN NULL ELSE ai_title END),"
@@ -521,6 +528,7 @@ def _store(
                 session,
                 found.ino,
                 seen.size,
+                seen.mtime_ns,
                 found.offset,
                 found.check,
                 fresh,
@@ -543,7 +551,8 @@ def _store(
                 fid,
             ),
         )
-        row.ino, row.size, row.offset, row.tail = found.ino, seen.size, found.offset, found.check
+        row.ino, row.size, row.mtime_ns = found.ino, seen.size, seen.mtime_ns
+        row.offset, row.tail = found.offset, found.check
     if found.passages:
         conn.executemany(
             "INSERT INTO passages(file, blob, offset, length, kind, sidechain, ts, branch) VALUES (?,?,?,?,?,?,?,?)",

@@ -29,7 +29,7 @@ MAX_QUERY = 2000  # characters
 MAX_TERMS = 64
 
 _TOKEN = re.compile(r"[^\W_]+")  # what the unicode61 tokenizer keeps: letters and digits
-_LEX = re.compile(r'"(?P<phrase>[^"]*)"?|(?P<open>\()|(?P<close>\))|(?P<word>[^\s"()]+)')
+_LEX = re.compile(r'(?P<neg>-(?=["(]))|"(?P<phrase>[^"]*)"?|(?P<open>\()|(?P<close>\))|(?P<word>[^\s"()]+)')
 
 
 class _Term(msgspec.Struct):
@@ -40,9 +40,10 @@ class _Term(msgspec.Struct):
         quoted = '"' + index_text(self.text).replace('"', '""') + '"'
         return quoted + " *" if self.prefix else quoted
 
-    def pattern(self) -> str:
-        tokens = _TOKEN.findall(self.text)
-        ascii_only = self.text.isascii()
+    def pattern(self, folded: bool = False) -> str:
+        text = fold(self.text)[0] if folded else self.text
+        tokens = _TOKEN.findall(text)
+        ascii_only = text.isascii()
 
         def has_cjk(t: str) -> bool:
             return not ascii_only and cjk().search(t) is not None
@@ -62,9 +63,32 @@ class Query(msgspec.Struct):
     expression: str  # for FTS5 MATCH
     terms: list[_Term] = msgspec.field(default_factory=list)  # the ones that must or may match
 
-    def marker(self) -> re.Pattern[str]:
-        """Finds the hits of this query's terms in a passage's text (case-insensitive)."""
-        return re.compile("|".join(f"(?:{t.pattern()})" for t in self.terms), re.IGNORECASE)
+    def marker(self, folded: bool = False) -> re.Pattern[str]:
+        """Finds the hits of this query's terms in a passage's text (case-insensitive);
+        ``folded``: in text without its accents (``fold``), as the index matched them."""
+        return re.compile("|".join(f"(?:{t.pattern(folded)})" for t in self.terms), re.IGNORECASE)
+
+
+def fold(text: str) -> tuple[str, list[int] | None]:
+    """``text`` without accents (``café`` -> ``cafe``, composed or not), as the index's
+    ``remove_diacritics`` sees it, and for each character kept the index of the one it came
+    from (None: ASCII text, unchanged)."""
+    if text.isascii():
+        return text, None
+    import unicodedata
+
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            out.append(ch)
+            where.append(i)
+            continue
+        for c in unicodedata.normalize("NFD", ch):
+            if not unicodedata.combining(c):
+                out.append(c)
+                where.append(i)
+    return "".join(out), where
 
 
 class _Parser:
@@ -72,6 +96,7 @@ class _Parser:
         self.tokens = tokens
         self.pos = 0
         self.terms: list[_Term] = []
+        self.count = 0  # every word and phrase, excluded ones too (each costs FTS5 a level)
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -114,8 +139,8 @@ class _Parser:
                 raise BadArgument("a search needs at least one word it must find; NOT and - only exclude")
             return None
         out = must[0] if len(must) == 1 else "(" + " AND ".join(must) + ")"
-        for item in must_not:
-            out = f"({out} NOT {item})"
+        if must_not:  # one NOT of an OR: flat, however many words are excluded
+            out = f"({out} NOT " + (must_not[0] if len(must_not) == 1 else "(" + " OR ".join(must_not) + ")") + ")"
         return out
 
     def unary(self, depth: int, negate: bool) -> str | None:
@@ -134,7 +159,8 @@ class _Parser:
         text = value.rstrip("*") if prefix else value
         if not _TOKEN.search(text):
             return None  # punctuation only: nothing to find
-        if len(self.terms) >= MAX_TERMS:
+        self.count += 1
+        if self.count > MAX_TERMS:
             raise BadArgument(f"the search has too many words (the limit is {MAX_TERMS})")
         term = _Term(text, prefix)
         if not negate:
@@ -145,7 +171,9 @@ class _Parser:
 def _lex(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for m in _LEX.finditer(text):
-        if m.group("phrase") is not None:
+        if m.group("neg"):
+            out.append(("op", "NOT"))  # -"phrase", -(group)
+        elif m.group("phrase") is not None:
             out.append(("phrase", m.group("phrase")))
         elif m.group("open"):
             out.append(("open", "("))

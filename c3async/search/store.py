@@ -30,6 +30,8 @@ import stat
 import zlib
 from pathlib import Path
 
+import msgspec
+
 from .. import safefs
 from ..errors import C3Error
 from ..paths import c3_home
@@ -48,7 +50,7 @@ __all__ = (
 )
 
 SHARDS = 4
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x63337378  # "c3sx": ours, and this file format
 BUSY_MS = 5000
 
@@ -61,6 +63,7 @@ CREATE TABLE files(
     sidechain INTEGER NOT NULL,
     ino INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
     offset INTEGER NOT NULL,
     tail BLOB NOT NULL,
     skipped INTEGER NOT NULL DEFAULT 0,
@@ -201,23 +204,19 @@ def remove(k: int) -> None:
             pass
 
 
-class FileRow:
+class FileRow(msgspec.Struct, array_like=True, gc=False):
     """A transcript as the index last saw it."""
 
-    __slots__ = ("id", "ino", "offset", "path", "session", "size", "tail")
-
-    def __init__(self, id: int, path: str, session: str | None, ino: int, size: int, offset: int, tail: bytes) -> None:
-        self.id, self.path, self.session, self.ino, self.size, self.offset, self.tail = (
-            id,
-            path,
-            session,
-            ino,
-            size,
-            offset,
-            tail,
-        )
+    id: int
+    path: str
+    session: str | None
+    ino: int
+    size: int
+    mtime_ns: int
+    offset: int
+    tail: bytes
 
 
 def files(conn: sqlite3.Connection) -> dict[str, FileRow]:
-    rows = conn.execute("SELECT id, path, session, ino, size, offset, tail FROM files").fetchall()
+    rows = conn.execute("SELECT id, path, session, ino, size, mtime_ns, offset, tail FROM files").fetchall()
     return {r[1]: FileRow(*r) for r in rows}
