@@ -120,6 +120,8 @@ def print_table(rows, show_project: bool) -> None:
         text = inert_line(title)
         if row.live:
             text = f"[LIVE{'' if row.mcp_count < 2 else f' MCP×{row.mcp_count}'}] {text}"
+        if row.archived:
+            text = f"[archived] {text}"
         if row.stale is not None:
             text += f"  [stale: {inert_line(row.stale.reason or '')}]"
         elif row.hints:
@@ -175,6 +177,60 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     elif rows:
         print_table(rows, show_project=args.all)
     return 0
+
+
+def cmd_keep(args: argparse.Namespace) -> int:
+    import msgspec
+
+    if args.id:
+        args.op, args.reason = "keep", None
+        return cmd_mark(args)
+    if not args.status:
+        from .errors import BadArgument
+
+        raise BadArgument("give a session id to keep, or --status")
+    from .archive import status
+
+    st = status()
+    if args.json:
+        _write_json(msgspec.json.encode(st))
+        return 0
+    mib = 1024 * 1024
+    print(
+        f"archive {inert_line(st.path)}: {len(st.sessions)} session{'s' if len(st.sessions) != 1 else ''}, "
+        f"{st.files} files, {st.bytes / mib:.1f} MiB; {st.held_bytes / mib:.1f} MiB held only by the archive "
+        "(Claude Code deleted the originals, or a copy on another device)"
+    )
+    for k in st.sessions:
+        only = f", {k.held_bytes / mib:.1f} MiB only here" if k.held_bytes else ""
+        print(f"  {inert_line(k.session)}  {inert_line(k.folder)}  {k.files} files, {k.bytes / mib:.1f} MiB{only}")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    import shlex
+    import shutil
+
+    from .sessions.keep import prepare_resume
+
+    plan = prepare_resume(_projects(args)[0], args.id)
+    for path in plan.restored:
+        _err(f"c3async: put back {inert_line(path)} from the archive")
+    extra = list(args.claude_args or [])
+    command = f"cd {shlex.quote(plan.cwd)} && claude --resume {plan.session}" + "".join(
+        " " + shlex.quote(a) for a in extra
+    )
+    if args.print:
+        print(inert_line(command))
+        return 0
+    claude = shutil.which("claude")
+    if claude is None:
+        _err(f"c3async: claude is not on PATH; run: {inert_line(command)}")
+        return 1
+    sys.stdout.flush()
+    os.chdir(plan.cwd)
+    os.execv(claude, [claude, "--resume", plan.session, *extra])
+    return 0  # not reached
 
 
 def cmd_mark(args: argparse.Namespace) -> int:
@@ -484,7 +540,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
     p.add_argument(
         "--filter",
-        choices=("all", "likely", "stale", "live"),
+        choices=("all", "likely", "stale", "live", "expiring"),
         default="all",
         help="likely: unmarked rows with at least one hint (default: all)",
     )
@@ -517,7 +573,26 @@ def build_parser() -> argparse.ArgumentParser:
     no.add_argument("id", nargs="?", type=_text, help="a session id or prefix (default: the current session)")
     no.add_argument("--summary", type=_text, help="what was done")
     no.add_argument("--next", type=_text, metavar="STEPS", help="what comes next")
+    ke = msub.add_parser("keep", parents=[common], help="keep past Claude Code's cleanup (preserved in the archive)")
+    ke.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
+    ke.add_argument("--reason", type=_text, help="why (optional)")
+    uk = msub.add_parser("unkeep", parents=[common], help="release a kept session (its archive entry is removed)")
+    uk.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
+    uk.add_argument("--reason", type=_text, help="why (optional)")
     m.set_defaults(func=cmd_mark)
+
+    kp = sub.add_parser("keep", help="the archive of kept sessions: --status for its size; ID to keep one")
+    kp.add_argument("id", nargs="?", type=_text, help="keep this session (as `mark keep ID`)")
+    kp.add_argument("--status", action="store_true", help="what the archive holds and how much only it holds")
+    _project_and_json(kp, "print JSON")
+    kp.set_defaults(func=cmd_keep)
+
+    rs = sub.add_parser("resume", help="resume a session in its folder (putting back a transcript Claude Code deleted)")
+    rs.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
+    rs.add_argument("--print", action="store_true", help="print the command instead of running it")
+    rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    rs.add_argument("claude_args", nargs="*", metavar="-- ARGS", help="more arguments for claude, after -- (e.g. -- -p TEXT)")
+    rs.set_defaults(func=cmd_resume)
 
     tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")
     tk.add_argument(

@@ -17,6 +17,8 @@ __all__ = ("Config", "load")
 
 class Config(msgspec.Struct, forbid_unknown_fields=False):
     idle_days: int = 7  # a session with no activity for this long gets the `idle Nd` hint
+    # which sessions are kept past Claude Code's cleanup without a keep mark (sessions/keep.py)
+    keep: list[str] = msgspec.field(default_factory=lambda: ["noted", "linked"])
 
 
 def _read(path: Path) -> dict:

@@ -1,4 +1,5 @@
-"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale / note, folded last-wins by time.
+"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale, note, keep / unkeep, each folded
+last-wins by time.
 
 Marks are appended, never rewritten: several MCP processes, the Hub and the CLI write at once,
 and an append never loses a concurrent row the way rewriting one JSON file would. The file is
@@ -30,6 +31,8 @@ __all__ = (
     "MAX_NEXT_STEPS",
     "MAX_REASON",
     "MAX_SUMMARY",
+    "OPS",
+    "Keep",
     "Mark",
     "MarkBook",
     "MarkState",
@@ -48,7 +51,8 @@ MAX_SUMMARY = 8_000  # a note: what was done
 MAX_NEXT_STEPS = 8_000  # a note: what to do next
 MAX_REF = 100  # a session id (36 characters) or a prefix of one, as typed
 LOG_FIELD = 200  # characters of a string kept in the mark's activity row
-Op = Literal["stale", "unstale", "note"]
+Op = Literal["stale", "unstale", "note", "keep", "unkeep"]
+OPS = ("stale", "unstale", "note", "keep", "unkeep")
 By = Literal["agent", "user"]
 
 
@@ -80,10 +84,21 @@ class Note(msgspec.Struct):
     ts: float
 
 
+class Keep(msgspec.Struct):
+    """A person's or an agent's word on keeping a session past Claude Code's cleanup: it
+    overrides the keep policy either way."""
+
+    keep: bool
+    reason: str | None
+    by: str
+    ts: float
+
+
 @dataclass(slots=True)
 class MarkState:
     stale: Stale | None = None
     note: Note | None = None
+    keep: Keep | None = None
 
 
 def marks_path(project: str) -> Path:
@@ -100,21 +115,23 @@ class Folded(msgspec.Struct):
 
     stale: dict[str, Span] = msgspec.field(default_factory=dict)
     note: dict[str, Span] = msgspec.field(default_factory=dict)
+    keep: dict[str, Span] = msgspec.field(default_factory=dict)
 
 
-FOLD_VERSION = 2  # bump when Folded or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 3  # bump when Folded or _apply change meaning: checkpoints are then refolded
 
 
 def _apply(state: Folded, batch: jsonl.Batch[Mark]) -> Folded:
-    stale, note = dict(state.stale), dict(state.note)  # a new state: readers keep the old one
+    # a new state: readers keep the old one
+    stale, note, keep = dict(state.stale), dict(state.note), dict(state.keep)
     for mark, (offset, length) in zip(batch.records, batch.spans or (), strict=True):
-        book = note if mark.op == "note" else stale
+        book = note if mark.op == "note" else keep if mark.op in ("keep", "unkeep") else stale
         held = book.get(mark.id)
         # By time, not by place in the file: a fold of older state (another state root's
         # lines) can append a mark after newer ones. Ties go to the later line.
         if held is None or mark.ts >= held[0]:
             book[mark.id] = (mark.ts, offset, length)
-    return Folded(stale, note)
+    return Folded(stale, note, keep)
 
 
 def log_fold(project: str) -> LogFold[Mark, Folded]:
@@ -153,7 +170,7 @@ class MarkBook:
         return self.fold.skipped
 
     def ids(self) -> set[str]:
-        return self._state.stale.keys() | self._state.note.keys()
+        return self._state.stale.keys() | self._state.note.keys() | self._state.keep.keys()
 
     def get(self, session_id: str) -> MarkState | None:
         return self.get_many([session_id]).get(session_id)
@@ -161,7 +178,7 @@ class MarkBook:
     def get_many(self, session_ids: list[str]) -> dict[str, MarkState]:
         """The mark state of each of these sessions that has a mark."""
         state = self._state
-        wanted = [sid for sid in session_ids if sid in state.stale or sid in state.note]
+        wanted = [sid for sid in session_ids if sid in state.stale or sid in state.note or sid in state.keep]
         if not wanted:
             return {}
         try:
@@ -174,11 +191,13 @@ class MarkBook:
             for sid in wanted:
                 s = self._read(fd, state.stale.get(sid), sid, memo)
                 n = self._read(fd, state.note.get(sid), sid, memo)
-                if s is None and n is None:
+                k = self._read(fd, state.keep.get(sid), sid, memo)
+                if s is None and n is None and k is None:
                     continue
                 out[sid] = MarkState(
                     stale=Stale(s.reason, s.successor, s.by, s.ts) if s is not None and s.op == "stale" else None,
                     note=Note(n.summary, n.next_steps, n.ts) if n is not None else None,
+                    keep=Keep(k.op == "keep", k.reason, k.by, k.ts) if k is not None else None,
                 )
             return out
         finally:
@@ -219,8 +238,8 @@ def write_mark(
     Once the mark's line is appended the call succeeds: an activity row that cannot be written
     (the log unwritable) is logged as a warning, never reported as a failed mark, which would
     invite the caller to write the mark again."""
-    if op not in ("stale", "unstale", "note"):
-        raise BadArgument(f"unknown mark {op!r}: use stale, unstale or note")
+    if op not in OPS:
+        raise BadArgument(f"unknown mark {op!r}: use {', '.join(OPS)}")
     if by not in ("agent", "user"):
         raise BadArgument(f"by must be 'agent' or 'user', got {by!r}")
     check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=session_id)
@@ -247,7 +266,7 @@ def write_mark(
     mark = Mark(
         ts=round(time.time(), 6),
         id=session_id,
-        op=cast(Op, op),  # checked against the three ops above
+        op=cast(Op, op),  # checked against OPS above
         reason=reason,
         successor=successor,
         summary=summary,

@@ -406,6 +406,9 @@ async def c3_session(
     - stale: mark a session not worth resuming. target, reasoning (why) required; data: successor id.
     - unstale: undo it. target.
     - note: leave a note. data: summary, reasoning: next steps; target defaults to this session.
+    - keep / unkeep: keep a session past Claude Code's cleanup (its transcript is preserved in
+      the archive and stays listed and resumable after Claude Code deletes it), or release it.
+      target; reasoning optional. Sessions with a note or linked tasks are kept by default.
     Lifecycle actions: start (description), log (event_type, data, reasoning),
     snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
     Text limits (characters): stale reasoning 2,000; note data and reasoning 8,000 each; log and

@@ -31,7 +31,7 @@ from .sessions.view import FILTERS, list_rows_sync
 __all__ = ("ACTIONS", "LIMITS", "READS", "Caller", "reads_only", "run", "validate")
 
 LIFECYCLE = ("start", "log", "snapshot", "restore", "plan", "end")
-CATALOG = ("list", "show", "search", "stale", "unstale", "note")
+CATALOG = ("list", "show", "search", "stale", "unstale", "note", "keep", "unkeep")
 ACTIONS = LIFECYCLE + CATALOG
 READS = ("list", "show", "search", "restore")  # and plan with no data: they change nothing (plan-mode safe)
 LIST_ROWS = 40  # rows a `list` answer shows; the rest are counted
@@ -54,6 +54,8 @@ LIMITS: dict[tuple[str, str], int] = {
     ("stale", "reasoning"): MAX_REASON,
     ("stale", "data"): MAX_REF,  # the successor's id
     ("unstale", "reasoning"): MAX_REASON,
+    ("keep", "reasoning"): MAX_REASON,
+    ("unkeep", "reasoning"): MAX_REASON,
     ("note", "data"): MAX_SUMMARY,
     ("note", "reasoning"): MAX_NEXT_STEPS,
     ("search", "target"): 2_000,  # the query (search.query.MAX_QUERY)
@@ -214,6 +216,8 @@ def list_(c: Caller, target: str = "", **_: str) -> str:
     lines = []
     for r in rows[:LIST_ROWS]:
         flags = "LIVE " if r.live else ""
+        if r.archived:
+            flags += "ARCHIVED "
         if r.mcp_count > 1:
             flags += f"MCP×{r.mcp_count} "
         tail = f"stale: {r.stale.reason}" if r.stale is not None else ", ".join(r.hints)
@@ -330,6 +334,16 @@ def note(c: Caller, target: str = "", data: str = "", reasoning: str = "", **_: 
     return _mark(c, "note", target, summary=data, next_steps=reasoning)
 
 
+def keep(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
+    _need(target, "target", "keep", "the session id or prefix to keep past Claude Code's cleanup")
+    return _mark(c, "keep", target, reason=reasoning.strip() or None) + " (preserved in the archive)"
+
+
+def unkeep(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
+    _need(target, "target", "unkeep", "the session id or prefix to release")
+    return _mark(c, "unkeep", target, reason=reasoning.strip() or None) + " (its archive entry is removed)"
+
+
 # each is called as fn(caller, **args)
 _HANDLERS: dict[str, Callable[..., str]] = {
     "start": start,
@@ -344,6 +358,8 @@ _HANDLERS: dict[str, Callable[..., str]] = {
     "stale": stale,
     "unstale": unstale,
     "note": note,
+    "keep": keep,
+    "unkeep": unkeep,
 }
 
 

@@ -42,7 +42,7 @@ def test_stale_needs_a_reason(project) -> None:
 
 def test_unknown_op_and_by_are_refused(project) -> None:
     proj, ids = project
-    with pytest.raises(BadArgument, match="stale, unstale or note"):
+    with pytest.raises(BadArgument, match="stale, unstale, note, keep, unkeep"):
         refs.mark(proj, ids[0], "delete")
     with pytest.raises(BadArgument, match="agent"):
         refs.mark(proj, ids[0], "note", summary="x", by="robot")

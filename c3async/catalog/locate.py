@@ -150,6 +150,11 @@ def _folders(root: Path, wanted: list[tuple[str, str]]) -> list[tuple[Path, str]
     return found
 
 
+def folders_under(root: Path, cwds: tuple[str, ...]) -> list[tuple[Path, str]]:
+    """The folders for these cwds in another tree laid out like Claude Code's projects folder."""
+    return _folders(root, [(slug(cwd), cwd) for cwd in cwds])
+
+
 def locate(project: str, extra_cwds: tuple[str, ...] = (), root: Path | None = None) -> ProjectDirs:
     """Find the transcript folders of ``project`` and its worktrees under ``projects_root()``."""
     project_path, cwds = project_dirs(project, extra_cwds)

@@ -4,10 +4,11 @@ into one session of the project, or an error that names the candidates."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ..errors import AmbiguousSession, BadArgument, UnknownSession, clip
 from .listing import Candidate, candidates
-from .locate import locate
+from .locate import folders_under, locate
 from .read import Transcript, read_transcript
 from .scan import skip_reason
 
@@ -38,9 +39,10 @@ def _plain_word(ref: str) -> bool:
     return len(ref) <= 36 and ref.isprintable() and not any(ch.isspace() for ch in ref)
 
 
-def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = ()) -> Candidate:
+def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_root: Path | None = None) -> Candidate:
     """The project's session whose id is ``ref`` or starts with it (``extra_cwds``: more folders
-    its sessions ran in, see ``locate``). Raises a C3Error."""
+    its sessions ran in, see ``locate``; ``fallback_root``: a second tree laid out like the
+    projects folder, for sessions no longer in it). Raises a C3Error."""
     ref = (ref or "").strip(" \t").lower()  # spaces around a pasted id; never a newline
     if len(ref) < MIN_PREFIX:
         raise BadArgument(
@@ -57,6 +59,13 @@ def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = ()) -> Candida
     if _PREFIX.fullmatch(ref) is None:
         raise UnknownSession(ref, dirs.project)  # a plain word that is no id: no session has it
     found = [c for c in candidates([f for f, _ in dirs.folders]) if c.session_id.startswith(ref)]
+    if fallback_root is not None:
+        held = {c.session_id for c in found}
+        found += [
+            c
+            for c in candidates([f for f, _ in folders_under(fallback_root, dirs.cwds)])
+            if c.session_id.startswith(ref) and c.session_id not in held
+        ]
     if len(found) > 1:
         found = [c for c in found if _belongs(c, dirs.cwds)]
         if len(found) > 1:

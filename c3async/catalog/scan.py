@@ -17,7 +17,7 @@ from ..paths import project_state
 from ..safefs import NotRegularFile
 from . import cache
 from .listing import Candidate, candidates
-from .locate import ProjectDirs, locate, same_path
+from .locate import ProjectDirs, folders_under, locate, same_path
 from .read import Transcript, read_transcript
 
 __all__ = (
@@ -111,13 +111,29 @@ class _Scanner:
     below do the reading: in worker threads under one limiter (async), or not at all when
     everything is cached, so a cached listing never starts an event loop."""
 
-    def __init__(self, project: str, limit: int, counter: _Counter, extra_cwds: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        project: str,
+        limit: int,
+        counter: _Counter,
+        extra_cwds: tuple[str, ...] = (),
+        fallback_root: Path | None = None,
+    ) -> None:
         self.dirs = locate(project, extra_cwds)
         self.limit = limit
         self.counter = counter
         self.cache_file = cache_path(self.dirs.project)
         self.result = ProjectScan(dirs=self.dirs, cache_path=self.cache_file)
         self.cands = candidates([folder for folder, _ in self.dirs.folders])
+        if fallback_root is not None:  # sessions found only there (deleted from the projects folder)
+            held = {c.session_id for c in self.cands}
+            more = [
+                c
+                for c in candidates([f for f, _ in folders_under(fallback_root, self.dirs.cwds)])
+                if c.session_id not in held
+            ]
+            if more:
+                self.cands = sorted([*self.cands, *more], key=lambda c: (c.mtime_ns, c.session_id), reverse=True)
         self.old = cache.load(self.cache_file) if self.cands else {}
         self.new: dict[str, Transcript] = {}
         self.start = 0
@@ -250,15 +266,17 @@ async def scan_projects(
     progress: Progress | None = None,
     limiter=None,
     extra_cwds: dict[str, tuple[str, ...]] | None = None,
+    fallback_root: Path | None = None,
 ) -> list[ProjectScan]:
     """List several projects' sessions (each with its worktrees', and ``extra_cwds[project]``:
     folders git no longer lists), newest first, reading every file that needs it in worker
-    threads bounded by one ``anyio.CapacityLimiter``."""
+    threads bounded by one ``anyio.CapacityLimiter``. ``fallback_root``: a second tree laid out
+    like the projects folder, whose sessions count where the projects folder has none of that id."""
     import anyio
 
     limiter = limiter or anyio.CapacityLimiter(READERS)
     counter = _Counter(progress)
-    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ())) for p in projects]
+    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root) for p in projects]
     steps = _steps(scanners)
     try:
         todo = next(steps)
@@ -280,6 +298,7 @@ def scan_projects_sync(
     progress: Progress | None = None,
     processes: bool = True,
     extra_cwds: dict[str, tuple[str, ...]] | None = None,
+    fallback_root: Path | None = None,
 ) -> list[ProjectScan]:
     """The same, for a command-line process: when every file is cached, no event loop (and no
     anyio or asyncio import) is needed at all. A big cold scan also uses the other cores:
@@ -287,7 +306,7 @@ def scan_projects_sync(
     threads were no faster than 1), while forked worker processes do not. A long-running
     process with threads of its own (the MCP server) passes ``processes=False``."""
     counter = _Counter(progress)
-    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ())) for p in projects]
+    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root) for p in projects]
     steps = _steps(scanners)
     pool = None
     try:

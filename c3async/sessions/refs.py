@@ -10,7 +10,7 @@ and the host identity (the verified ``sessions/<pid>.json`` of the claude ancest
 
 from __future__ import annotations
 
-from .. import records
+from .. import archive, records
 from ..catalog.listing import is_session_id
 from ..catalog.resolve import resolve
 from ..errors import AmbiguousSession, BadArgument, UnknownSession
@@ -34,7 +34,7 @@ def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> st
             "identify: give a session id (`c3async sessions` lists them)"
         )
     try:
-        return resolve(project, ref, extra_cwds(project)).session_id
+        return resolve(project, ref, extra_cwds(project), archive.root()).session_id
     except UnknownSession:
         low = ref.lower()
         if host and is_session_id(host) and host.lower().startswith(low):
@@ -68,7 +68,7 @@ def mark(
     successor = (successor or "").strip(" \t") or None
     if successor is not None:
         successor = resolve_ref(project, successor, host=host)
-    return write_mark(
+    written = write_mark(
         project,
         session_id,
         op,
@@ -79,6 +79,11 @@ def mark(
         by=by,
         by_session=host,
     )
+    if op in ("keep", "unkeep"):
+        from .keep import on_mark
+
+        on_mark(project, session_id, op)
+    return written
 
 
 def run_task(project: str, who, action: str, **args: str) -> dict:

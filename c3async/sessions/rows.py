@@ -106,6 +106,10 @@ class Row(msgspec.Struct):
     cwd_gone: bool = False  # the folder it ran in (a removed worktree) no longer exists
     tokens: RowTokens | None = None  # None: not accounted yet (the accountant has not run since)
     cost_usd: float | None = None  # of the priced models (see ``tokens.unpriced``); None as tokens
+    kept: bool = False  # preserved past Claude Code's cleanup (a keep mark, or the keep policy)
+    kept_by: str | None = None  # "mark", or "policy: noted|linked|snapshot|all"
+    archived: bool = False  # Claude Code deleted its transcript: this row is read from the archive
+    expires_in_days: int | None = None  # unkept and within a week of Claude Code's cleanup
 
 
 def age(iso: str | None, now: float) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from .. import activity, config, records
+from .. import activity, archive, config, records
 from ..catalog.gitrefs import branches
 from ..catalog.scan import (
     NEWEST,
@@ -30,7 +30,7 @@ from ..live.reader import live_sessions
 from ..marks import MarkBook
 from ..pm import store as pm_store
 from ..usage import totals as usage_totals
-from . import chain
+from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
 from .rows import (
     Chain,
@@ -57,7 +57,7 @@ __all__ = (
 
 log = logging.getLogger("c3async.sessions")
 
-FILTERS = ("all", "likely", "stale", "live")
+FILTERS = ("all", "likely", "stale", "live", "expiring")
 
 
 def extra_cwds(project: str, facts: activity.Facts | None = None) -> tuple[str, ...]:
@@ -88,11 +88,14 @@ def join_scan(
         facts = activity.facts(project)
     live = live_sessions(project, facts=facts)
     states = book.get_many([row.id for row in rows])
+    keeps: dict[str, bool] = {}
     for row in rows:
         state = states.get(row.id)
         if state is not None:
             row.stale, row.note = state.stale, state.note
             row.marked = True
+            if state.keep is not None:
+                keeps[row.id] = state.keep.keep
         info = live.get(row.id)
         if info is not None and info.live:
             row.live, row.mcp_count = True, info.mcp_count
@@ -113,6 +116,7 @@ def join_scan(
             cleared=cleared | set(timed),
         ),
     )
+    keep.apply(project, rows, keeps, now)
     marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
     after, before = chain.build([*marked, *hooked, *timed.items()])
     for row in rows:
@@ -234,6 +238,8 @@ def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = No
         rows = [r for r in rows if r.stale is not None]
     elif which == "live":
         rows = [r for r in rows if r.live]
+    elif which == "expiring":
+        rows = [r for r in rows if r.expires_in_days is not None]
     else:
         rows = list(rows)
     if search:
@@ -279,7 +285,9 @@ async def list_rows(
 ) -> tuple[list[ProjectScan], list[Row]]:
     logs = _logs(projects)
     extras = {p: extra_cwds(p, logs[p]) for p in projects}
-    scans = await scan_projects(projects, limit=limit, progress=progress, extra_cwds=extras)
+    scans = await scan_projects(
+        projects, limit=limit, progress=progress, extra_cwds=extras, fallback_root=archive.root()
+    )
     return scans, _finish(scans, which, search, logs)
 
 
@@ -295,19 +303,29 @@ def list_rows_sync(
     """For a command-line process: starts an event loop only if some transcript must be read."""
     logs = _logs(projects)
     extras = {p: extra_cwds(p, logs[p]) for p in projects}
-    scans = scan_projects_sync(projects, limit=limit, progress=progress, processes=processes, extra_cwds=extras)
+    scans = scan_projects_sync(
+        projects,
+        limit=limit,
+        progress=progress,
+        processes=processes,
+        extra_cwds=extras,
+        fallback_root=archive.root(),
+    )
     return scans, _finish(scans, which, search, logs)
 
 
 def row_for(project: str, session_id: str) -> Row | None:
     """One session's row, joined, whether or not it is among the newest listed."""
     from ..catalog.listing import candidates
-    from ..catalog.locate import locate
+    from ..catalog.locate import folders_under, locate
     from ..catalog.resolve import session_record
     from ..catalog.scan import Session
 
     dirs = locate(project, extra_cwds(project))
     cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
+    if cand is None:  # deleted by Claude Code, kept in the archive
+        kept = folders_under(archive.root(), dirs.cwds)
+        cand = next((c for c in candidates([f for f, _ in kept]) if c.session_id == session_id), None)
     rec = session_record(cand, dirs.cwds) if cand is not None else None
     if cand is None or rec is None:
         return None
