@@ -74,6 +74,8 @@ def preserve(transcript: str | os.PathLike[str], session: str) -> int:
     if src.parent.parent == root() or root() in src.parents:
         return 0  # it is the archive's own copy: the original is gone
     dst_dir = root() / src.parent.name
+    if _current(src, dst_dir, session):
+        return 0
     safefs.ensure_dir(dst_dir)
     changed = 0
     with locked(_lock(dst_dir)):
@@ -82,6 +84,19 @@ def preserve(transcript: str | os.PathLike[str], session: str) -> int:
         for path, _st in _side_files(side):
             changed += _keep(path, dst_dir / session / path.relative_to(side))
     return changed
+
+
+def _current(src: Path, dst_dir: Path, session: str) -> bool:
+    """The common case, with no lock and nothing opened: the transcript is linked already and
+    its session has no folder of sub-agent files or tool results."""
+    try:
+        a = os.lstat(src)
+        b = os.lstat(dst_dir / f"{session}.jsonl")
+    except OSError:
+        return False
+    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino) or not stat.S_ISREG(b.st_mode):
+        return False
+    return not os.path.lexists(src.parent / session)
 
 
 def _keep(src: Path, dst: Path) -> int:

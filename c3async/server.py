@@ -162,7 +162,19 @@ def _account_once(project: str) -> None:
     from .usage.account import account  # and the price tables: loaded by the first run
 
     account(project, processes=False)  # this process has threads: never fork it
+    _refresh_archive(project)
     _release_memory()
+
+
+def _refresh_archive(project: str) -> None:
+    """A listing brings the archive of kept sessions up to date (a copy on another device gets
+    its new bytes), so a session kept long ago is current when Claude Code deletes it."""
+    from .sessions.view import list_rows_sync
+
+    try:
+        list_rows_sync([project], processes=False)
+    except Exception as exc:  # a background chore: logged, never fatal
+        log.warning("could not refresh the archive of kept sessions: %s", exc)
 
 
 async def _account_usage(state: ServerState) -> None:

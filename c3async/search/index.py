@@ -73,7 +73,28 @@ def scan_files() -> dict[str, Seen]:
         for path, session, st in transcript_files(f.path):
             sidechain = session is None or os.path.dirname(path) != f.path
             out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size, st.st_mtime_ns)
+    _archived(root, out)
     return out
+
+
+def _archived(root: Path, out: dict[str, Seen]) -> None:
+    """Kept transcripts Claude Code deleted: indexed from the archive (one that is still in
+    its folder is indexed there, never twice)."""
+    from ..archive import root as archive_root
+
+    base = archive_root()
+    try:
+        with os.scandir(base) as it:
+            folders = [e for e in it if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for f in folders:
+        for path, session, st in transcript_files(f.path):
+            original = os.path.join(root, f.name, os.path.relpath(path, f.path))
+            if original in out:
+                continue
+            sidechain = session is None or os.path.dirname(path) != f.path
+            out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class Update(msgspec.Struct):
