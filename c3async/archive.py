@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,7 +156,7 @@ def _link(fd: int, src: Path, dst: Path) -> bool:
 
 def _copy(fd: int, dst: Path) -> None:
     """A copy made under a temporary name and linked into place (never over another file)."""
-    tmp = dst.parent / f".{dst.name}.{secrets.token_hex(8)}.tmp"
+    tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
     out = safefs.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:

@@ -591,7 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
     rs.add_argument("--print", action="store_true", help="print the command instead of running it")
     rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
-    rs.add_argument("claude_args", nargs="*", metavar="-- ARGS", help="more arguments for claude, after -- (e.g. -- -p TEXT)")
+    rs.add_argument(
+        "claude_args", nargs="*", metavar="-- ARGS", help="more arguments for claude, after -- (e.g. -- -p TEXT)"
+    )
     rs.set_defaults(func=cmd_resume)
 
     tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")

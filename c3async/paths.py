@@ -28,7 +28,6 @@ earlier versions left in its worktrees is folded into it (``stateroot.fold_workt
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -283,6 +282,8 @@ def state_slug(root: str) -> str:
     """The folder name of a root's state under ``$C3_HOME/state``: the root's path with every
     character outside ``[A-Za-z0-9]`` as ``-`` (readable), cut so that a hash of the whole path
     fits within STATE_SLUG_LENGTH (so two paths that slug alike never share state)."""
+    import hashlib  # here: most commands never need it, and it loads OpenSSL
+
     digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return _NON_ALNUM.sub("-", root)[: STATE_SLUG_LENGTH - 17] + "-" + digest
 

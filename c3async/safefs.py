@@ -22,7 +22,6 @@ import errno
 import logging
 import os
 import re
-import secrets
 import stat
 import sys
 from collections.abc import Iterator
@@ -384,7 +383,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = Tru
     The temp file is made in the same folder with ``O_EXCL | O_NOFOLLOW`` and renamed over the
     name: a link at ``path`` is replaced as a name, never written through."""
     p = Path(path)
-    tmp = f".{p.name}.{secrets.token_hex(8)}.tmp"
+    tmp = f".{p.name}.{os.urandom(8).hex()}.tmp"
     with open_dir(p.parent, create=True) as dfd:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
         fd = os.open(p.parent / tmp, flags, mode) if dfd is None else os.open(tmp, flags, mode, dir_fd=dfd)

@@ -71,6 +71,7 @@ class Found(msgspec.Struct):
     total: int  # sessions that matched
     seconds: float
     problems: list[str] = msgspec.field(default_factory=list)  # shards that could not be read
+    damaged: list[int] = msgspec.field(default_factory=list)  # shards to rebuild
 
 
 class _Match(msgspec.Struct):
@@ -149,11 +150,13 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
     by_session: dict[str, list[_Match]] = {}
     files: dict[tuple[int, int], _File] = {}
     problems: list[str] = []
+    damaged: list[int] = []
     for k in range(store.SHARDS):
         try:
             conn = store.connect(k, create=False)
         except store.Corrupt as exc:
             problems.append(str(exc))
+            damaged.append(k)
             continue
         if conn is None:
             continue
@@ -177,6 +180,7 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
             continue
         except sqlite3.DatabaseError as exc:
             problems.append(f"the search index {store.shard_path(k)} is damaged: {exc}")
+            damaged.append(k)
             continue
         finally:
             conn.close()
@@ -202,7 +206,7 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
         marker, folded = query.marker(), query.marker(folded=True)
         for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
             hit.snippets = _snippets(matches, files, marker, folded)
-    return Found(hits, len(ranked), time.perf_counter() - started, problems)
+    return Found(hits, len(ranked), time.perf_counter() - started, problems, damaged)
 
 
 def _hit(session: str, score: float, matches: list[_Match], files: dict[tuple[int, int], _File]) -> Hit:

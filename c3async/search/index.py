@@ -190,11 +190,16 @@ def update(*, progress: Progress | None = None, processes: bool = True, inline_m
     store.check_fts5()
     seen = scan_files()
     result = Update(files=len(seen))
+    stamp = _stamp(seen)
+    if stamp == _last_stamp():  # nothing changed since the last pass: no database opened
+        result.seconds = time.perf_counter() - started
+        return result
     try:
         plan = _plan(seen, _known(create=False))
     except store.Corrupt:
         plan = None  # repaired below, under the lock
     if plan is not None and not plan.jobs and not plan.gone:
+        _save_stamp(stamp)
         result.seconds = time.perf_counter() - started
         return result
     if inline_max is not None and (plan is None or plan.new_bytes > inline_max):
@@ -210,8 +215,47 @@ def update(*, progress: Progress | None = None, processes: bool = True, inline_m
             return result
         plan = _plan(seen, _known(create=True))  # again: the last holder may have done it
         _run(plan, result, progress, processes)
+        if not result.errors and not result.pending_bytes:
+            _save_stamp(stamp)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _stamp(seen: dict[str, Seen]) -> str:
+    """What every transcript looked like (path, inode, size, mtime), in a few bytes."""
+    import zlib
+
+    crc = 0
+    for path in sorted(seen):
+        s = seen[path]
+        crc = zlib.crc32(f"{path}\0{s.ino}\0{s.size}\0{s.mtime_ns}\n".encode("utf-8", "surrogateescape"), crc)
+    return f"{store.SCHEMA_VERSION}:{len(seen)}:{crc:08x}"
+
+
+def _stamp_path() -> Path:
+    return store.index_dir() / "stamp"
+
+
+def _last_stamp() -> str | None:
+    try:
+        return safefs.read_bytes(_stamp_path(), limit=256).decode("ascii", "replace")
+    except (OSError, safefs.UnsafeState):
+        return None
+
+
+def _save_stamp(stamp: str) -> None:
+    try:
+        safefs.write_atomic(_stamp_path(), stamp.encode(), fsync=False, mode=0o600)
+    except OSError:
+        pass  # a cache: the next search compares with the databases instead
+
+
+def forget_stamp() -> None:
+    """Make the next ``update`` look at the databases (one was found damaged)."""
+    try:
+        safefs.unlink(_stamp_path())
+    except OSError:
+        pass
 
 
 def rebuild(*, progress: Progress | None = None) -> Update:
@@ -219,6 +263,7 @@ def rebuild(*, progress: Progress | None = None) -> Update:
     from ..locking import locked
 
     with locked(lock_path()):
+        forget_stamp()
         for k in range(store.SHARDS):
             store.remove(k)
     return update(progress=progress)

@@ -23,7 +23,6 @@ from typing import Any
 
 import msgspec
 
-from .. import jsonl
 from ..catalog.extract import classify_text, prompt_title
 from ..errors import DECODE_ERRORS
 from ..safefs import open_regular
@@ -307,7 +306,9 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
         with io.FileIO(fd, closefd=False) as f:
             if buf is None:
                 buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
-            found.offset, found.bytes_read = jsonl.read_pieces(f, start, st.st_size, reader, buf, max_line)
+            from ..jsonl import read_pieces  # here: a search that reads nothing does not load it
+
+            found.offset, found.bytes_read = read_pieces(f, start, st.st_size, reader, buf, max_line)
         n = min(CHECK, found.offset)
         found.check = os.pread(fd, n, found.offset - n) if n else b""
     except OSError:

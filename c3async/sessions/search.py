@@ -143,6 +143,11 @@ def search(
         state.updating = status.updating
         state.done_bytes, state.total_bytes = status.done, status.total
     found = find(query, filters, limit, snippets=snippets)
+    if found.damaged and not done.busy:  # a damaged or foreign database: rebuilt, then asked again
+        index.forget_stamp()
+        done = index.update(progress=progress, inline_max=INLINE_BYTES if background else None)
+        state.pending_bytes, state.indexed_now = done.pending_bytes, state.indexed_now + done.read
+        found = find(query, filters, limit, snippets=snippets)
     now = time.time()
     results = []
     for hit in found.hits:

@@ -5,7 +5,8 @@
 "use strict";
 
 // mode: what the search box searches, "rows" (titles, prompts, notes: the listing) or "text" (the conversations)
-const state = { project: "", filter: "all", q: "", mode: "rows", projects: [], rows: new Map(), open: new Set(), loading: 0 };
+const state = { project: "", filter: "all", q: "", mode: "rows", projects: [], rows: new Map(), open: new Set(), loading: 0,
+                expiring: new Map() };  // project → how many of its rows expire within a week
 const $ = (sel, root = document) => root.querySelector(sel);
 
 function el(tag, props = {}, ...children) {
@@ -126,6 +127,34 @@ function renderNow() {
   for (const li of keep.values()) li.remove();
 }
 
+// Keeping sessions past Claude Code's cleanup (it deletes transcripts older than cleanupPeriodDays).
+const KEEP_TIP = "Keep past Claude Code's cleanup: the transcript is preserved in c3async's archive";
+const ARCHIVED_TIP = "Claude Code deleted this transcript; c3async kept it. Resume puts it back.";
+const EXPIRY = /^expires in \d+d$/;
+
+function keptBy(row) {
+  return row.kept_by === "mark" ? "a keep mark" : row.kept_by ? `the keep ${row.kept_by}` : "c3async";
+}
+
+function expiryTip(row) {
+  const n = row.expires_in_days;
+  const when = n == null ? "soon" : n === 0 ? "at its next start" : `in ${n} day${n === 1 ? "" : "s"}`;
+  return `Claude Code's cleanup deletes this transcript ${when} (cleanupPeriodDays). Keep preserves it in c3async's archive.`;
+}
+
+function rowChips(row) {
+  const out = [];
+  if (row.archived) out.push(el("span", { class: "chip archived", title: ARCHIVED_TIP, text: "archived" }));
+  if (row.kept) out.push(el("span", { class: "chip kept", title: `Kept past Claude Code's cleanup by ${keptBy(row)} (kept_by: ${row.kept_by || "?"})`, text: "kept" }));
+  if (row.stale) out.push(el("span", { class: "chip stale", text: `stale: ${row.stale.reason}` }));
+  // a stale row shows its reason, not its hints; its expiry still shows (it is what happens next)
+  for (const h of row.hints) {
+    if (EXPIRY.test(h)) out.push(el("span", { class: "chip expiring", title: expiryTip(row), text: h }));
+    else if (!row.stale) out.push(el("span", { class: "chip", text: h }));
+  }
+  return out;
+}
+
 function fillRow(li, row) {
   li.dataset.id = row.id;
   li.dataset.project = row.project;
@@ -142,9 +171,7 @@ function fillRow(li, row) {
   $(".branch", li).textContent = row.branch || "";
   $(".branch", li).hidden = !row.branch;
   $(".project", li).textContent = state.project ? "" : row.project.split("/").pop();
-  const chips = $(".chips", li);
-  chips.replaceChildren(...(row.stale ? [el("span", { class: "chip stale", text: `stale: ${row.stale.reason}` })]
-    : row.hints.map(h => el("span", { class: "chip", text: h }))));
+  $(".chips", li).replaceChildren(...rowChips(row));
   const l = row.links || {};
   const counts = [];
   if (l.tasks && l.tasks.length) counts.push(`${l.tasks.length} task${l.tasks.length > 1 ? "s" : ""}`);
@@ -218,7 +245,8 @@ function detailNodes(d, li) {
   out.push(...conversationSection(r));
   out.push(...section("Tokens and cost", el("div", { class: "usage-detail", text: usageBreakdown(r.tokens, r.cost_usd) +
     (r.tokens && r.tokens.as_of ? ` (counted ${age(new Date(r.tokens.as_of * 1000).toISOString())})` : "") })));
-  out.push(...section("Resume", el("code", { class: "cmd", text: r.resume })));
+  out.push(...section("Resume", el("code", { class: "cmd", text: r.resume }),
+    ...(r.archived ? [el("p", { class: "counts archived-note", text: "Claude Code deleted this transcript; c3async kept it. This command puts it back, then resumes it." })] : [])));
   out.push(actions(r, li));
   return out;
 }
@@ -245,6 +273,18 @@ function actions(r, li) {
     } catch (e) { msg.className = "error"; msg.textContent = e.message; }
   };
   const box = el("div", { class: "actions" });
+  if (r.kept) {
+    const tip = r.archived ? "Claude Code already deleted this transcript: Unkeep deletes c3async's copy, the only one left"
+      : `Let Claude Code's cleanup delete it again: removes its archive entry${r.kept_by && r.kept_by !== "mark" ? ` (overrides the keep ${r.kept_by})` : ""}`;
+    const unkeep = () => {
+      if (r.archived && !window.confirm(`${tip}. Delete it for good?`)) return;
+      send({ op: "unkeep" });
+    };
+    box.append(el("button", { type: "button", class: "unkeep", title: tip, text: "Unkeep", onclick: unkeep }),
+               el("span", { class: "counts kept-by", text: `kept by ${keptBy(r)}` }));
+  } else {
+    box.append(el("button", { type: "button", class: "keep", title: KEEP_TIP, text: "Keep", onclick: () => send({ op: "keep" }) }));
+  }
   if (r.stale) box.append(el("button", { type: "button", class: "unstale", text: "Unstale", onclick: () => send({ op: "unstale" }) }));
   else box.append(reason, successor, el("button", { type: "button", class: "mark-stale", text: "Mark stale", onclick: () => send({ op: "stale", reason: reason.value, successor: successor.value || null }) }));
   box.append(summary, next, el("button", { type: "button", class: "save-note", text: "Save note", onclick: () => send({ op: "note", summary: summary.value, next_steps: next.value }) }), msg);
@@ -269,12 +309,24 @@ async function load() {
   progress();
   // One request per project, so the first listing fills in as each project finishes; a
   // project's rows are replaced only when its own answer arrives.
+  for (const p of [...state.expiring.keys()]) if (!wanted.has(p)) state.expiring.delete(p);
+  // The Expiring button's count: from the rows themselves under All and Expiring (they hold
+  // every expiring row), else from a filter=expiring listing asked for alongside.
+  const counted = state.filter === "all" || state.filter === "expiring";
+  const expParams = new URLSearchParams(params);
+  expParams.set("filter", "expiring");
   await Promise.all(targets.map(async (p) => {
     try {
-      const data = await api(`/api/sessions?${params}&project=${encodeURIComponent(p)}`);
+      const project = `&project=${encodeURIComponent(p)}`;
+      const [data, exp] = await Promise.all([api(`/api/sessions?${params}${project}`),
+        counted ? null : api(`/api/sessions?${expParams}${project}`).catch(() => null)]);
       if (gen !== generation) return;
       for (const [id, row] of state.rows) if (row.project === p) state.rows.delete(id);
       for (const row of data.rows) state.rows.set(row.id, row);
+      const source = counted ? data : exp;
+      if (source) state.expiring.set(p, source.rows.filter(r => r.expires_in_days != null).length);
+      else state.expiring.delete(p);
+      showExpiring(targets);
     } catch (e) { $("#progress").textContent = e.message; }
     done += 1;
     state.loading -= 1;
@@ -282,7 +334,18 @@ async function load() {
     progress();
     renderRows();
   }));
-  if (gen === generation && targets.length === 0) { state.rows = new Map(); state.loading = 0; progress(); renderRows(); }
+  if (gen === generation && targets.length === 0) { state.rows = new Map(); state.loading = 0; progress(); renderRows(); showExpiring(targets); }
+}
+
+// "Expiring N" on its filter button: unkept sessions Claude Code's cleanup deletes within a week.
+function showExpiring(targets) {
+  const known = targets.filter(p => state.expiring.has(p));
+  const n = known.reduce((sum, p) => sum + state.expiring.get(p), 0);
+  const badge = $("#expiring-count");
+  badge.textContent = n ? String(n) : "";
+  badge.hidden = !n;
+  badge.closest("button").title = `${n ? plural(n, "session") : "No session"} ${n === 1 ? "is" : "are"} deleted by Claude Code's cleanup within a week` +
+    `${known.length < targets.length ? " (of the projects listed so far)" : ""}, unless kept`;
 }
 
 // ---------------------------------------------------------------- the conversation reader
