@@ -259,6 +259,7 @@ def cmd_mark(args: argparse.Namespace) -> int:
         successor=getattr(args, "successor", None),
         summary=getattr(args, "summary", None),
         next_steps=getattr(args, "next", None),
+        release=getattr(args, "release", False),
     )
     if args.json:
         _write_json(msgspec.json.encode(written))
@@ -579,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     uk = msub.add_parser("unkeep", parents=[common], help="release a kept session (its archive entry is removed)")
     uk.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
     uk.add_argument("--reason", type=_text, help="why (optional)")
+    uk.add_argument(
+        "--release", action="store_true", help="also when Claude Code deleted the transcript (deletes the only copy)"
+    )
     m.set_defaults(func=cmd_mark)
 
     kp = sub.add_parser("keep", help="the archive of kept sessions: --status for its size; ID to keep one")

@@ -1341,3 +1341,124 @@ def test_search_status_answers(search_hub):
         r = c.get("/api/search/status")
     assert r.status_code == 200, r.text
     assert r.json() == {"updating": False, "done_bytes": 0, "total_bytes": 0}
+
+
+# ---------------------------------------------------------------- keeping past Claude Code's cleanup
+
+DAY = 86_400
+
+
+class KeepWorld:
+    """One project, ``kappa``: fresh sessions to keep, unkeep and delete, and one whose
+    transcript was last written 26 days ago (Claude Code's default cleanup is 30 days: it
+    expires in 4 days)."""
+
+    def __init__(self, claude) -> None:
+        self.claude = claude
+        k = self.kappa = claude.project("kappa")
+        self.folder = claude.folder(k)
+        three = ["Add the endpoint", "Write its tests", "Update the docs"]
+        self.tokeep = _session(self.folder, k, three, title="Session kept and unkept in the Hub")
+        self.todelete = _session(self.folder, k, three, title="Session Claude Code deletes after its keep")
+        self.old = _session(self.folder, k, ["Sketch the importer"], title="Old importer sketch")
+        when = time.time() - 26 * DAY
+        os.utime(self.transcript(self.old), (when, when))
+        claude.sessions(k)  # registers the project
+
+    def transcript(self, sid: str) -> Path:
+        return self.folder / f"{sid}.jsonl"
+
+    def archived(self, sid: str) -> Path:
+        return Path(self.claude.c3home) / "archive" / self.folder.name / f"{sid}.jsonl"
+
+
+@pytest.fixture(scope="module")
+def keep_world(tmp_path_factory) -> KeepWorld:
+    from conftest import Sandbox
+
+    return KeepWorld(Sandbox(tmp_path_factory.mktemp("keep")))
+
+
+@pytest.fixture(scope="module")
+def keep_hub(keep_world):
+    h = Hub(keep_world.claude).start()
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+def _keep_rows(hub, w: KeepWorld, **params) -> dict[str, dict]:
+    with hub.client() as c:
+        return {r["id"]: r for r in _rows(c, project=w.kappa, **params)}
+
+
+def test_keep_fields_are_in_every_listing_row(keep_hub, keep_world):
+    w = keep_world
+    rows = _keep_rows(keep_hub, w)
+    assert set(rows) == {w.tokeep, w.todelete, w.old}
+    for r in rows.values():
+        assert {"kept", "kept_by", "archived", "expires_in_days"} <= set(r)
+    fresh = rows[w.tokeep]
+    assert (fresh["kept"], fresh["kept_by"], fresh["archived"], fresh["expires_in_days"]) == (False, None, False, None)
+    assert not any(h.startswith("expires in") for h in fresh["hints"])
+
+
+def test_keep_filter_expiring_lists_only_the_old_session(keep_hub, keep_world):
+    w = keep_world
+    rows = _keep_rows(keep_hub, w, filter="expiring")
+    assert set(rows) == {w.old}
+    old = rows[w.old]
+    assert old["expires_in_days"] == 4 and "expires in 4d" in old["hints"]
+    assert (old["kept"], old["archived"]) == (False, False)
+    with keep_hub.client() as c:
+        r = c.get("/api/sessions", params={"filter": "nonsense"})
+    assert r.status_code == 400 and "expiring" in r.json()["error"]
+
+
+def test_keep_and_unkeep_from_the_hub(keep_hub, keep_world):
+    w = keep_world
+    with keep_hub.client() as c:
+        r = _post(c, keep_hub, w.tokeep, {"op": "keep", "project": w.kappa, "reason": "the design discussion"})
+    assert r.status_code == 201, r.text
+    assert r.json()["op"] == "keep" and r.json()["by"] == "user"
+    row = _keep_rows(keep_hub, w)[w.tokeep]
+    assert (row["kept"], row["kept_by"], row["archived"]) == (True, "mark", False)
+    assert w.archived(w.tokeep).is_file()  # preserved at once, not at the next listing
+    assert w.tokeep not in _keep_rows(keep_hub, w, filter="expiring")
+
+    with keep_hub.client() as c:
+        r = _post(c, keep_hub, w.tokeep, {"op": "unkeep", "project": w.kappa})
+    assert r.status_code == 201, r.text
+    row = _keep_rows(keep_hub, w)[w.tokeep]
+    assert (row["kept"], row["kept_by"]) == (False, None)
+    assert not w.archived(w.tokeep).exists()
+    assert w.transcript(w.tokeep).is_file()  # Claude Code's own file is never touched
+
+
+def test_keep_posted_by_the_page_needs_its_origin_and_header(keep_hub, keep_world):
+    w = keep_world
+    page = keep_hub.login()
+    try:
+        r = _post(page, keep_hub, w.tokeep, {"op": "keep", "project": w.kappa})
+        assert r.status_code == 403, r.text
+        assert _keep_rows(keep_hub, w)[w.tokeep]["kept_by"] != "mark"
+    finally:
+        page.close()
+
+
+def test_keep_a_session_whose_transcript_claude_code_deletes_afterwards(keep_hub, keep_world):
+    w = keep_world
+    with keep_hub.client() as c:
+        r = _post(c, keep_hub, w.todelete, {"op": "keep", "project": w.kappa})
+    assert r.status_code == 201, r.text
+    w.transcript(w.todelete).unlink()  # what Claude Code's cleanup does
+    row = _keep_rows(keep_hub, w)[w.todelete]
+    assert (row["kept"], row["kept_by"], row["archived"]) == (True, "mark", True)
+    assert row["resume"] == f"c3async resume {w.todelete}"
+    assert row["title"] == "Session Claude Code deletes after its keep"
+    assert row["expires_in_days"] is None
+    with keep_hub.client() as c:
+        d = c.get(f"/api/sessions/{w.todelete}", params={"project": w.kappa})
+    assert d.status_code == 200, d.text
+    assert d.json()["row"]["archived"] is True

@@ -707,3 +707,130 @@ def test_search_shows_the_index_being_built_and_searches_again_when_done(search_
     pg.wait_for_timeout(1500)
     assert len(statuses) == 3  # no more polling
     assert page.errors == []
+
+
+# ---------------------------------------------------------------- keeping past Claude Code's cleanup
+
+KEEP_TIP = "Keep past Claude Code's cleanup: the transcript is preserved in c3async's archive"
+ARCHIVED_TIP = "Claude Code deleted this transcript; c3async kept it. Resume puts it back."
+ORANGE = "rgb(211, 90, 0)"  # --expiring
+
+
+class KeepWorld:
+    """``kappa``: a session to keep in the page (then deleted, as Claude Code's cleanup does), one
+    kept by the policy (it has a note), one last written 26 days ago (expires in 4 days), and
+    one fresh and unkept."""
+
+    def __init__(self, claude) -> None:
+        self.claude = claude
+        k = self.kappa = claude.project("kappa")
+        self.folder = claude.folder(k)
+        three = ["Add the endpoint", "Write its tests", "Update the docs"]
+        self.tokeep = _session(self.folder, k, three, title="Design discussion worth keeping")
+        self.noted = _session(self.folder, k, three, title="Noted, so kept by the policy")
+        self.fresh = _session(self.folder, k, three, title="Fresh work, nothing to keep")
+        self.old = _session(self.folder, k, ["Sketch the importer"], title="Old importer sketch")
+        when = time.time() - 26 * 86_400
+        os.utime(self.transcript(self.old), (when, when))
+        claude.sessions(k)  # registers the project
+        proc = claude.run("mark", "note", "--project", k, self.noted, "--summary", "the API shape, settled")
+        assert proc.returncode == 0, proc.stderr
+
+    def transcript(self, sid: str) -> Path:
+        return self.folder / f"{sid}.jsonl"
+
+
+@pytest.fixture(scope="module")
+def keep_world(tmp_path_factory) -> KeepWorld:
+    from conftest import Sandbox
+
+    return KeepWorld(Sandbox(tmp_path_factory.mktemp("keep")))
+
+
+@pytest.fixture(scope="module")
+def keep_hub(keep_world):
+    h = Hub(keep_world.claude).start()
+    try:
+        yield h
+    finally:
+        h.stop()
+
+
+@pytest.fixture
+def keep_page(browser, keep_hub):
+    p = Page(browser, keep_hub)
+    try:
+        p.open()
+        yield p
+    finally:
+        p.context.close()
+
+
+def test_keep_in_the_page_then_the_row_comes_from_the_archive(keep_page, keep_world, tmp_path):
+    page, w, pg = keep_page, keep_world, keep_page.page
+    page.wait_ids({w.tokeep, w.noted, w.fresh, w.old})
+    li = page.row(w.tokeep)
+    expect(li.locator(".chip.kept")).to_have_count(0)
+    noted = page.row(w.noted).locator(".chip.kept")  # the policy keeps what has a note
+    expect(noted).to_have_text("kept")
+    assert "policy: noted" in noted.get_attribute("title")
+    li.locator(".title").click()
+    keep = li.get_by_role("button", name="Keep", exact=True)
+    expect(keep).to_be_visible(timeout=WAIT_MS)
+    assert keep.get_attribute("title") == KEEP_TIP
+    keep.click()
+    kept = li.locator(".chip.kept")
+    expect(kept).to_have_text("kept", timeout=WAIT_MS)
+    assert "kept_by: mark" in kept.get_attribute("title")
+    expect(li.get_by_role("button", name="Unkeep", exact=True)).to_be_visible(timeout=WAIT_MS)
+    expect(li.locator(".kept-by")).to_have_text("kept by a keep mark")
+    assert {r["id"]: r["kept_by"] for r in _api_rows(page.hub, project=w.kappa)}[w.tokeep] == "mark"
+
+    w.transcript(w.tokeep).unlink()  # Claude Code's cleanup
+    pg.reload()
+    li = page.row(w.tokeep)
+    chip = li.locator(".chip.archived")
+    expect(chip).to_have_text("archived", timeout=WAIT_MS)
+    assert chip.get_attribute("title") == ARCHIVED_TIP
+    expect(li.locator(".chip.kept")).to_have_count(1)
+    li.locator(".title").click()
+    expect(li.locator(".detail code.cmd")).to_have_text(f"c3async resume {w.tokeep}", timeout=WAIT_MS)
+    expect(li.locator(".detail .archived-note")).to_contain_text("This command puts it back")
+    expect(li.locator(".detail pre").first).to_have_text("Add the endpoint")  # read from the archive
+    pg.screenshot(path="/tmp/hub-keep.png")
+    # Unkeep of an archived row would delete the only copy left: it asks first (here: Cancel)
+    asked: list[str] = []
+    pg.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    li.get_by_role("button", name="Unkeep", exact=True).click()
+    pg.wait_for_timeout(500)
+    assert asked and "the only one left" in asked[0]
+    archived = Path(w.claude.c3home) / "archive" / w.folder.name / f"{w.tokeep}.jsonl"
+    assert archived.is_file()
+    expect(li.locator(".chip.archived")).to_have_count(1)
+    page.shot(tmp_path, "hub-keep")
+    assert page.errors == []
+
+
+def test_keep_expiring_filter_shows_the_old_session_with_its_orange_chip(keep_page, keep_world, tmp_path):
+    page, w, pg = keep_page, keep_world, keep_page.page
+    button = pg.locator('#filters button[data-filter="expiring"]')
+    expect(button.locator("#expiring-count")).to_have_text("1", timeout=WAIT_MS)
+    assert "1 session is deleted by Claude Code's cleanup within a week" in button.get_attribute("title")
+    chip = page.row(w.old).locator(".chip.expiring")
+    expect(chip).to_have_text("expires in 4d")
+    button.click()
+    page.wait_ids({w.old})
+    expect(button).to_have_class(re.compile(r"\bon\b"))
+    chip = page.row(w.old).locator(".chip.expiring")
+    expect(chip).to_have_text("expires in 4d")
+    assert chip.evaluate("e => getComputedStyle(e).color") == ORANGE
+    assert "in 4 days" in chip.get_attribute("title")
+    # another filter still counts the expiring rows (from a filter=expiring listing)
+    pg.locator('#filters button[data-filter="live"]').click()
+    page.wait_ids(set())
+    expect(button.locator("#expiring-count")).to_have_text("1")
+    pg.locator('#filters button[data-filter="expiring"]').click()
+    page.wait_ids({w.old})
+    pg.screenshot(path="/tmp/hub-keep-expiring.png")
+    page.shot(tmp_path, "hub-keep-expiring")
+    assert page.errors == []

@@ -547,7 +547,10 @@ async def api_mark(request: Request) -> Response:
         }
         op = body.get("op")
         op = _text(op, "op", 100) if isinstance(op, str) else ""
-        mark = await anyio.to_thread.run_sync(lambda: mark_session(project, sid, op, by="user", **fields))
+        release = body.get("release") is True  # unkeep of an archived session: the person confirmed
+        mark = await anyio.to_thread.run_sync(
+            lambda: mark_session(project, sid, op, by="user", release=release, **fields)
+        )
     except C3Error as exc:
         return _error(400, str(exc))
     except OSError as exc:

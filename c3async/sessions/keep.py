@@ -76,6 +76,21 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
             row.hints.append(f"expires in {left}d")
 
 
+def check_unkeep(project: str, session_id: str, by: str) -> None:
+    """Refuse an unkeep that would delete the only copy left of a transcript (Claude Code deleted
+    the original) unless it says so: a person confirms (``--release``, the Hub's dialog); an
+    agent cannot."""
+    from .view import row_for
+
+    row = row_for(project, session_id)
+    if row is not None and row.archived:
+        how = "run `c3async mark unkeep ID --release` or use the Hub" if by == "agent" else "add --release"
+        raise C3Error(
+            f"Claude Code already deleted {session_id}: the archive holds the only copy, and unkeep would "
+            f"delete it for good. To do that, {how}."
+        )
+
+
 def on_mark(project: str, session_id: str, op: str) -> None:
     """Right after a keep mark: preserve the session now (not at the next listing); after an
     unkeep: release its archive entry. The mark is written either way; a failure here says so."""

@@ -58,8 +58,11 @@ def mark(
     successor: str | None = None,
     summary: str | None = None,
     next_steps: str | None = None,
+    release: bool = False,
 ) -> Mark:
-    """Resolve ``ref`` (and ``successor``) and write the mark; ``by_session`` is the host."""
+    """Resolve ``ref`` (and ``successor``) and write the mark; ``by_session`` is the host.
+    ``release``: an unkeep may delete the archive's copy of a transcript Claude Code deleted,
+    the only one left (refused without it)."""
     from ..marks import check_mark_text
 
     # The cheap checks first, so a bad call costs no listing of the transcripts.
@@ -68,6 +71,10 @@ def mark(
     successor = (successor or "").strip(" \t") or None
     if successor is not None:
         successor = resolve_ref(project, successor, host=host)
+    if op == "unkeep" and not release:
+        from .keep import check_unkeep
+
+        check_unkeep(project, session_id, by)
     written = write_mark(
         project,
         session_id,

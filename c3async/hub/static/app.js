@@ -278,7 +278,7 @@ function actions(r, li) {
       : `Let Claude Code's cleanup delete it again: removes its archive entry${r.kept_by && r.kept_by !== "mark" ? ` (overrides the keep ${r.kept_by})` : ""}`;
     const unkeep = () => {
       if (r.archived && !window.confirm(`${tip}. Delete it for good?`)) return;
-      send({ op: "unkeep" });
+      send(r.archived ? { op: "unkeep", release: true } : { op: "unkeep" });
     };
     box.append(el("button", { type: "button", class: "unkeep", title: tip, text: "Unkeep", onclick: unkeep }),
                el("span", { class: "counts kept-by", text: `kept by ${keptBy(r)}` }));
