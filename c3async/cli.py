@@ -591,13 +591,14 @@ def build_parser() -> argparse.ArgumentParser:
     _project_and_json(kp, "print JSON")
     kp.set_defaults(func=cmd_keep)
 
-    rs = sub.add_parser("resume", help="resume a session in its folder (putting back a transcript Claude Code deleted)")
+    rs = sub.add_parser(
+        "resume",
+        help="resume a session in its folder (putting back a transcript Claude Code deleted); "
+        "arguments after -- go to claude (e.g. -- -p TEXT)",
+    )
     rs.add_argument("id", type=_text, help="a session id or a unique prefix (4+ characters)")
     rs.add_argument("--print", action="store_true", help="print the command instead of running it")
     rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
-    rs.add_argument(
-        "claude_args", nargs="*", metavar="-- ARGS", help="more arguments for claude, after -- (e.g. -- -p TEXT)"
-    )
     rs.set_defaults(func=cmd_resume)
 
     tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")
@@ -755,7 +756,14 @@ def main(argv: list[str] | None = None) -> int:
     handler.setFormatter(_InertFormatter("c3async: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    passed: list[str] = []
+    if argv[:1] == ["resume"] and "--" in argv:  # what follows -- is claude's, whatever precedes it
+        cut = argv.index("--")
+        argv, passed = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
+    if args.command == "resume":
+        args.claude_args = passed
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

@@ -1455,7 +1455,7 @@ def test_keep_a_session_whose_transcript_claude_code_deletes_afterwards(keep_hub
     w.transcript(w.todelete).unlink()  # what Claude Code's cleanup does
     row = _keep_rows(keep_hub, w)[w.todelete]
     assert (row["kept"], row["kept_by"], row["archived"]) == (True, "mark", True)
-    assert row["resume"] == f"c3async resume {w.todelete}"
+    assert row["resume"] == f"cd {row['cwd']} && c3async resume {w.todelete}"
     assert row["title"] == "Session Claude Code deletes after its keep"
     assert row["expires_in_days"] is None
     with keep_hub.client() as c:

@@ -794,7 +794,7 @@ def test_keep_in_the_page_then_the_row_comes_from_the_archive(keep_page, keep_wo
     assert chip.get_attribute("title") == ARCHIVED_TIP
     expect(li.locator(".chip.kept")).to_have_count(1)
     li.locator(".title").click()
-    expect(li.locator(".detail code.cmd")).to_have_text(f"c3async resume {w.tokeep}", timeout=WAIT_MS)
+    expect(li.locator(".detail code.cmd")).to_have_text(re.compile(rf"^cd .+ && c3async resume {w.tokeep}$"), timeout=WAIT_MS)
     expect(li.locator(".detail .archived-note")).to_contain_text("This command puts it back")
     expect(li.locator(".detail pre").first).to_have_text("Add the endpoint")  # read from the archive
     pg.screenshot(path="/tmp/hub-keep.png")

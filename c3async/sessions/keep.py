@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
             row.kept, row.kept_by = term is not None, (f"policy: {term}" if term else None)
         row.archived = row.path.startswith(base)
         if row.archived:
-            row.resume = f"c3async resume {row.id}"
+            row.resume = f"cd {shlex.quote(row.cwd)} && c3async resume {row.id}"
             continue
         if row.kept:
             _preserve(row)
