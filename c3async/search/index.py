@@ -22,7 +22,8 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -182,10 +183,13 @@ def _known(create: bool) -> list[dict[str, store.FileRow]]:
     return out
 
 
-def update(*, progress: Progress | None = None, processes: bool = True, inline_max: int | None = None) -> Update:
+def update(
+    *, progress: Progress | None = None, processes: bool = True, inline_max: int | None = None, wait: float = 0.0
+) -> Update:
     """Bring the index up to date (see the module's docstring). ``inline_max``: with more new
     bytes than this, start ``c3async index`` in the background instead and return at once
-    (``busy``), for a process that has threads and must answer now."""
+    (``busy``), for a process that has threads and must answer now. ``wait``: seconds to wait
+    for another updater (a small update of its own soon done) before answering without."""
     started = time.perf_counter()
     store.check_fts5()
     seen = scan_files()
@@ -208,7 +212,7 @@ def update(*, progress: Progress | None = None, processes: bool = True, inline_m
         if not progress_status().updating:
             _spawn()
         return result
-    with try_locked(lock_path()) as got:
+    with _lock_within(wait) as got:
         if not got:
             result.busy = True
             result.pending_bytes = plan.new_bytes if plan is not None else 0
@@ -219,6 +223,17 @@ def update(*, progress: Progress | None = None, processes: bool = True, inline_m
             _save_stamp(stamp)
     result.seconds = time.perf_counter() - started
     return result
+
+
+@contextmanager
+def _lock_within(wait: float) -> Iterator[bool]:
+    deadline = time.monotonic() + wait
+    while True:
+        with try_locked(lock_path()) as got:
+            if got or time.monotonic() >= deadline:
+                yield got
+                return
+        time.sleep(0.05)
 
 
 def _stamp(seen: dict[str, Seen]) -> str:

@@ -27,6 +27,7 @@ from .resume import ago, resume_command
 __all__ = ("INLINE_BYTES", "IndexState", "Result", "SearchResult", "parse_when", "search")
 
 INLINE_BYTES = 32 * 1024 * 1024  # more than this to index: a threaded door builds in the background
+WAIT_S = 2.0  # for another process's update to end before answering from what is indexed
 MAX_LIMIT = 200
 
 
@@ -134,7 +135,8 @@ def search(
         branch=branch or None,
         folders=_folders(projects) if projects is not None else None,
     )
-    done = index.update(progress=progress, inline_max=INLINE_BYTES if background else None)
+    # Another process updating: wait a moment for it (a small update is soon done), not longer.
+    done = index.update(progress=progress, inline_max=INLINE_BYTES if background else None, wait=WAIT_S)
     state = IndexState(
         files=done.files, pending_bytes=done.pending_bytes, indexed_now=done.read, seconds=round(done.seconds, 3)
     )
