@@ -284,6 +284,9 @@ def restore(archived: Path, target_dir: Path, session: str) -> list[str]:
                     os.close(out)
         finally:
             os.close(fd)
+        # Claude Code deletes by mtime at start-up: a transcript put back with its old mtime would
+        # be deleted by the very `claude --resume` it was put back for.
+        os.utime(dst, follow_symlinks=False)
         put.append(os.fspath(dst))
     return put
 

@@ -82,6 +82,8 @@ def effective(cwd: str | None) -> Retention:
             continue
         explicit = True
         value = data["cleanupPeriodDays"]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)  # JSON.parse reads 10.0 as the number 10
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             invalid = invalid or f"{f} has an invalid cleanupPeriodDays ({value!r})"
             continue

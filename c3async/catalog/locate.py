@@ -127,7 +127,7 @@ def project_dirs(project: str, extra_cwds: tuple[str, ...] = ()) -> tuple[str, t
     return root, tuple(cwds)
 
 
-def _folders(root: Path, wanted: list[tuple[str, str]]) -> list[tuple[Path, str]]:
+def _folders(root: Path, wanted: list[tuple[str, str]], follow: bool = True) -> list[tuple[Path, str]]:
     """(folder, cwd) for each folder in ``root`` whose name is the slug of one of the ``wanted``
     cwds. A symlinked folder is followed (people symlink their Claude config to a dotfiles
     repository); an entry that cannot be examined (a symlink loop, EACCES, a name that vanished)
@@ -142,7 +142,7 @@ def _folders(root: Path, wanted: list[tuple[str, str]]) -> list[tuple[Path, str]
         for want, cwd in wanted:
             if _folder_matches(entry.name, want):
                 try:
-                    if entry.is_dir(follow_symlinks=True):
+                    if entry.is_dir(follow_symlinks=follow):
                         found.append((root / entry.name, cwd))
                 except OSError:
                     pass
@@ -151,8 +151,9 @@ def _folders(root: Path, wanted: list[tuple[str, str]]) -> list[tuple[Path, str]
 
 
 def folders_under(root: Path, cwds: tuple[str, ...]) -> list[tuple[Path, str]]:
-    """The folders for these cwds in another tree laid out like Claude Code's projects folder."""
-    return _folders(root, [(slug(cwd), cwd) for cwd in cwds])
+    """The folders for these cwds in another tree laid out like Claude Code's projects folder
+    (our own state: a symlinked folder there is not followed)."""
+    return _folders(root, [(slug(cwd), cwd) for cwd in cwds], follow=False)
 
 
 def locate(project: str, extra_cwds: tuple[str, ...] = (), root: Path | None = None) -> ProjectDirs:

@@ -9,13 +9,16 @@ build has got. The CLI builds in the foreground, with progress on a terminal.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import time
 from datetime import UTC, datetime
 from functools import cache
 
 import msgspec
 
+from ..archive import root as archive_root
 from ..catalog.locate import locate
 from ..errors import BadArgument
 from ..search import index
@@ -151,26 +154,26 @@ def search(
         state.pending_bytes, state.indexed_now = done.pending_bytes, state.indexed_now + done.read
         found = find(query, filters, limit, snippets=snippets)
     now = time.time()
+    archive_base = os.fspath(archive_root()) + os.sep
     results = []
     for hit in found.hits:
         cwd = hit.cwd or ""
         project = _project_of(cwd) if cwd else hit.folder
-        gone = bool(cwd) and not _is_dir(cwd)
+        gone = bool(cwd) and not os.path.isdir(cwd)
+        archived = hit.path is not None and hit.path.startswith(archive_base)
+        if archived and cwd:  # Claude Code deleted it: c3async puts it back first
+            resume = f"cd {shlex.quote(cwd)} && c3async resume {hit.session}"
+        elif cwd:
+            resume = resume_command(cwd, hit.session, hit.branch, gone=gone)
+        else:
+            resume = f"claude --resume {hit.session}"
         results.append(
             Result(
                 **{f: getattr(hit, f) for f in hit.__struct_fields__},
                 project=project,
                 age=ago(hit.last_ts, now),
-                resume=resume_command(cwd, hit.session, hit.branch, gone=gone)
-                if cwd
-                else f"claude --resume {hit.session}",
+                resume=resume,
             )
         )
     problems = found.problems + done.errors
     return SearchResult(text, results, found.total, state, problems, round(time.perf_counter() - started, 4))
-
-
-def _is_dir(path: str) -> bool:
-    import os
-
-    return os.path.isdir(path)
