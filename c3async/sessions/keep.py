@@ -68,6 +68,8 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
         if row.kept:
             _preserve(row)
             continue
+        if row.live:
+            continue  # being written to: no hints, and its mtime moves with every line
         rule = rules.get(row.cwd)
         if rule is None:
             rule = rules[row.cwd] = retention.effective(row.cwd)
