@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 
 from . import safefs
-from .catalog.listing import MAX_DEPTH, is_session_id
+from .catalog.listing import MAX_DEPTH, is_session_id, regular_files
 from .locking import locked
 from .paths import c3_home
 
@@ -46,21 +46,10 @@ def _lock(folder: Path) -> Path:
     return folder / ".archive"
 
 
-def _side_files(folder: Path, depth: int = 0) -> Iterator[tuple[Path, os.stat_result]]:
+def _side_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
     """Regular files under a session's folder (sub-agents, tool results), never through a link."""
-    try:
-        with os.scandir(folder) as it:
-            entries = list(it)
-    except OSError:
-        return
-    for e in entries:
-        try:
-            if e.is_file(follow_symlinks=False):
-                yield Path(e.path), e.stat(follow_symlinks=False)
-            elif e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
-                yield from _side_files(Path(e.path), depth + 1)
-        except OSError:
-            continue
+    for path, st in regular_files(os.fspath(folder)):
+        yield Path(path), st
 
 
 def preserve(transcript: str | os.PathLike[str], session: str) -> int:

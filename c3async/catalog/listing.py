@@ -99,10 +99,18 @@ def transcript_files(folder: str | os.PathLike[str]) -> Iterator[tuple[str, str 
             continue  # vanished, or cannot be examined: this entry only
 
 
-def subagent_files(folder: str, depth: int = 0) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``*.jsonl`` regular file under ``folder`` (not a workflow's ``journal.jsonl``), with
-    its ``lstat``, walking real folders only: a symlinked folder is not followed (no loop, and
-    nothing outside the session's folder is read), and ``folder`` itself must not be a link."""
+def subagent_files(folder: str) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``*.jsonl`` regular file under ``folder`` (not a workflow's ``journal.jsonl``)."""
+    for path, st in regular_files(folder):
+        name = os.path.basename(path)
+        if name.endswith(".jsonl") and name != "journal.jsonl":
+            yield path, st
+
+
+def regular_files(folder: str, depth: int = 0) -> Iterator[tuple[str, os.stat_result]]:
+    """Every regular file under ``folder`` with its ``lstat``, walking real folders only: a
+    symlinked folder is not followed (no loop, and nothing outside ``folder`` is read), nor is
+    ``folder`` itself when it is a link; at most ``MAX_DEPTH`` deep."""
     if depth == 0:
         try:
             if not stat.S_ISDIR(os.lstat(folder).st_mode):
@@ -112,9 +120,8 @@ def subagent_files(folder: str, depth: int = 0) -> Iterator[tuple[str, os.stat_r
     for e in _entries(folder):
         try:
             if e.is_file(follow_symlinks=False):
-                if e.name.endswith(".jsonl") and e.name != "journal.jsonl":
-                    yield e.path, e.stat(follow_symlinks=False)
+                yield e.path, e.stat(follow_symlinks=False)
             elif e.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
-                yield from subagent_files(e.path, depth + 1)
+                yield from regular_files(e.path, depth + 1)
         except OSError:
             continue
