@@ -266,11 +266,8 @@ def restore(archived: Path, target_dir: Path, session: str) -> list[str]:
             except OSError as exc:
                 if exc.errno not in _NO_LINK:
                     raise
-                out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-                try:
-                    _pump(fd, out, 0, None)
-                finally:
-                    os.close(out)
+                if not _copy_back(fd, dst):
+                    continue
         finally:
             os.close(fd)
         # Claude Code deletes by mtime at start-up: a transcript put back with its old mtime would
@@ -278,6 +275,50 @@ def restore(archived: Path, target_dir: Path, session: str) -> list[str]:
         os.utime(dst, follow_symlinks=False)
         put.append(os.fspath(dst))
     return put
+
+
+def _copy_back(fd: int, dst: Path) -> bool:
+    """A copy into Claude Code's folder, whole or not at all: written under a temporary name,
+    synced, then linked into place (never over a file that appeared meanwhile). A copy cut
+    short (a full disk, Ctrl-C) leaves nothing behind, so the next resume tries again."""
+    tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            _pump(fd, out, 0, None)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        try:
+            os.link(tmp, dst, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def only_copy(transcript: str | os.PathLike[str], session: str) -> bool:
+    """Does the archive hold bytes of this session's transcript that Claude Code's folder does
+    not (the original gone, shorter, or different)? Then releasing it loses them."""
+    ours = archived_path(transcript, session)
+    try:
+        have = safefs.lstat(ours)
+    except FileNotFoundError:
+        return False
+    try:
+        fd, st = safefs.open_regular(transcript)
+    except OSError:
+        return True  # the original is gone
+    try:
+        if (st.st_dev, st.st_ino) == (have.st_dev, have.st_ino):
+            return False  # the same file
+        return have.st_size > st.st_size or not _is_prefix(fd, ours, have.st_size)
+    finally:
+        os.close(fd)
 
 
 class Kept(msgspec.Struct):

@@ -889,3 +889,48 @@ def test_prefixes_span_claude_folder_and_archive(world) -> None:
     assert a in ok(sb.run("show", "abcd1", "--project", proj)).stdout
     proc = sb.run("resume", "abcd", "--print", "--project", proj)
     assert proc.returncode == 1 and not (folder / f"{b}.jsonl").exists()
+
+
+# ------------------------------------------------------------------ review findings
+
+
+def test_unkeep_refuses_when_the_archive_holds_more_than_the_original(world, shm_home) -> None:
+    # On another device the archive is a copy: an original cut short (a half-written restore, a
+    # truncation) makes the archive the only whole copy, even though the row is not archived.
+    sb, proj, folder = world
+    env = sb.env(C3_HOME=str(shm_home))
+    conv, path = session_conv(folder, proj, "the whole conversation")
+    ok(sb.run("mark", "keep", conv.id, "--project", proj, env=env))
+    whole = path.read_bytes()
+    with open(path, "r+b") as f:
+        f.truncate(len(whole) // 2)
+    proc = sb.run("mark", "unkeep", conv.id, "--project", proj, env=env)
+    assert proc.returncode == 1 and "only whole copy" in proc.stderr and "--release" in proc.stderr
+    kept = shm_home / "archive" / folder.name / f"{conv.id}.jsonl"
+    assert kept.read_bytes() == whole
+    ok(sb.run("mark", "unkeep", conv.id, "--project", proj, "--release", env=env))
+    assert not kept.exists() and path.stat().st_size == len(whole) // 2
+
+
+def test_an_agent_cannot_release_the_only_copy(world, monkeypatch) -> None:
+    from c3async.errors import C3Error
+    from c3async.sessions import refs
+
+    sb, proj, folder = world
+    sb.activate(monkeypatch)
+    conv, path = session_conv(folder, proj, "kept by a person")
+    ok(sb.run("mark", "keep", conv.id, "--project", proj))
+    path.unlink()
+    with pytest.raises(C3Error, match="only whole copy"):
+        refs.mark(proj, conv.id, "unkeep", by="agent")
+    assert (sb.c3home / "archive" / folder.name / f"{conv.id}.jsonl").exists()
+
+
+def test_project_search_finds_an_archived_session_after_claude_code_removed_its_folder(world) -> None:
+    sb, proj, folder = world
+    conv, path = session_conv(folder, proj, "the wombat migration plan")
+    ok(sb.run("mark", "keep", conv.id, "--project", proj))
+    shutil.rmtree(folder)  # Claude Code removes empty session folders too
+    proc = ok(sb.run("search", "wombat", "--project", proj, "--json"))
+    [hit] = json.loads(proc.stdout)["results"]
+    assert hit["session"] == conv.id and hit["resume"].endswith(f"c3async resume {conv.id}")

@@ -839,7 +839,7 @@ def test_a_held_lock_does_not_make_search_wait(sandbox):
         assert found.index.updating is True and found.index.pending_bytes > 0
         u = index.update()
         assert u.busy and u.read == 0
-        assert index.progress_status().updating is True
+        assert index.progress_status().updating is False  # a lock holder that is no first build: no progress
         cli = sandbox.run("search", "--all", "meerkat")
         assert cli.returncode == 0 and "being built by another process" in cli.stderr
     finally:
@@ -1045,3 +1045,35 @@ async def test_mcp_search_over_stdio(corpus):
         assert got.is_error and "nothing to search for" in text_of(got)
         got = await client.call_tool("c3_session", {"action": "search"})
         assert got.is_error and "target" in text_of(got)
+
+
+# ------------------------------------------------------------------------------------ review findings
+
+
+def test_two_values_on_a_line_and_a_blank_line_keep_passages_on_their_lines(sandbox):
+    # decode_lines skips blank lines, so two values on one line plus a blank line elsewhere
+    # made the counts agree one line off: hits then pointed at the wrong lines.
+    app = sandbox.project("app")
+    folder = sandbox.folder(app)
+    conv = Conversation(app, start=T0)
+    first = encode(conv.prompt("the first okapi prompt"))
+    glued = encode(conv.prompt("glued one")) + encode(conv.prompt("glued two"))
+    last = encode(conv.prompt("the last pangolin prompt"))
+    path = folder / f"{conv.id}.jsonl"
+    path.write_bytes(first + b"\n" + glued + b"\n\n" + last + b"\n")
+    for word, line in (("okapi", first), ("pangolin", last)):
+        [hit] = search(word).results
+        [snippet] = hit.snippets
+        assert word in marked(snippet)[0]
+        data = path.read_bytes()
+        assert data[snippet.offset : snippet.offset + len(line)] == line
+
+
+def test_a_legacy_agent_files_session_id_must_be_an_id(sandbox):
+    # The id in a legacy agent-*.jsonl's lines ends up in a shell command: anything else is refused.
+    app = sandbox.project("app")
+    folder = sandbox.folder(app)
+    conv = Conversation(app, "x$(touch /tmp/pwned)", start=T0, sidechain=True)
+    write_session(folder, "agent-0a1b2c3d", [conv.prompt("the tapir incident")])
+    found = search("tapir")
+    assert found.results == [] or all("$(" not in r.resume for r in found.results)

@@ -153,9 +153,27 @@ def _plan(seen: dict[str, Seen], known: list[dict[str, store.FileRow]]) -> _Plan
     return _Plan(jobs, gone, new_bytes)
 
 
-def _known(create: bool) -> list[dict[str, store.FileRow]]:
+def _add_rebuilds(
+    plan: _Plan, seen: dict[str, Seen], known: list[dict[str, store.FileRow]], counts: list[tuple[int, int]]
+) -> None:
+    """Count the bytes of a shard that this pass will likely empty and index again (its dead
+    passages past the threshold ``_write_shard`` uses), so a door that must answer now starts
+    that work in the background instead of doing it in its thread."""
+    for k, (dead, live) in enumerate(counts):
+        rows = known[k]
+        dropped = len(plan.gone.get(k, ())) + sum(
+            1 for j, _ in plan.jobs.get(k, ()) if j.offset == 0 and j.path in rows
+        )
+        if not rows or dead + live * dropped // len(rows) <= max(10_000, live // 3):
+            continue
+        queued = {j.path for j, _ in plan.jobs.get(k, ())}
+        plan.new_bytes += sum(s.size for p, s in seen.items() if p in rows and p not in queued)
+
+
+def _known(create: bool, counts: list[tuple[int, int]] | None = None) -> list[dict[str, store.FileRow]]:
     """Every shard's files; a shard that is damaged or foreign is removed (we hold the lock when
-    ``create``) and counts as empty, so its transcripts are indexed again."""
+    ``create``) and counts as empty, so its transcripts are indexed again. ``counts``: filled
+    with each shard's (dead, live) passages."""
     out: list[dict[str, store.FileRow]] = []
     for k in range(store.SHARDS):
         try:
@@ -171,6 +189,9 @@ def _known(create: bool) -> list[dict[str, store.FileRow]]:
             continue
         try:
             out.append(store.files(conn))
+            if counts is not None:
+                dead = conn.execute("SELECT value FROM meta WHERE key='dead'").fetchone()[0]
+                counts.append((int(dead), conn.execute("SELECT count(*) FROM passages").fetchone()[0]))
         except sqlite3.DatabaseError as exc:
             conn.close()
             if not create:
@@ -199,7 +220,10 @@ def update(
         result.seconds = time.perf_counter() - started
         return result
     try:
-        plan = _plan(seen, _known(create=False))
+        counts: list[tuple[int, int]] = []
+        known = _known(create=False, counts=counts)
+        plan = _plan(seen, known)
+        _add_rebuilds(plan, seen, known, counts)
     except store.Corrupt:
         plan = None  # repaired below, under the lock
     if plan is not None and not plan.jobs and not plan.gone:
@@ -443,15 +467,20 @@ class Status(msgspec.Struct):
 
 
 def progress_status() -> Status:
-    """Is another process updating the index, and how far has it got?"""
-    with try_locked(lock_path()) as got:
-        if got:
-            return Status(False)
+    """Is a big update (a first build) under way in a live process, and how far has it got?
+    Read from ``progress.json`` alone: polling it never takes the index lock from an updater."""
     try:
         doc = msgspec.json.decode(safefs.read_bytes(_progress_path(), limit=4096))
-        return Status(True, int(doc["done"]), int(doc["total"]))
-    except (OSError, *DECODE_ERRORS, KeyError, TypeError):
-        return Status(True)
+        pid, done, total = int(doc["pid"]), int(doc["done"]), int(doc["total"])
+    except (OSError, *DECODE_ERRORS, KeyError, TypeError, ValueError):
+        return Status(False)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return Status(False)  # left by a process that died
+    except OSError:
+        pass  # alive, another account's
+    return Status(True, done, total)
 
 
 def _update_shard_packed(k: int, jobs: list[tuple[Job, Seen]], gone: list[int]) -> bytes:

@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 
 from ..catalog.extract import classify_text, prompt_title
+from ..catalog.listing import is_session_id
 from ..errors import DECODE_ERRORS
 from ..safefs import open_regular
 
@@ -229,11 +230,13 @@ class _Reader:
         self.skipped = 0
 
     def piece(self, buf: bytearray, end: int, base: int) -> None:
+        from ..jsonl import has_blank_line
+
         count = buf.count(b"\n", 0, end)
         with memoryview(buf) as view:
             try:
                 lines: list[_Line] | None = _decoder.decode_lines(view[:end])
-                if lines is not None and len(lines) != count:
+                if lines is not None and (len(lines) != count or has_blank_line(view[:end])):
                     lines = None  # a blank line or two values on one: read line by line
             except DECODE_ERRORS:
                 lines = None
@@ -272,8 +275,8 @@ class _Reader:
             return
         if found.cwd is None and isinstance(line.cwd, str) and line.cwd:
             found.cwd = line.cwd
-        if found.session is None and isinstance(line.sessionId, str):
-            found.session = line.sessionId.lower()
+        if found.session is None and isinstance(line.sessionId, str) and is_session_id(line.sessionId):
+            found.session = line.sessionId.lower()  # a legacy agent file's: it ends in a command line
         texts = line_texts(line)
         if not texts:
             return

@@ -86,10 +86,11 @@ def check_unkeep(project: str, session_id: str, by: str) -> None:
     from .view import row_for
 
     row = row_for(project, session_id)
-    if row is not None and row.archived:
+    if row is not None and (row.archived or archive.only_copy(row.path, session_id)):
         how = "run `c3async mark unkeep ID --release` or use the Hub" if by == "agent" else "add --release"
+        why = "Claude Code already deleted" if row.archived else "Claude Code's folder has a shorter or different"
         raise C3Error(
-            f"Claude Code already deleted {session_id}: the archive holds the only copy, and unkeep would "
+            f"{why} {session_id}: the archive holds the only whole copy, and unkeep would "
             f"delete it for good. To do that, {how}."
         )
 

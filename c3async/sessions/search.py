@@ -19,7 +19,7 @@ from functools import cache
 import msgspec
 
 from ..archive import root as archive_root
-from ..catalog.locate import locate
+from ..catalog.locate import folders_under, locate
 from ..errors import BadArgument
 from ..search import index
 from ..search.find import Filters, Hit, find
@@ -105,7 +105,10 @@ def _folders(projects: list[str]) -> frozenset[str]:
 
     names = set()
     for project in projects:
-        for folder, _cwd in locate(project, extra_cwds(project)).folders:
+        dirs = locate(project, extra_cwds(project))
+        for folder, _cwd in dirs.folders:
+            names.add(folder.name)
+        for folder, _cwd in folders_under(archive_root(), dirs.cwds):  # Claude Code removed the folder
             names.add(folder.name)
     return frozenset(names)
 
@@ -143,9 +146,9 @@ def search(
     state = IndexState(
         files=done.files, pending_bytes=done.pending_bytes, indexed_now=done.read, seconds=round(done.seconds, 3)
     )
-    if done.busy:
+    if done.busy:  # another process holds the index (or was just started to build it)
         status = index.progress_status()
-        state.updating = status.updating
+        state.updating = True
         state.done_bytes, state.total_bytes = status.done, status.total
     found = find(query, filters, limit, snippets=snippets)
     if found.damaged and not done.busy:  # a damaged or foreign database: rebuilt, then asked again
