@@ -143,10 +143,15 @@ def _link(fd: int, src: Path, dst: Path) -> bool:
     return True
 
 
-def _copy(fd: int, dst: Path) -> None:
-    """A copy made under a temporary name and linked into place (never over another file)."""
+def _copy(fd: int, dst: Path, *, ours: bool = True) -> bool:
+    """A copy, whole or not at all: written under a temporary name beside ``dst``, synced, then
+    linked into place, never over a file that appeared meanwhile (False: one did; another
+    process copied first). A copy cut short (a full disk, Ctrl-C) leaves nothing behind.
+    ``ours``: ``dst`` is in our state (opened without following any link on the way); else
+    it is in Claude Code's folder (a resume)."""
     tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
-    out = safefs.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    out = safefs.open_file(tmp, flags, 0o600) if ours else os.open(tmp, flags | os.O_NOFOLLOW, 0o600)
     try:
         try:
             _pump(fd, out, 0, None)
@@ -154,12 +159,19 @@ def _copy(fd: int, dst: Path) -> None:
         finally:
             os.close(out)
         try:
-            safefs.link(tmp, dst)
+            if ours:
+                safefs.link(tmp, dst)
+            else:
+                os.link(tmp, dst, follow_symlinks=False)
         except FileExistsError:
-            pass  # another process copied it first
+            return False
+        return True
     finally:
         try:
-            safefs.unlink(tmp)
+            if ours:
+                safefs.unlink(tmp)
+            else:
+                os.unlink(tmp)
         except OSError:
             pass
 
@@ -266,7 +278,7 @@ def restore(archived: Path, target_dir: Path, session: str) -> list[str]:
             except OSError as exc:
                 if exc.errno not in _NO_LINK:
                     raise
-                if not _copy_back(fd, dst):
+                if not _copy(fd, dst, ours=False):
                     continue
         finally:
             os.close(fd)
@@ -275,30 +287,6 @@ def restore(archived: Path, target_dir: Path, session: str) -> list[str]:
         os.utime(dst, follow_symlinks=False)
         put.append(os.fspath(dst))
     return put
-
-
-def _copy_back(fd: int, dst: Path) -> bool:
-    """A copy into Claude Code's folder, whole or not at all: written under a temporary name,
-    synced, then linked into place (never over a file that appeared meanwhile). A copy cut
-    short (a full disk, Ctrl-C) leaves nothing behind, so the next resume tries again."""
-    tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        try:
-            _pump(fd, out, 0, None)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        try:
-            os.link(tmp, dst, follow_symlinks=False)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def only_copy(transcript: str | os.PathLike[str], session: str) -> bool:

@@ -180,13 +180,18 @@ def load_or_generate(args: argparse.Namespace) -> tuple[Corpus, Path, bool]:
     return generate(root, transcripts=args.transcripts, big_sizes=not args.no_big), root, False
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m stress.bench_catalog", description=__doc__.split("\n")[0])
+def corpus_args(prog: str, doc: str | None, argv: list[str] | None) -> argparse.Namespace:
+    """The options of a benchmark over the standard corpus (``load_or_generate`` takes them)."""
+    ap = argparse.ArgumentParser(prog=f"python -m {prog}", description=(doc or "").split("\n")[0])
     ap.add_argument("--transcripts", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
     ap.add_argument("--no-big", action="store_true", help="no 20-60 MiB transcripts in the corpus")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = corpus_args("stress.bench_catalog", __doc__, argv)
     R = max(1, args.runs)
 
     corpus, root, reused = load_or_generate(args)

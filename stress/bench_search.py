@@ -40,7 +40,6 @@ progress never advances. The page cache stays warm throughout.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -62,6 +61,7 @@ from stress.bench_catalog import (
     Run,
     Table,
     c3async_command,
+    corpus_args,
     installed_copy_differs,
     json_rows,
     load_or_generate,
@@ -531,12 +531,7 @@ def _ms(values: list[float]) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m stress.bench_search", description=__doc__.split("\n")[0])
-    ap.add_argument("--transcripts", type=int, default=1000)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
-    ap.add_argument("--no-big", action="store_true", help="no 20-60 MiB transcripts in the corpus")
-    args = ap.parse_args(argv)
+    args = corpus_args("stress.bench_search", __doc__, argv)
     R = max(1, args.runs)
 
     corpus, root, reused = load_or_generate(args)

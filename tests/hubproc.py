@@ -132,6 +132,18 @@ class Hub:
             proc.stderr.close()
         self.proc = None
 
+    def __enter__(self) -> Hub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def indexed(self, timeout: float = 30.0) -> Hub:
+        """Wait until the search index the Hub builds at start is done."""
+        with self.client() as c:
+            wait_for(lambda: not c.get("/api/search/status").json()["updating"], timeout=timeout)
+        return self
+
     def client(self, auth: bool = True, **kwargs) -> httpx.Client:
         """A client of the API; with ``auth`` it sends ``Authorization: Bearer <token>``."""
         kwargs.setdefault("timeout", 10)
@@ -173,3 +185,10 @@ def hub_session(folder: Path, cwd: str, prompts: list[str], *, title: str | None
     when = start.timestamp() + 600 if start is not NOW else time.time()
     os.utime(path, (when, when))
     return conv.id
+
+
+def sandbox_world(tmp_path_factory, name: str, make):
+    """``make(Sandbox)`` in a module's own sandbox, for worlds built once per module."""
+    from conftest import Sandbox
+
+    return make(Sandbox(tmp_path_factory.mktemp(name)))

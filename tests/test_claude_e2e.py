@@ -6,30 +6,18 @@ it from npm; set C3_CLAUDE to point at one)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from fake_api import FakeAPI, claude_cli, skip_reason
 
 HERE = Path(__file__).resolve().parent
 
 
-def _claude() -> str | None:
-    return os.environ.get("C3_CLAUDE") or shutil.which("claude")
-
-
-pytestmark = pytest.mark.skipif(_claude() is None, reason="the Claude Code CLI is not installed (set C3_CLAUDE)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_claude = claude_cli
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
 
 @pytest.fixture
@@ -39,18 +27,8 @@ def world(claude, tmp_path):
     subprocess.run(["git", "init", "-q", proj], check=True)
     script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
     script.write_text("[]")
-    port = _free_port()
-    api = subprocess.Popen([sys.executable, str(HERE / "fake_anthropic.py"), str(port), str(script), str(log)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    env = claude.env(ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}", ANTHROPIC_API_KEY="sk-test-fake",
-                     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1")
+    api = FakeAPI(script, log).wait_ready()
+    env = api.env(claude)
 
     def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run([_claude(), *args], cwd=proj, env=env, capture_output=True, text=True, timeout=timeout)
@@ -58,8 +36,7 @@ def world(claude, tmp_path):
     added = run("mcp", "add", "c3", "--", sys.executable, "-m", "c3async", "serve")
     assert added.returncode == 0, added.stderr
     yield proj, run, script, env
-    api.kill()
-    api.wait()
+    api.stop()
 
 
 def test_mcp_list_reports_connected_and_leaves_no_phantom(world, claude):

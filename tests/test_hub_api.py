@@ -22,7 +22,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hubproc import NOW, Hub, httpx, hub_session, sessions_ids, wait_for
+from fake_api import free_port
+from hubproc import NOW, Hub, httpx, hub_session, sandbox_world, sessions_ids, wait_for
 
 OLD = NOW - timedelta(days=30)
 FIRST = "zebra-needle-4711: please refactor the payment module"
@@ -95,11 +96,8 @@ def world(module_claude) -> World:
 
 @pytest.fixture(scope="module")
 def hub(world):
-    h = Hub(world.claude).start()
-    try:
+    with Hub(world.claude) as h:
         yield h
-    finally:
-        h.stop()
 
 
 @pytest.fixture
@@ -138,12 +136,6 @@ def _post(client, hub, sid: str, body: dict, **headers) -> httpx.Response:
                        headers={k: v for k, v in headers.items() if v is not None})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listening(port: int) -> bool:
     for host in ("127.0.0.1", "0.0.0.0"):
         with socket.socket() as s:
@@ -166,7 +158,7 @@ def _no_data(r: httpx.Response, world, hub) -> None:
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.5"])
 def test_non_loopback_host_is_refused(world, host):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.run(
         [sys.executable, "-m", "c3async", "hub", "--host", host, "--port", str(port)],
         capture_output=True, text=True, env=world.claude.env(), timeout=30, stdin=subprocess.DEVNULL, check=False,
@@ -760,7 +752,7 @@ def test_listing_rows_carry_no_prompts(client, world):
     assert {p["path"] for p in data["projects"]} == {world.alpha, world.beta}
     for row in rows:
         assert not PROMPT_KEYS & set(row), row["id"]
-        assert LISTING_KEYS <= set(row), row["id"]
+        assert set(row) >= LISTING_KEYS, row["id"]
         assert set(row["links"]) == {"tasks", "decisions", "snapshot"}
     assert FIRST not in r.text and LAST not in r.text
     assert "step 5: keep going" not in r.text
@@ -834,7 +826,7 @@ def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monk
                     c.stream("GET", "/api/events", params={"project": world.beta}) as s:
                 for line in s.iter_lines():
                     events.put(line)
-        except Exception as exc:  # noqa: BLE001 - reported through the queue
+        except Exception as exc:
             events.put(f"error: {exc!r}")
 
     threading.Thread(target=read, daemon=True).start()
@@ -1024,7 +1016,7 @@ def test_events_stream_a_change_after_a_cli_mark(hub, world):
                     events.put(("line", line, time.monotonic()))
                     if stop.is_set():
                         return
-        except Exception as exc:  # noqa: BLE001 - reported through the queue
+        except Exception as exc:
             events.put(("error", repr(exc), time.monotonic()))
 
     reader = threading.Thread(target=read, daemon=True)
@@ -1087,18 +1079,13 @@ class ConvWorld:
 
 @pytest.fixture(scope="module")
 def conv_world(tmp_path_factory) -> ConvWorld:
-    from conftest import Sandbox
-
-    return ConvWorld(Sandbox(tmp_path_factory.mktemp("reader")))
+    return sandbox_world(tmp_path_factory, "reader", ConvWorld)
 
 
 @pytest.fixture(scope="module")
 def conv_hub(conv_world):
-    h = Hub(conv_world.claude).start()
-    try:
+    with Hub(conv_world.claude) as h:
         yield h
-    finally:
-        h.stop()
 
 
 def _conv(hub, sid: str, **params) -> httpx.Response:
@@ -1227,20 +1214,13 @@ class SearchWorld:
 
 @pytest.fixture(scope="module")
 def search_world(tmp_path_factory) -> SearchWorld:
-    from conftest import Sandbox
-
-    return SearchWorld(Sandbox(tmp_path_factory.mktemp("search")))
+    return sandbox_world(tmp_path_factory, "search", SearchWorld)
 
 
 @pytest.fixture(scope="module")
 def search_hub(search_world):
-    h = Hub(search_world.claude).start()
-    try:
-        with h.client() as c:  # the index the Hub builds at start
-            wait_for(lambda: not c.get("/api/search/status").json()["updating"], timeout=30)
-        yield h
-    finally:
-        h.stop()
+    with Hub(search_world.claude) as h:
+        yield h.indexed()  # the index the Hub builds at start
 
 
 def _search(hub, **params) -> httpx.Response:
@@ -1374,18 +1354,13 @@ class KeepWorld:
 
 @pytest.fixture(scope="module")
 def keep_world(tmp_path_factory) -> KeepWorld:
-    from conftest import Sandbox
-
-    return KeepWorld(Sandbox(tmp_path_factory.mktemp("keep")))
+    return sandbox_world(tmp_path_factory, "keep", KeepWorld)
 
 
 @pytest.fixture(scope="module")
 def keep_hub(keep_world):
-    h = Hub(keep_world.claude).start()
-    try:
+    with Hub(keep_world.claude) as h:
         yield h
-    finally:
-        h.stop()
 
 
 def _keep_rows(hub, w: KeepWorld, **params) -> dict[str, dict]:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hubproc import NOW, Hub, hub_session, sessions_ids
+from hubproc import NOW, Hub, hub_session, sandbox_world, sessions_ids
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -78,11 +78,8 @@ def world(module_claude) -> World:
 
 @pytest.fixture(scope="module")
 def hub(world):
-    h = Hub(world.claude).start()
-    try:
+    with Hub(world.claude) as h:
         yield h
-    finally:
-        h.stop()
 
 
 @pytest.fixture(scope="module")
@@ -534,23 +531,13 @@ class SearchWorld:
 
 @pytest.fixture(scope="module")
 def search_world(tmp_path_factory) -> SearchWorld:
-    from conftest import Sandbox
-
-    return SearchWorld(Sandbox(tmp_path_factory.mktemp("search")))
+    return sandbox_world(tmp_path_factory, "search", SearchWorld)
 
 
 @pytest.fixture(scope="module")
 def search_hub(search_world):
-    h = Hub(search_world.claude).start()
-    try:
-        with h.client() as c:  # the index the Hub builds at start
-            deadline = time.monotonic() + 30
-            while c.get("/api/search/status").json()["updating"]:
-                assert time.monotonic() < deadline, "the index was not built"
-                time.sleep(0.1)
-        yield h
-    finally:
-        h.stop()
+    with Hub(search_world.claude) as h:
+        yield h.indexed()  # the index the Hub builds at start
 
 
 @pytest.fixture
@@ -742,18 +729,13 @@ class KeepWorld:
 
 @pytest.fixture(scope="module")
 def keep_world(tmp_path_factory) -> KeepWorld:
-    from conftest import Sandbox
-
-    return KeepWorld(Sandbox(tmp_path_factory.mktemp("keep")))
+    return sandbox_world(tmp_path_factory, "keep", KeepWorld)
 
 
 @pytest.fixture(scope="module")
 def keep_hub(keep_world):
-    h = Hub(keep_world.claude).start()
-    try:
+    with Hub(keep_world.claude) as h:
         yield h
-    finally:
-        h.stop()
 
 
 @pytest.fixture

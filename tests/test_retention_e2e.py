@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from fake_api import FakeAPI, claude_cli, skip_reason
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,34 +51,8 @@ RESUMED_PROMPT = "continue please"
 RESUMED_REPLY = "Resumed reply from the stand-in API [c3ret-resumed]"
 
 
-def _claude() -> str | None:
-    return os.environ.get("C3_CLAUDE") or shutil.which("claude")
-
-
-def _skip_reason() -> str | None:
-    claude = _claude()
-    if claude is None:
-        return "the Claude Code CLI is not installed (set C3_CLAUDE)"
-    if not os.access(claude, os.X_OK):
-        return f"C3_CLAUDE={claude} is not an executable file"
-    try:
-        with open(claude, "rb") as f:
-            head = f.read(128)
-    except OSError as exc:
-        return f"cannot read {claude}: {exc}"
-    # The npm package's launcher is a native binary today; an older one is a node script.
-    if head.startswith(b"#!") and b"node" in head.split(b"\n", 1)[0] and shutil.which("node") is None:
-        return f"{claude} needs node, which is not installed"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+_claude = claude_cli
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
 
 def _marker(key: str) -> str:
@@ -162,19 +135,35 @@ def _trigger_cleanup(world: World) -> None:
     if sentinel.exists():
         past = time.time() - 2 * DAY
         os.utime(sentinel, (past, past))
-    proc = subprocess.Popen(
+    code, out, err, waited = _held_run(
         [_claude(), "-p", f"{_marker('trigger')} hi", "--output-format", "json"],
-        cwd=world.proj,
-        env=world.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        world.proj,
+        world.env,
+        until=lambda: not any(world.transcript(k).exists() for k in OLD),
+        release=release,
     )
+    if waited is not None:
+        world.sweep_seconds = round(waited, 1)
+    if code != 0:
+        world.trigger_error = f"claude exited {code}: {err[-1500:]} {out[-500:]}"
+    else:
+        world.trigger_id = json.loads(out)["session_id"]
+    world.still_there = [k for k in OLD if world.transcript(k).exists()]
+
+
+def _held_run(
+    cmd: list[str], cwd: str, env: dict[str, str], *, until, release: Path
+) -> tuple[int, str, str, float | None]:
+    """Run ``cmd`` (a claude whose reply the stand-in API holds) until ``until()`` or it exits
+    or SWEEP_WAIT passes, then release the reply: (exit status, stdout, stderr, seconds until
+    ``until()`` held, or None)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    waited = None
     try:
         start = time.monotonic()
         while time.monotonic() - start < SWEEP_WAIT and proc.poll() is None:
-            if not any(world.transcript(k).exists() for k in OLD):
-                world.sweep_seconds = round(time.monotonic() - start, 1)
+            if until():
+                waited = time.monotonic() - start
                 break
             time.sleep(0.2)
         release.write_text("go")
@@ -183,11 +172,7 @@ def _trigger_cleanup(world: World) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    if proc.returncode != 0:
-        world.trigger_error = f"claude exited {proc.returncode}: {err[-1500:]} {out[-500:]}"
-    else:
-        world.trigger_id = json.loads(out)["session_id"]
-    world.still_there = [k for k in OLD if world.transcript(k).exists()]
+    return proc.returncode, out, err, waited
 
 
 @pytest.fixture(scope="module")
@@ -197,26 +182,8 @@ def world(module_claude, tmp_path_factory):
     proj = sandbox.project("retention")
     script, log = tmp / "script.json", tmp / "api.jsonl"
     script.write_text("[]")
-    port = _free_port()
-    api = subprocess.Popen(
-        [sys.executable, str(HERE / "fake_anthropic.py"), str(port), str(script), str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    env = sandbox.env(
-        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
-        ANTHROPIC_API_KEY="sk-test-fake",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_TELEMETRY="1",
-        DISABLE_AUTOUPDATER="1",
-    )
+    api = FakeAPI(script, log).wait_ready()
+    env = api.env(sandbox)
     # c3async resume runs `claude` from PATH: a folder holding just a `claude` naming the binary
     # under test (C3_CLAUDE may name a file called otherwise), first on PATH.
     bindir = tmp / "bin"
@@ -254,8 +221,7 @@ def world(module_claude, tmp_path_factory):
         w.after = w.rows()
         yield w
     finally:
-        api.kill()
-        api.wait()
+        api.stop()
 
 
 # ------------------------------------------------------------------------------------ before
@@ -359,28 +325,15 @@ def test_resume_puts_the_transcript_back_and_claude_appends_to_it(world):
     # As the archived row's resume command says (`c3async resume ID`), run in the project, with
     # claude's arguments after `--`. (Not `resume ID --project DIR -- ...`: any option between the
     # id and `--` makes argparse reject everything after `--`; see the report.)
-    proc = subprocess.Popen(
+    code, stdout, stderr, _ = _held_run(
         [sys.executable, "-m", "c3async", "resume", sid, "--", "-p", RESUMED_PROMPT, "--output-format", "json"],
-        cwd=world.proj,
-        env=world.c3env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        world.proj,
+        world.c3env,
+        until=lambda: sentinel.stat().st_mtime > aged + DAY,  # rewritten: this start swept
+        release=release,
     )
-    try:
-        start = time.monotonic()
-        while time.monotonic() - start < SWEEP_WAIT and proc.poll() is None:
-            if sentinel.stat().st_mtime > aged + DAY:  # rewritten: this start swept
-                break
-            time.sleep(0.2)
-        swept = sentinel.stat().st_mtime > aged + DAY
-        release.write_text("go")
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, f"exit {proc.returncode}: {stderr[-2000:]} {stdout[-500:]}"
+    swept = sentinel.stat().st_mtime > aged + DAY
+    assert code == 0, f"exit {code}: {stderr[-2000:]} {stdout[-500:]}"
     assert "put back" in stderr and os.fspath(live) in stderr, stderr
     assert swept, f"the resumed claude did not sweep within {SWEEP_WAIT} s (.last-cleanup not rewritten)"
     out = json.loads(stdout)

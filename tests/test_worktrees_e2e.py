@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -45,17 +44,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from fake_api import FakeAPI, claude_cli, skip_reason
 
 HERE = Path(__file__).resolve().parent
 
 
-def _claude() -> str | None:
-    import shutil
-
-    return os.environ.get("C3_CLAUDE") or shutil.which("claude")
-
-
-pytestmark = pytest.mark.skipif(_claude() is None, reason="the Claude Code CLI is not installed (set C3_CLAUDE)")
+_claude = claude_cli
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
 BRANCHES = {"main": "main", "wt-a": "feat-a", "wt-b": "feat-b"}
 NOTES_PER_CHECKOUT = 3  # + the linker in the main checkout: ten first-turn notes
@@ -65,12 +60,6 @@ MCP_START_TIMEOUT = 60  # several servers importing at once on 2 cores: generous
 
 
 # ------------------------------------------------------------------------------------ helpers
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -349,7 +338,7 @@ async def _mcp_views(world: World, errlogs: dict) -> dict:
                         for sid in ids:
                             shown = await c.call_tool("c3_session", {"action": "show", "target": sid})
                             out["show"][sid] = (bool(shown.is_error), text_of(shown))
-        except Exception as exc:  # noqa: BLE001 - reported by the tests that read this view
+        except Exception as exc:
             out["list"].setdefault(name, (True, f"the server in {path} failed: {exc!r}"))
 
     async with anyio.create_task_group() as tg:
@@ -401,24 +390,14 @@ def world(module_claude):
 
     script, log = Path(sb.root, "script.json"), Path(sb.root, "api.jsonl")
     _write_atomic(script, json.dumps({"conversations": {}}))
-    port = _free_port()
-    api = subprocess.Popen([sys.executable, str(HERE / "fake_anthropic.py"), str(port), str(script), str(log)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    env = sb.env(ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}", ANTHROPIC_API_KEY="sk-test-fake",
-                 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1")
+    api = FakeAPI(script, log)
+    env = api.env(sb)
     w = World(sandbox=sb, checkouts=checkouts, env=env, log=log)
     release = Path(sb.root, "release-held")
     held_proc: subprocess.Popen | None = None
     try:
         _legacy_state(w, checkouts["wt-a"])  # before the new version ever runs
-        deadline = time.time() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.time() < deadline, "the stand-in API did not start"
-                time.sleep(0.1)
+        api.wait_ready()
         for name, path in checkouts.items():  # as test_claude_e2e.py registers the server
             added = subprocess.run([_claude(), "mcp", "add", "c3", "--", sys.executable, "-m", "c3async", "serve"],
                                    cwd=path, env=env, capture_output=True, text=True, timeout=120, check=False)
@@ -495,8 +474,7 @@ def world(module_claude):
                 held_proc.wait(10)
         if w.hub is not None:
             w.hub.stop()
-        api.kill()
-        api.wait()
+        api.stop()
 
 
 def _problems(problems: list[str], what: str) -> None:

@@ -437,38 +437,63 @@ def _parse_assistant(line: _Parsed, content: list, ts: str | None) -> None:
 BATCH = 32  # how far past the limit a page goes to keep parallel tool calls with their results
 
 
+class _Fill:
+    """How full a page is, read in one direction. Reading forward a line opens tool calls and
+    closes them with results; reading backward it is the mirror (results open, calls close).
+    Past the limit a page still takes lines that add no item, and the rest of a run of lines
+    that only open (parallel tool calls) while some of them wait for their other half."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.opened: set[str] = set()  # ids opened on the page
+        self.waiting: set[str] = set()  # of those, the ones whose other half has not come
+        self.run = False  # the last line that added items only opened
+        self.items = self.chars = 0
+
+    def stops(self, new: int, only_opens: bool) -> bool:
+        """Does this line (``new`` items) stay off the page?"""
+        if not new or (self.items < self.limit and self.chars < PAGE_CHARS):
+            return False
+        return not (
+            self.run and only_opens and self.waiting and self.items < self.limit + BATCH and self.chars < PAGE_CHARS
+        )
+
+    def take(
+        self, line: _Parsed, new: int, opens: list[str], closes: list[str], only_opens: bool, ends_run: bool
+    ) -> None:
+        self.opened.update(opens)
+        self.waiting.update(opens)
+        self.waiting.difference_update(closes)
+        if ends_run:
+            self.run = False
+        elif only_opens:
+            self.run = True
+        self.items += new
+        self.chars += line.chars
+
+
 def _collect_forward(r: _Reading, start: int, limit: int, sidechain: bool) -> tuple[list[_Parsed], int, bool]:
-    """Lines from ``start`` until the page is full: (lines, end, more). Past the limit, lines that
-    add no item (a result for a call on the page, bookkeeping) are still taken, and so are the
-    rest of a run of parallel tool calls whose results have not come yet."""
+    """Lines from ``start`` until the page is full (see ``_Fill``): (lines, end, more)."""
     lines: list[_Parsed] = []
-    calls: set[str] = set()
-    waiting: set[str] = set()  # calls on the page whose result has not come yet
-    batch = False  # the last line that added items held tool calls only
-    items = chars = 0
+    fill = _Fill(limit)
     end = start
     for offset, stop, raw in _forward(r, start):
         if lines and r.scanned >= SCAN_BYTES:
             return lines, end, True
         line = _parse(offset, stop, raw, sidechain)
-        new = len(line.items) + sum(1 for x in line.results if x.tool_id not in calls)
+        new = len(line.items) + sum(1 for x in line.results if x.tool_id not in fill.opened)
         only_calls = bool(line.items) and not line.results and all(i.kind == "tool" for i in line.items)
-        full = items >= limit or chars >= PAGE_CHARS
-        if new and full and not (batch and only_calls and waiting and items < limit + BATCH and chars < PAGE_CHARS):
+        if fill.stops(new, only_calls):
             return lines, end, True
         r.scanned += stop - offset
-        for i in line.items:
-            if i.tool_id:
-                calls.add(i.tool_id)
-                waiting.add(i.tool_id)
-        for x in line.results:
-            waiting.discard(x.tool_id or "")
-        if line.results or (new and not only_calls):
-            batch = False
-        elif only_calls:
-            batch = True
-        items += new
-        chars += line.chars
+        fill.take(
+            line,
+            new,
+            opens=[i.tool_id for i in line.items if i.tool_id],
+            closes=[x.tool_id for x in line.results if x.tool_id],
+            only_opens=only_calls,
+            ends_run=bool(line.results) or bool(new and not only_calls),
+        )
         lines.append(line)
         end = stop
     return lines, end, False
@@ -479,10 +504,7 @@ def _collect_backward(r: _Reading, end: int, limit: int, sidechain: bool) -> tup
     mirror of ``_collect_forward``: a call whose result is on the page, and the rest of a run of
     results whose calls are further back, are still taken."""
     lines: list[_Parsed] = []
-    results: set[str] = set()
-    waiting: set[str] = set()  # results on the page whose call has not come yet
-    batch = False  # the last line that added items held tool results only
-    items = chars = 0
+    fill = _Fill(limit)
     start = end
     more = False
     for offset, stop, raw in _backward(r, end):
@@ -490,25 +512,20 @@ def _collect_backward(r: _Reading, end: int, limit: int, sidechain: bool) -> tup
             more = True
             break
         line = _parse(offset, stop, raw, sidechain)
-        new = len(line.results) + sum(1 for i in line.items if not (i.tool_id and i.tool_id in results))
+        new = len(line.results) + sum(1 for i in line.items if not (i.tool_id and i.tool_id in fill.opened))
         only_results = bool(line.results) and not line.items
-        full = items >= limit or chars >= PAGE_CHARS
-        if new and full and not (batch and only_results and waiting and items < limit + BATCH and chars < PAGE_CHARS):
+        if fill.stops(new, only_results):
             more = True
             break
         r.scanned += stop - offset
-        for x in line.results:
-            if x.tool_id:
-                results.add(x.tool_id)
-                waiting.add(x.tool_id)
-        for i in line.items:
-            waiting.discard(i.tool_id or "")
-        if line.items:
-            batch = False
-        elif only_results:
-            batch = True
-        items += new
-        chars += line.chars
+        fill.take(
+            line,
+            new,
+            opens=[x.tool_id for x in line.results if x.tool_id],
+            closes=[i.tool_id for i in line.items if i.tool_id],
+            only_opens=only_results,
+            ends_run=bool(line.items),
+        )
         lines.append(line)
         start = offset
     lines.reverse()

@@ -1,0 +1,80 @@
+"""What the end-to-end tests share: the real Claude Code CLI (``C3_CLAUDE``, else ``claude`` on
+PATH) and the stand-in Messages API (``fake_anthropic.py``) run as a process of its own."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NO_CLAUDE = "the Claude Code CLI is not installed (set C3_CLAUDE)"
+
+
+def claude_cli() -> str | None:
+    return os.environ.get("C3_CLAUDE") or shutil.which("claude")
+
+
+def skip_reason() -> str | None:
+    """Why the end-to-end tests cannot run here (None: they can)."""
+    claude = claude_cli()
+    if claude is None:
+        return NO_CLAUDE
+    if not os.access(claude, os.X_OK):
+        return f"C3_CLAUDE={claude} is not an executable file"
+    try:
+        with open(claude, "rb") as f:
+            head = f.read(128)
+    except OSError as exc:
+        return f"cannot read {claude}: {exc}"
+    # The npm package's launcher is a native binary today; an older one is a node script.
+    if head.startswith(b"#!") and b"node" in head.split(b"\n", 1)[0] and shutil.which("node") is None:
+        return f"{claude} needs node, which is not installed"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeAPI:
+    """``python fake_anthropic.py PORT SCRIPT LOG`` on a free port; ``env`` points Claude Code at
+    it (offline: no telemetry, no updates, no other traffic)."""
+
+    def __init__(self, script: Path, log: Path) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "fake_anthropic.py"), str(self.port), str(script), str(log)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def wait_ready(self, timeout: float = 20.0) -> FakeAPI:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                assert time.time() < deadline, "the stand-in API did not start"
+                time.sleep(0.1)
+
+    def env(self, sandbox, **more: str) -> dict[str, str]:
+        return sandbox.env(
+            ANTHROPIC_BASE_URL=f"http://127.0.0.1:{self.port}",
+            ANTHROPIC_API_KEY="sk-test-fake",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_TELEMETRY="1",
+            DISABLE_AUTOUPDATER="1",
+            **more,
+        )
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
