@@ -55,6 +55,7 @@ STATE_SLUG_LENGTH = 120  # the name of a root's folder under $C3_HOME/state
 _GIT_FILE_LIMIT = 64 * 1024  # a .git file, commondir, gitdir, config: small text files
 _WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+_COMMENT = re.compile(r"\s[#;]")  # where an unquoted value of git's config ends
 
 
 def c3_home() -> Path:
@@ -160,10 +161,8 @@ def _core_config(common: str) -> tuple[bool | None, str | None]:
         key, eq, value = line.partition("=")
         key = key.strip().lower()
         value = value.strip()
-        if value.startswith('"'):
-            value = value[1:].split('"', 1)[0]
-        else:
-            value = re.split(r"\s[#;]", value, maxsplit=1)[0].strip()
+        quoted = value.startswith('"')
+        value = value[1:].split('"', 1)[0] if quoted else _COMMENT.split(value, maxsplit=1)[0].strip()
         if key == "bare":
             bare = (not eq) or value.lower() in ("true", "yes", "on", "1")
         elif key == "worktree" and value:

@@ -75,13 +75,17 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 print(f"[{name}] running ...", file=sys.stderr, flush=True)
                 try:
-                    r = SCENARIOS[name](sb, args.quick, seed + i)
+                    got = SCENARIOS[name](sb, args.quick, seed + i)
                 except Exception:
-                    r = Result(name)
-                    r.check(False, f"scenario {name} completes", traceback.format_exc(limit=8))
-                r.wall = time.perf_counter() - t0
-                print(f"[{name}] {r.wall:.1f} s, {'OK' if not r.breaks else 'BROKEN'}", file=sys.stderr, flush=True)
-                results.append(r)
+                    got = Result(name)
+                    got.check(False, f"scenario {name} completes", traceback.format_exc(limit=8))
+                parts = got if isinstance(got, list) else [got]  # a scenario may report in parts
+                wall = time.perf_counter() - t0
+                if len(parts) == 1:
+                    parts[0].wall = wall
+                broken = any(r.breaks for r in parts)
+                print(f"[{name}] {wall:.1f} s, {'OK' if not broken else 'BROKEN'}", file=sys.stderr, flush=True)
+                results.extend(parts)
     finally:
         sb.close()
     print_table(results, f"{mode}, seed {seed}", time.perf_counter() - started)

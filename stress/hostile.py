@@ -1228,11 +1228,31 @@ def _lines(path: Path) -> list[bytes]:
         return []
 
 
-def run(sb: Sandbox, quick: bool, seed: int) -> Result:
+def _part(name: str, fn, *args) -> Result:
+    """One class of hostile input, as its own section of the table."""
+    res = Result(name)
+    t0 = time.perf_counter()
+    try:
+        fn(res, *args)
+    except Exception:  # noqa: BLE001 - reported as a break, with where it happened
+        import traceback
+
+        res.check(False, f"the {name} scenario completes", gist(traceback.format_exc().encode()))
+    res.wall = time.perf_counter() - t0
+    return res
+
+
+def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
+    from . import hostile_patterns
+
     rng = random.Random(seed)
     t0 = time.perf_counter()
     world = hc.build_world(sb, rng, quick=quick)
     h = Hostile(sb, world, quick, seed)
     h.res.fig("world built in", f"{time.perf_counter() - t0:.1f} s")
     h.run()
-    return h.res
+    h.res.wall = time.perf_counter() - t0
+    return [
+        h.res,
+        _part("hostile: linear time", hostile_patterns.run, sb, quick),
+    ]

@@ -80,12 +80,14 @@ LOCAL_COMMANDS = frozenset(
 )
 CLEAR_COMMANDS = frozenset({"/clear", "/reset", "/new"})
 
-_TAG_START = re.compile(r"^\s*<[a-z][\w-]*[\s>/]")
-_COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
-_BASH_INPUT = re.compile(r"^\s*<bash-input>(.*?)</bash-input>", re.S)
-_IMAGE_REF = re.compile(r"^\s*\[Image #\d+\]\s*$")
+# Markup is found with str.find, never with a lazy ``.*?`` between tags: a pattern like
+# ``<command-name>\s*(.*?)\s*</command-name>`` backtracks in cubic time over a run of blank
+# space with no closing tag (18 KB of newlines took hours). The patterns left are anchored
+# (``match``), so each runs once from the start: linear in what they are handed.
+_TAG_START = re.compile(r"<[a-z][\w-]*[\s>/]")  # .match on stripped text
+_IMAGE_REF = re.compile(r"\[Image #\d+\]")  # .fullmatch on stripped text
 _WS = re.compile(r"\s+")
+MARKUP_CAP = 1 << 20  # characters of a text block looked at for command markup
 
 
 class _Block(msgspec.Struct):
@@ -180,27 +182,43 @@ def classify_prompt(line: _Line) -> tuple[str, str] | None:
     return ("command", command) if command else None
 
 
+def _between(text: str, open_tag: str, close_tag: str) -> str | None:
+    """What lies between the first ``open_tag`` and the first ``close_tag`` after it (None:
+    either is missing). Two ``str.find`` calls: linear, whatever the text holds."""
+    start = text.find(open_tag)
+    if start < 0:
+        return None
+    start += len(open_tag)
+    end = text.find(close_tag, start)
+    return None if end < 0 else text[start:end]
+
+
 def classify_text(text: str) -> tuple[str, str] | None:
     """One text block of a user line: ('prompt', text) for what the user typed (a shell escape as
     ``! cmd``, a custom command with arguments as ``/name args``), ('command', '/name args') for a
-    built-in command, None for markup, images, interrupts and blank text."""
+    built-in command, None for markup, images, interrupts and blank text.
+
+    Markup is looked for in the first ``MARKUP_CAP`` characters only (a command line is short; a
+    10 MB paste that starts with a tag is markup either way); a real prompt comes back whole."""
     stripped = text.strip()
     if not stripped:
         return None
-    bash = _BASH_INPUT.match(stripped)
-    if bash:
-        return ("prompt", "! " + bash.group(1).strip())
-    name = _COMMAND_NAME.search(stripped) if _TAG_START.match(stripped) else None
-    if name:  # command markup only counts where the text starts with it
-        cmd = name.group(1).strip()
-        args_m = _COMMAND_ARGS.search(stripped)
-        args = args_m.group(1).strip() if args_m else ""
+    head = stripped[:MARKUP_CAP]
+    if head.startswith("<bash-input>"):
+        bash = _between(head, "<bash-input>", "</bash-input>")
+        if bash is not None:
+            return ("prompt", "! " + bash.strip())
+    tagged = _TAG_START.match(head) is not None
+    name = _between(head, "<command-name>", "</command-name>") if tagged else None
+    if name is not None and name.strip():  # command markup only counts where the text starts with it
+        cmd = name.strip()
+        args = (_between(head, "<command-args>", "</command-args>") or "").strip()
         if args and cmd.lstrip("/") not in LOCAL_COMMANDS:
             return ("prompt", f"{cmd} {args}")
         return ("command", f"{cmd} {args}".strip() if args else cmd)
-    if _TAG_START.match(stripped) or _IMAGE_REF.match(stripped):
+    if tagged or _IMAGE_REF.fullmatch(head):
         return None
-    if stripped.startswith("[Request interrupted by user"):
+    if head.startswith("[Request interrupted by user"):
         return None
     return ("prompt", stripped)
 
@@ -216,8 +234,9 @@ def epoch(iso: str | None) -> float | None:
 
 
 def prompt_title(prompt: str) -> str:
-    """A prompt as a one-line title: white space folded, cut at 200 characters with an ellipsis."""
-    flat = _WS.sub(" ", prompt).strip()
+    """A prompt as a one-line title: white space folded, cut at 200 characters with an ellipsis.
+    Only the start of a long prompt is folded (the title is its first 200 characters)."""
+    flat = _WS.sub(" ", prompt.lstrip()[: TITLE_CAP * 8]).strip()
     return flat if len(flat) <= TITLE_CAP else flat[:TITLE_CAP].rstrip() + "\u2026"
 
 
@@ -429,18 +448,17 @@ def _scan_marker(facts: Facts, buf: bytes, begin: int, end: int, marker: bytes, 
 
 
 def _scan_last_lines(facts: Facts, buf: bytes, begin: int, end: int) -> None:
-    """The last timestamp and branch: walk back from the end, decoding only candidate lines."""
+    """The last timestamp and branch: back from the end, jumping from one line that holds a
+    marker still needed to the next (``rfind``), decoding only those lines."""
     need_ts, need_branch = True, True
     stop = end
     while stop > begin and (need_ts or need_branch):
-        start = buf.rfind(b"\n", begin, stop) + 1
-        if start == 0:
-            start = begin
-        raw = buf[start:stop]
+        at = max(buf.rfind(_TS, begin, stop) if need_ts else -1, buf.rfind(_BRANCH, begin, stop) if need_branch else -1)
+        if at < 0:
+            return
+        start, line_end = _line_at(buf, at, begin, end)
         stop = start - 1
-        if not ((need_ts and _TS in raw) or (need_branch and _BRANCH in raw)):
-            continue
-        line = _decode(raw)
+        line = _decode(buf[start:line_end])
         if line is None or line.isSidechain is True:
             continue
         if need_ts and isinstance(line.timestamp, str) and line.type != "queue-operation":
@@ -496,7 +514,7 @@ def _cut_prompt(partial: bytes) -> str | None:
         if at < 0:
             continue
         text = _string_prefix(partial[at + len(key) : at + len(key) + 8192])
-        if not text.strip() or _TAG_START.match(text):
+        if not text.strip() or _TAG_START.match(text.lstrip()):
             continue
         return _WS.sub(" ", text).strip()[:TITLE_CAP]
     return None

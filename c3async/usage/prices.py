@@ -62,13 +62,20 @@ SHIPPED: dict[str, Price] = {
     "claude-3-haiku": Price(input=0.25, output=1.25, cache_write_5m=0.30, cache_read=0.03),
 }
 
-_DATE = re.compile(r"-\d{8}$")
-_TAG = re.compile(r"\[[^\]]*\]$")
+_DATE = re.compile(r"-\d{8}")  # .fullmatch on the last 9 characters
 
 
 def normalise(model: str) -> str:
-    m = _TAG.sub("", model.strip().lower())
-    m = _DATE.sub("", m)
+    """``claude-sonnet-4-5-20250929[1m]`` -> ``claude-sonnet-4-5``: a trailing ``[...]`` tag and
+    date dropped, dots as dashes. No pattern scans the id (it comes from a transcript): the tag
+    is found with ``find``, the date in the last 9 characters."""
+    m = model.strip().lower()
+    if m.endswith("]"):  # from the first "[" after the "]" before the last one
+        at = m.find("[", m.rfind("]", 0, len(m) - 1) + 1, len(m) - 1)
+        if at >= 0:
+            m = m[:at]
+    if len(m) >= 9 and _DATE.fullmatch(m, len(m) - 9):
+        m = m[:-9]
     return m.replace(".", "-")
 
 
