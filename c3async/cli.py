@@ -130,17 +130,50 @@ def print_table(rows, show_project: bool) -> None:
     sys.stdout.write("\n".join(out) + "\n")
 
 
+def _project_dir(given: str | None) -> str:
+    """The folder a command works on: ``--project``, else ``CLAUDE_PROJECT_DIR``, else the cwd,
+    which must be an existing directory (a typo is a usage error, exit 2: nothing is registered,
+    created or written for it)."""
+    from .errors import UsageError
+
+    if given is not None:
+        what, value = "--project", given
+    elif os.environ.get("CLAUDE_PROJECT_DIR"):
+        what, value = "CLAUDE_PROJECT_DIR", os.environ["CLAUDE_PROJECT_DIR"]
+    else:
+        try:
+            return os.getcwd()
+        except FileNotFoundError:
+            raise UsageError("the current directory no longer exists: cd into a project or give --project DIR") from None
+    try:
+        is_dir = os.path.isdir(value)
+        exists = is_dir or os.path.lexists(value)
+    except ValueError:  # a NUL
+        is_dir = exists = False
+    if not is_dir:
+        why = "is not a directory" if exists else "no such directory"
+        raise UsageError(f"{what} {value}: {why} (give the folder of a project)")
+    return value
+
+
 def _projects(args: argparse.Namespace) -> list[str]:
     from . import registry
-    from .paths import canonical, default_project, project_root
+    from .paths import canonical, project_root
 
     # A repository's worktrees are one project with its main checkout: the state root.
-    here = project_root(canonical(args.project or default_project()))
+    here = project_root(canonical(_project_dir(args.project)))
     if not getattr(args, "all", False):
         return [here]
     projects = registry.projects()
     if args.project and here not in projects:
         projects.append(here)
+    gone = [p.path for p in registry.entries() if registry.missing(p.path)]
+    if gone:
+        _err(
+            f"c3async: {len(gone)} registered project{'s' if len(gone) != 1 else ''} no longer "
+            f"exist{'s' if len(gone) == 1 else ''} ({', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}): "
+            "`c3async projects --prune` forgets them"
+        )
     if not projects:
         _err("c3async: no projects registered yet; run `c3async sessions` in a project first")
     return projects
@@ -159,10 +192,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if not args.all and scans:
-        try:
-            registry.register(scans[0].dirs.project)
-        except Exception as exc:
-            _err(f"c3async: could not register the project: {exc}")
+        if scans[0].sessions:  # a folder with sessions: the Hub and `--all` list it from now on
+            try:
+                registry.register(scans[0].dirs.project)
+            except Exception as exc:
+                _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
             from .catalog.locate import projects_root, slug
 
@@ -176,6 +210,42 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         _write_json(msgspec.json.encode(rows))
     elif rows:
         print_table(rows, show_project=args.all)
+    return 0
+
+
+def cmd_projects(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from . import registry
+    from .sessions.rows import age
+    from .sessions.view import project_overview
+
+    if args.forget or args.prune:
+        gone = registry.forget(args.forget) if args.forget else []
+        if args.prune:
+            gone += registry.prune()
+        if args.json:
+            _write_json(msgspec.json.encode({"forgotten": gone}))
+        elif gone:
+            for path in gone:
+                print(f"forgot {inert_line(path)}")
+        else:
+            _err("c3async: no registered project is missing; nothing to prune")
+        return 0
+    listed = project_overview()
+    if args.json:
+        _write_json(msgspec.json.encode(listed))
+        return 0
+    if not listed:
+        _err("c3async: no projects registered yet; `c3async sessions` in a project with sessions registers it")
+        return 0
+    now = time.time()
+    for p in listed:
+        if p.missing:
+            state = "missing (`c3async projects --prune` forgets it)"
+        else:
+            state = f"{p.sessions} session{'s' if p.sessions != 1 else ''}, last active {age(p.last_activity, now)} ago"
+        print(f"{inert_line(p.path)}  {state}")
     return 0
 
 
@@ -321,7 +391,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
 def cmd_install_hooks(args: argparse.Namespace) -> int:
     from .live.hooks import install, settings_path
 
-    path = settings_path(args.project, args.user)
+    path = settings_path(None if args.user else _project_dir(args.project), args.user)
     try:
         added = install(path)
     except ValueError as exc:
@@ -585,6 +655,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.set_defaults(func=cmd_mark)
 
+    pj = sub.add_parser(
+        "projects",
+        help="the registered projects (what the Hub and --all list): sessions, last activity, missing",
+    )
+    pj.add_argument("--forget", nargs="+", metavar="DIR", type=_text, help="take these projects out of the registry")
+    pj.add_argument("--prune", action="store_true", help="take out every project whose folder is gone")
+    pj.add_argument("--json", action="store_true", help="print JSON")
+    pj.set_defaults(func=cmd_projects)
+
     kp = sub.add_parser("keep", help="the archive of kept sessions: --status for its size; ID to keep one")
     kp.add_argument("id", nargs="?", type=_text, help="keep this session (as `mark keep ID`)")
     kp.add_argument("--status", action="store_true", help="what the archive holds and how much only it holds")
@@ -779,6 +858,8 @@ def main(argv: list[str] | None = None) -> int:
         from .errors import C3Error
 
         if isinstance(exc, (C3Error, OSError)):
+            from .errors import UsageError
+
             _err(f"c3async: error: {exc}")
-            return 1
+            return 2 if isinstance(exc, UsageError) else 1
         raise

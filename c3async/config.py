@@ -1,18 +1,27 @@
-"""User settings: ``<project>/.c3/config.json`` over ``$C3_HOME/config.json`` over defaults."""
+"""User settings: ``<project>/.c3/config.json`` over ``$C3_HOME/config.json`` over defaults.
+
+A file that is missing, a link, a special file, not JSON, nested too deep or not an object is
+ignored (a cloned repository's ``.c3/config.json`` must not break anything), with one warning.
+A value of the wrong type or out of range is an error (``ConfigError``) naming the file and the
+key: a setting someone wrote must not be silently replaced by its default.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from . import safefs
-from .errors import DECODE_ERRORS
+from .errors import DECODE_ERRORS, C3Error
 from .paths import c3_home, project_state
 
 MAX_BYTES = 1 << 20
+MAX_IDLE_DAYS = 36_500  # a hundred years
+KEEP_TERMS = ("noted", "linked", "snapshot", "all")  # sessions/keep.py applies them
 
-__all__ = ("Config", "load")
+__all__ = ("Config", "ConfigError", "load")
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=False):
@@ -21,24 +30,55 @@ class Config(msgspec.Struct, forbid_unknown_fields=False):
     keep: list[str] = msgspec.field(default_factory=lambda: ["noted", "linked"])
 
 
+class ConfigError(C3Error):
+    """A setting of the wrong type or out of range, named with its file and key."""
+
+    def __init__(self, path: Path, key: str, problem: str) -> None:
+        super().__init__(f"{path}: {key} {problem}; fix or remove it")
+
+
 def _read(path: Path) -> dict:
     """A config file's object; a missing, linked, special, malformed or too deep one counts as
-    empty (a cloned repository's ``.c3/config.json`` must not break anything)."""
+    empty (warned once when it exists)."""
     try:
         data = msgspec.json.decode(safefs.read_bytes(path, limit=MAX_BYTES))
+    except FileNotFoundError:
+        return {}
     except safefs.UnsafeState as exc:
         safefs.warn_once(exc)
         return {}
-    except (OSError, *DECODE_ERRORS):
+    except (OSError, *DECODE_ERRORS) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        safefs.warn_once(C3Error(f"ignoring {path}: it is not readable JSON ({why})"))
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        safefs.warn_once(C3Error(f"ignoring {path}: it is not a JSON object"))
+        return {}
+    return data
+
+
+def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The file's settings, each of the right type and range (ConfigError names the first that is not)."""
+    try:
+        msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        where = text.rsplit(" - at `$.", 1)
+        key = where[1].rstrip("`").split("[", 1)[0].split(".", 1)[0] if len(where) == 2 else "a setting"
+        raise ConfigError(path, key, f"has the wrong type ({where[0]})") from None
+    idle = data.get("idle_days")
+    if idle is not None and not 1 <= idle <= MAX_IDLE_DAYS:
+        raise ConfigError(path, "idle_days", f"must be a whole number of days from 1 to {MAX_IDLE_DAYS}, not {idle}")
+    for term in data.get("keep") or ():
+        if term not in KEEP_TERMS:
+            raise ConfigError(path, "keep", f"holds {term[:40]!r}; the terms are {', '.join(KEEP_TERMS)}")
+    return data
 
 
 def load(project: str | None = None) -> Config:
-    merged = _read(c3_home() / "config.json")
+    home = c3_home() / "config.json"
+    merged = _checked(home, _read(home))
     if project:
-        merged.update(_read(project_state(project) / "config.json"))
-    try:
-        return msgspec.convert(merged, Config)
-    except msgspec.ValidationError:
-        return Config()
+        own = project_state(project) / "config.json"
+        merged = {**merged, **_checked(own, _read(own))}
+    return msgspec.convert(merged, Config)

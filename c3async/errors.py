@@ -3,7 +3,7 @@ the CLI prints it on stderr, the MCP tools return it as a tool error, the Hub as
 
 from __future__ import annotations
 
-__all__ = ("DECODE_ERRORS", "AmbiguousSession", "BadArgument", "C3Error", "UnknownSession")
+__all__ = ("DECODE_ERRORS", "AmbiguousSession", "BadArgument", "C3Error", "UnknownSession", "UsageError")
 
 # What decoding untrusted JSON can raise. msgspec's DecodeError and ValidationError, json's
 # JSONDecodeError and UnicodeDecodeError are ValueErrors; nesting deeper than the recursion limit
@@ -18,6 +18,11 @@ class C3Error(Exception):
 
 class BadArgument(C3Error):
     """A missing or malformed argument; the message names it and how to fix it."""
+
+
+class UsageError(BadArgument):
+    """A command line that cannot be run as given (a ``--project`` that is no directory): the
+    CLI exits 2, as for its other usage errors."""
 
 
 class UnknownSession(C3Error):

@@ -17,9 +17,10 @@ A project is a directory. Its state lives in ``<project_root(dir)>/.c3``, where 
   ``.c3`` and says so once (``git worktree repair`` in the moved checkout re-links it, and the
   next run folds that state into the main checkout's: see ``stateroot``).
 
-Where the root's folder cannot be written (read-only, not a directory), the state lives in
+Where the root's folder exists but cannot be written (read-only), the state lives in
 ``$C3_HOME/state/<slug of the root>/`` instead, and a warning names both folders, once per
-process: state is never split silently.
+process: state is never split silently. A root that does not exist has no state: reads find
+none, and a write fails naming the folder (nothing is created for a typo).
 
 ``project_state`` runs for every file access: it costs one ``lstat`` of ``<dir>/.git`` and one of
 the root while nothing changed. The first time a root is resolved in a process, state that
@@ -306,7 +307,7 @@ def _writable(root: str) -> str | None:
             return None  # a link or a file named .c3: safefs refuses it by name, never routed around
         return None if os.access(own, os.W_OK | os.X_OK) else f"{own} is read-only"
     if not _is_dir(root):
-        return "it is not a directory" if os.path.lexists(root) else "it does not exist"
+        return None  # nothing to fall back from: reads find no state, writes fail and say so
     return None if os.access(root, os.W_OK | os.X_OK) else "it is read-only"
 
 

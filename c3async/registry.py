@@ -3,18 +3,25 @@
 A project is its state root (``paths.project_root``): a repository's worktrees are the
 repository's project. Entries that earlier versions stored for worktrees fold into their root's
 entry when read (the earliest ``added``, the latest ``last_seen``), and the next change to the
-file stores it folded."""
+file stores it folded.
+
+Only a directory that exists is registered, and only by ``register`` (the MCP server serving it,
+or a person listing a directory that has sessions): a typo is never kept. ``forget`` and
+``prune`` (the entries whose folder is gone) take entries out again.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 
 import msgspec
 
 from . import jsondoc
-from .paths import c3_home, project_root
+from .errors import BadArgument
+from .paths import c3_home, canonical, project_root
 
-__all__ = ("Project", "Registry", "projects", "register")
+__all__ = ("Project", "Registry", "entries", "forget", "missing", "projects", "prune", "register")
 
 
 class Project(msgspec.Struct):
@@ -32,10 +39,23 @@ def _path():
     return c3_home() / "projects.json"
 
 
+def entries() -> list[Project]:
+    """Every registered project, each once by its root, in the order they were added. A
+    corrupt registry raises."""
+    return _folded(jsondoc.read(_path(), Registry, Registry).projects)
+
+
 def projects() -> list[str]:
-    """Registered projects, each once by its root, in the order they were added. A corrupt
-    registry raises."""
-    return [p.path for p in _folded(jsondoc.read(_path(), Registry, Registry).projects)]
+    """Registered projects whose folder exists (see ``missing`` for the others)."""
+    return [p.path for p in entries() if not missing(p.path)]
+
+
+def missing(path: str) -> bool:
+    """Is a registered project's folder gone (or no longer a folder)?"""
+    try:
+        return not os.path.isdir(path)
+    except ValueError:  # a NUL in a hand-edited entry
+        return True
 
 
 def _folded(entries: list[Project]) -> list[Project]:
@@ -54,9 +74,12 @@ def _folded(entries: list[Project]) -> list[Project]:
 
 def register(project: str) -> None:
     """Add the root of ``project`` to the registry (a no-op when it is there, seen within the
-    last hour). A change stores the registry folded (one entry per root)."""
+    last hour). A change stores the registry folded (one entry per root). A path that is not an
+    existing directory is refused (BadArgument)."""
     now = time.time()
     root = project_root(project)
+    if missing(root):
+        raise BadArgument(f"{root} is not a directory: it is not registered")
 
     def change(reg: Registry) -> None:
         reg.projects = _folded(reg.projects)
@@ -71,3 +94,44 @@ def register(project: str) -> None:
     if any(p.path == root and now - p.last_seen <= 3600 for p in current.projects):
         return  # the common case costs one read, no lock
     jsondoc.update(_path(), Registry, Registry, change)
+
+
+def _key(path: str) -> str:
+    """What an entry for ``path`` is stored as: its root when the folder exists, else the path
+    made absolute and canonical as far as it goes (a gone folder has no root left)."""
+    try:
+        return project_root(path) if not missing(path) else canonical(os.path.abspath(path))
+    except ValueError:
+        return path
+
+
+def forget(paths: list[str]) -> list[str]:
+    """Take these projects out of the registry; returns the entries removed. A path that is no
+    entry is a BadArgument (nothing is changed)."""
+    wanted = {_key(p): p for p in paths}
+
+    def change(reg: Registry) -> list[str]:
+        reg.projects = _folded(reg.projects)
+        held = {e.path for e in reg.projects}
+        unknown = [given for key, given in wanted.items() if key not in held and given not in held]
+        if unknown:
+            raise BadArgument(f"not a registered project: {', '.join(unknown)} (`c3async projects` lists them)")
+        gone = [e.path for e in reg.projects if e.path in wanted or e.path in wanted.values()]
+        reg.projects = [e for e in reg.projects if e.path not in gone]
+        return gone
+
+    return jsondoc.update(_path(), Registry, Registry, change)
+
+
+def prune() -> list[str]:
+    """Take out every project whose folder is gone; returns them."""
+
+    def change(reg: Registry) -> list[str]:
+        reg.projects = _folded(reg.projects)
+        gone = [e.path for e in reg.projects if missing(e.path)]
+        reg.projects = [e for e in reg.projects if e.path not in gone]
+        return gone
+
+    if not any(missing(e.path) for e in entries()):
+        return []
+    return jsondoc.update(_path(), Registry, Registry, change)

@@ -30,6 +30,7 @@ DEFAULT_DAYS = 30
 WARN_DAYS = 7  # an unkept session this close to the cut-off gets the `expires in Nd` hint
 MAX_BYTES = 1 << 20
 DAY = 86_400
+FOREVER_DAYS = 1_000_000  # a longer cleanup period never comes (about 2,700 years)
 
 
 class Retention(msgspec.Struct):
@@ -108,6 +109,6 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 def days_left(mtime: float, retention: Retention, now: float) -> int | None:
     """Whole days until a transcript last written at ``mtime`` is past the cut-off (0: the next
     start of Claude Code deletes it); None when nothing is cleaned up."""
-    if retention.days is None:
-        return None
+    if retention.days is None or retention.days > FOREVER_DAYS:
+        return None  # (a period of 10**400 days would also overflow a float)
     return max(0, math.ceil((mtime + retention.days * DAY - now) / DAY))

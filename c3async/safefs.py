@@ -132,11 +132,13 @@ def _refuse_existing(dir_fd: int | None, name: str, path: Path, want_dir: bool) 
 
 
 def _open_root(root: Path, create: bool) -> int:
+    """The trusted root's descriptor. Only ``$C3_HOME`` is ever created: a project folder that
+    does not exist (a typo'd ``--project``) stays absent, and writing its state fails."""
     flags = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
     try:
         return os.open(root, flags)
     except FileNotFoundError:
-        if not create:
+        if not create or root != c3_home():
             raise
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         return os.open(root, flags)
@@ -186,6 +188,10 @@ def open_dir(path: str | os.PathLike[str], *, create: bool = False) -> Iterator[
 
 
 def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:
+    if not root.is_dir():
+        if not create or root != c3_home():
+            raise FileNotFoundError(errno.ENOENT, "no such folder", os.fspath(root))
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
     here = root
     for name in parts:
         here = here / name

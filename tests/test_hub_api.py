@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from fake_api import free_port
 from hubproc import NOW, Hub, httpx, hub_session, sandbox_world, sessions_ids, wait_for
+from transcripts import simple_session
 
 OLD = NOW - timedelta(days=30)
 FIRST = "zebra-needle-4711: please refactor the payment module"
@@ -530,27 +531,24 @@ def test_errors_and_refusals_carry_the_security_headers_too(hub, client, anon, w
     _check_csp(r)
 
 
-def test_a_500_carries_the_security_headers(claude):
-    """A real failure the Hub does not expect: a registry entry whose path holds a NUL makes the
-    listing raise ValueError deep in os.path. The answer is a plain JSON 500, with the headers,
-    and the Hub keeps serving."""
+def test_a_registry_entry_that_names_no_folder_is_left_out(claude):
+    """A hand-edited registry entry whose path holds a NUL (it used to make the listing raise
+    deep in os.path: a 500) names no folder: the Hub lists the others, and `c3async projects`
+    shows it missing until `--prune` takes it out."""
     project = claude.project("ok")
+    simple_session(claude.folder(project), project, "still listed")
     claude.c3home.mkdir(parents=True, exist_ok=True)
     (claude.c3home / "projects.json").write_text(json.dumps({"version": 1, "projects": [
-        {"path": project + "\x00/evil", "added": 0}]}))
-    h = Hub(claude).start()
-    try:
-        with h.client() as c:
-            r = c.get("/api/sessions")
-            assert r.status_code == 500, (r.status_code, r.text)
-            _check_csp(r)
-            assert r.headers["content-type"].startswith("application/json")
-            assert "Traceback" not in r.text and "\\u0000" not in r.text and "embedded null" not in r.text
-            assert r.json()["error"]
-            assert c.get("/api/projects").status_code == 200  # still serving
-    finally:
-        h.stop()
-    assert "ValueError" in h.stderr()  # the details are on the Hub's terminal
+        {"path": project + "\x00/evil", "added": 0}, {"path": project, "added": 1}]}))
+    with Hub(claude) as h, h.client() as c:
+        r = c.get("/api/sessions")
+        assert r.status_code == 200, (r.status_code, r.text)
+        assert [row["title"] for row in r.json()["rows"]] == ["still listed"]
+        assert [p["path"] for p in c.get("/api/projects").json()["projects"]] == [project]
+    listed = json.loads(claude.run("projects", "--json").stdout)
+    assert [(p["path"], p["missing"]) for p in listed] == [(project + "\x00/evil", True), (project, False)]
+    assert claude.run("projects", "--prune").returncode == 0
+    assert [p["path"] for p in json.loads(claude.run("projects", "--json").stdout)] == [project]
 
 
 def test_the_guard_answers_for_an_app_that_fails(tmp_path):

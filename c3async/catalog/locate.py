@@ -67,7 +67,12 @@ def same_path(recorded: str, wanted: str) -> bool:
         norm = lambda p: p.replace("/", "\\").rstrip("\\").casefold()  # noqa: E731
         return norm(recorded) == norm(wanted)
     recorded = unicodedata.normalize("NFC", recorded).rstrip("/") or "/"
-    return recorded == wanted or canonical(recorded) == wanted
+    if recorded == wanted:
+        return True
+    try:
+        return canonical(recorded) == wanted
+    except ValueError:  # a NUL in a transcript's cwd: no folder has that name
+        return False
 
 
 def _folder_matches(name: str, wanted: str) -> bool:

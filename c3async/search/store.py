@@ -28,6 +28,7 @@ import os
 import sqlite3
 import stat
 import zlib
+from functools import cache
 from pathlib import Path
 
 import msgspec
@@ -155,12 +156,17 @@ def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
     except sqlite3.Error as exc:
         raise Corrupt(f"cannot open the search index {path}: {exc}") from None
     try:
+        # Nothing in a schema runs a function of ours or the application's; a trigger or a view
+        # someone planted is refused below before any statement could fire it.
+        conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
         app, version = (
             conn.execute("PRAGMA application_id").fetchone()[0],
             conn.execute("PRAGMA user_version").fetchone()[0],
         )
         if app == APPLICATION_ID and version == SCHEMA_VERSION:
+            if _schema(conn) != _our_schema():
+                raise Corrupt(f"{path} has our format's id but not exactly our schema (something was added)")
             return conn
         if (
             app == 0
@@ -179,6 +185,22 @@ def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
         raise
 
 
+def _schema(conn: sqlite3.Connection) -> list[tuple]:
+    """Every table, index, trigger and view of the database, with its SQL."""
+    return conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+
+
+@cache
+def _our_schema() -> list[tuple]:
+    """What ``_create`` makes (FTS5's shadow tables included), read from a database in memory."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        _create(conn)
+        return _schema(conn)
+    finally:
+        conn.close()
+
+
 def _create(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("BEGIN IMMEDIATE")
@@ -195,13 +217,18 @@ def _create(conn: sqlite3.Connection) -> None:
 
 
 def remove(k: int) -> None:
-    """Delete shard ``k`` (a damaged or foreign file in our folder); held under the index lock."""
+    """Put shard ``k`` (a damaged or foreign file in our folder) aside as ``.index-K.db.aside``,
+    replacing an older one, so the next pass builds it anew; held under the index lock."""
     path = shard_path(k)
-    for name in (Path(f"{path}-wal"), Path(f"{path}-shm"), path):
+    for name in (Path(f"{path}-wal"), Path(f"{path}-shm")):
         try:
             safefs.unlink(name)
         except FileNotFoundError:
             pass
+    try:
+        safefs.rename(path, path.with_name(f".{path.name}.aside"))
+    except FileNotFoundError:
+        pass
 
 
 class FileRow(msgspec.Struct, array_like=True, gc=False):

@@ -30,7 +30,7 @@ __all__ = ("POLICIES", "ResumePlan", "apply", "kept_by_policy", "on_mark", "prep
 
 log = logging.getLogger("c3async.sessions")
 
-POLICIES = ("noted", "linked", "snapshot", "all")
+POLICIES = config.KEEP_TERMS
 _warned: set[str] = set()
 
 

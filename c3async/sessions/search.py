@@ -61,25 +61,35 @@ class SearchResult(msgspec.Struct):
 
 _AGO = re.compile(r"(\d+)\s*([mhdw])")
 _UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_LAST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()  # the last time a date can name
 
 
 def parse_when(value: str | None, what: str) -> int | None:
-    """``7d``, ``12h``, ``30m``, ``2w`` ago, or a date ``2026-11-01`` (UTC), in epoch seconds."""
+    """``7d``, ``12h``, ``30m``, ``2w`` ago, or a date ``2026-11-01`` (UTC), in epoch seconds, from
+    1970 to the year 9999; anything else is a BadArgument naming ``what``."""
     if value is None or value == "":
         return None
     v = value.strip()
     m = _AGO.fullmatch(v)
     if m:
-        return int(time.time()) - int(m.group(1)) * _UNIT[m.group(2)]
-    try:
-        dt = datetime.fromisoformat(v)
-    except ValueError:
-        raise BadArgument(
-            f"{what}: give a time ago (7d, 12h, 30m, 2w) or a date (2026-11-01), not {v[:40]!r}"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp())
+        digits = m.group(1)  # more than 12 would be before 1970 anyway (and int() refuses 4,300)
+        when = int(time.time()) - int(digits) * _UNIT[m.group(2)] if len(digits) <= 12 else -1
+    else:
+        try:
+            dt = datetime.fromisoformat(v)
+        except ValueError:
+            raise BadArgument(
+                f"{what}: give a time ago (7d, 12h, 30m, 2w) or a date (2026-11-01), not {v[:40]!r}"
+            ) from None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        try:
+            when = int(dt.timestamp())
+        except (OverflowError, OSError, ValueError):  # a date at the very edge of what datetime holds
+            when = -1
+    if not 0 <= when <= _LAST:
+        raise BadArgument(f"{what}: {v[:40]!r} is out of range (give a time after 1970 and before the year 10000)")
+    return when
 
 
 def _roles(role: str | None) -> tuple[int, ...]:

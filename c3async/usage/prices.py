@@ -9,18 +9,20 @@ no family matches is reported as unpriced, never silently priced at zero.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
 import msgspec
 
 from .. import safefs
-from ..errors import DECODE_ERRORS
+from ..errors import DECODE_ERRORS, C3Error
 from ..paths import c3_home
 
-__all__ = ("Price", "PriceTable", "load_prices")
+__all__ = ("Price", "PriceTable", "PricesError", "load_prices")
 
 TIER_TOKENS = 200_000
+MAX_BYTES = 1 << 20  # a price table of ours is a few KiB
 
 
 class Price(msgspec.Struct, kw_only=True):
@@ -101,19 +103,54 @@ class PriceTable:
         return self.families[best] if best else None
 
 
+MAX_PRICE = 10_000.0  # USD per million tokens: far above any model's; more is a typo
+
+
+class PricesError(C3Error):
+    """``$C3_HOME/prices.json`` cannot be used: the message names the file and the key."""
+
+
+def _price_problem(price: Price) -> str | None:
+    for name in ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read"):
+        value = getattr(price, name)
+        if value is not None and not (math.isfinite(value) and 0 <= value <= MAX_PRICE):
+            return f"{name} is {value!r}: a price is USD per million tokens, from 0 to {MAX_PRICE:,.0f}"
+    if price.above_200k is not None:
+        inner = _price_problem(price.above_200k)
+        return f"above_200k: {inner}" if inner else None
+    return None
+
+
 def load_prices() -> PriceTable:
+    """The shipped table with ``$C3_HOME/prices.json`` over it. A file that is not a price table
+    (not JSON, a value of the wrong type, a price out of range) is a PricesError naming the file
+    and the key: a price someone set must never be silently replaced."""
     families = dict(SHIPPED)
     path = c3_home() / "prices.json"
     try:
         # A state file of ours: never a link, a FIFO or a device (safefs refuses them, clearly).
-        user = msgspec.json.decode(safefs.read_bytes(path), type=dict[str, Price])
+        data = safefs.read_bytes(path, limit=MAX_BYTES + 1)
     except FileNotFoundError:
-        user = {}
-    except safefs.UnsafeState:
-        raise
-    except RecursionError:
-        raise ValueError(f"{path} is not a valid price table (nested too deeply)") from None
-    except (OSError, *DECODE_ERRORS) as exc:
-        raise ValueError(f"{path} is not a valid price table ({exc})") from None
-    families.update({normalise(k): v for k, v in user.items()})
+        return PriceTable(families)
+    if len(data) > MAX_BYTES:
+        raise PricesError(f"{path} is larger than {MAX_BYTES >> 20} MiB: not a price table")
+    try:
+        raw = msgspec.json.decode(data)
+    except DECODE_ERRORS as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise PricesError(f"{path} is not valid JSON ({why}); fix or remove it") from None
+    if not isinstance(raw, dict):
+        raise PricesError(f"{path} must be an object of model families, like {{\"claude-x\": {{\"input\": 3, \"output\": 15}}}}")
+    for key, value in raw.items():
+        shown = key[:60]
+        if not key.strip() or len(key) > 200:
+            raise PricesError(f"{path}: {shown!r} is not a model family (a model id's prefix, at most 200 characters)")
+        try:
+            price = msgspec.convert(value, Price)
+        except msgspec.ValidationError as exc:
+            raise PricesError(f"{path}: {shown!r}: {exc}; each family needs input and output prices (numbers)") from None
+        problem = _price_problem(price)
+        if problem:
+            raise PricesError(f"{path}: {shown!r}: {problem}")
+        families[normalise(key)] = price
     return PriceTable(families)

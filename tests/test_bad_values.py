@@ -1,0 +1,179 @@
+"""Bad values are messages: out-of-range dates, wrong-typed settings and prices, a planted search
+database, an absurd cleanup period. Each door says what is wrong, naming the file and the key:
+the CLI on stderr (exit 1 or 2, no traceback), the Hub with a 4xx, the MCP server with a tool
+error."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+from hubproc import Hub
+from transcripts import simple_session
+
+OUT_OF_RANGE = ("99999999999d", "99999999999999999999999999d", "9" * 5000 + "m", "0001-01-01", "9999-12-31T23:59:59-14:00")
+
+
+@pytest.fixture
+def project(claude) -> str:
+    project = claude.project("app")
+    simple_session(claude.folder(project), project, "fix the retry budget", start=datetime.now(UTC) - timedelta(hours=1))
+    return project
+
+
+def _no_traceback(proc: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("when", OUT_OF_RANGE)
+def test_a_date_out_of_range_is_a_message(claude, project, when):
+    for flag in ("--since", "--until"):
+        proc = claude.run("search", "retry", "--project", project, flag, when)
+        _no_traceback(proc)
+        assert proc.returncode in (1, 2), proc.stderr
+        assert "out of range" in proc.stderr and flag.lstrip("-") in proc.stderr, proc.stderr
+
+
+def test_dates_in_range_still_work(claude, project):
+    for when in ("7d", "12h", "2w", "90m", "2020-01-01", "1970-01-01T00:00:00Z"):
+        proc = claude.run("search", "retry", "--project", project, "--since", when, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert len(json.loads(proc.stdout)["results"]) == 1, when
+
+
+BAD_SETTINGS = [
+    ({"idle_days": "seven"}, "idle_days", "wrong type"),
+    ({"idle_days": 0}, "idle_days", "from 1 to"),
+    ({"idle_days": 10**30}, "idle_days", "from 1 to"),
+    ({"idle_days": True}, "idle_days", "wrong type"),
+    ({"keep": "all"}, "keep", "wrong type"),
+    ({"keep": ["noted", "forever"]}, "keep", "'forever'"),
+    ({"keep": [1]}, "keep", "wrong type"),
+]
+
+
+@pytest.mark.parametrize(("doc", "key", "said"), BAD_SETTINGS)
+def test_a_wrong_setting_names_its_file_and_key(claude, project, doc, key, said):
+    for where in (claude.c3home / "config.json", Path(project, ".c3", "config.json")):
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(json.dumps(doc))
+        proc = claude.run("sessions", "--project", project)
+        _no_traceback(proc)
+        assert proc.returncode == 1, proc.stderr
+        assert str(where) in proc.stderr and key in proc.stderr and said in proc.stderr, proc.stderr
+        where.unlink()
+    assert claude.run("sessions", "--project", project).returncode == 0
+
+
+def test_a_config_that_is_not_json_is_ignored_with_a_warning(claude, project):
+    claude.c3home.mkdir(parents=True, exist_ok=True)
+    (claude.c3home / "config.json").write_text("{not json")
+    proc = claude.run("sessions", "--project", project, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "ignoring" in proc.stderr and "config.json" in proc.stderr
+    assert len(json.loads(proc.stdout)) == 1
+
+
+BAD_PRICES = [
+    ({"gpt-9": {"input": "cheap", "output": 2}}, "'gpt-9'", "$.input"),
+    ({"gpt-9": {"input": 1}}, "'gpt-9'", "output"),
+    ({"gpt-9": {"input": -1, "output": 2}}, "'gpt-9'", "input is -1"),
+    ({"gpt-9": {"input": 1, "output": 2, "above_200k": {"input": 1, "output": 1e12}}}, "'gpt-9'", "above_200k"),
+    (["not", "an", "object"], "prices.json", "object of model families"),
+    ({"": {"input": 1, "output": 1}}, "''", "not a model family"),
+]
+
+
+@pytest.mark.parametrize(("doc", "key", "said"), BAD_PRICES)
+def test_a_wrong_price_table_names_its_file_and_key(claude, project, doc, key, said):
+    claude.c3home.mkdir(parents=True, exist_ok=True)
+    (claude.c3home / "prices.json").write_text(json.dumps(doc))
+    proc = claude.run("stats", "--project", project)
+    _no_traceback(proc)
+    assert proc.returncode == 1, proc.stderr
+    assert "prices.json" in proc.stderr and key in proc.stderr and said in proc.stderr, proc.stderr
+
+
+def test_a_huge_cleanup_period_means_nothing_expires(claude, project):
+    claude.config.mkdir(parents=True, exist_ok=True)
+    (claude.config / "settings.json").write_text('{"cleanupPeriodDays": ' + "9" * 400 + "}")
+    proc = claude.run("sessions", "--project", project, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)[0]["expires_in_days"] is None
+
+
+# ------------------------------------------------------------------ the search store
+
+PLANTED = """
+CREATE TRIGGER planted AFTER INSERT ON files BEGIN
+  SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c);
+END;
+"""
+
+
+def test_a_planted_trigger_in_the_index_is_never_run(claude, project):
+    """A shard with our application id and schema plus a trigger that never ends: the store
+    refuses it (its whole schema must be ours), puts it aside and builds the shard anew, so the
+    search answers instead of hanging."""
+    assert claude.run("index", "--quiet").returncode == 0
+    search_dir = claude.c3home / "search"
+    for k in range(4):
+        conn = sqlite3.connect(search_dir / f"index-{k}.db")
+        conn.executescript(PLANTED)
+        conn.close()
+    simple_session(claude.folder(project), project, "a newer prompt about the retry budget")
+    proc = subprocess.run([sys.executable, "-m", "c3async", "search", "retry", "--project", project, "--json"],
+                          capture_output=True, text=True, env=claude.env(), timeout=120)  # a hang guard
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["results"]) == 2
+    for k in range(4):
+        conn = sqlite3.connect(search_dir / f"index-{k}.db")
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type='trigger'").fetchone()[0] == 0
+        conn.close()
+        assert (search_dir / f".index-{k}.db.aside").is_file()  # kept aside, for whoever wants to look
+
+
+# ------------------------------------------------------------------ the Hub and the MCP server
+
+
+def test_the_hub_answers_bad_values_with_4xx(claude, project):
+    assert claude.run("sessions", "--project", project).returncode == 0  # registers it
+    with Hub(claude) as hub, hub.client() as c:
+        for when in OUT_OF_RANGE[:2]:
+            r = c.get("/api/search", params={"q": "retry", "since": when})
+            assert r.status_code == 400 and "out of range" in r.json()["error"], r.text
+        Path(project, ".c3", "config.json").write_text(json.dumps({"idle_days": "x"}))
+        r = c.get("/api/sessions", params={"project": project})
+        assert r.status_code == 400 and "idle_days" in r.json()["error"] and "config.json" in r.json()["error"]
+
+
+def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, monkeypatch):
+    from mcp import Client
+
+    from c3async import server
+
+    for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": project}.items():
+        monkeypatch.setenv(key, value)
+
+    async def main() -> list[str]:
+        out = []
+        async with Client(server.mcp) as c:
+            for data in (f"since={OUT_OF_RANGE[0]}", f"until={OUT_OF_RANGE[3]}"):
+                r = await c.call_tool("c3_session", {"action": "search", "target": "retry", "data": data})
+                out.append((r.is_error, r.content[0].text))
+            Path(project, ".c3", "config.json").write_text(json.dumps({"keep": "forever"}))
+            r = await c.call_tool("c3_session", {"action": "list"})
+            out.append((r.is_error, r.content[0].text))
+        return out
+
+    answers = anyio.run(main)
+    for is_error, text in answers[:2]:
+        assert is_error and "out of range" in text and "failed inside c3async" not in text, text
+    is_error, text = answers[2]
+    assert is_error and "config.json" in text and "keep" in text, text
