@@ -61,11 +61,13 @@ class Facts(msgspec.Struct):
     open: dict[str, float] = msgspec.field(default_factory=dict)  # hook-started, not ended: last activity
     cleared: dict[str, None] = msgspec.field(default_factory=dict)  # ended by /clear (hook)
     pairs: list[tuple[str, str]] = msgspec.field(default_factory=list)  # (predecessor, session) of a /clear
-    cwds: dict[str, None] = msgspec.field(default_factory=dict)  # folders hook-started sessions ran in
+    # folders hook-started sessions ran in: absolute paths only, the MAX_CWDS most recent, newest last
+    cwds: dict[str, None] = msgspec.field(default_factory=dict)
     newest: float = 0.0
 
 
-FOLD_VERSION = 1  # bump when Facts or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 2  # bump when Facts or _apply change meaning: checkpoints are then refolded
+MAX_CWDS = 1000  # folders kept in the fold, the most recently seen (a shipped log can name 200,000)
 
 
 def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
@@ -84,8 +86,12 @@ def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
             opened[sid] = max(opened.get(sid, row.ts), row.ts)
             if row.predecessor:
                 facts.pairs.append((row.predecessor, sid))
-            if row.cwd:
-                facts.cwds[row.cwd] = None
+            cwd = row.cwd
+            if cwd and (cwd.startswith("/") or cwd[1:3] in (":\\", ":/")):  # absolute (POSIX or Windows)
+                facts.cwds.pop(cwd, None)  # seen again: the newest last
+                facts.cwds[cwd] = None
+                if len(facts.cwds) > MAX_CWDS:
+                    del facts.cwds[next(iter(facts.cwds))]
         elif row.kind == "session_end":
             opened.pop(sid, None)
             if row.reason == "clear":

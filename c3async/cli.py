@@ -144,7 +144,9 @@ def _project_dir(given: str | None) -> str:
         try:
             return os.getcwd()
         except FileNotFoundError:
-            raise UsageError("the current directory no longer exists: cd into a project or give --project DIR") from None
+            raise UsageError(
+                "the current directory no longer exists: cd into a project or give --project DIR"
+            ) from None
     try:
         is_dir = os.path.isdir(value)
         exists = is_dir or os.path.lexists(value)
@@ -391,16 +393,16 @@ def cmd_hook(args: argparse.Namespace) -> int:
 def cmd_install_hooks(args: argparse.Namespace) -> int:
     from .live.hooks import install, settings_path
 
-    path = settings_path(None if args.user else _project_dir(args.project), args.user)
+    target = settings_path(None if args.user else _project_dir(args.project), args.user)
     try:
-        added = install(path)
+        added = install(target)
     except ValueError as exc:
         _err(f"c3async: error: {exc}")
         return 1
     if added:
-        print(inert(f"added {', '.join(added)} hooks to {path}"))
+        print(inert(f"added {', '.join(added)} hooks to {target.path}"))
     else:
-        print(inert(f"the hooks are already in {path}"))
+        print(inert(f"the hooks are already in {target.path}"))
     return 0
 
 

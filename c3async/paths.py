@@ -43,6 +43,7 @@ __all__ = (
     "default_project",
     "fallback_state",
     "git_common_dir",
+    "linked_worktrees",
     "project_root",
     "project_state",
     "root_state",
@@ -54,6 +55,7 @@ log = logging.getLogger("c3async")
 
 STATE_SLUG_LENGTH = 120  # the name of a root's folder under $C3_HOME/state
 _GIT_FILE_LIMIT = 64 * 1024  # a .git file, commondir, gitdir, config: small text files
+MAX_WORKTREES = 1000  # of one repository: more are not a person's
 _WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 _COMMENT = re.compile(r"\s[#;]")  # where an unquoted value of git's config ends
@@ -130,6 +132,45 @@ def _commondir(gitdir: str) -> str | None:
         return None
 
 
+def _links_back(checkout: str, gitdir: str) -> bool:
+    """Does the repository's entry for this worktree (``<gitdir>/gitdir``, which git writes as
+    the path of the worktree's ``.git``) name this very checkout? Both ends must agree: a
+    ``.git`` file shipped in a folder can name any repository, but only that repository's own
+    files can name the folder back."""
+    line = _read_git_file(os.path.join(gitdir, "gitdir"))
+    if line is None:
+        return False
+    try:
+        return canonical(os.path.join(gitdir, line)) == canonical(os.path.join(checkout, ".git"))
+    except ValueError:
+        return False
+
+
+def linked_worktrees(common: str) -> list[str]:
+    """The linked worktrees of the repository whose git dir is ``common``, canonical, each
+    checked both ways (``<common>/worktrees/<name>/gitdir`` names the worktree's ``.git``, and
+    that ``.git`` file names the entry back): a worktree whose folder is gone, or an entry that a
+    shipped ``.git`` folder made up to name another project, is not listed."""
+    folder = os.path.join(common, "worktrees")
+    try:
+        names = sorted(os.listdir(folder))
+    except (OSError, ValueError):
+        return []
+    found = []
+    for name in names[:MAX_WORKTREES]:
+        entry = os.path.join(folder, name)
+        line = _read_git_file(os.path.join(entry, "gitdir"))
+        if line is None:
+            continue
+        try:
+            checkout = os.path.dirname(canonical(os.path.join(entry, line)))
+            if _gitdir(checkout) == canonical(entry) and checkout not in found:
+                found.append(checkout)
+        except ValueError:
+            continue
+    return found
+
+
 def _is_dir(path: str) -> bool:
     try:
         return os.path.isdir(path)
@@ -172,7 +213,9 @@ def _core_config(common: str) -> tuple[bool | None, str | None]:
 
 
 def _resolve_root(p: str) -> str:
-    """The state root of the canonical directory ``p`` (see the module's docstring)."""
+    """The state root of the canonical directory ``p`` (see the module's docstring). Every root
+    other than ``p`` itself is one that git's files name from both ends, so nothing a folder
+    ships (a ``.git`` file, a config's ``core.worktree``) can move its root somewhere else."""
     dot_git = os.path.join(p, ".git")
     try:
         st = os.stat(dot_git)  # a symlinked .git is followed, as git follows it
@@ -200,6 +243,13 @@ def _resolve_root(p: str) -> str:
             f"exist (moved or deleted?): c3async keeps the state of {p} in its own .c3 folder."
         )
         return p
+    if os.path.dirname(gitdir) != os.path.join(common, "worktrees") or not _links_back(p, gitdir):
+        warn_once(
+            f"{dot_git} names {gitdir} as its worktree entry, but the repository {common} does not "
+            f"name {p} back: c3async keeps the state of {p} in its own .c3 folder (run `git worktree "
+            "repair` if this checkout was moved)."
+        )
+        return p
     if os.path.basename(common) == ".git":
         main = os.path.dirname(common)
         if _is_dir(main):
@@ -214,7 +264,8 @@ def _resolve_root(p: str) -> str:
             main = canonical(os.path.join(common, core_worktree))
         except ValueError:
             main = ""
-        if main and _is_dir(main):
+        # ...and the main checkout must name the repository back, as a submodule's does
+        if main and _is_dir(main) and _gitdir(main) == common:
             return main
     if bare is False:
         warn_once(

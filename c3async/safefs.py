@@ -70,6 +70,7 @@ class UnsafeState(C3Error, OSError):
 
     def __init__(self, path: str | os.PathLike[str], what: str) -> None:
         self.path = os.fspath(path)
+        self.what = what
         super().__init__(
             f"refusing {self.path}: it is {what}, and c3async's state files are never followed "
             "(a cloned repository may ship one). Remove it (c3async creates its own) and try again."
@@ -87,13 +88,16 @@ def warn_once(exc: BaseException) -> None:
         log.warning("%s", exc)
 
 
-def state_parts(path: str | os.PathLike[str]) -> tuple[Path, tuple[str, ...]]:
+def state_parts(path: str | os.PathLike[str], trusted: Path | None = None) -> tuple[Path, tuple[str, ...]]:
     """Split a state path into the trusted root and the components below it that must be ours.
 
     Under ``$C3_HOME``: ``$C3_HOME`` as the user wrote it is the root. Under a project: the
-    folder holding the ``.c3`` component nearest the end. Anything else (a settings file of
-    Claude Code's, say) is not our state: the whole path is trusted as given."""
+    folder holding the ``.c3`` component nearest the end. Anything else is trusted as given,
+    unless the caller names the folder it trusts (``trusted``: a project folder, whose
+    ``.claude`` a cloned repository may ship as a link)."""
     p = Path(path)
+    if trusted is not None:
+        return trusted, p.relative_to(trusted).parts  # ValueError: not below it
     home = c3_home()
     try:
         rel = p.relative_to(home)
@@ -145,12 +149,14 @@ def _open_root(root: Path, create: bool) -> int:
 
 
 @contextmanager
-def open_dir(path: str | os.PathLike[str], *, create: bool = False) -> Iterator[int | None]:
+def open_dir(
+    path: str | os.PathLike[str], *, create: bool = False, trusted: Path | None = None
+) -> Iterator[int | None]:
     """A descriptor of the state folder ``path``, every component below the trusted root opened
     without following links (created, mode 0700 in ``$C3_HOME`` and 0755 in a project, when
     ``create``). Raises FileNotFoundError when missing and not ``create``, UnsafeState when a
     component is a link or not a folder. Yields None where there is no ``dir_fd`` support."""
-    root, parts = state_parts(path)
+    root, parts = state_parts(path, trusted)
     if not _DIR_FD:
         _check_chain(root, parts, create)
         yield None
@@ -212,12 +218,19 @@ def ensure_dir(path: str | os.PathLike[str]) -> None:
         pass
 
 
-def open_file(path: str | os.PathLike[str], flags: int, mode: int = 0o644, *, create_dirs: bool = False) -> int:
+def open_file(
+    path: str | os.PathLike[str],
+    flags: int,
+    mode: int = 0o644,
+    *,
+    create_dirs: bool = False,
+    trusted: Path | None = None,
+) -> int:
     """Open a regular file of our state without following a link or blocking on a FIFO.
     Returns a descriptor (blocking again); UnsafeState when the entry is of another kind."""
     p = Path(path)
     flags |= _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY
-    with open_dir(p.parent, create=create_dirs) as dfd:
+    with open_dir(p.parent, create=create_dirs, trusted=trusted) as dfd:
         try:
             if dfd is None:
                 st = _lstat_or_none(p)
@@ -256,9 +269,9 @@ def append_fd(path: str | os.PathLike[str]) -> int:
     return open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create_dirs=True)
 
 
-def read_bytes(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+def read_bytes(path: str | os.PathLike[str], limit: int | None = None, *, trusted: Path | None = None) -> bytes:
     """The file's bytes (at most ``limit``). FileNotFoundError when it or its folder is missing."""
-    fd = open_file(path, os.O_RDONLY)
+    fd = open_file(path, os.O_RDONLY, trusted=trusted)
     try:
         chunks: list[bytes] = []
         left = limit
@@ -383,14 +396,16 @@ def link(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
             os.link(s.name, d.name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mode: int = 0o644) -> None:
+def write_atomic(
+    path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mode: int = 0o644, trusted: Path | None = None
+) -> None:
     """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix.
 
     The temp file is made in the same folder with ``O_EXCL | O_NOFOLLOW`` and renamed over the
     name: a link at ``path`` is replaced as a name, never written through."""
     p = Path(path)
     tmp = f".{p.name}.{os.urandom(8).hex()}.tmp"
-    with open_dir(p.parent, create=True) as dfd:
+    with open_dir(p.parent, create=True, trusted=trusted) as dfd:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
         fd = os.open(p.parent / tmp, flags, mode) if dfd is None else os.open(tmp, flags, mode, dir_fd=dfd)
         try:

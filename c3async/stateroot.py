@@ -48,15 +48,15 @@ from .errors import DECODE_ERRORS
 from .jsondoc import backup_path
 from .locking import locked
 from .paths import (
-    canonical,
     fallback_state,
     git_common_dir,
+    linked_worktrees,
     project_root,
     root_state,
     warn_once,
 )
 
-__all__ = ("LOGS", "Fold", "fold_into", "fold_worktrees", "merge_pm", "worktrees")
+__all__ = ("LOGS", "Fold", "fold_into", "fold_worktrees", "merge_pm")
 
 log = logging.getLogger("c3async.stateroot")
 
@@ -64,7 +64,6 @@ LOGS = ("session_marks.jsonl", "activity.jsonl", "session_stats.jsonl")
 COPIED = ("config.json",)
 PM_FILE = ("pm", "pm.json")
 ASIDE = ".folded-"
-_GIT_FILE_LIMIT = 64 * 1024
 # pm.json lists whose items must carry these string fields (the stores' required fields).
 _PM_REQUIRED = {"tasks": ("id", "title"), "milestones": ("id", "name"), "decisions": ("id", "text")}
 _STAMPS = ("updated", "ts", "completed_at", "archived_at", "created")
@@ -122,26 +121,6 @@ def fold_into(root: str, state: Path) -> list[Fold]:
 # ---------------------------------------------------------------- which folders
 
 
-def worktrees(common: str) -> list[str]:
-    """The linked worktrees a repository lists (``<common>/worktrees/*/gitdir``), canonical;
-    a worktree whose folder is gone is still listed (its folder simply has no ``.c3``)."""
-    folder = os.path.join(common, "worktrees")
-    try:
-        names = sorted(os.listdir(folder))
-    except (OSError, ValueError):
-        return []
-    found = []
-    for name in names:
-        entry = os.path.join(folder, name)
-        try:
-            line = safefs.read_foreign(os.path.join(entry, "gitdir"), limit=_GIT_FILE_LIMIT).split("\n", 1)[0].strip()
-            if line:
-                found.append(canonical(os.path.dirname(os.path.join(entry, line))))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
 def _kind(path: Path) -> str | None:
     try:
         mode = os.lstat(path).st_mode
@@ -156,7 +135,7 @@ def _sources(root: str, state: Path) -> list[Path]:
     found: list[Path] = []
     common = git_common_dir(root)
     if common is not None:
-        for wt in worktrees(common):
+        for wt in linked_worktrees(common):
             if wt == root:
                 continue
             candidate = Path(wt) / ".c3"

@@ -228,6 +228,7 @@ def test_repeated_calls_cost_one_lstat_and_see_a_changed_git_file(world, monkeyp
     target = Path(other, ".git", "worktrees", "wt")
     target.mkdir(parents=True)
     (target / "commondir").write_text("../..\n")
+    (target / "gitdir").write_text(f"{wt}/.git\n")  # the repository names the worktree back
     dot_git = Path(wt, ".git")
     dot_git.write_text(f"gitdir: {target}\n")
     st = dot_git.stat()

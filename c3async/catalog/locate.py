@@ -15,9 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import canonical
-from ..safefs import read_foreign
-from .gitrefs import common_dir
+from ..paths import canonical, git_common_dir, linked_worktrees, project_root
 
 __all__ = (
     "MAX_SLUG_LENGTH",
@@ -75,37 +73,17 @@ def same_path(recorded: str, wanted: str) -> bool:
         return False
 
 
-def _folder_matches(name: str, wanted: str) -> bool:
-    if len(wanted) > MAX_SLUG_LENGTH:
-        prefix = wanted[:MAX_SLUG_LENGTH]
-        return name.startswith(prefix) and _HASH_SUFFIX.fullmatch(name[MAX_SLUG_LENGTH:]) is not None
-    if name == wanted:
-        return True
-    # "Exact alphanumeric match": the same letters and digits in the same places, only the
-    # separators differ (another build's slug rule). Never a substring match.
-    return len(name) == len(wanted) and _NON_ALNUM.sub("-", name) == wanted
-
-
-def worktrees(path: str) -> list[str]:
-    """Every worktree of the git repository at ``path`` (the main one first), read from git's own
-    files so that no process is spawned. Empty when ``path`` is not the root of a checkout."""
-    common = common_dir(path)
+def worktrees(root: str) -> list[str]:
+    """Every checkout of the git repository whose state root is ``root`` (the main one first),
+    read from git's own files, so that no process is spawned. Only checkouts whose root is
+    ``root`` count (each linked worktree is checked both ways, ``paths.linked_worktrees``): a
+    ``.git`` a folder ships cannot add another project's folders. Empty outside git."""
+    common = git_common_dir(root)
     if common is None:
         return []
-    found: list[str] = []
-    if common.name == ".git":
-        found.append(str(common.parent))
-    try:
-        entries = sorted((common / "worktrees").iterdir())
-    except OSError:
-        entries = []
-    for entry in entries:
-        try:
-            target = read_foreign(entry / "gitdir").strip()
-        except OSError:
-            continue
-        found.append(str(Path(target).parent))
-    return [canonical(p) for p in found]
+    found = [os.path.dirname(common)] if os.path.basename(common) == ".git" else []
+    found += linked_worktrees(common)
+    return [p for p in found if project_root(p) == root]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +103,11 @@ def project_dirs(project: str, extra_cwds: tuple[str, ...] = ()) -> tuple[str, t
         for wt in worktrees(root):
             if wt not in cwds:
                 cwds.append(wt)
+    held = set(cwds)
     for extra in extra_cwds:
         extra = canonical(extra)
-        if extra not in cwds:
+        if extra not in held:
+            held.add(extra)
             cwds.append(extra)
     return root, tuple(cwds)
 
@@ -136,22 +116,33 @@ def _folders(root: Path, wanted: list[tuple[str, str]], follow: bool = True) -> 
     """(folder, cwd) for each folder in ``root`` whose name is the slug of one of the ``wanted``
     cwds. A symlinked folder is followed (people symlink their Claude config to a dotfiles
     repository); an entry that cannot be examined (a symlink loop, EACCES, a name that vanished)
-    costs that entry only, never the whole listing. Only matching names are examined."""
+    costs that entry only, never the whole listing. Only matching names are examined. Each name
+    is looked up, not compared with every cwd: time grows with folders plus cwds, not their product."""
     found: list[tuple[Path, str]] = []
     try:
         with os.scandir(root) as it:
             entries = list(it)
     except OSError:
         return found  # no projects root (nothing recorded yet), or not a folder
+    short: dict[str, str] = {}  # a slug -> the first cwd wanting it (a name matches by its alphanumeric form)
+    long: dict[str, str] = {}  # the 200-unit prefix of a long slug -> its cwd
+    for want, cwd in wanted:
+        table = long if len(want) > MAX_SLUG_LENGTH else short
+        table.setdefault(want[:MAX_SLUG_LENGTH] if table is long else want, cwd)
     for entry in sorted(entries, key=lambda e: e.name):
-        for want, cwd in wanted:
-            if _folder_matches(entry.name, want):
-                try:
-                    if entry.is_dir(follow_symlinks=follow):
-                        found.append((root / entry.name, cwd))
-                except OSError:
-                    pass
-                break
+        name = entry.name
+        # "the exact slug, or an exact alphanumeric match" (another build's separators): a slug
+        # holds only letters, digits and "-", so both are a lookup of the name's alphanumeric form
+        cwd = short.get(_NON_ALNUM.sub("-", name)) if len(name) <= MAX_SLUG_LENGTH else None
+        if cwd is None and len(name) > MAX_SLUG_LENGTH and _HASH_SUFFIX.fullmatch(name[MAX_SLUG_LENGTH:]):
+            cwd = long.get(name[:MAX_SLUG_LENGTH])
+        if cwd is None:
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=follow):
+                found.append((root / entry.name, cwd))
+        except OSError:
+            pass
     return found
 
 

@@ -18,18 +18,18 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import activity, safefs
 from ..catalog.listing import is_session_id
 from ..errors import DECODE_ERRORS
-from ..jsondoc import write_atomic
 from ..paths import c3_home
 
 __all__ = ("CLEAR_LINK_S", "handle", "install", "main")
 
 CLEAR_LINK_S = 5.0  # SessionStart(clear) follows SessionEnd(clear) within this
 MAX_INPUT = 1 << 20
+MAX_SETTINGS = 16 << 20  # Claude Code's settings files are small
 TAIL_BYTES = 256 * 1024  # how much of the activity log the /clear link looks back through
 EVENTS = ("SessionStart", "SessionEnd")
 
@@ -152,30 +152,60 @@ def hook_command() -> str:
     return f"{shlex.quote(sys.executable)} -m c3async hook"
 
 
-def settings_path(project: str | None, user: bool) -> Path:
-    """``--user``: Claude Code's own settings; a project: its personal, git-ignored
-    ``.claude/settings.local.json`` (the command names this machine's Python)."""
+class SettingsFile(NamedTuple):
+    """Where the hooks go: ``path``, every folder below ``trusted`` opened without following a
+    link (a cloned repository can ship ``.claude`` as a link to anywhere)."""
+
+    trusted: Path
+    path: Path
+    make_trusted: bool = False  # Claude Code's config home, before Claude Code first ran
+
+
+def settings_path(project: str | None, user: bool) -> SettingsFile:
+    """``--user``: Claude Code's own settings (its config home is the user's choice: trusted as
+    it is); a project: its personal, git-ignored ``.claude/settings.local.json`` (the command
+    names this machine's Python), below the project folder, which must exist."""
     if user:
         from ..catalog.locate import config_home
 
-        return config_home() / "settings.json"
-    return Path(project or os.getcwd()).resolve() / ".claude" / "settings.local.json"
+        home = config_home()
+        return SettingsFile(home, home / "settings.json", make_trusted=True)
+    folder = Path(os.path.abspath(project or os.getcwd()))
+    return SettingsFile(folder, folder / ".claude" / "settings.local.json")
 
 
-def install(path: Path, command: str | None = None) -> list[str]:
-    """Add our SessionStart and SessionEnd hooks to the settings file at ``path``, keeping
-    everything else. Idempotent. Returns the events it added (empty when all were there).
-    A settings file that is not valid JSON is left untouched: ValueError names it."""
+def _snippet(command: str) -> str:
+    hook = {"hooks": [{"type": "command", "command": command, "timeout": 10}]}
+    return json.dumps({"hooks": {event: [hook] for event in EVENTS}})
+
+
+def install(target: SettingsFile, command: str | None = None) -> list[str]:
+    """Add our SessionStart and SessionEnd hooks to the settings file, keeping everything else.
+    Idempotent. Returns the events it added (empty when all were there). A settings file that
+    is not valid JSON is left untouched, and one that is a link (or any folder on the way below
+    the trusted one) is never written through: ValueError names it and shows what to add."""
     command = command or hook_command()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = target.path
+    if target.make_trusted:
+        target.trusted.mkdir(parents=True, exist_ok=True)
+    elif not target.trusted.is_dir():  # a project folder is never created
+        raise ValueError(f"{target.trusted} is not a directory")
     # No lock: Claude Code writes this file without one; the atomic replace keeps readers safe.
     try:
-        text = path.read_text(encoding="utf-8")
+        data = safefs.read_bytes(path, limit=MAX_SETTINGS + 1, trusted=target.trusted)
     except FileNotFoundError:
-        text = ""
+        data = b""
+    except safefs.UnsafeState as exc:
+        raise ValueError(
+            f"{exc.path} is {exc.what}: c3async never writes through one. "
+            f"Add the hooks to the file it leads to yourself: {_snippet(command)}"
+        ) from None
+    if len(data) > MAX_SETTINGS:
+        raise ValueError(f"{path} is larger than {MAX_SETTINGS >> 20} MiB: not a settings file; fix it first")
+    text = data.decode("utf-8", "replace")
     try:
         settings = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
+    except (*DECODE_ERRORS,) as exc:
         raise ValueError(f"{path} is not valid JSON ({exc}); fix it and run install-hooks again") from None
     if not isinstance(settings, dict):
         raise ValueError(f"{path} does not hold a JSON object; fix it and run install-hooks again")
@@ -197,7 +227,12 @@ def install(path: Path, command: str | None = None) -> list[str]:
             groups.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
             added.append(event)
     if added:
-        if text:
-            write_atomic(path.with_name(path.name + ".bak"), text.encode("utf-8"))
-        write_atomic(path, (json.dumps(settings, indent=2) + "\n").encode("utf-8"))
+        try:
+            if data:
+                safefs.write_atomic(path.with_name(path.name + ".bak"), data, trusted=target.trusted)
+            safefs.write_atomic(path, (json.dumps(settings, indent=2) + "\n").encode("utf-8"), trusted=target.trusted)
+        except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
+            raise ValueError(
+                f"{exc.path} is {exc.what}: c3async never writes through one. Add the hooks yourself: {_snippet(command)}"
+            ) from None
     return added

@@ -9,9 +9,12 @@ __all__ = ("ago", "resume_command")
 
 
 def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: bool = False) -> str:
-    """``cd <cwd> && claude --resume <id>``, quoted for a POSIX shell. For a session whose folder
-    is gone (a removed worktree), a command that brings the worktree back first when its branch
-    is known (Claude Code resumes by id only within the folder's project), else that says why."""
+    """``cd <cwd> && claude --resume <id>``, every part quoted for a POSIX shell (a folder name
+    may hold a newline or a ``;``: pasted, the command still runs only what it says). For a
+    session whose folder is gone (a removed worktree), a command that brings the worktree back
+    first when its branch is known (Claude Code resumes by id only within the folder's
+    project), else ``c3async resume <id>``, which says how to bring the folder back. No raw text
+    ever goes in a comment."""
     if not gone:
         return f"cd {shlex.quote(cwd)} && claude --resume {session_id}"  # an id is a bare UUID
     if branch and branch != "HEAD":
@@ -19,7 +22,7 @@ def resume_command(cwd: str, session_id: str, branch: str | None = None, gone: b
             f"git worktree add {shlex.quote(cwd)} {shlex.quote(branch)} && "
             f"cd {shlex.quote(cwd)} && claude --resume {session_id}"
         )
-    return f"# {cwd} is gone: recreate it (git worktree add {shlex.quote(cwd)} <branch>), then: claude --resume {session_id}"
+    return f"c3async resume {session_id}"
 
 
 def ago(then: float | None, now: float) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from .. import activity, archive, config, records, registry
+from .. import activity, archive, checkouts, config, records, registry
 from ..catalog.gitrefs import branches
 from ..catalog.scan import (
     NEWEST,
@@ -28,6 +28,7 @@ from ..catalog.scan import (
 from ..errors import C3Error
 from ..live.reader import live_sessions
 from ..marks import MarkBook
+from ..paths import project_root
 from ..pm import store as pm_store
 from ..usage import totals as usage_totals
 from . import chain, keep
@@ -61,15 +62,45 @@ log = logging.getLogger("c3async.sessions")
 FILTERS = ("all", "likely", "stale", "live", "expiring")
 
 
+MAX_EXTRA_CWDS = 256  # folders beyond git's list that one project's listing looks in
+
+
+def _usable_cwd(cwd: object) -> bool:
+    """An absolute, normalised path (no ``..``, no doubled or trailing slash) of sane length."""
+    return (
+        isinstance(cwd, str)
+        and 0 < len(cwd) <= activity.MAX_LOGGED
+        and "\x00" not in cwd
+        and os.path.isabs(cwd)
+        and os.path.normpath(cwd) == cwd
+    )
+
+
 def extra_cwds(project: str, facts: activity.Facts | None = None) -> tuple[str, ...]:
-    """Folders sessions of this project ran in that git no longer lists (a removed worktree):
-    the cwds in C3 records and in hook rows. Their transcripts are still Claude Code's."""
-    seen: dict[str, None] = {}
-    for rec in records.load_all(project):
-        if rec.cwd:
-            seen[rec.cwd] = None
-    seen.update((facts or activity.facts(project)).cwds)
-    return tuple(seen)
+    """Folders sessions of this project ran in that git no longer lists (a removed worktree),
+    whose transcripts are still Claude Code's: the worktrees c3async saw git list for it
+    (``checkouts``), and the cwds C3 records and hook rows name inside the project's own
+    checkouts. A cwd from a log counts only if it is absolute and inside the root, a worktree git
+    lists now, or one c3async saw it list (what a shipped ``.c3`` names, ``..`` or another
+    project's folder, is never looked in); at most MAX_EXTRA_CWDS, the most recent first."""
+    from ..catalog.locate import worktrees
+
+    root = project_root(project)
+    live = [w for w in worktrees(root) if w != root]
+    known = checkouts.remembered(root)
+    if any(w not in known for w in live):
+        checkouts.remember(root, live)
+    kept = [w for w in known if w not in live and (not os.path.isdir(w) or project_root(w) == root)]
+    bases = (root, *live, *kept)
+    out: dict[str, None] = dict.fromkeys(kept)
+    logged = [rec.cwd for rec in reversed(records.load_all(project))]
+    logged += list(reversed((facts or activity.facts(project)).cwds))  # newest last in the fold
+    for cwd in logged:
+        if len(out) >= MAX_EXTRA_CWDS:
+            break
+        if cwd not in out and _usable_cwd(cwd) and any(cwd == b or cwd.startswith(b + os.sep) for b in bases):
+            out[cwd] = None
+    return tuple(out)
 
 
 def join_scan(

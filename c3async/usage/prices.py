@@ -140,7 +140,9 @@ def load_prices() -> PriceTable:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise PricesError(f"{path} is not valid JSON ({why}); fix or remove it") from None
     if not isinstance(raw, dict):
-        raise PricesError(f"{path} must be an object of model families, like {{\"claude-x\": {{\"input\": 3, \"output\": 15}}}}")
+        raise PricesError(
+            f'{path} must be an object of model families, like {{"claude-x": {{"input": 3, "output": 15}}}}'
+        )
     for key, value in raw.items():
         shown = key[:60]
         if not key.strip() or len(key) > 200:
@@ -148,7 +150,9 @@ def load_prices() -> PriceTable:
         try:
             price = msgspec.convert(value, Price)
         except msgspec.ValidationError as exc:
-            raise PricesError(f"{path}: {shown!r}: {exc}; each family needs input and output prices (numbers)") from None
+            raise PricesError(
+                f"{path}: {shown!r}: {exc}; each family needs input and output prices (numbers)"
+            ) from None
         problem = _price_problem(price)
         if problem:
             raise PricesError(f"{path}: {shown!r}: {problem}")
