@@ -126,11 +126,12 @@ def _folders(root: Path, wanted: list[tuple[str, str]], follow: bool = True) -> 
         return found  # no projects root (nothing recorded yet), or not a folder
     short: dict[str, str] = {}  # a slug -> the first cwd wanting it (a name matches by its alphanumeric form)
     long: dict[str, str] = {}  # the 200-unit prefix of a long slug -> its cwd
-    for want, cwd in wanted:
+    for want, wanted_cwd in wanted:
         table = long if len(want) > MAX_SLUG_LENGTH else short
-        table.setdefault(want[:MAX_SLUG_LENGTH] if table is long else want, cwd)
+        table.setdefault(want[:MAX_SLUG_LENGTH] if table is long else want, wanted_cwd)
     for entry in sorted(entries, key=lambda e: e.name):
         name = entry.name
+        cwd: str | None
         # "the exact slug, or an exact alphanumeric match" (another build's separators): a slug
         # holds only letters, digits and "-", so both are a lookup of the name's alphanumeric form
         cwd = short.get(_NON_ALNUM.sub("-", name)) if len(name) <= MAX_SLUG_LENGTH else None

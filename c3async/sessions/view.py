@@ -93,7 +93,7 @@ def extra_cwds(project: str, facts: activity.Facts | None = None) -> tuple[str, 
     kept = [w for w in known if w not in live and (not os.path.isdir(w) or project_root(w) == root)]
     bases = (root, *live, *kept)
     out: dict[str, None] = dict.fromkeys(kept)
-    logged = [rec.cwd for rec in reversed(records.load_all(project))]
+    logged = [rec.cwd for rec in reversed(records.load_all(project)) if rec.cwd]
     logged += list(reversed((facts or activity.facts(project)).cwds))  # newest last in the fold
     for cwd in logged:
         if len(out) >= MAX_EXTRA_CWDS:
