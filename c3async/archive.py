@@ -256,14 +256,17 @@ def _prune_dirs(folder: Path, depth: int = 0) -> None:
         pass
 
 
-def restore(archived: Path, target_dir: Path, session: str) -> list[str]:
+def restore(archived: Path, target_dir: Path, session: str, *, dry_run: bool = False) -> list[str]:
     """Put a session's preserved files back into Claude Code's folder ``target_dir`` (where it
     looks for them), adding only files that are missing: an existing file is never overwritten,
-    whatever its age. Returns the files put back."""
+    whatever its age. Returns the files put back (``dry_run``: the files that would be; nothing
+    is written)."""
     put: list[str] = []
     base = archived.parent
     pairs = [(archived, target_dir / f"{session}.jsonl")]
     pairs += [(p, target_dir / session / p.relative_to(base / session)) for p, _ in _side_files(base / session)]
+    if dry_run:
+        return [os.fspath(dst) for _, dst in pairs if not os.path.lexists(dst)]
     target_dir.mkdir(parents=True, exist_ok=True)
     for src, dst in pairs:
         if os.path.lexists(dst):

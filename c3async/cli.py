@@ -285,14 +285,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     from .sessions.keep import prepare_resume
 
-    plan = prepare_resume(_projects(args)[0], args.id)
+    plan = prepare_resume(_projects(args)[0], args.id, dry_run=args.print)
+    if plan.elsewhere:
+        _err(f"c3async: session {plan.session} is in the project {plan.project}")
     for path in plan.restored:
-        _err(f"c3async: put back {inert_line(path)} from the archive")
+        _err(f"c3async: {'would put' if args.print else 'put'} back {inert_line(path)} from the archive")
     extra = list(args.claude_args or [])
     command = f"cd {shlex.quote(plan.cwd)} && claude --resume {plan.session}" + "".join(
         " " + shlex.quote(a) for a in extra
     )
     if args.print:
+        if plan.restored:
+            _err("c3async: (nothing was put back: `c3async resume` without --print does)")
         print(inert_line(command))
         return 0
     claude = shutil.which("claude")
@@ -321,7 +325,7 @@ def cmd_mark(args: argparse.Namespace) -> int:
                 "no session id given, and this shell is not inside a Claude Code "
                 "session (CLAUDE_CODE_SESSION_ID is unset): give the id"
             )
-    written = mark(
+    written, found = mark(
         project,
         ref,
         args.op,
@@ -333,6 +337,8 @@ def cmd_mark(args: argparse.Namespace) -> int:
         next_steps=getattr(args, "next", None),
         release=getattr(args, "release", False),
     )
+    if found.elsewhere:
+        _err(f"c3async: {found.where()}; the mark is written there")
     if args.json:
         _write_json(msgspec.json.encode(written))
     else:
@@ -367,6 +373,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     host = _env_session()
     d = show(_projects(args)[0], args.id, host=host)
+    if d.elsewhere:
+        _err(f"c3async: session {d.row.id} is in the project {d.row.project}")
     if args.turns is not None:  # the last N turns, read backward from the end of the transcript
         items = tail_items(d.row.path, args.turns)
         if args.json:

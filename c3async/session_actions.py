@@ -23,8 +23,8 @@ from . import activity, records
 from .errors import BadArgument, C3Error, check_text, clip
 from .marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
 from .sessions import detail as session_detail
+from .sessions.refs import find
 from .sessions.refs import mark as mark_session
-from .sessions.refs import resolve_ref
 from .sessions.rows import age
 from .sessions.view import FILTERS, list_rows_sync
 
@@ -164,9 +164,11 @@ def snapshot(c: Caller, summary: str = "", data: str = "", **_: str) -> str:
 def restore(c: Caller, target: str = "", **_: str) -> str:
     """The last snapshot of a host session (target: id or prefix; default: the current one,
     else the project's latest)."""
-    host = resolve_ref(c.project, target, host=c.host_session_id) if target.strip() else c.host_session_id
+    found = find(c.project, target, host=c.host_session_id) if target.strip() else None
+    host = found.id if found is not None else c.host_session_id
+    home = found.project if found is not None else c.project
     best = None
-    for rec in records.load_all(c.project):
+    for rec in records.load_all(home):
         for s in rec.snapshots:
             if (host is None or s.host_session_id == host) and (best is None or s.ts > best.ts):
                 best = s
@@ -236,7 +238,8 @@ def show(c: Caller, target: str = "", **_: str) -> str:
     if not target.strip() and not c.host_session_id:
         raise BadArgument("c3_session(action='show') needs target: a session id or prefix")
     d = session_detail.show(c.project, target, host=c.host_session_id)
-    return session_detail.render(d)
+    where = f"(this session is in the project {d.row.project}, not this one)\n" if d.elsewhere else ""
+    return where + session_detail.render(d)
 
 
 SEARCH_RESULTS = 10
@@ -311,8 +314,9 @@ def search(c: Caller, target: str = "", data: str = "", **_: str) -> str:
 
 
 def _mark(c: Caller, op: str, target: str, **fields) -> str:
-    mark = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
-    return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "")
+    mark, found = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
+    where = f" ({found.where()}: the mark is written there)" if found.elsewhere else ""
+    return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "") + where
 
 
 def stale(c: Caller, target: str = "", reasoning: str = "", data: str = "", **_: str) -> str:

@@ -76,6 +76,22 @@ def status(sb, env=None) -> dict:
     return json.loads(ok(sb.run("keep", "--status", "--json", env=env)).stdout)
 
 
+def resume(sb, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """``c3async resume`` for real (``--print`` restores nothing): it puts the files back, then
+    runs ``claude``, here a stand-in on PATH that writes where it ran and its arguments."""
+    tools = sb.root / "bin"
+    tools.mkdir(exist_ok=True)
+    stand_in = tools / "claude"
+    record = sb.root / "claude-ran.txt"
+    stand_in.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$PWD\" \"$@\" > {shlex.quote(str(record))}\n")
+    stand_in.chmod(0o755)
+    record.unlink(missing_ok=True)
+    env = dict(env or sb.env())
+    env["PATH"] = f"{tools}{os.pathsep}{env.get('PATH', '')}"
+    proc = ok(sb.run("resume", *args, env=env))
+    return proc, record.read_text().splitlines()
+
+
 def session_conv(folder: Path, cwd: str, prompt: str, *, mtime: float | None = None) -> tuple[Conversation, Path]:
     conv = Conversation(cwd)
     path = write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange(prompt)], mtime=mtime)
@@ -240,8 +256,8 @@ def test_cross_device_resume_copies_back_and_the_copy_follows_it(world, shm_home
     saved = arch.read_bytes()
     os.unlink(orig)
     assert {r["id"]: r for r in sb.sessions(proj, env=env)}[conv.id]["archived"] is True
-    out = ok(sb.run("resume", conv.id[:8], "--print", "--project", proj, env=env))
-    assert out.stdout.strip() == f"cd {shlex.quote(proj)} && claude --resume {conv.id}"
+    _, ran = resume(sb, conv.id[:8], "--project", proj, env=env)
+    assert ran == [proj, "--resume", conv.id]
     assert orig.read_bytes() == saved
     # Claude Code resumes and appends to the restored copy: the archive follows.
     append_lines(orig, conv.exchange("after the resume"))
@@ -282,7 +298,7 @@ def test_subagents_and_tool_results_are_preserved_and_restored(world) -> None:
     os.unlink(orig)
     shutil.rmtree(folder / conv.id)
     assert sb.rows_by_id(proj)[conv.id]["archived"] is True
-    proc = ok(sb.run("resume", conv.id, "--print", "--project", proj))
+    proc, _ = resume(sb, conv.id, "--project", proj)
     for p, data in originals.items():
         assert p.read_bytes() == data, p
         assert os.path.samefile(p, base / p.relative_to(folder)), "put back as a hard link"
@@ -433,8 +449,11 @@ def test_resume_puts_the_transcript_back_as_a_link(world) -> None:
     saved = arch.read_bytes()
     os.unlink(orig)
     before = claude_tree(sb)
-    proc = ok(sb.run("resume", conv.id[:8], "--print", "--project", proj))
-    assert proc.stdout.strip() == f"cd {shlex.quote(proj)} && claude --resume {conv.id}"
+    printed = ok(sb.run("resume", conv.id[:8], "--print", "--project", proj))
+    assert printed.stdout.strip() == f"cd {shlex.quote(proj)} && claude --resume {conv.id}"
+    assert "would put back" in printed.stderr and not orig.exists()  # --print only says so
+    proc, ran = resume(sb, conv.id[:8], "--project", proj)
+    assert ran == [proj, "--resume", conv.id]
     assert_untouched(before, claude_tree(sb))
     assert orig.exists() and os.path.samefile(orig, arch)
     assert orig.read_bytes() == saved
@@ -456,8 +475,8 @@ def test_resume_puts_back_a_whole_project_folder_claude_code_removed(world) -> N
     shutil.rmtree(folder)
     row = sb.rows_by_id(proj)[conv.id]
     assert row["archived"] is True and row["resume"] in archived_resume(proj, conv.id)
-    proc = ok(sb.run("resume", conv.id, "--print", "--project", proj))
-    assert proc.stdout.strip() == f"cd {shlex.quote(proj)} && claude --resume {conv.id}"
+    _, ran = resume(sb, conv.id, "--project", proj)
+    assert ran == [proj, "--resume", conv.id]
     for p, data in saved.items():
         assert p.read_bytes() == data
 
@@ -477,7 +496,7 @@ def test_resumed_transcript_is_not_past_the_cut_off(world) -> None:
     conv, orig = session_conv(folder, proj, "an old kept session", mtime=time.time() - 45 * DAY)
     ok(sb.run("mark", "keep", conv.id, "--project", proj))
     os.unlink(orig)  # what the cleanup did: 45 days > 30
-    ok(sb.run("resume", conv.id, "--print", "--project", proj))
+    resume(sb, conv.id, "--project", proj)
     assert orig.exists()
     assert os.stat(orig).st_mtime > time.time() - 30 * DAY, "the next cleanup deletes it again"
 
@@ -496,8 +515,8 @@ def test_resume_never_overwrites_an_existing_file(world) -> None:
     tmp = write_session(folder, "tmp-replacement", [newer.permission_mode(), *newer.exchange("the newer one " * 50)])
     os.replace(tmp, orig)
     new_bytes = orig.read_bytes()
-    proc = ok(sb.run("resume", conv.id, "--print", "--project", proj))
-    assert proc.stdout.strip() == f"cd {shlex.quote(proj)} && claude --resume {conv.id}"
+    _, ran = resume(sb, conv.id, "--project", proj)
+    assert ran == [proj, "--resume", conv.id]
     assert orig.read_bytes() == new_bytes
     assert (base / f"{conv.id}.jsonl").read_bytes() == kept_main
 
@@ -509,7 +528,7 @@ def test_resume_never_overwrites_an_existing_file(world) -> None:
     agent_now = agent.read_bytes()
     assert agent_now != kept_agent
     before = claude_tree(sb)
-    proc = ok(sb.run("resume", conv.id, "--print", "--project", proj))
+    proc, _ = resume(sb, conv.id, "--project", proj)
     assert_untouched(before, claude_tree(sb))
     assert orig.read_bytes() == kept_main
     assert agent.read_bytes() == agent_now
@@ -531,7 +550,10 @@ def test_resume_unknown_id_and_missing_folder(world) -> None:
     moved = proj + "-moved"
     os.rename(proj, moved)
     try:
-        proc = sb.run("resume", sid, "--print", "--project", proj)
+        # --project names a folder that is gone: a usage error; from anywhere else the id is
+        # found (in the archive) and resume says the folder is gone and how to bring it back
+        assert sb.run("resume", sid, "--print", "--project", proj).returncode == 2
+        proc = sb.run("resume", sid, "--print")
         assert proc.returncode == 1, proc.stdout
         assert "Traceback" not in proc.stderr
         assert f"{proj} is gone" in proc.stderr
@@ -642,7 +664,7 @@ def test_unkeep_status_and_nothing_deleted_from_claude_folders(world) -> None:
     assert sb.rows_by_id(proj)[b.id]["kept"] is False
 
     ok(sb.run("mark", "keep", b.id, "--project", proj))
-    ok(sb.run("resume", b.id, "--print", "--project", proj))
+    resume(sb, b.id, "--project", proj)
     assert_untouched(tree, claude_tree(sb))
 
 

@@ -104,7 +104,7 @@ def test_mark_text_over_its_limit_is_refused_and_nothing_written(project, field,
         refs.mark(project, IDS[2], op, **{**args, field: "z" * (limit + 1)})
     assert field in str(e.value) and f"{limit:,}" in str(e.value) and f"{limit + 1:,}" in str(e.value)
     nothing_written(project)
-    mark = refs.mark(project, IDS[2], op, **{**args, field: "z" * limit})  # the limit itself is fine
+    mark, _ = refs.mark(project, IDS[2], op, **{**args, field: "z" * limit})  # the limit itself is fine
     assert getattr(mark, field) == "z" * limit
 
 
@@ -134,7 +134,7 @@ def test_mark_text_with_nul_or_lone_surrogate_is_refused(project, bad):
 def test_a_mark_whose_activity_row_fails_still_succeeds_and_is_written_once(project, caplog):
     (state(project) / "activity.jsonl").mkdir(parents=True)  # the activity log cannot be appended to
     with caplog.at_level(logging.WARNING, logger="c3async"):
-        mark = refs.mark(project, IDS[2], "note", summary="written once")
+        mark, _ = refs.mark(project, IDS[2], "note", summary="written once")
     assert mark.summary == "written once"
     (row,) = jsonl_rows(state(project) / "session_marks.jsonl")
     assert (row["id"], row["op"], row["summary"]) == (IDS[2], "note", "written once")

@@ -73,9 +73,9 @@ def test_a_first_turn_note_needs_no_transcript(claude) -> None:
     proj = claude.project("app")
     simple_session(claude.folder(proj), proj, "someone else's session")
     host = str(uuid.uuid4())  # Claude Code has not flushed this session's transcript yet
-    written = refs.mark(proj, None, "note", host=host, by="agent", summary="first turn", next_steps="more")
-    assert written.id == host and written.by_session == host
-    written = refs.mark(proj, host[:8], "stale", host=host, by="agent", reason="done early")
+    written, found = refs.mark(proj, None, "note", host=host, by="agent", summary="first turn", next_steps="more")
+    assert written.id == host and written.by_session == host and not found.elsewhere
+    written, _ = refs.mark(proj, host[:8], "stale", host=host, by="agent", reason="done early")
     assert written.id == host
     task = refs.run_task(proj, actions.Who(session=host), "add", title="from the first turn")
     linked = refs.run_task(proj, actions.Who(session=host), "link", task_id=task["id"], ref="current")
@@ -130,16 +130,34 @@ def test_an_ambiguous_prefix_names_the_candidates(claude) -> None:
     assert a in str(err.value) and b in str(err.value)
 
 
-def test_a_removed_worktree_keeps_its_sessions_with_a_hint(claude) -> None:
-    proj = claude.project("repo")
-    gone = claude.root / "work" / "repo-feature"  # a worktree folder that no longer exists
-    sid = simple_session(claude.folder(str(gone)), str(gone), "work on the feature", branch="feature")
-    rec = records.new_record(str(uuid.uuid4()), "vscode", str(gone))
+def test_a_removed_worktree_keeps_its_sessions_with_a_hint(claude, monkeypatch) -> None:
+    from test_state_root import git, repo, worktree
+
+    base = claude.root / "work"
+    base.mkdir(parents=True, exist_ok=True)
+    proj = repo(base, "repo")
+    gone = worktree(proj, "../repo-feature", "feature")
+    sid = simple_session(claude.folder(gone), gone, "work on the feature", branch="feature")
+    rec = records.new_record(str(uuid.uuid4()), "vscode", gone)
     rec.serve(sid)
     records.save(proj, rec)
+    assert sid in rows_of(proj)  # seen while git lists it: remembered in $C3_HOME
+    git("worktree", "remove", "--force", gone, cwd=proj)
     row = rows_of(proj)[sid]
-    assert row.cwd == str(gone) and row.cwd_gone and "worktree gone" in row.hints
+    assert row.cwd == gone and row.cwd_gone and "worktree gone" in row.hints
     assert row.resume.startswith("git worktree add ") and "feature" in row.resume and sid in row.resume
+
+
+def test_a_record_alone_does_not_vouch_for_a_folder(claude) -> None:
+    """A C3 record (which a cloned repository can ship) naming a folder outside the project's
+    checkouts brings none of that folder's sessions into the listing."""
+    proj = claude.project("repo")
+    elsewhere = claude.root / "work" / "elsewhere"
+    sid = simple_session(claude.folder(str(elsewhere)), str(elsewhere), "not this project's")
+    rec = records.new_record(str(uuid.uuid4()), "vscode", str(elsewhere))
+    rec.serve(sid)
+    records.save(proj, rec)
+    assert sid not in rows_of(proj)
 
 
 def test_the_catalog_imports_nothing_above_it() -> None:

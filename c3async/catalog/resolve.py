@@ -3,16 +3,17 @@ into one session of the project, or an error that names the candidates."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from ..errors import AmbiguousSession, BadArgument, UnknownSession, clip
 from .listing import Candidate, candidates
-from .locate import folders_under, locate
+from .locate import folders_under, locate, projects_root
 from .read import Transcript, read_transcript
 from .scan import skip_reason
 
-__all__ = ("MIN_PREFIX", "resolve", "session_record")
+__all__ = ("MIN_PREFIX", "anywhere", "check_ref", "matches", "resolve", "session_record")
 
 MIN_PREFIX = 4
 # A session id is a UUID: a prefix of one is hex digits and dashes. fullmatch, never `$`, which
@@ -39,10 +40,10 @@ def _plain_word(ref: str) -> bool:
     return len(ref) <= 36 and ref.isprintable() and not any(ch.isspace() for ch in ref)
 
 
-def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_root: Path | None = None) -> Candidate:
-    """The project's session whose id is ``ref`` or starts with it (``extra_cwds``: more folders
-    its sessions ran in, see ``locate``; ``fallback_root``: a second tree laid out like the
-    projects folder, for sessions no longer in it). Raises a C3Error."""
+def check_ref(ref: str) -> str:
+    """``ref`` normalised (spaces around a pasted id dropped, lower case), once it can name a
+    session: at least MIN_PREFIX characters, and hex digits and dashes only. Raises BadArgument
+    (or UnknownSession for a plain word that no session id can start with)."""
     ref = (ref or "").strip(" \t").lower()  # spaces around a pasted id; never a newline
     if len(ref) < MIN_PREFIX:
         raise BadArgument(
@@ -55,9 +56,20 @@ def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_r
             "and dashes only, at most 36 characters, with no spaces or control characters "
             "(`c3async sessions` lists them)"
         )
+    return ref
+
+
+def matches(
+    project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_root: Path | None = None
+) -> tuple[str, list[Candidate]]:
+    """(the project's canonical path, its sessions whose id starts with the checked ``ref``):
+    transcripts of its folders (``extra_cwds``: more folders its sessions ran in, see
+    ``locate``), and of ``fallback_root`` (a second tree laid out like the projects folder, for
+    sessions no longer in it) where the projects folder has none of that id. Only the project's
+    own sessions count (not a colliding folder's, not a sidechain's)."""
     dirs = locate(project, extra_cwds)
     if _PREFIX.fullmatch(ref) is None:
-        raise UnknownSession(ref, dirs.project)  # a plain word that is no id: no session has it
+        return dirs.project, []  # a plain word that is no id: no session has it
     found = [c for c in candidates([f for f, _ in dirs.folders]) if c.session_id.startswith(ref)]
     if fallback_root is not None:
         held = {c.session_id for c in found}
@@ -66,12 +78,44 @@ def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_r
             for c in candidates([f for f, _ in folders_under(fallback_root, dirs.cwds)])
             if c.session_id.startswith(ref) and c.session_id not in held
         ]
+    return dirs.project, [c for c in found if _belongs(c, dirs.cwds)]
+
+
+def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_root: Path | None = None) -> Candidate:
+    """The project's session whose id is ``ref`` or starts with it (see ``matches``). Raises a
+    C3Error: BadArgument, UnknownSession, or AmbiguousSession naming the candidates."""
+    ref = check_ref(ref)
+    where, found = matches(project, ref, extra_cwds, fallback_root)
     if len(found) > 1:
-        found = [c for c in found if _belongs(c, dirs.cwds)]
-        if len(found) > 1:
-            raise AmbiguousSession(ref, [c.session_id for c in found])
-    elif found and not _belongs(found[0], dirs.cwds):
-        found = []
+        raise AmbiguousSession(ref, [c.session_id for c in found])
     if not found:
-        raise UnknownSession(ref, dirs.project)
+        raise UnknownSession(ref, where)
     return found[0]
+
+
+def anywhere(ref: str, root: Path | None = None) -> list[tuple[Candidate, Transcript]]:
+    """Every session in Claude Code's projects folder (or ``root``, a tree of ours laid out like
+    it, whose symlinked folders are not followed) whose id starts with the checked ``ref``, with
+    its transcript record (whose ``cwd`` says where it ran): for an id typed in another
+    project's folder. Sidechains, ghosts and unreadable files are left out; a folder that cannot
+    be listed costs that folder only."""
+    if _PREFIX.fullmatch(ref) is None:
+        return []
+    follow = root is None  # Claude Code's own folders may be links (a dotfiles repository)
+    root = projects_root() if root is None else root
+    try:
+        with os.scandir(root) as it:
+            folders = [Path(e.path) for e in it if e.is_dir(follow_symlinks=follow)]
+    except OSError:
+        return []
+    out = []
+    for cand in candidates(folders):
+        if not cand.session_id.startswith(ref):
+            continue
+        try:
+            rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
+        except OSError:
+            continue
+        if rec.skip is None and rec.cwd:
+            out.append((cand, rec))
+    return out

@@ -405,6 +405,8 @@ async def api_session(request: Request) -> Response:
         d = await anyio.to_thread.run_sync(lambda: show(project, sid))
     except C3Error as exc:
         return _error(404 if "no session" in str(exc) or "has no transcript" in str(exc) else 400, str(exc))
+    if d.elsewhere:  # the page asked for a row of this project: another project's is not one
+        return _error(404, f"no session of {project} has the id {sid}")
     return _json(d)
 
 
@@ -548,7 +550,7 @@ async def api_mark(request: Request) -> Response:
         op = body.get("op")
         op = _text(op, "op", 100) if isinstance(op, str) else ""
         release = body.get("release") is True  # unkeep of an archived session: the person confirmed
-        mark = await anyio.to_thread.run_sync(
+        mark, _found = await anyio.to_thread.run_sync(
             lambda: mark_session(project, sid, op, by="user", release=release, **fields)
         )
     except C3Error as exc:

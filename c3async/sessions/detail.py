@@ -48,6 +48,7 @@ class Detail(msgspec.Struct):
     last_snapshot: records.Snapshot | None = None
     turns: list[Turn] = msgspec.field(default_factory=list)
     c3_sessions: list[str] = msgspec.field(default_factory=list)
+    elsewhere: bool = False  # found in another project than the one asked (``row.project``)
 
 
 def last_turns(path: str, n: int = TURNS) -> list[Turn]:
@@ -111,18 +112,25 @@ def detail(project: str, row: Row) -> Detail:
 
 
 def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
-    """The session ``ref`` names (empty: the host session), expanded. Raises a C3Error."""
-    from .refs import resolve_ref
+    """The session ``ref`` names (empty: the host session), expanded: a session of this
+    project, else of another registered project or any folder of Claude Code's (``elsewhere``
+    then says it is not this project's). Raises a C3Error."""
+    from .refs import find
     from .view import list_rows_sync, row_for
 
-    sid = resolve_ref(project, ref, host=host)
-    _, rows = list_rows_sync([project], processes=False)  # the chain needs the other rows
-    row = next((r for r in rows if r.id == sid), None) or row_for(project, sid)
+    found = find(project, ref, host=host, anywhere=True)
+    home, sid = found.project, found.id
+    # The chain needs the other rows; a project c3async does not list is not listed (nor its
+    # cache written) for a look at one of its sessions.
+    rows = list_rows_sync([home], processes=False)[1] if found.listed else []
+    row = next((r for r in rows if r.id == sid), None) or row_for(home, sid)
     if row is None:
         raise C3Error(
             f"session {sid} has no transcript yet (Claude Code writes it during the first turn): try again in a moment"
         )
-    return detail(project, row)
+    out = detail(home, row)
+    out.elsewhere = found.elsewhere
+    return out
 
 
 def usd(cost: float) -> str:

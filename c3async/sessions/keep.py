@@ -117,21 +117,26 @@ def on_mark(project: str, session_id: str, op: str) -> None:
 class ResumePlan(msgspec.Struct):
     session: str
     cwd: str
-    restored: list[str]  # files put back from the archive into Claude Code's folder
+    restored: list[str]  # files put back (or, for a dry run, that would be) into Claude Code's folder
+    project: str = ""  # the project the session belongs to
+    elsewhere: bool = False  # not the project asked for
 
 
-def prepare_resume(project: str, ref: str) -> ResumePlan:
+def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePlan:
     """What ``c3async resume`` runs: the session's folder and id, after putting an archived
     transcript (and its sub-agents' files) back where Claude Code looks for it. Nothing there is
-    overwritten; a folder that is gone is an error that says how to bring it back."""
+    overwritten; a folder that is gone is an error that says how to bring it back. ``dry_run``:
+    only say what would be put back (``resume --print``). The session may be another
+    project's (a registered one, or any of Claude Code's folders)."""
     from ..catalog.locate import projects_root
-    from .refs import resolve_ref
+    from .refs import find
     from .view import row_for
 
-    session = resolve_ref(project, ref)
-    row = row_for(project, session)
+    found = find(project, ref, anywhere=True)
+    session, home = found.id, found.project
+    row = row_for(home, session)
     if row is None:
-        raise C3Error(f"no transcript of session {session} in {project} or in the archive")
+        raise C3Error(f"no transcript of session {session} in {home} or in the archive")
     if row.cwd_gone or not os.path.isdir(row.cwd):
         raise C3Error(
             f"{row.cwd} is gone; bring it back first: {resume_command(row.cwd, session, row.branch, gone=True)}"
@@ -140,10 +145,10 @@ def prepare_resume(project: str, ref: str) -> ResumePlan:
     if row.archived:
         folder = projects_root() / os.path.basename(os.path.dirname(row.path))
         try:
-            restored = archive.restore(Path(row.path), folder, session)
+            restored = archive.restore(Path(row.path), folder, session, dry_run=dry_run)
         except OSError as exc:
             raise C3Error(f"could not put {session} back into {folder}: {exc}") from None
-    return ResumePlan(session, row.cwd, restored)
+    return ResumePlan(session, row.cwd, restored, home, found.elsewhere)
 
 
 def _preserve(row: Row) -> None:

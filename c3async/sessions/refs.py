@@ -1,50 +1,116 @@
-"""What a person or an agent typed, turned into one session of the project, and the marks
-written on it.
+"""What a person or an agent typed, turned into one session, and the marks written on it.
 
-A ref is a full session id or a unique prefix of 4+ characters, found among the project's
-transcripts (every checkout's, removed worktrees' too). The session a tool call comes from (the
-host session) needs no transcript: on its first turn Claude Code may not have written one yet,
-and the host identity (the verified ``sessions/<pid>.json`` of the claude ancestor, else
-``CLAUDE_CODE_SESSION_ID``) is proof enough. A session a C3 record says it served counts too.
+A ref is a full session id or a unique prefix of 4+ characters, found first among the project's
+transcripts (every checkout's, removed worktrees' too), then among every other registered
+project's, and (for ``show`` and ``resume``, with ``anywhere``) in every folder of Claude Code's
+projects folder: ``find`` says which project holds it, and the doors say so when it is not the
+one asked for. A prefix that more than one project's sessions start with lists them with their
+projects. The session a tool call comes from (the host session) needs no transcript: on its
+first turn Claude Code may not have written one yet, and the host identity (the verified
+``sessions/<pid>.json`` of the claude ancestor, else ``CLAUDE_CODE_SESSION_ID``) is proof
+enough. A session a C3 record says it served counts too.
 """
 
 from __future__ import annotations
 
-from .. import archive, records
+import os
+from typing import NamedTuple
+
+from .. import archive, records, registry
 from ..catalog.listing import is_session_id
-from ..catalog.resolve import resolve
+from ..catalog.resolve import anywhere as anywhere_matches
+from ..catalog.resolve import check_ref, matches, resolve
 from ..errors import AmbiguousSession, BadArgument, UnknownSession
 from ..marks import Mark, write_mark
+from ..paths import project_root
 from .view import extra_cwds
 
-__all__ = ("CURRENT", "mark", "resolve_ref", "run_task")
+__all__ = ("CURRENT", "Found", "Marked", "find", "mark", "resolve_ref", "run_task")
 
 CURRENT = "current"
 
 
-def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> str:
-    """The full id ``ref`` names. Empty or ``current``: the host session. Raises a C3Error
-    (unknown, ambiguous, malformed) naming what to do."""
+class Found(NamedTuple):
+    """A session a ref names: its full ``id``, the ``project`` it belongs to, and whether that
+    is another project than the one asked for (a door says where it was found)."""
+
+    id: str
+    project: str
+    elsewhere: bool = False
+    listed: bool = True  # a project c3async lists (False: found only in Claude Code's folders)
+
+    def where(self) -> str:
+        """What a door says about it: nothing, or which project holds it."""
+        return f"session {self.id} is in the project {self.project}" if self.elsewhere else ""
+
+
+def _cwd_project(cwd: str) -> str:
+    try:
+        return project_root(cwd) if os.path.isdir(cwd) else cwd
+    except ValueError:
+        return cwd
+
+
+def _elsewhere(project: str, ref: str, anywhere: bool) -> list[Found]:
+    """The sessions other registered projects (and, ``anywhere``, Claude Code's projects
+    folder) hold whose id starts with ``ref``."""
+    found: dict[str, Found] = {}
+    for other in registry.projects():
+        if other == project:
+            continue
+        where, cands = matches(other, ref, extra_cwds(other), archive.root())
+        for c in cands:
+            found.setdefault(c.session_id, Found(c.session_id, where, True))
+    if anywhere and not found:  # Claude Code's folders, then the archive (kept, deleted there)
+        for cand, rec in [*anywhere_matches(ref), *anywhere_matches(ref, archive.root())]:
+            found.setdefault(cand.session_id, Found(cand.session_id, _cwd_project(rec.cwd or ""), True, False))
+    return sorted(found.values())
+
+
+def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bool = False) -> Found:
+    """The session ``ref`` names, and its project. Empty or ``current``: the host session.
+    Raises a C3Error (unknown, ambiguous, malformed) naming what to do."""
     ref = (ref or "").strip(" \t")
     if not ref or ref.lower() == CURRENT:
         if host and is_session_id(host):
-            return host.lower()
+            return Found(host.lower(), project)
         raise BadArgument(
             "this call does not come from a Claude Code session that c3async can "
             "identify: give a session id (`c3async sessions` lists them)"
         )
     try:
-        return resolve(project, ref, extra_cwds(project), archive.root()).session_id
-    except UnknownSession:
-        low = ref.lower()
+        return Found(resolve(project, ref, extra_cwds(project), archive.root()).session_id, project)
+    except UnknownSession as unknown:
+        low = check_ref(ref)
         if host and is_session_id(host) and host.lower().startswith(low):
-            return host.lower()  # the first turn: no transcript yet, but it is this session
+            return Found(host.lower(), project)  # the first turn: no transcript yet, but it is this session
         served = {h for rec in records.load_all(project) for h in rec.host_session_ids if h.startswith(low)}
         if len(served) == 1:
-            return served.pop()
+            return Found(served.pop(), project)
         if len(served) > 1:
             raise AmbiguousSession(low, sorted(served)) from None
-        raise
+        others = _elsewhere(project, low, anywhere)
+        if len(others) == 1:
+            return others[0]
+        if others:
+            raise AmbiguousSession(low, [f"{f.id} (in {f.project})" for f in others]) from None
+        raise unknown from None
+
+
+def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> str:
+    """The full id ``ref`` names in ``project`` (see ``find``; an id only another project holds
+    is not this one's, so it is unknown here)."""
+    found = find(project, ref, host=host)
+    if found.elsewhere:
+        raise UnknownSession((ref or "").strip(), project, [found.where()])
+    return found.id
+
+
+class Marked(NamedTuple):
+    """A mark written, and where its session was found (its project's marks hold it)."""
+
+    mark: Mark
+    found: Found
 
 
 def mark(
@@ -59,25 +125,27 @@ def mark(
     summary: str | None = None,
     next_steps: str | None = None,
     release: bool = False,
-) -> Mark:
-    """Resolve ``ref`` (and ``successor``) and write the mark; ``by_session`` is the host.
-    ``release``: an unkeep may delete the archive's copy of a transcript Claude Code deleted,
-    the only one left (refused without it)."""
+) -> Marked:
+    """Find ``ref`` (and ``successor``), in this project or any registered one, and write the
+    mark in the marks of the session's own project; ``by_session`` is the host. ``release``: an
+    unkeep may delete the archive's copy of a transcript Claude Code deleted, the only one left
+    (refused without it)."""
     from ..marks import check_mark_text
 
     # The cheap checks first, so a bad call costs no listing of the transcripts.
     check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=ref)
-    session_id = resolve_ref(project, ref, host=host)
+    found = find(project, ref, host=host)
     successor = (successor or "").strip(" \t") or None
     if successor is not None:
-        successor = resolve_ref(project, successor, host=host)
+        successor = find(project, successor, host=host).id
+    home = found.project
     if op == "unkeep" and not release:
         from .keep import check_unkeep
 
-        check_unkeep(project, session_id, by)
+        check_unkeep(home, found.id, by)
     written = write_mark(
-        project,
-        session_id,
+        home,
+        found.id,
         op,
         reason=reason,
         successor=successor,
@@ -89,16 +157,22 @@ def mark(
     if op in ("keep", "unkeep"):
         from .keep import on_mark
 
-        on_mark(project, session_id, op)
-    return written
+        on_mark(home, found.id, op)
+    return Marked(written, found)
 
 
 def run_task(project: str, who, action: str, **args: str) -> dict:
     """A ``c3_task`` action for a door: a session ``ref`` of ``link`` resolves like every other
-    id (a unique prefix, ``current``, the host session before its transcript exists), then the
-    task store acts on the full id."""
+    id (a unique prefix, ``current``, the host session before its transcript exists, a session
+    of another registered project), then the task store acts on the full id. A session found in
+    another project is said in ``session_project``."""
     from ..pm import actions
 
+    found = None
     if (action or "").strip().lower() == "link" and (args.get("link_type") or "session").strip() == "session":
-        args["ref"] = resolve_ref(project, args.get("ref"), host=who.session)
-    return actions.run(project, who, action, **args)
+        found = find(project, args.get("ref"), host=who.session)
+        args["ref"] = found.id
+    result = actions.run(project, who, action, **args)
+    if found is not None and found.elsewhere:
+        result["session_project"] = found.project
+    return result
