@@ -50,7 +50,7 @@ def test_unknown_op_and_by_are_refused(project) -> None:
 
 def test_prefix_resolves_and_ambiguity_names_candidates(project) -> None:
     proj, ids = project
-    mark = refs.mark(proj, "bbbb", "note", summary="done")
+    mark, _ = refs.mark(proj, "bbbb", "note", summary="done")
     assert mark.id == ids[2]
     with pytest.raises(AmbiguousSession) as err:
         refs.mark(proj, "aaaa", "note", summary="x")
@@ -77,7 +77,7 @@ def test_successor_must_be_a_known_session(project) -> None:
         refs.mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
     with pytest.raises(BadArgument, match="own successor"):
         refs.mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])
-    mark = refs.mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
+    mark, _ = refs.mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
     assert mark.successor == ids[2]
 
 
