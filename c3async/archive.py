@@ -12,6 +12,19 @@ folder's lock so two processes never append the same bytes twice.
 Nothing here deletes or rewrites anything in Claude Code's folders: ``restore`` only adds files
 that are missing there. A preserved file whose original was replaced by a different one (not a
 longer version of the same bytes) is left as it is: the archive never loses what it kept.
+
+Each file of Claude Code's folder is opened once, without following a link at any level below
+the project folder (``safefs.open_regular(depth=...)``), and everything after that works from
+the descriptor: the link is made from it (``safefs.link_fd``: on Linux through
+``/proc/self/fd``, so no name is looked up again), a copy is read from it. A name swapped for a
+link or another file between a walk and the open, or after the open, redirects nothing. The
+same holds the other way (``restore``): the folders of Claude Code's folder that it adds to are
+opened one by one without following a link, and files are linked or copied into them by
+descriptor.
+
+The archive is used only while ``$C3_HOME`` and its ``archive`` folder are the user's own and
+no other account can write them (``trusted``): an entry planted there by someone else would be
+listed, searched and put back into Claude Code's folder.
 """
 
 from __future__ import annotations
@@ -27,10 +40,22 @@ import msgspec
 
 from . import safefs
 from .catalog.listing import MAX_DEPTH, is_session_id, regular_files
+from .errors import C3Error
 from .locking import locked
 from .paths import c3_home
 
-__all__ = ("ArchiveStatus", "Kept", "preserve", "release", "restore", "root", "status")
+__all__ = (
+    "ArchiveStatus",
+    "Kept",
+    "UnsafeArchive",
+    "preserve",
+    "release",
+    "restore",
+    "root",
+    "status",
+    "trusted",
+    "usable",
+)
 
 log = logging.getLogger("c3async.archive")
 
@@ -40,6 +65,51 @@ CHECK = 64  # bytes compared to recognise a copy as a prefix of its original
 
 def root() -> Path:
     return c3_home() / "archive"
+
+
+class UnsafeArchive(C3Error):
+    """``$C3_HOME`` or its archive is not the user's own, or another account can write it."""
+
+
+def _problem() -> str | None:
+    """Why the archive cannot be trusted now, or None (a missing folder is fine: ours to make)."""
+    for folder in (c3_home(), root()):
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"{folder} cannot be examined ({exc.strerror})"
+        if stat.S_ISLNK(st.st_mode) and folder != c3_home():
+            return f"{folder} is a symlink"
+        if not stat.S_ISLNK(st.st_mode):
+            if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+                return f"{folder} belongs to another account (uid {st.st_uid})"
+            if st.st_mode & 0o022:
+                return f"{folder} can be written by other accounts (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def trusted() -> Path:
+    """The archive's folder, once it is the user's own and no one else can write it; else
+    UnsafeArchive, whose message says what to fix."""
+    why = _problem()
+    if why is not None:
+        raise UnsafeArchive(
+            f"refusing the archive of kept sessions: {why}, so anything in it may have been put there by "
+            f"someone else. Make it yours and private (chmod 700 {c3_home()}), then try again."
+        )
+    return root()
+
+
+def usable() -> Path | None:
+    """The archive's folder for reading (listings, search), or None, warned once, when it is
+    not ``trusted``: a listing goes on without the archive rather than show what was planted."""
+    try:
+        return trusted()
+    except UnsafeArchive as exc:
+        safefs.warn_once(exc)
+        return None
 
 
 def _lock(folder: Path) -> Path:
@@ -55,7 +125,7 @@ def _side_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
 def preserve(transcript: str | os.PathLike[str], session: str) -> int:
     """Preserve a session's transcript and its session folder's files; returns how many files
     were linked, copied or brought up to date (0: all current). Raises OSError (a full or
-    read-only disk, UnsafeState) with the originals untouched."""
+    read-only disk, UnsafeState), or UnsafeArchive, with the originals untouched."""
     if not is_session_id(session):
         raise ValueError(f"not a session id: {session!r}")
     src = Path(transcript)
@@ -64,13 +134,15 @@ def preserve(transcript: str | os.PathLike[str], session: str) -> int:
     dst_dir = root() / src.parent.name
     if _current(src, dst_dir, session):
         return 0
+    trusted()
     safefs.ensure_dir(dst_dir)
     changed = 0
     with locked(_lock(dst_dir)):
-        changed += _keep(src, dst_dir / f"{session}.jsonl")
+        changed += _keep(src, 1, dst_dir / f"{session}.jsonl")
         side = src.parent / session
         for path, _st in _side_files(side):
-            changed += _keep(path, dst_dir / session / path.relative_to(side))
+            rel = path.relative_to(side)
+            changed += _keep(path, 1 + len(rel.parts), dst_dir / session / rel)
     return changed
 
 
@@ -87,9 +159,11 @@ def _current(src: Path, dst_dir: Path, session: str) -> bool:
     return not os.path.lexists(src.parent / session)
 
 
-def _keep(src: Path, dst: Path) -> int:
+def _keep(src: Path, depth: int, dst: Path) -> int:
+    """Bring ``dst`` (ours) up to date with ``src`` (Claude Code's; its last ``depth`` components
+    opened without following a link), from the one descriptor of ``src``."""
     try:
-        fd, st = safefs.open_regular(src)
+        fd, st = safefs.open_regular(src, depth=depth)
     except FileNotFoundError:
         return 0  # deleted meanwhile: what the archive has stays
     except safefs.NotRegularFile:
@@ -110,8 +184,15 @@ def _keep(src: Path, dst: Path) -> int:
             log.warning("%s differs from the archived copy %s (replaced?): the archive keeps its own", src, dst)
             return 0
         safefs.ensure_dir(dst.parent)
-        if _link(fd, src, dst):
-            return 1
+        with safefs.open_dir(dst.parent) as dfd:
+            if dfd is not None:
+                try:
+                    if safefs.link_fd(fd, dfd, dst.name):
+                        return 1
+                except FileExistsError:
+                    return 0  # another process preserved it first
+            elif _link_by_name(fd, src, dst):
+                return 1
         _copy(fd, dst)
         return 1
     finally:
@@ -121,37 +202,32 @@ def _keep(src: Path, dst: Path) -> int:
 _NO_LINK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
 
 
-def _link(fd: int, src: Path, dst: Path) -> bool:
-    """Hard-link ``src`` at ``dst`` (in our state), then check the link is the very file we
-    opened and vetted (a name swapped since, even for a symlink, is unlinked again and the
-    opened file copied instead). False when the filesystem cannot link: copy instead."""
-    with safefs.open_dir(dst.parent) as dfd:
-        name: str | Path = dst if dfd is None else dst.name
-        try:
-            os.link(src, name, dst_dir_fd=dfd, follow_symlinks=False)
-        except FileExistsError:
-            return True  # another process preserved it first
-        except OSError as exc:
-            if exc.errno in (*_NO_LINK, errno.ENOENT):
-                return False
-            raise
-        made = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-        have = os.fstat(fd)
-        if (made.st_dev, made.st_ino) != (have.st_dev, have.st_ino):
-            os.unlink(name, dir_fd=dfd)
+def _link_by_name(fd: int, src: Path, dst: Path) -> bool:
+    """Where no descriptor can be linked (no openat, no /proc): link ``src`` by name, then check
+    the link is the very file ``fd`` holds (a name swapped meanwhile is unlinked again, and the
+    caller copies from ``fd`` instead). False when the filesystem cannot link."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except FileExistsError:
+        return True  # another process preserved it first
+    except OSError as exc:
+        if exc.errno in (*_NO_LINK, errno.ENOENT):
             return False
+        raise
+    made, have = os.lstat(dst), os.fstat(fd)
+    if (made.st_dev, made.st_ino) != (have.st_dev, have.st_ino):
+        os.unlink(dst)
+        return False
     return True
 
 
-def _copy(fd: int, dst: Path, *, ours: bool = True) -> bool:
-    """A copy, whole or not at all: written under a temporary name beside ``dst``, synced, then
-    linked into place, never over a file that appeared meanwhile (False: one did; another
-    process copied first). A copy cut short (a full disk, Ctrl-C) leaves nothing behind.
-    ``ours``: ``dst`` is in our state (opened without following any link on the way); else
-    it is in Claude Code's folder (a resume)."""
+def _copy(fd: int, dst: Path) -> bool:
+    """A copy into our state, whole or not at all: written under a temporary name beside
+    ``dst``, synced, then linked into place, never over a file that appeared meanwhile (False:
+    one did; another process copied first). A copy cut short (a full disk, Ctrl-C) leaves
+    nothing behind."""
     tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    out = safefs.open_file(tmp, flags, 0o600) if ours else os.open(tmp, flags | os.O_NOFOLLOW, 0o600)
+    out = safefs.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
             _pump(fd, out, 0, None)
@@ -159,19 +235,56 @@ def _copy(fd: int, dst: Path, *, ours: bool = True) -> bool:
         finally:
             os.close(out)
         try:
-            if ours:
-                safefs.link(tmp, dst)
-            else:
-                os.link(tmp, dst, follow_symlinks=False)
+            safefs.link(tmp, dst)
         except FileExistsError:
             return False
         return True
     finally:
         try:
-            if ours:
-                safefs.unlink(tmp)
-            else:
-                os.unlink(tmp)
+            safefs.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _link_name_into(src: Path, fd: int, dfd: int, name: str) -> bool:
+    """Where a descriptor cannot be linked (no /proc): link our archived file ``src`` by name
+    into the folder ``dfd``, and keep the link only if it is the file ``fd`` holds."""
+    if safefs._PROC_FD:
+        return False
+    try:
+        os.link(src, name, dst_dir_fd=dfd, follow_symlinks=False)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError):
+            raise
+        return False
+    made, have = os.stat(name, dir_fd=dfd, follow_symlinks=False), os.fstat(fd)
+    if (made.st_dev, made.st_ino) != (have.st_dev, have.st_ino):
+        os.unlink(name, dir_fd=dfd)
+        return False
+    return True
+
+
+def _copy_into(fd: int, dfd: int, name: str) -> bool:
+    """The same into a folder of Claude Code's (``dfd``, opened without following a link): a
+    temporary name beside ``name``, synced, linked into place by descriptor, never over a file."""
+    tmp = f".{name}.{os.urandom(8).hex()}.tmp"
+    out = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dfd
+    )
+    try:
+        try:
+            _pump(fd, out, 0, None)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        try:
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
         except OSError:
             pass
 
@@ -224,7 +337,7 @@ def release(folder: str, session: str) -> int:
     bytes no other name held (freed). Only our own regular files are removed."""
     if not is_session_id(session) or "/" in folder or folder in ("", ".", ".."):
         raise ValueError("not an archive entry")
-    base = root() / folder
+    base = trusted() / folder
     freed = 0
     with locked(_lock(base)):
         for path in [base / f"{session}.jsonl", *(p for p, _ in _side_files(base / session))]:
@@ -260,35 +373,39 @@ def restore(archived: Path, target_dir: Path, session: str, *, dry_run: bool = F
     """Put a session's preserved files back into Claude Code's folder ``target_dir`` (where it
     looks for them), adding only files that are missing: an existing file is never overwritten,
     whatever its age. Returns the files put back (``dry_run``: the files that would be; nothing
-    is written)."""
-    put: list[str] = []
+    is written). The folders below ``target_dir`` are opened without following a link, and each
+    file is linked (or copied) from its one descriptor into the folder's."""
+    trusted()
     base = archived.parent
-    pairs = [(archived, target_dir / f"{session}.jsonl")]
-    pairs += [(p, target_dir / session / p.relative_to(base / session)) for p, _ in _side_files(base / session)]
+    pairs = [(archived, Path(f"{session}.jsonl"))]
+    pairs += [(p, Path(session) / p.relative_to(base / session)) for p, _ in _side_files(base / session)]
     if dry_run:
-        return [os.fspath(dst) for _, dst in pairs if not os.path.lexists(dst)]
-    target_dir.mkdir(parents=True, exist_ok=True)
-    for src, dst in pairs:
-        if os.path.lexists(dst):
-            continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        fd = safefs.open_file(src, os.O_RDONLY)  # ours: no link followed, regular only
+        return [os.fspath(target_dir / rel) for _, rel in pairs if not os.path.lexists(target_dir / rel)]
+    put: list[str] = []
+    for src, rel in pairs:
+        dfd = safefs.open_folder_below(target_dir / rel.parent, len(rel.parts) - 1, create=True)
         try:
             try:
-                os.link(src, dst, follow_symlinks=False)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                if exc.errno not in _NO_LINK:
-                    raise
-                if not _copy(fd, dst, ours=False):
+                os.lstat(rel.name, dir_fd=dfd)
+                continue  # there already: never overwritten
+            except FileNotFoundError:
+                pass
+            fd = safefs.open_file(src, os.O_RDONLY)  # ours: no link followed, regular only
+            try:
+                try:
+                    linked = safefs.link_fd(fd, dfd, rel.name) or _link_name_into(src, fd, dfd, rel.name)
+                except FileExistsError:
                     continue
+                if not linked and not _copy_into(fd, dfd, rel.name):
+                    continue
+                # Claude Code deletes by mtime at start-up: a transcript put back with its old mtime
+                # would be deleted by the very `claude --resume` it was put back for.
+                os.utime(rel.name, dir_fd=dfd, follow_symlinks=False)
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)
-        # Claude Code deletes by mtime at start-up: a transcript put back with its old mtime would
-        # be deleted by the very `claude --resume` it was put back for.
-        os.utime(dst, follow_symlinks=False)
-        put.append(os.fspath(dst))
+            os.close(dfd)
+        put.append(os.fspath(target_dir / rel))
     return put
 
 

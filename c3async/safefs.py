@@ -37,10 +37,12 @@ __all__ = (
     "UnsafeState",
     "append_fd",
     "ensure_dir",
+    "link_fd",
     "listdir",
     "lstat",
     "open_dir",
     "open_file",
+    "open_folder_below",
     "open_regular",
     "pread_all",
     "read_bytes",
@@ -299,13 +301,20 @@ def open_regular(
     *,
     follow: bool = False,
     lstat_first: bool = False,
+    depth: int = 1,
 ) -> tuple[int, os.stat_result]:
     """Open a file that is not our state (a transcript, git's ``HEAD``) for reading, only if it
     is a regular file: (fd, fstat). ``O_NONBLOCK`` makes opening a FIFO return at once,
     ``O_NOFOLLOW`` (unless ``follow``) refuses a symlink, and the ``fstat`` of the descriptor, not
     of the name, decides, so nothing swapped in after a caller's stat can block or redirect the
-    read. ``lstat_first`` checks the name before opening, so a device is not even opened (for
-    paths no listing has vetted). Raises NotRegularFile, or the OSError of the open."""
+    read. ``depth``: how many of the path's last components are below the folder the caller
+    trusts (2 for ``<folder>/<session>/x``): each is opened relative to the one above it, a
+    folder with ``O_DIRECTORY | O_NOFOLLOW``, so a folder swapped for a link between a walk and
+    this open is refused too. ``lstat_first`` checks the name before opening, so a device is not
+    even opened (for paths no listing has vetted). Raises NotRegularFile, or the OSError of the
+    open."""
+    if depth > 1 and not follow and _DIR_FD:
+        return _open_below(Path(path), depth)
     nofollow = 0 if follow else _O_NOFOLLOW
     if lstat_first or (not follow and not _O_NOFOLLOW):
         st = os.lstat(path)
@@ -317,6 +326,11 @@ def open_regular(
         if nofollow and exc.errno in (errno.ELOOP, errno.EMLINK):  # EMLINK: BSD's O_NOFOLLOW
             raise NotRegularFile(exc.errno, "a symlink (not followed)", os.fspath(path)) from None
         raise
+    return fd, _regular(fd, path)
+
+
+def _regular(fd: int, path: str | os.PathLike[str]) -> os.stat_result:
+    """The fstat of ``fd``, which must be a regular file (else it is closed: NotRegularFile)."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -324,7 +338,89 @@ def open_regular(
     except BaseException:
         os.close(fd)
         raise
-    return fd, st
+    return st
+
+
+def open_folder_below(path: str | os.PathLike[str], depth: int, *, create: bool = False) -> int:
+    """A descriptor of the folder ``path``, whose last ``depth`` components are opened one by
+    one without following a link (created, mode 0755, when ``create``); the folder above them is
+    trusted as it is. NotRegularFile names a component that is a link or not a folder."""
+    p = Path(path)
+    parts = p.parts[len(p.parts) - depth :] if depth else ()
+    base = Path(*p.parts[: len(p.parts) - depth]) if depth else p
+    if create:
+        base.mkdir(parents=True, exist_ok=True)
+    fd = os.open(base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    here = base
+    try:
+        for name in parts:
+            here = here / name
+            try:
+                nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise NotRegularFile(
+                        exc.errno, "a symlink or not a folder (not followed)", os.fspath(here)
+                    ) from None
+                raise
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_below(p: Path, depth: int) -> tuple[int, os.stat_result]:
+    dfd = open_folder_below(p.parent, depth - 1)
+    try:
+        try:
+            fd = os.open(p.name, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_NOFOLLOW, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                raise NotRegularFile(exc.errno, "a symlink (not followed)", os.fspath(p)) from None
+            raise
+    finally:
+        os.close(dfd)
+    return fd, _regular(fd, p)
+
+
+# Linux names every open file in /proc/self/fd: linkat through it links the very file a
+# descriptor holds (no name is looked up again). Elsewhere a link is made by name and checked.
+_PROC_FD = sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
+
+
+def link_fd(fd: int, dir_fd: int, name: str) -> bool:
+    """Hard-link the open file ``fd`` as ``name`` in the folder ``dir_fd``, never over an
+    existing name (FileExistsError). False where that cannot be done (no /proc, another device,
+    no hard links, the file already unlinked): the caller copies from ``fd`` instead."""
+    if not _PROC_FD:
+        return False
+    try:
+        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno in (
+            errno.EXDEV,
+            errno.EPERM,
+            errno.EMLINK,
+            errno.ENOTSUP,
+            errno.EOPNOTSUPP,
+            errno.ENOENT,
+            errno.EACCES,
+        ):
+            return False
+        raise
+    return True
 
 
 def pread_all(fd: int, offset: int, length: int) -> bytes:

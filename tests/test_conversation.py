@@ -26,7 +26,7 @@ from transcripts import (
 )
 
 from c3async.catalog import conversation
-from c3async.catalog.conversation import LINE_CAP, MAX_LIMIT, OUTPUT_CAP, Page, page, subagent_path
+from c3async.catalog.conversation import LINE_CAP, MAX_LIMIT, OUTPUT_CAP, Page, open_subagent, page
 from c3async.errors import BadArgument
 from c3async.safefs import NotRegularFile
 
@@ -317,7 +317,9 @@ def test_a_sub_agent_file_is_read_by_name(tmp_path):
     assert (call.name, call.summary, call.agent) == ("Task", "Find the retry bug", "agent-a1b2c3d4e5f6a7b8c")
     a = page(str(main), agent=call.agent)
     assert [(i.kind, i.text) for i in a.items] == [("user", "Look for it"), ("assistant", "It is in retry.py")]
-    assert subagent_path(str(main), call.agent) == str(sub / f"{call.agent}.jsonl")
+    fd, st = open_subagent(str(main), call.agent)
+    os.close(fd)
+    assert (st.st_ino, st.st_dev) == (os.stat(sub / f"{call.agent}.jsonl").st_ino, os.stat(sub).st_dev)
     for bad in ("../x", "agent-a/../../b", "agent-", "agent-a.b", "x", "agent-a\n", "agent-" + "a" * 200):
         with pytest.raises(BadArgument):
             page(str(main), agent=bad)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,7 @@ from ..errors import DECODE_ERRORS, BadArgument
 from ..safefs import open_regular, pread_all
 from .extract import CLEAR_COMMANDS, _Block, _Message, classify_prompt
 from .extract import _Line as _PromptLine
+from .listing import regular_files
 
 __all__ = (
     "LINE_CAP",
@@ -52,8 +52,8 @@ __all__ = (
     "PAGE_ITEMS",
     "Item",
     "Page",
+    "open_subagent",
     "page",
-    "subagent_path",
 )
 
 WINDOW = 256 * 1024  # bytes read at a time
@@ -593,9 +593,7 @@ def page(
     after, before, at = _offset(after, "after"), _offset(before, "before"), _offset(at, "at")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise BadArgument(f"limit must be a whole number from 1 to {MAX_LIMIT}")
-    if agent is not None:
-        path = subagent_path(path, agent)
-    fd, st = open_regular(path)
+    fd, st = open_subagent(path, agent) if agent is not None else open_regular(path)
     try:
         return _page(_Reading(fd, st.st_size), after, before, at, limit, sidechain=agent is not None)
     finally:
@@ -631,17 +629,47 @@ def _page(r: _Reading, after: int | None, before: int | None, at: int | None, li
     return Page(items, start, end, r.size, prev, nxt, target, r.changed)
 
 
-def subagent_path(transcript: str, agent: str) -> str:
-    """The file of sub-agent ``agent`` (``agent-<id>``) of the session whose transcript is
-    ``transcript``: ``<folder>/<session>/subagents/<agent>.jsonl``. The name is checked (no
-    slashes, no dots) and so are the two folders on the way (real folders, not links)."""
+def open_subagent(transcript: str, agent: str) -> tuple[int, os.stat_result]:
+    """Open the file of sub-agent ``agent`` (``agent-<id>``) of the session whose transcript is
+    ``transcript``: ``<folder>/<session>/subagents/<agent>.jsonl`` (or deeper below
+    ``subagents``, as a workflow's agents are), else the flat ``<folder>/<agent>.jsonl`` that
+    Claude Code wrote before 2.1.2, if its lines name this session. The name is checked (no
+    slashes, no dots) and every folder below the project's is opened without following a link;
+    the file is used from that one descriptor. FileNotFoundError when the session has no such
+    sub-agent."""
     if not isinstance(agent, str) or _AGENT.fullmatch(agent) is None:
         raise BadArgument("agent must be a sub-agent's name: agent- and then letters, digits, _ or -")
     folder, name = os.path.split(transcript)
-    stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
-    session_dir = os.path.join(folder, stem)
-    subagents = os.path.join(session_dir, "subagents")
-    for d in (session_dir, subagents):
-        if not stat.S_ISDIR(os.lstat(d).st_mode):  # FileNotFoundError: the session has none
-            raise NotADirectoryError(errno.ENOTDIR, "not a folder (a link is not followed)", d)
-    return os.path.join(subagents, agent + ".jsonl")
+    session = name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    subagents = os.path.join(folder, session, "subagents")
+    try:
+        return open_regular(os.path.join(subagents, agent + ".jsonl"), depth=3)
+    except FileNotFoundError:
+        pass
+    for path, _st in regular_files(subagents):  # a workflow's agents sit deeper
+        if os.path.basename(path) == agent + ".jsonl":
+            return open_regular(path, depth=len(os.path.relpath(path, folder).split(os.sep)))
+    fd, st = open_regular(os.path.join(folder, agent + ".jsonl"))  # FileNotFoundError: none at all
+    if _names_session(fd, session):
+        return fd, st
+    os.close(fd)
+    raise FileNotFoundError(errno.ENOENT, "no sub-agent of this session has that name", agent)
+
+
+def _names_session(fd: int, session: str) -> bool:
+    """Do the first lines of a flat sub-agent file name ``session`` as theirs?"""
+    head = pread_all(fd, 0, WINDOW)
+    for raw in head.split(b"\n")[:200]:
+        if b'"sessionId"' not in raw:
+            continue
+        try:
+            sid = msgspec.json.decode(raw, type=_SessionOf).sessionId
+        except DECODE_ERRORS:
+            continue
+        if isinstance(sid, str):
+            return sid.lower() == session.lower()
+    return False
+
+
+class _SessionOf(msgspec.Struct):
+    sessionId: Any = None

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ("Candidate", "candidates", "is_session_id", "transcript_files")
+__all__ = ("Candidate", "candidates", "depth_in_folder", "is_session_id", "transcript_files")
 
 MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
 
@@ -97,6 +97,17 @@ def transcript_files(folder: str | os.PathLike[str]) -> Iterator[tuple[str, str 
                     yield path, e.name.lower(), st
         except OSError:
             continue  # vanished, or cannot be examined: this entry only
+
+
+def depth_in_folder(path: str) -> int:
+    """How many of ``path``'s last components lie below its project folder: 1 for a session's
+    ``<uuid>.jsonl`` or a legacy ``agent-*.jsonl``, more for ``<uuid>/subagents/...``. A reader
+    opens those without following a link (``safefs.open_regular(depth=...)``)."""
+    parts = path.split(os.sep)
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "subagents" and is_session_id(parts[i - 1]):
+            return len(parts) - (i - 1)
+    return 1
 
 
 def subagent_files(folder: str) -> Iterator[tuple[str, os.stat_result]]:

@@ -81,9 +81,11 @@ def scan_files() -> dict[str, Seen]:
 def _archived(root: Path, out: dict[str, Seen]) -> None:
     """Kept transcripts Claude Code deleted: indexed from the archive (one that is still in
     its folder is indexed there, never twice)."""
-    from ..archive import root as archive_root
+    from ..archive import usable as archive_usable
 
-    base = archive_root()
+    base = archive_usable()
+    if base is None:
+        return
     try:
         with os.scandir(base) as it:
             folders = [e for e in it if e.is_dir(follow_symlinks=False)]

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from ..catalog.extract import classify_text, prompt_title
-from ..catalog.listing import is_session_id
+from ..catalog.listing import depth_in_folder, is_session_id
 from ..errors import DECODE_ERRORS
 from ..safefs import open_regular
 
@@ -304,8 +304,8 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
     """Read ``job.path`` from where the last pass stopped (from 0 when the file was replaced or
     shrank) to its size now. None when it cannot be read (vanished, not a regular file, I/O
     error): the caller keeps what it had and tries again next time."""
-    try:
-        fd, st = open_regular(job.path)  # no-follow, non-blocking: a FIFO cannot hang us
+    try:  # no-follow at every level below the project folder, non-blocking: a FIFO cannot hang us
+        fd, st = open_regular(job.path, depth=depth_in_folder(job.path))
     except OSError:
         return None
     try:

@@ -109,7 +109,7 @@ def on_mark(project: str, session_id: str, op: str) -> None:
                 archive.preserve(row.path, row.id)
         else:
             archive.release(os.path.basename(os.path.dirname(row.path)), row.id)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, C3Error) as exc:
         what = "preserve it in the archive" if op == "keep" else "remove its archive entry"
         raise C3Error(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
 

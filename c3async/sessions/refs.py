@@ -58,11 +58,12 @@ def _elsewhere(project: str, ref: str, anywhere: bool) -> list[Found]:
     for other in registry.projects():
         if other == project:
             continue
-        where, cands = matches(other, ref, extra_cwds(other), archive.root())
+        where, cands = matches(other, ref, extra_cwds(other), archive.usable())
         for c in cands:
             found.setdefault(c.session_id, Found(c.session_id, where, True))
     if anywhere and not found:  # Claude Code's folders, then the archive (kept, deleted there)
-        for cand, rec in [*anywhere_matches(ref), *anywhere_matches(ref, archive.root())]:
+        kept = archive.usable()
+        for cand, rec in [*anywhere_matches(ref), *(anywhere_matches(ref, kept) if kept is not None else [])]:
             found.setdefault(cand.session_id, Found(cand.session_id, _cwd_project(rec.cwd or ""), True, False))
     return sorted(found.values())
 
@@ -79,7 +80,7 @@ def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bo
             "identify: give a session id (`c3async sessions` lists them)"
         )
     try:
-        return Found(resolve(project, ref, extra_cwds(project), archive.root()).session_id, project)
+        return Found(resolve(project, ref, extra_cwds(project), archive.usable()).session_id, project)
     except UnknownSession as unknown:
         low = check_ref(ref)
         if host and is_session_id(host) and host.lower().startswith(low):

@@ -18,7 +18,7 @@ from functools import cache
 
 import msgspec
 
-from ..archive import root as archive_root
+from .. import archive
 from ..catalog.locate import folders_under, locate
 from ..errors import BadArgument
 from ..search import index
@@ -118,7 +118,10 @@ def _folders(projects: list[str]) -> frozenset[str]:
         dirs = locate(project, extra_cwds(project))
         for folder, _cwd in dirs.folders:
             names.add(folder.name)
-        for folder, _cwd in folders_under(archive_root(), dirs.cwds):  # Claude Code removed the folder
+        kept = archive.usable()
+        for folder, _cwd in (
+            folders_under(kept, dirs.cwds) if kept is not None else ()
+        ):  # Claude Code removed the folder
             names.add(folder.name)
     return frozenset(names)
 
@@ -167,7 +170,7 @@ def search(
         state.pending_bytes, state.indexed_now = done.pending_bytes, state.indexed_now + done.read
         found = find(query, filters, limit, snippets=snippets)
     now = time.time()
-    archive_base = os.fspath(archive_root()) + os.sep
+    archive_base = os.fspath(archive.root()) + os.sep
     results = []
     for hit in found.hits:
         cwd = hit.cwd or ""

@@ -355,7 +355,7 @@ async def list_rows(
     logs = _logs(projects)
     extras = {p: extra_cwds(p, logs[p]) for p in projects}
     scans = await scan_projects(
-        projects, limit=limit, progress=progress, extra_cwds=extras, fallback_root=archive.root()
+        projects, limit=limit, progress=progress, extra_cwds=extras, fallback_root=archive.usable()
     )
     return scans, _finish(scans, which, search, logs)
 
@@ -378,7 +378,7 @@ def list_rows_sync(
         progress=progress,
         processes=processes,
         extra_cwds=extras,
-        fallback_root=archive.root(),
+        fallback_root=archive.usable(),
     )
     return scans, _finish(scans, which, search, logs)
 
@@ -393,7 +393,8 @@ def row_for(project: str, session_id: str) -> Row | None:
     dirs = locate(project, extra_cwds(project))
     cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
     if cand is None:  # deleted by Claude Code, kept in the archive
-        kept = folders_under(archive.root(), dirs.cwds)
+        usable = archive.usable()
+        kept = folders_under(usable, dirs.cwds) if usable is not None else []
         cand = next((c for c in candidates([f for f, _ in kept]) if c.session_id == session_id), None)
     rec = session_record(cand, dirs.cwds) if cand is not None else None
     if cand is None or rec is None:

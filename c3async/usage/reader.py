@@ -29,6 +29,7 @@ from typing import Protocol
 import msgspec
 
 from .. import jsonl
+from ..catalog.listing import depth_in_folder
 from ..errors import DECODE_ERRORS
 from ..safefs import open_regular
 from .prices import TIER_TOKENS, Price, PriceTable
@@ -273,7 +274,7 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
     try:
         # Non-blocking and no-follow, then fstat: a FIFO or a symlink put here (even after the
         # listing looked) is refused at once instead of hanging the accountant.
-        fd, st = open_regular(job.path)
+        fd, st = open_regular(job.path, depth=depth_in_folder(job.path))
     except OSError:
         return None
     try:
