@@ -90,6 +90,7 @@ class Rich:
             ("clear", "/clear"),
             ("user", "/review PR 12"),
             ("command", "/model opus"),
+            ("user", "inline sidechain line"),  # a 1.0.x sub-agent line in the session's file: marked
             ("user", "Last prompt"),
             ("assistant", "Last answer"),
         ]
@@ -123,8 +124,9 @@ def test_one_page_shows_turns_tools_and_markers_and_skips_the_rest(rich):
     assert p.items[6].text.startswith("This session is being continued")
     assert p.items[0].ts == "2026-05-01T10:00:01.000Z"
     text_all = msgspec.json.encode(p).decode()
-    for hidden in ("meta text", "queued prompt text", "Let me look at the code", "inline sidechain", "Rich session"):
+    for hidden in ("meta text", "queued prompt text", "Let me look at the code", "Rich session"):
         assert hidden not in text_all
+    assert [i.sidechain for i in p.items] == [i.text == "inline sidechain line" for i in p.items]
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 5, 50])
@@ -146,15 +148,17 @@ def test_paging_forward_and_backward_gives_every_item_once(rich, limit):
     assert all(i.name and i.output is not None for i in fwd + back if i.kind == "tool")
 
 
-def test_a_result_whose_call_is_on_another_page_is_shown_alone(rich):
+def test_a_page_asked_for_inside_a_pair_still_shows_both_halves(rich):
+    """A page that starts at a result (``after=`` inside a pair) or ends before one: the other
+    half is looked up, so the item shows the call with its result either way."""
     whole = page(str(rich.path), limit=MAX_LIMIT).items
     bash = whole[2]
     p = page(str(rich.path), after=bash.result_offset, limit=2)
-    assert p.items[0].kind == "tool" and p.items[0].name is None
+    assert p.items[0].kind == "tool" and p.items[0].name == "Bash" and p.items[0].summary == "npm test"
     assert p.items[0].output == "3 passed" and p.items[0].offset == bash.result_offset
     assert p.items[0].tool_id == bash.tool_id
     p = page(str(rich.path), before=bash.result_offset, limit=1)  # the call, its result after the page
-    assert p.items[-1].name == "Bash" and p.items[-1].output is None
+    assert p.items[-1].name == "Bash" and p.items[-1].output == "3 passed"
 
 
 def test_at_an_offset_shows_its_line_and_names_it(rich):
@@ -425,3 +429,63 @@ def test_show_turns_prints_the_detail_and_the_last_turns(claude):
     assert "last 12 turns:" in proc.stdout and "prompt 1" in proc.stdout.partition("last 12 turns:")[2]
     proc = claude.run("show", c.id, "--project", project, "--turns", "-1")
     assert proc.returncode == 2
+
+
+# ------------------------------------------------------------------------------- parallel batches
+
+
+def _batches(seed: int, folder: Path) -> Path:
+    """A session of random turns: prompts, single tool rounds, and parallel batches of 2 to 40
+    calls (one line per call, or all in one line as older versions wrote them), their results
+    one line each or all in one line, bookkeeping lines between."""
+    import random
+
+    rng = random.Random(seed)
+    c = Conversation("/w")
+    lines: list = [c.permission_mode()]
+    for r in range(rng.randint(4, 20)):
+        roll = rng.random()
+        if roll < 0.3:
+            lines += c.exchange(f"prompt {r}", f"answer {r}")
+        elif roll < 0.7:
+            blocks = [tool_use("Bash", {"command": f"cmd {r}.{i}"}) for i in range(rng.randint(2, 40 if roll < 0.4 else 6))]
+            calls = c.reply(*blocks)
+            if rng.random() < 0.4:
+                calls = calls[:1]
+                calls[0]["message"]["content"] = blocks
+            lines += (c.reply(text("running these")) if rng.random() < 0.3 else []) + calls
+            if rng.random() < 0.5:
+                for b in blocks:
+                    lines.append(c.tool_result(b["id"], f"out {b['id'][-4:]}"))
+                    if rng.random() < 0.2:
+                        lines.append(c.snapshot())
+            else:
+                res = c.tool_result(blocks[0]["id"], "x")
+                res["message"]["content"] = [{"tool_use_id": b["id"], "type": "tool_result", "content": "o"} for b in blocks]
+                lines.append(res)
+        else:
+            lines += c.tool_round(f"single {r}")
+    return write_session(folder, c.id, lines)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_page_never_separates_a_tool_call_from_its_result(tmp_path, seed):
+    """Forward, backward and around any line, at any limit: every tool call on a page has its
+    result on the same page (the page grows to hold a batch), and no result is there without
+    its call."""
+    path = _batches(seed, tmp_path)
+    raw = path.read_bytes()
+    starts = [0] + [i + 1 for i, b in enumerate(raw[:-1]) if b == 10]
+
+    def whole(p: Page) -> None:
+        for it in p.items:
+            if it.kind == "tool":
+                assert it.name and it.output is not None, (seed, it)
+                assert p.start <= it.offset < p.end and p.start <= it.result_offset < p.end, (seed, it)
+
+    for limit in (1, 2, 3, 7):
+        for pages in (forward_all(path, limit)[1], backward_all(path, limit)[1]):
+            for p in pages:
+                whole(p)
+        for at in starts[::2]:
+            whole(page(str(path), at=at, limit=limit))

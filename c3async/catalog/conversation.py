@@ -21,6 +21,9 @@ Items, in file order, each with its line's byte ``offset``:
 - ``clear``: a ``/clear``, ``/reset`` or ``/new``; ``command``: another slash command;
 - ``long``: a line over the cap.
 
+A sub-agent's lines that Claude Code 1.0.x wrote into the session's own file are items too,
+marked ``sidechain`` (a search hit in one opens on it).
+
 Meta lines, thinking blocks and bookkeeping lines (file-history-snapshot, queue-operation,
 titles, system lines) are skipped. Hostile input costs a line, never the page: invalid UTF-8 is
 replaced, a line that is not JSON or is nested past the recursion limit is skipped, the last line
@@ -92,6 +95,7 @@ class Item(msgspec.Struct, omit_defaults=True):
     result_offset: int | None = None  # where the tool_result line starts
     agent: str | None = None  # tool: the sub-agent file it ran (``agent-<id>``), when known
     bytes: int | None = None  # long: the line's length
+    sidechain: bool = False  # a sub-agent's line written into the session's own file (1.0.x)
 
 
 class Page(msgspec.Struct):
@@ -359,7 +363,7 @@ def _parse(offset: int, end: int, raw: bytes | None, sidechain: bool) -> _Parsed
     if not any(marker in raw for marker in _CONVERSATION):
         return line  # bookkeeping: snapshots, queue operations, titles, system lines
     entry = _decode(raw)
-    if entry is None or entry.isMeta is True or (entry.isSidechain is True and not sidechain):
+    if entry is None or entry.isMeta is True:
         return line
     msg = entry.message if isinstance(entry.message, dict) else {}
     content = msg.get("content")
@@ -368,6 +372,9 @@ def _parse(offset: int, end: int, raw: bytes | None, sidechain: bool) -> _Parsed
         _parse_user(line, entry, content, ts)
     elif entry.type == "assistant" and isinstance(content, list):
         _parse_assistant(line, content, ts)
+    if entry.isSidechain is True and not sidechain:  # Claude Code 1.0.x wrote sub-agents inline
+        for item in line.items:
+            item.sidechain = True
     return line
 
 
@@ -434,77 +441,90 @@ def _parse_assistant(line: _Parsed, content: list, ts: str | None) -> None:
 # ------------------------------------------------------------------------------- pages
 
 
-BATCH = 32  # how far past the limit a page goes to keep parallel tool calls with their results
+# A page ends only where no tool call on it waits for its result (and starts only where no
+# result waits for its call): a parallel batch of calls and their results is never cut. A real
+# prompt (or a compact summary, a /clear, a command) is always such a place: Claude Code
+# finishes a turn's tool calls, with a result or an "interrupted" one, before the next prompt.
+# A batch is let to grow a page past its limit up to BATCH_ITEMS items and BATCH_CHARS
+# characters; a larger one (no real transcript has one) is cut, and the halves are joined by
+# looking the missing half up (``_repair``).
+BATCH_ITEMS = 400
+BATCH_CHARS = 4 * PAGE_CHARS
+REPAIR_LINES = 2000  # lines looked through for the other half of a cut pair
 
 
-class _Fill:
-    """How full a page is, read in one direction. Reading forward a line opens tool calls and
-    closes them with results; reading backward it is the mirror (results open, calls close).
-    Past the limit a page still takes lines that add no item, and the rest of a run of lines
-    that only open (parallel tool calls) while some of them wait for their other half."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.opened: set[str] = set()  # ids opened on the page
-        self.waiting: set[str] = set()  # of those, the ones whose other half has not come
-        self.run = False  # the last line that added items only opened
-        self.items = self.chars = 0
-
-    def stops(self, new: int, only_opens: bool) -> bool:
-        """Does this line (``new`` items) stay off the page?"""
-        if not new or (self.items < self.limit and self.chars < PAGE_CHARS):
-            return False
-        return not (
-            self.run and only_opens and self.waiting and self.items < self.limit + BATCH and self.chars < PAGE_CHARS
-        )
-
-    def take(
-        self, line: _Parsed, new: int, opens: list[str], closes: list[str], only_opens: bool, ends_run: bool
-    ) -> None:
-        self.opened.update(opens)
-        self.waiting.update(opens)
-        self.waiting.difference_update(closes)
-        if ends_run:
-            self.run = False
-        elif only_opens:
-            self.run = True
-        self.items += new
-        self.chars += line.chars
+def _calls(line: _Parsed) -> set[str]:
+    return {i.tool_id for i in line.items if i.kind == "tool" and i.tool_id}
 
 
-def _collect_forward(r: _Reading, start: int, limit: int, sidechain: bool) -> tuple[list[_Parsed], int, bool]:
-    """Lines from ``start`` until the page is full (see ``_Fill``): (lines, end, more)."""
+def _results(line: _Parsed) -> set[str]:
+    return {x.tool_id for x in line.results if x.tool_id}
+
+
+def _turn(line: _Parsed) -> bool:
+    """Does a new turn start here (no tool call before this line is still waiting)?"""
+    return any(i.kind in ("user", "summary", "clear", "command") and not i.sidechain for i in line.items)
+
+
+def _new_forward(line: _Parsed, on_page: set[str]) -> int:
+    """Items this line adds read forward: its own, and results whose call is not on the page."""
+    return len(line.items) + sum(1 for x in line.results if x.tool_id not in on_page)
+
+
+def _new_backward(line: _Parsed, on_page: set[str]) -> int:
+    """Items this line adds read backward: its results, and calls whose result is not on the page."""
+    return len(line.results) + sum(1 for i in line.items if not (i.tool_id and i.tool_id in on_page))
+
+
+def _full(items: int, chars: int, limit: int) -> bool:
+    return items >= limit or chars >= PAGE_CHARS
+
+
+def _over(items: int, chars: int, limit: int) -> bool:
+    return items >= limit + BATCH_ITEMS or chars >= BATCH_CHARS
+
+
+def _collect_forward(
+    r: _Reading, start: int, limit: int, sidechain: bool, opens: set[str] | None = None
+) -> tuple[list[_Parsed], int, bool]:
+    """Lines from ``start`` (a line start) until the page holds ``limit`` items and no call on
+    it waits for its result: (lines, end, more). ``opens``: calls taken before ``start`` that
+    wait for their results (updated)."""
+    opens = set() if opens is None else opens
+    on_page: set[str] = set()
     lines: list[_Parsed] = []
-    fill = _Fill(limit)
+    items = chars = 0
     end = start
     for offset, stop, raw in _forward(r, start):
         if lines and r.scanned >= SCAN_BYTES:
             return lines, end, True
         line = _parse(offset, stop, raw, sidechain)
-        new = len(line.items) + sum(1 for x in line.results if x.tool_id not in fill.opened)
-        only_calls = bool(line.items) and not line.results and all(i.kind == "tool" for i in line.items)
-        if fill.stops(new, only_calls):
+        if _turn(line):
+            opens.clear()  # a turn's calls all ended before it
+        new = _new_forward(line, on_page)
+        if new and ((_full(items, chars, limit) and not opens) or _over(items, chars, limit)):
             return lines, end, True
         r.scanned += stop - offset
-        fill.take(
-            line,
-            new,
-            opens=[i.tool_id for i in line.items if i.tool_id],
-            closes=[x.tool_id for x in line.results if x.tool_id],
-            only_opens=only_calls,
-            ends_run=bool(line.results) or bool(new and not only_calls),
-        )
+        items += new
+        chars += line.chars
         lines.append(line)
+        on_page |= _calls(line)
+        opens |= _calls(line)
+        opens -= _results(line)
         end = stop
     return lines, end, False
 
 
-def _collect_backward(r: _Reading, end: int, limit: int, sidechain: bool) -> tuple[list[_Parsed], int, bool]:
-    """Lines before ``end`` until the page is full, in file order: (lines, start, more). The
-    mirror of ``_collect_forward``: a call whose result is on the page, and the rest of a run of
-    results whose calls are further back, are still taken."""
+def _collect_backward(
+    r: _Reading, end: int, limit: int, sidechain: bool, waiting: set[str] | None = None
+) -> tuple[list[_Parsed], int, bool]:
+    """Lines before ``end`` until the page holds ``limit`` items and no result on it waits for
+    its call, in file order: (lines, start, more). ``waiting``: results after ``end`` whose calls
+    are still to be found (updated)."""
+    waiting = set() if waiting is None else waiting
+    on_page: set[str] = set(waiting)
     lines: list[_Parsed] = []
-    fill = _Fill(limit)
+    items = chars = 0
     start = end
     more = False
     for offset, stop, raw in _backward(r, end):
@@ -512,21 +532,19 @@ def _collect_backward(r: _Reading, end: int, limit: int, sidechain: bool) -> tup
             more = True
             break
         line = _parse(offset, stop, raw, sidechain)
-        new = len(line.results) + sum(1 for i in line.items if not (i.tool_id and i.tool_id in fill.opened))
-        only_results = bool(line.results) and not line.items
-        if fill.stops(new, only_results):
+        new = _new_backward(line, on_page)
+        if new and ((_full(items, chars, limit) and not waiting) or _over(items, chars, limit)):
             more = True
             break
         r.scanned += stop - offset
-        fill.take(
-            line,
-            new,
-            opens=[x.tool_id for x in line.results if x.tool_id],
-            closes=[i.tool_id for i in line.items if i.tool_id],
-            only_opens=only_results,
-            ends_run=bool(line.items),
-        )
+        items += new
+        chars += line.chars
         lines.append(line)
+        on_page |= _results(line)
+        waiting |= _results(line)
+        waiting -= _calls(line)
+        if _turn(line):
+            waiting.clear()  # their calls would be after the turn began: there are none
         start = offset
     lines.reverse()
     return lines, start, more
@@ -609,13 +627,7 @@ def _page(r: _Reading, after: int | None, before: int | None, at: int | None, li
         nxt = end if end < r.size else None
     elif at is not None:
         line_at = _line_start(r, at)
-        # the line and what follows it, with context before: a quarter of the page, or more
-        # when the file ends first
-        fwd, end, more = _collect_forward(r, line_at, max(1, limit - limit // 4), sidechain)
-        calls = {i.tool_id for x in fwd for i in x.items if i.tool_id}
-        shown = sum(len(x.items) + sum(1 for res in x.results if res.tool_id not in calls) for x in fwd)
-        back, start, more_back = _collect_backward(r, line_at, max(limit - shown, 0), sidechain)
-        lines = back + fwd
+        lines, start, end, more_back, more = _around(r, line_at, limit, sidechain)
         prev = start if more_back and start > 0 else None
         nxt = end if more else None
     else:
@@ -623,10 +635,68 @@ def _page(r: _Reading, after: int | None, before: int | None, at: int | None, li
         lines, end, more = _collect_forward(r, start, limit, sidechain)
         prev = start if start > 0 else None
         nxt = end if more else None
-    items = _items(lines)
+    items = _repair(r, _items(lines), start, end, sidechain)
     if at is not None:
         target = _target(items, line_at)
     return Page(items, start, end, r.size, prev, nxt, target, r.changed)
+
+
+def _around(r: _Reading, line_at: int, limit: int, sidechain: bool) -> tuple[list[_Parsed], int, int, bool, bool]:
+    """The page around the line at ``line_at``: it and what follows, with context before (a
+    quarter of the page, or more when the file ends first), grown at either end until no tool
+    call on it waits for a result beyond it, nor a result for a call before it: (lines, start,
+    end, more before, more after)."""
+    fwd, end, more = _collect_forward(r, line_at, max(1, limit - limit // 4), sidechain)
+    calls = {c for x in fwd for c in _calls(x)}
+    waiting = {res for x in fwd for res in _results(x)} - calls
+    shown = sum(_new_forward(x, calls) for x in fwd)
+    back, start, more_back = _collect_backward(r, line_at, max(limit - shown, 0), sidechain, waiting)
+    lines = back + fwd
+    for _ in range(8):  # each round only grows the page; two are the most a real file needs
+        called = {c for x in lines for c in _calls(x)}
+        answered = {res for x in lines for res in _results(x)}
+        opens = called - answered
+        if opens and more:  # calls before ``end`` whose results come after it
+            extra, end, more = _collect_forward(r, end, 0, sidechain, opens)
+            lines += extra
+            continue
+        if (answered - called) and more_back:
+            extra, start, more_back = _collect_backward(r, start, 0, sidechain, answered - called)
+            lines = extra + lines
+            continue
+        break
+    return lines, start, end, more_back, more
+
+
+def _repair(r: _Reading, items: list[Item], start: int, end: int, sidechain: bool) -> list[Item]:
+    """Give a tool call that is alone on the page its result, and a result alone its call, by
+    looking at the lines around the page (at most REPAIR_LINES each way): only a batch larger
+    than a page may grow is cut (or a page asked for at an offset inside one)."""
+    lonely_results = {i.tool_id: i for i in items if i.kind == "tool" and i.name is None and i.tool_id}
+    lonely_calls = {i.tool_id: i for i in items if i.kind == "tool" and i.name and i.output is None and i.tool_id}
+    if lonely_results and start > 0:
+        for n, (offset, stop, raw) in enumerate(_backward(r, start)):
+            if n >= REPAIR_LINES or not lonely_results:
+                break
+            for call in _parse(offset, stop, raw, sidechain).items:
+                got = lonely_results.pop(call.tool_id or "", None)
+                if got is not None:
+                    got.name, got.summary, got.input, got.input_truncated = (
+                        call.name,
+                        call.summary,
+                        call.input,
+                        call.input_truncated,
+                    )
+    if lonely_calls and end < r.size:
+        for n, (offset, stop, raw) in enumerate(_forward(r, end)):
+            if n >= REPAIR_LINES or not lonely_calls:
+                break
+            for res in _parse(offset, stop, raw, sidechain).results:
+                got = lonely_calls.pop(res.tool_id or "", None)
+                if got is not None:
+                    got.output, got.output_truncated, got.is_error = res.output, res.truncated, res.is_error
+                    got.result_offset, got.agent = res.offset, res.agent
+    return items
 
 
 def open_subagent(transcript: str, agent: str) -> tuple[int, os.stat_result]:

@@ -195,13 +195,20 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
                 _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank / scale)
             )
     ranked = []
+    mains: dict[str, _File | None] = {}
     for session, matches in by_session.items():
+        if not any(not files[(m.shard, m.file)].sidechain for m in matches):
+            # only a sub-agent's words matched: the session is a hit only if its own transcript
+            # is known (an orphaned sub-agent folder is a hit nothing could open)
+            main = mains[session] = _main_file(session, files[(matches[0].shard, matches[0].file)])
+            if main is None:
+                continue
         best = min(m.rank for m in matches)
         score = -best + HITS_WEIGHT * math.log1p(len(matches))
         last = max((m.ts or 0) for m in matches)
         ranked.append((score, last, session, matches))
     ranked.sort(key=lambda t: (-t[0], -t[1], t[2]))
-    hits = [_hit(session, score, matches, files) for score, _, session, matches in ranked[:limit]]
+    hits = [_hit(session, score, matches, files, mains) for score, _, session, matches in ranked[:limit]]
     if snippets:
         marker, folded = query.marker(), query.marker(folded=True)
         for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
@@ -209,11 +216,17 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
     return Found(hits, len(ranked), time.perf_counter() - started, problems, damaged)
 
 
-def _hit(session: str, score: float, matches: list[_Match], files: dict[tuple[int, int], _File]) -> Hit:
+def _hit(
+    session: str,
+    score: float,
+    matches: list[_Match],
+    files: dict[tuple[int, int], _File],
+    mains: dict[str, _File | None],
+) -> Hit:
     own = [files[(m.shard, m.file)] for m in matches]
     main: _File | None = next((f for f in own if not f.sidechain), None)
     if main is None:
-        main = _main_file(session, own[0])
+        main = mains[session] if session in mains else _main_file(session, own[0])
     src = main or own[0]
     title, source = None, None
     if src.custom_title:

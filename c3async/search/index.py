@@ -61,6 +61,16 @@ class Seen(msgspec.Struct):
     mtime_ns: int
 
 
+COMPACTION = "agent-acompact"  # Claude Code's compaction runs as a sub-agent of this name
+
+
+def _indexed(path: str) -> bool:
+    """Is this transcript conversation? A compaction sub-agent's file is Claude Code's own
+    prompt and the summary it wrote (the summary still marks the compaction in the session's
+    transcript): searched, it would match every compacted session."""
+    return not os.path.basename(path).startswith(COMPACTION)
+
+
 def scan_files() -> dict[str, Seen]:
     """Every transcript under Claude Code's projects folder, one ``lstat`` each."""
     root = projects_root()
@@ -72,6 +82,8 @@ def scan_files() -> dict[str, Seen]:
         return out
     for f in folders:
         for path, session, st in transcript_files(f.path):
+            if not _indexed(path):
+                continue
             sidechain = session is None or os.path.dirname(path) != f.path
             out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size, st.st_mtime_ns)
     _archived(root, out)
@@ -93,6 +105,8 @@ def _archived(root: Path, out: dict[str, Seen]) -> None:
         return
     for f in folders:
         for path, session, st in transcript_files(f.path):
+            if not _indexed(path):
+                continue
             original = os.path.join(root, f.name, os.path.relpath(path, f.path))
             if original in out:
                 continue

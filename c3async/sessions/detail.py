@@ -213,13 +213,13 @@ def tail_items(path: str, n: int) -> list[Item]:
                 if item.kind == "tool":
                     item.input = item.output = None
             items[:0] = pg.items
-            turns += sum(1 for i in pg.items if i.kind in TURN_KINDS)
+            turns += sum(1 for i in pg.items if i.kind in TURN_KINDS and not i.sidechain)
             before = pg.prev
     except OSError:
         return []
     seen = 0
     for at in range(len(items) - 1, -1, -1):
-        if items[at].kind in TURN_KINDS:
+        if items[at].kind in TURN_KINDS and not items[at].sidechain:
             seen += 1
             if seen == n:
                 return items[at:]
@@ -241,13 +241,13 @@ def _turn_line(item: Item) -> str:
         text = text[:TURNS_CHARS].rstrip() + "\u2026"
     when = f" {item.ts[:16].replace('T', ' ')}" if item.ts else ""
     body = "\n".join("    " + line for line in text.splitlines())
-    return f"  [{item.kind}{when}]\n{body}"
+    return f"  [{'sub-agent ' if item.sidechain else ''}{item.kind}{when}]\n{body}"
 
 
 def render_conversation(items: list[Item], n: int) -> str:
     """The last turns as plain text (the caller makes it inert): prompts and replies whole (cut
     at 4,000 characters), tool calls one line each (a run of more than 12 by its ends)."""
-    turns = sum(1 for i in items if i.kind in TURN_KINDS)
+    turns = sum(1 for i in items if i.kind in TURN_KINDS and not i.sidechain)
     out = [f"last {min(turns, n)} turn{'' if min(turns, n) == 1 else 's'}:"]
     run: list[Item] = []
 

@@ -401,9 +401,10 @@ function fillTool(reader, node, it) {
 
 // One item's node; null when it joined a tool call already shown (a result from another page).
 function convNode(reader, it) {
-  const attrs = (kind) => ({ class: `conv-item conv-${kind}`, "data-offset": String(it.offset), title: it.ts || "" });
+  const attrs = (kind) => ({ class: `conv-item conv-${kind}${it.sidechain ? " conv-sidechain" : ""}`,
+                             "data-offset": String(it.offset), title: it.ts || "" });
   if (it.kind === "user" || it.kind === "assistant") {
-    return el("div", attrs(it.kind), el("b", { text: it.kind }),
+    return el("div", attrs(it.kind), el("b", { text: it.sidechain ? `sub-agent ${it.kind}` : it.kind }),
               el("div", { class: "conv-text", text: it.text + (it.truncated ? "\n… (cut)" : "") }));
   }
   if (it.kind === "tool") {
