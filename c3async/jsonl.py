@@ -12,6 +12,7 @@ and are left for later; a line that does not decode is skipped and counted, neve
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
@@ -31,11 +32,13 @@ __all__ = (
     "Appender",
     "Batch",
     "PieceReader",
+    "Pieces",
     "Tail",
     "append",
     "appending",
     "encode_line",
     "has_blank_line",
+    "next_data",
     "read_all",
     "read_pieces",
 )
@@ -272,22 +275,56 @@ class PieceReader(Protocol):
         is at file offset ``base``)."""
 
 
+class Pieces(NamedTuple):
+    """Where a pass over a file's lines ended."""
+
+    offset: int  # just after the last complete line: the next pass reads from here
+    read: int  # bytes read
+    searched: int  # 0, or how far a line that has no newline yet was followed (from ``offset``)
+
+
+def next_data(fd: int, pos: int, size: int) -> int:
+    """The first byte at or after ``pos`` that is not in a hole of a sparse file (``size``: no
+    data left). A hole holds only zeros, so it holds no newline: nothing in it is read. (Moves
+    the descriptor's position.)"""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return pos
+    try:
+        return os.lseek(fd, pos, seek_data)
+    except OSError as exc:
+        return size if exc.errno == errno.ENXIO else pos  # ENXIO: only a hole is left
+
+
+def next_hole(fd: int, pos: int, size: int) -> int:
+    """Where the data at ``pos`` ends (a hole starts, or the file ends)."""
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return size
+    try:
+        return min(os.lseek(fd, pos, seek_hole), size)
+    except OSError:
+        return size
+
+
 def read_pieces(
-    f: io.FileIO, start: int, size: int, reader: PieceReader, buf: bytearray, max_line: int
-) -> tuple[int, int]:
+    f: io.FileIO, start: int, size: int, reader: PieceReader, buf: bytearray, max_line: int, searched: int = 0
+) -> Pieces:
     """Feed ``reader`` the complete lines of bytes ``start..size`` of ``f``, a piece of
     ``len(buf)`` bytes at a time, so a 2 GB file costs one buffer, not 2 GB. ``buf`` grows (as a
     copy) to hold a line longer than itself, up to ``max_line``; a longer line is streamed past
-    and counted in ``reader.skipped``. The bytes after the last newline are a line still being
-    written, left for the next pass. Returns (the offset just after the last complete line,
-    the bytes read)."""
-    f.seek(start)
+    (the holes of a sparse file skipped, not read) and counted in ``reader.skipped``. The bytes
+    after the last newline are a line still being written, left for the next pass; when that line
+    is longer than ``max_line``, ``searched`` says how far it was followed, and the next pass
+    (given it back) goes on looking for its end from there instead of reading it all again."""
     base = start  # the file offset of buf[0]
     have = 0  # bytes of buf holding data
     read = 0
     giant = -1  # the offset where a line longer than max_line began: its bytes are dropped
+    if searched > start:  # a giant line starting at ``start``, followed this far already
+        giant, base = start, min(searched, size)
     while base + have < size:
-        if have == len(buf):  # a line longer than the buffer: grow it, or give the line up
+        if have == len(buf) and giant < 0:  # a line longer than the buffer: grow it, or give it up
             if len(buf) < max_line:
                 grown = bytearray(min(2 * len(buf), max_line))
                 grown[:have] = buf
@@ -296,12 +333,26 @@ def read_pieces(
                 giant = base
                 base += have
                 have = 0
+        if giant >= 0:  # have == 0 here: look for the giant line's end, past any hole
+            base = next_data(f.fileno(), base, size)
+            if base >= size:
+                break
+        else:
+            hole_end = next_data(f.fileno(), base + have, size)
+            if hole_end > base + have and have + hole_end - (base + have) > max_line:
+                giant, base, have = base, hole_end, 0  # a hole longer than a line may be: not read
+                continue
+        stop = min(len(buf), size - base)
+        hole = next_hole(f.fileno(), base + have, size)  # (lseek moves the file's position: seek after)
+        if hole > base + have:
+            stop = min(stop, hole - base)  # not into a hole: the next turn sees how long it is
+        f.seek(base + have)
         with memoryview(buf) as view:
-            n = f.readinto(view[have : min(len(buf), size - base)])
+            n = f.readinto(view[have:stop])
         if not n:
             break  # truncated while we read: the next pass sees it shrunk
         read += n
-        if giant >= 0:  # have == 0 here: look for the giant line's end
+        if giant >= 0:
             nl = buf.find(b"\n", 0, n)
             if nl < 0:
                 base += n
@@ -315,8 +366,9 @@ def read_pieces(
         if end:
             reader.piece(buf, end, base)
             base, have = _shift(buf, end, have, base)
-    # an unfinished giant line is read again (and given up again) once it has its newline
-    return (giant if giant >= 0 else base), read
+    if giant >= 0:  # an unfinished giant line: given up again once it has its newline
+        return Pieces(giant, read, min(base, size))
+    return Pieces(base, read, 0)
 
 
 def _shift(buf: bytearray, end: int, have: int, base: int) -> tuple[int, int]:

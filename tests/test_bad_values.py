@@ -6,6 +6,7 @@ error."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -177,3 +178,34 @@ def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, mon
         assert is_error and "out of range" in text and "failed inside c3async" not in text, text
     is_error, text = answers[2]
     assert is_error and "config.json" in text and "keep" in text, text
+
+
+# ------------------------------------------------------------------ a 50 GB sparse transcript
+
+
+def test_a_50_gb_sparse_transcript_costs_its_data_not_its_size(claude, project, monkeypatch):
+    """A transcript whose last line is a 50 GB hole (no newline): ``show --turns`` reads the
+    windows it needs (a hole holds no newline, so none is read), and the accountant and the
+    indexer keep their place in the unterminated tail instead of reading it again each pass.
+    The time limit on each command is a hang guard."""
+    folder = claude.folder(project)
+    sid = simple_session(folder, project, "the sparse one", start=datetime.now(UTC) - timedelta(hours=2))
+    path = folder / f"{sid}.jsonl"
+    with open(path, "ab") as f:
+        f.write(b'{"type":"user","message":{"content":"')  # a line that never ends
+    os.truncate(path, 50 * 2**30)
+    for args in (["sessions", "--project", project, "--json"], ["show", sid, "--project", project, "--turns", "5"]):
+        proc = subprocess.run([sys.executable, "-m", "c3async", *args], capture_output=True, text=True,
+                              env=claude.env(), timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    assert "the sparse one" in proc.stdout
+    claude.activate(monkeypatch)
+    from c3async.search import index
+    from c3async.usage.account import account
+
+    first, again = account(project), account(project)
+    assert first.totals[sid].responses == 1
+    assert first.bytes_read < 2**20  # the hole is never read
+    assert again.bytes_read == 0 and again.files_read == 0  # its place in the tail is kept
+    built, rebuilt = index.update(), index.update()
+    assert built.bytes_read < 2**20 and rebuilt.bytes_read == 0

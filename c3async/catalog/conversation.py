@@ -118,41 +118,109 @@ class _Reading:
     size: int
     changed: bool = False
     scanned: int = 0
+    searched: int = 0  # bytes looked through for the ends of lines over the cap
+    extents: list[tuple[int, int]] | None = None  # where the file holds data (a sparse file's holes skipped)
+    gave_up_at: int = 0
+    cut: bool = False  # a line over the cap goes on past what this page searched
+
+
+MAX_EXTENTS = 4096
+GAVE_UP = -2  # a search for a line's end ran out of the page's budget (``_Reading.gave_up_at``)
+
+
+def _data(r: _Reading) -> list[tuple[int, int]]:
+    """The file's data extents, [start, end), found with SEEK_DATA / SEEK_HOLE: a sparse file's
+    holes hold only zeros, so no newline, and are never read. The whole file where the
+    filesystem cannot tell (or the file is cut into more than MAX_EXTENTS pieces)."""
+    if r.extents is None:
+        r.extents = [(0, r.size)]
+        seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
+        if seek_data is not None and seek_hole is not None:
+            found: list[tuple[int, int]] = []
+            pos = 0
+            try:
+                while pos < r.size and len(found) < MAX_EXTENTS:
+                    try:
+                        start = os.lseek(r.fd, pos, seek_data)
+                    except OSError as exc:
+                        if exc.errno != errno.ENXIO:
+                            raise
+                        break  # only a hole is left
+                    end = min(os.lseek(r.fd, start, seek_hole), r.size)
+                    found.append((start, end))
+                    pos = end
+                if len(found) < MAX_EXTENTS:
+                    r.extents = found
+                if os.fstat(r.fd).st_size < r.size:
+                    r.changed = True  # it shrank since it was opened: what is read may be short
+            except OSError:
+                pass
+    return r.extents
+
+
+def _budget(r: _Reading, n: int) -> bool:
+    """Count ``n`` more bytes searched for a line's end; False once a page's budget is spent."""
+    r.searched += n
+    return r.searched <= SCAN_BYTES
 
 
 def _find_newline(r: _Reading, at: int) -> int:
-    """The offset of the first newline at or after ``at``, or -1 (searched without keeping)."""
-    while at < r.size:
-        chunk = pread_all(r.fd, at, min(SEARCH_CHUNK, r.size - at))
-        if not chunk:
-            r.changed = True
-            return -1
-        i = chunk.find(b"\n")
-        if i >= 0:
-            return at + i
-        at += len(chunk)
+    """The offset of the first newline at or after ``at``, -1 when there is none (a line still
+    being written), or GAVE_UP once the page's search budget is spent, with ``r.gave_up_at``
+    where it stopped. Searched without keeping, in the file's data only."""
+    for start, end in _data(r):
+        if end <= at:
+            continue
+        pos = max(at, start)
+        while pos < end:
+            n = min(SEARCH_CHUNK, end - pos)
+            if not _budget(r, n):
+                r.gave_up_at = pos
+                return GAVE_UP
+            chunk = pread_all(r.fd, pos, n)
+            if not chunk:
+                r.changed = True
+                return -1
+            i = chunk.find(b"\n")
+            if i >= 0:
+                return pos + i
+            pos += len(chunk)
     return -1
 
 
 def _find_newline_back(r: _Reading, before: int) -> int:
-    """The offset of the last newline before ``before``, or -1."""
-    while before > 0:
-        n = min(SEARCH_CHUNK, before)
-        chunk = pread_all(r.fd, before - n, n)
-        if len(chunk) < n:
-            r.changed = True
-            return -1
-        i = chunk.rfind(b"\n")
-        if i >= 0:
-            return before - n + i
-        before -= n
+    """The offset of the last newline before ``before``, -1 when there is none (the line starts
+    the file), or GAVE_UP when the page's search budget ran out first, with ``r.gave_up_at``
+    where it stopped. Only the file's data is read."""
+    for start, end in reversed(_data(r)):
+        if start >= before:
+            continue
+        pos = min(before, end)
+        while pos > start:
+            n = min(SEARCH_CHUNK, pos - start)
+            if not _budget(r, n):
+                r.gave_up_at = pos
+                return GAVE_UP
+            chunk = pread_all(r.fd, pos - n, n)
+            if len(chunk) < n:
+                r.changed = True
+                return -1
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                return pos - n + i
+            pos -= n
     return -1
 
 
 def _line_start(r: _Reading, pos: int) -> int:
-    """Where the line holding byte ``pos`` starts (``pos`` clamped to the file)."""
+    """Where the line holding byte ``pos`` starts (``pos`` clamped to the file). A line whose
+    start lies further back than a page may search is taken to start at ``pos`` (a page of a
+    line too long, read in steps)."""
     pos = max(0, min(pos, r.size))
-    return 0 if pos == 0 else _find_newline_back(r, pos) + 1
+    if pos == 0:
+        return 0
+    nl = _find_newline_back(r, pos)
+    return pos if nl == GAVE_UP else nl + 1
 
 
 def _grow(have: int) -> int:
@@ -178,6 +246,10 @@ def _forward(r: _Reading, start: int) -> Iterator[tuple[int, int, bytes | None]]
         if have > LINE_CAP:
             line_at = buf_at + pos
             nl_at = _find_newline(r, read_at)
+            if nl_at == GAVE_UP:  # the rest of this line is for the next page
+                r.cut = True
+                yield line_at, r.gave_up_at, None
+                return
             if nl_at < 0:
                 return
             yield line_at, nl_at + 1, None
@@ -203,9 +275,14 @@ def _backward(r: _Reading, end: int) -> Iterator[tuple[int, int, bytes | None]]:
             hi = s
             continue
         if hi > LINE_CAP:
-            line_at = _find_newline_back(r, buf_at) + 1
+            nl = _find_newline_back(r, buf_at)
             if r.changed:
                 return
+            if nl == GAVE_UP:  # where this line starts is for the page before
+                r.cut = True
+                yield r.gave_up_at, buf_at + hi, None
+                return
+            line_at = nl + 1
             yield line_at, buf_at + hi, None
             buf, buf_at, hi = b"", line_at, 0
             continue
@@ -512,7 +589,7 @@ def _collect_forward(
         opens |= _calls(line)
         opens -= _results(line)
         end = stop
-    return lines, end, False
+    return lines, end, r.cut
 
 
 def _collect_backward(
@@ -547,7 +624,7 @@ def _collect_backward(
             waiting.clear()  # their calls would be after the turn began: there are none
         start = offset
     lines.reverse()
-    return lines, start, more
+    return lines, start, more or r.cut
 
 
 def _items(lines: list[_Parsed]) -> list[Item]:

@@ -161,7 +161,8 @@ def _plan(seen: dict[str, Seen], known: list[dict[str, store.FileRow]]) -> _Plan
             known_row = None  # the same size but written since: rewritten in place (appends grow it)
         if known_row is not None and known_row.ino == s.ino and s.size >= known_row.offset:
             o = known_row.offset
-            job = Job(path, s.session, s.sidechain, o, known_row.ino, known_row.tail, s.size - o)
+            new = s.size - max(o, known_row.searched)  # an unterminated giant line: from where it was left
+            job = Job(path, s.session, s.sidechain, o, known_row.ino, known_row.tail, new, known_row.searched)
         else:
             job = Job(path, s.session, s.sidechain, 0, 0, b"", s.size)
         new_bytes += job.new
@@ -550,7 +551,7 @@ def _write_shard(
         conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
         conn.execute("DELETE FROM passages")
         conn.execute("DELETE FROM blobs")
-        conn.execute("UPDATE files SET offset=0, size=-1, mtime_ns=0, ino=0, tail=x''")
+        conn.execute("UPDATE files SET offset=0, size=-1, mtime_ns=0, ino=0, tail=x'', searched=0")
         dead, dead_before = 0, 0
         known = store.files(conn)
         jobs = [(Job(j.path, j.session, j.sidechain, 0, 0, b"", s.size), s) for j, s in jobs]
@@ -613,7 +614,8 @@ def _store(
         fid: int = (
             conn.execute(
                 "INSERT INTO files(path, folder, session, sidechain, ino, size, mtime_ns, offset, tail, skipped, cwd,"
-                " custom_title, ai_title, first_prompt, last_ts, last_branch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " custom_title, ai_title, first_prompt, last_ts, last_branch, searched)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job.path,
                     seen.folder,
@@ -631,18 +633,19 @@ def _store(
                     found.first_prompt,
                     found.last_ts,
                     found.last_branch,
+                    found.searched,
                 ),
             ).lastrowid
             or 0
         )
         known[job.path] = store.FileRow(
-            fid, job.path, session, found.ino, seen.size, seen.mtime_ns, found.offset, found.check
+            fid, job.path, session, found.ino, seen.size, seen.mtime_ns, found.offset, found.check, found.searched
         )
     else:
         fid = row.id
         fresh = found.start == 0
         conn.execute(
-            "UPDATE files SET session=?, ino=?, size=?, mtime_ns=?, offset=?, tail=?,"
+            "UPDATE files SET session=?, ino=?, size=?, mtime_ns=?, offset=?, tail=?, searched=?,"
             " skipped=CASE WHEN ? THEN ? ELSE skipped+? END,"
             " cwd=CASE WHEN ? THEN ? ELSE coalesce(cwd, ?) END,"
             " custom_title=coalesce(?, CASE WHEN ? THEN NULL ELSE custom_title END),"
@@ -657,6 +660,7 @@ def _store(
                 seen.mtime_ns,
                 found.offset,
                 found.check,
+                found.searched,
                 fresh,
                 found.skipped,
                 found.skipped,
@@ -678,7 +682,7 @@ def _store(
             ),
         )
         row.ino, row.size, row.mtime_ns = found.ino, seen.size, seen.mtime_ns
-        row.offset, row.tail = found.offset, found.check
+        row.offset, row.tail, row.searched = found.offset, found.check, found.searched
     if found.passages:
         conn.executemany(
             "INSERT INTO passages(file, blob, offset, length, kind, sidechain, ts, branch) VALUES (?,?,?,?,?,?,?,?)",

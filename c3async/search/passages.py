@@ -196,6 +196,7 @@ class Job(msgspec.Struct):
     ino: int = 0
     check: bytes = b""
     new: int = 0  # about how many bytes there are to read
+    searched: int = 0  # an unterminated line over MAX_LINE at ``offset`` was followed this far
 
 
 class FileRead(msgspec.Struct, array_like=True, gc=False):
@@ -215,6 +216,7 @@ class FileRead(msgspec.Struct, array_like=True, gc=False):
     first_prompt: str | None = None
     last_ts: int | None = None
     last_branch: str | None = None
+    searched: int = 0  # see ``jsonl.Pieces``
 
 
 def epoch(ts: Any) -> int | None:
@@ -309,7 +311,8 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
     except OSError:
         return None
     try:
-        start = job.offset if _same_file(fd, st, job) else 0
+        same = _same_file(fd, st, job)
+        start = job.offset if same else 0
         found = FileRead(st.st_ino, start, start, b"", 0, [])
         reader = _Reader(job, found)
         with io.FileIO(fd, closefd=False) as f:
@@ -317,7 +320,9 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
                 buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
             from ..jsonl import read_pieces  # here: a search that reads nothing does not load it
 
-            found.offset, found.bytes_read = read_pieces(f, start, st.st_size, reader, buf, max_line)
+            found.offset, found.bytes_read, found.searched = read_pieces(
+                f, start, st.st_size, reader, buf, max_line, job.searched if same else 0
+            )
         n = min(CHECK, found.offset)
         found.check = os.pread(fd, n, found.offset - n) if n else b""
     except OSError:

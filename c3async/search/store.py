@@ -51,7 +51,7 @@ __all__ = (
 )
 
 SHARDS = 4
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: files.searched
 APPLICATION_ID = 0x63337378  # "c3sx": ours, and this file format
 BUSY_MS = 5000
 
@@ -73,7 +73,8 @@ CREATE TABLE files(
     ai_title TEXT,
     first_prompt TEXT,
     last_ts INTEGER,
-    last_branch TEXT
+    last_branch TEXT,
+    searched INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE blobs(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE);
 CREATE TABLE passages(
@@ -242,8 +243,9 @@ class FileRow(msgspec.Struct, array_like=True, gc=False):
     mtime_ns: int
     offset: int
     tail: bytes
+    searched: int = 0
 
 
 def files(conn: sqlite3.Connection) -> dict[str, FileRow]:
-    rows = conn.execute("SELECT id, path, session, ino, size, mtime_ns, offset, tail FROM files").fetchall()
+    rows = conn.execute("SELECT id, path, session, ino, size, mtime_ns, offset, tail, searched FROM files").fetchall()
     return {r[1]: FileRow(*r) for r in rows}

@@ -195,6 +195,7 @@ def render(d: Detail, *, preview: bool = True) -> str:
 TURN_KINDS = ("user", "assistant")  # what counts as a turn; tool calls and markers come along
 TURNS_CHARS = 4000  # of one prompt or reply, on a terminal
 TOOL_RUN = 12  # a longer run of tool calls is shown by its ends
+TAIL_PAGES = 64  # pages read back at most (each bounded): a file of giant lines costs that, not its size
 
 
 def tail_items(path: str, n: int) -> list[Item]:
@@ -206,8 +207,10 @@ def tail_items(path: str, n: int) -> list[Item]:
     items: list[Item] = []
     turns = 0
     before: int | None = 1 << 62  # the end
+    pages = 0
     try:
-        while before is not None and turns < n:
+        while before is not None and turns < n and pages < TAIL_PAGES:
+            pages += 1
             pg = page(path, before=before, limit=MAX_LIMIT)
             for item in pg.items:
                 if item.kind == "tool":

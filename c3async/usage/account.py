@@ -83,6 +83,7 @@ class _Entry(msgspec.Struct, array_like=True):
 class _FileState(msgspec.Struct):
     offset: int = 0
     ino: int = 0
+    searched: int = 0  # an unterminated line over MAX_LINE at ``offset`` was followed this far
     session: str | None = None
     loose: list[_Entry] = msgspec.field(default_factory=list)  # responses with no message.id
 
@@ -193,7 +194,7 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
             dirty = True
         new = _new_bytes(key, fs)
         if new:
-            todo.append((fs, Job(key, fs.session, fs.offset, fs.ino, new)))
+            todo.append((fs, Job(key, fs.session, fs.offset, fs.ino, new, fs.searched)))
     scans, workers = _read([job for _, job in todo], prices, processes)
     done = [(fs, job, scan) for (fs, job), scan in zip(todo, scans) if scan is not None]
     # A file replaced or shrunk since (another inode, or smaller than where we stopped) is read
@@ -207,8 +208,8 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
     for fs, job, scan in done:  # in listing order, so which copy a tie keeps never varies
         if job.path in replaced:
             fs.loose.clear()
-        dirty = dirty or scan.offset != fs.offset or scan.ino != fs.ino
-        fs.offset, fs.ino = scan.offset, scan.ino
+        dirty = dirty or scan.offset != fs.offset or scan.ino != fs.ino or scan.searched != fs.searched
+        fs.offset, fs.ino, fs.searched = scan.offset, scan.ino, scan.searched
         if scan.bytes_read:
             files_read += 1
             read_bytes += scan.bytes_read
@@ -277,7 +278,7 @@ def _new_bytes(path: str, fs: _FileState) -> int:
         return 0
     if st.st_ino != fs.ino or st.st_size < fs.offset:
         return st.st_size or (1 if fs.offset else 0)  # replaced: read it all (an empty one too)
-    return st.st_size - fs.offset
+    return st.st_size - max(fs.offset, fs.searched)  # an unterminated giant line: from where it was left
 
 
 def _read(jobs: list[Job], prices: PriceTable, processes: bool) -> tuple[list[FileScan | None], int]:

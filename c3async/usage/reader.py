@@ -112,6 +112,7 @@ class Job:
     offset: int = 0
     ino: int = 0
     new: int = 0  # about how many bytes there are to read (from a stat before the read)
+    searched: int = 0  # a line with no newline yet, starting at ``offset``, was followed this far
 
 
 class FileScan(msgspec.Struct, array_like=True, gc=False):
@@ -126,6 +127,7 @@ class FileScan(msgspec.Struct, array_like=True, gc=False):
     lines: int = 0  # lines holding the marker
     decoded: int = 0  # bytes of those lines handed to the decoder
     skipped: int = 0  # lines holding the marker that did not decode, or over MAX_LINE
+    searched: int = 0  # see ``jsonl.Pieces``
 
 
 def _tier(tokens: int, base: float, high: float | None) -> float:
@@ -278,12 +280,15 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
     except OSError:
         return None
     try:
-        start = job.offset if st.st_ino == job.ino and st.st_size >= job.offset else 0
+        same = st.st_ino == job.ino and st.st_size >= job.offset
+        start = job.offset if same else 0
         reader = _Reader(job.session)
         with io.FileIO(fd, closefd=False) as f:
             if buf is None:  # a buffer of at most the bytes to read: most transcripts are small
                 buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
-            offset, read = jsonl.read_pieces(f, start, st.st_size, reader, buf, max_line)
+            offset, read, searched = jsonl.read_pieces(
+                f, start, st.st_size, reader, buf, max_line, job.searched if same else 0
+            )
     except OSError:
         return None
     finally:
@@ -299,6 +304,7 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
         reader.lines,
         reader.decoded,
         reader.skipped,
+        searched,
     )
 
 
