@@ -839,13 +839,40 @@ def _version() -> str:
     return __version__
 
 
+OWN_SIGNALS = ("serve", "hub")  # commands that handle SIGINT and SIGTERM themselves
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The command line (``c3async.__main__`` has installed ``stop`` first)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in [[c] for c in OWN_SIGNALS]:
+        from . import stop
+
+        stop.uninstall()
+    return _main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """For a caller that imports this module first: ``stop`` is installed here, then the command runs."""
+    from . import stop
+
+    stop.install()
+    try:
+        return run(argv)
+    except BaseException as exc:
+        code = stop.code_of(exc)
+        if code is None:
+            raise
+        stop.exit_now(code)
+    return 1  # not reached
+
+
+def _main(argv: list[str]) -> int:
     _safe_streams()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_InertFormatter("c3async: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
     passed: list[str] = []
     if argv[:1] == ["resume"] and "--" in argv:  # what follows -- is claude's, whatever precedes it
         cut = argv.index("--")
@@ -858,8 +885,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except KeyboardInterrupt:
-        return 130
     except BrokenPipeError:
         # `c3async sessions | head`: the reader left; not an error worth a traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

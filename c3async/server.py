@@ -60,7 +60,7 @@ MARK_POLL_S = 2.0
 USAGE_EVERY_S = 60.0
 USAGE_WAITS_S = 30.0  # the first accounting waits for the warm scan, at most this long
 ANSWER_WAITS_S = 5.0  # background reads wait for the first answer to a client, at most this long
-TEARDOWN_BUDGET_S = 1.0
+TEARDOWN_BUDGET_S = 0.8  # from the signal to the process gone, whatever teardown is doing
 # serve() sets it: signal handlers, gc.freeze() and fewer malloc arenas are for a process of our
 # own; in-process tests keep pytest's handlers and their process as it is.
 STANDALONE = False
@@ -233,7 +233,7 @@ async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
             log.info("signal %s: shutting down", signum)
             # The stdio transport reads stdin in a thread that only returns at EOF; a host that
             # signals without closing our stdin would leave us hanging: exit after the budget.
-            backstop = threading.Timer(TEARDOWN_BUDGET_S + 0.5, os._exit, args=(0,))
+            backstop = threading.Timer(TEARDOWN_BUDGET_S, os._exit, args=(0,))
             backstop.daemon = True
             backstop.start()
             # Claude Code follows SIGINT with SIGTERM 100 ms later: let teardown finish rather
@@ -293,8 +293,16 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
             finally:
                 state.heartbeat.remove()  # synchronous, no await: nothing can cut it short
                 tg.cancel_scope.cancel()
+                _stop_indexing()
     finally:
         state.heartbeat.remove()
+
+
+def _stop_indexing() -> None:
+    """A first index build this server started in the background ends with it."""
+    index = sys.modules.get("c3async.search.index")  # (only if a search ever ran here)
+    if index is not None:
+        index.stop_background()
 
 
 async def _first_answer(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:

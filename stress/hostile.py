@@ -1243,7 +1243,7 @@ def _part(name: str, fn, *args) -> Result:
 
 
 def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
-    from . import hostile_patterns
+    from . import hostile_interrupt, hostile_patterns
 
     rng = random.Random(seed)
     t0 = time.perf_counter()
@@ -1255,4 +1255,5 @@ def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
     return [
         h.res,
         _part("hostile: linear time", hostile_patterns.run, sb, quick),
+        _part("hostile: Ctrl-C and SIGTERM", hostile_interrupt.run, sb, quick),
     ]

@@ -210,8 +210,10 @@ async def _read_async(todo, limiter, counter: _Counter, pool=None) -> dict[str, 
 
     out: dict[str, Transcript] = {}
 
+    # Abandoned on cancellation (Ctrl-C): a read in flight finishes, or fails when its worker
+    # process is killed, in a thread nobody waits for.
     async def one(cand: Candidate, prev: Transcript | None) -> None:
-        rec = await anyio.to_thread.run_sync(_read_one, cand, prev, limiter=limiter)
+        rec = await anyio.to_thread.run_sync(_read_one, cand, prev, limiter=limiter, abandon_on_cancel=True)
         if rec is not None:
             out[cand.path] = rec
         counter.tick()
@@ -229,7 +231,7 @@ async def _read_async(todo, limiter, counter: _Counter, pool=None) -> dict[str, 
         return _read_chunk(items)
 
     async def chunk(items) -> None:
-        results = await anyio.to_thread.run_sync(in_worker, items, limiter=limiter)
+        results = await anyio.to_thread.run_sync(in_worker, items, limiter=limiter, abandon_on_cancel=True)
         out.update((path, rec) for path, rec in results if rec is not None)
         counter.tick(len(items))
 
@@ -305,28 +307,24 @@ def scan_projects_sync(
     finding markers in bytes holds the GIL, so threads alone keep to one core (measured: 8
     threads were no faster than 1), while forked worker processes do not. A long-running
     process with threads of its own (the MCP server) passes ``processes=False``."""
+    from contextlib import ExitStack
+
     counter = _Counter(progress)
     scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root) for p in projects]
     steps = _steps(scanners)
     pool = None
-    try:
-        todo = next(steps)
-        import anyio
+    asked = False
+    with ExitStack() as stack:  # the pool (if any) is killed, not waited for, on Ctrl-C
+        try:
+            todo = next(steps)
+            import anyio
 
-        limiter = anyio.CapacityLimiter(READERS)
-        while True:
-            if processes and pool is None and len(todo) >= PROCESS_MIN:
-                pool = _process_pool()
-            todo = steps.send(anyio.run(_read_async, todo, limiter, counter, pool))
-    except StopIteration:
-        pass
-    finally:
-        if pool is not None:
-            pool.shutdown()
+            limiter = anyio.CapacityLimiter(READERS)
+            while True:
+                if processes and not asked and len(todo) >= PROCESS_MIN:
+                    # forked now, from this thread, before any reader thread exists (see workers)
+                    pool, asked = stack.enter_context(workers.pool(WORKERS))[0], True
+                todo = steps.send(anyio.run(_read_async, todo, limiter, counter, pool))
+        except StopIteration:
+            pass
     return [sc.result for sc in scanners]
-
-
-def _process_pool():
-    """Worker processes forked now, from this thread, before any reader thread exists (see
-    ``c3async.workers``). None where they cannot be had."""
-    return workers.process_pool(WORKERS)[0]

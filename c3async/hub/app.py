@@ -506,6 +506,17 @@ def _start_indexing() -> None:
         log.warning("search index: %s", exc)
 
 
+async def _start_indexing_thread() -> None:
+    # abandoned when the Hub stops: an update in this process ends with it (SQLite rolls back)
+    await anyio.to_thread.run_sync(_start_indexing, abandon_on_cancel=True)
+
+
+def _stop_indexing() -> None:
+    from ..search.index import stop_background
+
+    stop_background()
+
+
 class _TooLarge(Exception):
     pass
 
@@ -632,7 +643,7 @@ async def account_usage(projects: Callable[[], list[str]], listings: Listings | 
             safefs.warn_once(exc)
             registered = []
         for project in registered:
-            await anyio.to_thread.run_sync(_account_once, project)
+            await anyio.to_thread.run_sync(_account_once, project, abandon_on_cancel=True)
         await anyio.sleep(USAGE_EVERY_S)
 
 
@@ -649,9 +660,12 @@ def create_app(token: str | None = None) -> Guard:
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed.run)  # the one watcher every event stream waits on
             tg.start_soon(account_usage, _projects, listings)  # tokens and cost for the rows
-            tg.start_soon(anyio.to_thread.run_sync, _start_indexing)  # so the first search is quick
-            yield
-            tg.cancel_scope.cancel()
+            tg.start_soon(_start_indexing_thread)  # so the first search is quick
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+                _stop_indexing()
 
     app = Starlette(
         lifespan=lifespan,

@@ -37,7 +37,17 @@ from ..locking import try_locked
 from . import store
 from .passages import TOOL, FileRead, Job, Passage, read_files
 
-__all__ = ("Status", "Update", "lock_path", "progress_status", "rebuild", "scan_files", "size", "update")
+__all__ = (
+    "Status",
+    "Update",
+    "lock_path",
+    "progress_status",
+    "rebuild",
+    "scan_files",
+    "size",
+    "stop_background",
+    "update",
+)
 
 log = logging.getLogger("c3async.search")
 
@@ -339,14 +349,17 @@ def size() -> int:
 
 def _run(plan: _Plan, result: Update, progress: Progress | None, processes: bool) -> None:
     shards = sorted(set(plan.jobs) | set(plan.gone), key=lambda k: -sum(j.new for j, _ in plan.jobs.get(k, [])))
+    from contextlib import ExitStack
+
     tracker = _Tracker(plan.new_bytes, progress)
     pool, n = (None, 0)
-    if processes and plan.new_bytes >= PROCESS_MIN_BYTES and len(shards) > 1:
-        from .. import workers
+    with ExitStack() as stack:  # the pool (if any) is killed on Ctrl-C: SQLite rolls its shards back
+        stack.callback(tracker.close)
+        if processes and plan.new_bytes >= PROCESS_MIN_BYTES and len(shards) > 1:
+            from .. import workers
 
-        _SHARED.reset(store.SHARDS)  # before the fork: the workers must inherit it
-        pool, n = workers.process_pool(min(len(shards), store.SHARDS))
-    try:
+            _SHARED.reset(store.SHARDS)  # before the fork: the workers must inherit it
+            pool, n = stack.enter_context(workers.pool(min(len(shards), store.SHARDS)))
         if pool is None:
             for k in shards:
                 _merge(result, _update_shard(k, plan.jobs.get(k, []), plan.gone.get(k, []), tracker.local))
@@ -365,10 +378,6 @@ def _run(plan: _Plan, result: Update, progress: Progress | None, processes: bool
                 except Exception as exc:  # a worker died: that shard is done here
                     log.warning("an index worker failed (%s); indexing shard %d here", exc, k)
                     _merge(result, _update_shard(k, plan.jobs.get(k, []), plan.gone.get(k, []), tracker.local))
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        tracker.close()
 
 
 def _merge(result: Update, part: _ShardResult) -> None:
@@ -473,6 +482,21 @@ def _spawn() -> None:
         )
     except OSError as exc:
         log.warning("cannot start the background indexer: %s", exc)
+
+
+def stop_background() -> None:
+    """End the ``c3async index`` this process started, if it still runs (the Hub or the server
+    is stopping: nothing of theirs is left running). It stops within a second, its shards
+    rolled back to what it committed; the next update goes on from there."""
+    import signal
+
+    for proc in _spawned:
+        if proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except OSError:
+                pass
+    _spawned.clear()
 
 
 class Status(msgspec.Struct):

@@ -285,30 +285,32 @@ def _read(jobs: list[Job], prices: PriceTable, processes: bool) -> tuple[list[Fi
     """Read every job: in this process, or, for a big pass, in
     worker processes. Finding markers and decoding hold the GIL, so threads would keep to one
     core. Returns the scans in job order and the number of worker processes used (0: none)."""
-    out: list[FileScan | None] = [None] * len(jobs)
-    pool, workers = None, 0
-    if processes and len(jobs) > 1 and sum(job.new for job in jobs) >= PROCESS_MIN_BYTES:
-        pool, workers = _process_pool()
-    if pool is None:
+    if not (processes and len(jobs) > 1 and sum(job.new for job in jobs) >= PROCESS_MIN_BYTES):
         return [scan for _, scan in read_files(list(enumerate(jobs)), prices)], 0
-    try:
-        handoffs = _handoffs(jobs)
-        futures = [pool.submit(read_files_packed, h, prices) for h in handoffs]
-        broken = False
-        for handoff, fut in zip(handoffs, futures):
-            if not broken:
-                try:
-                    results = unpack(fut.result())
-                except Exception as exc:  # a broken pool (a worker killed, no memory): read here
-                    log.warning("worker processes failed (%s); reading in this process", exc)
-                    broken = True
-            if broken:
-                results = read_files(handoff, prices)
-            for i, scan in results:
-                out[i] = scan
-    finally:
-        pool.shutdown(cancel_futures=True)
-    return out, workers
+    with workers.pool(WORKERS) as (pool, n):  # killed, not waited for, on Ctrl-C
+        if pool is None:
+            return [scan for _, scan in read_files(list(enumerate(jobs)), prices)], 0
+        return _read_in(pool, jobs, prices), n
+
+
+def _read_in(pool: ProcessPoolExecutor, jobs: list[Job], prices: PriceTable) -> list[FileScan | None]:
+    """The jobs read by the pool's workers, in hand-offs (see ``_handoffs``), in job order."""
+    out: list[FileScan | None] = [None] * len(jobs)
+    handoffs = _handoffs(jobs)
+    futures = [pool.submit(read_files_packed, h, prices) for h in handoffs]
+    broken = False
+    for handoff, fut in zip(handoffs, futures):
+        if not broken:
+            try:
+                results = unpack(fut.result())
+            except Exception as exc:  # a broken pool (a worker killed, no memory): read here
+                log.warning("worker processes failed (%s); reading in this process", exc)
+                broken = True
+        if broken:
+            results = read_files(handoff, prices)
+        for i, scan in results:
+            out[i] = scan
+    return out
 
 
 def _handoffs(jobs: list[Job]) -> list[list[tuple[int, Job]]]:
@@ -333,7 +335,3 @@ def _handoffs(jobs: list[Job]) -> list[list[tuple[int, Job]]]:
 
 def can_fork_workers() -> int:
     return workers.can_fork(WORKERS)
-
-
-def _process_pool() -> tuple[ProcessPoolExecutor | None, int]:
-    return workers.process_pool(WORKERS)

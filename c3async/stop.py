@@ -1,0 +1,82 @@
+"""Ctrl-C and SIGTERM for a command: ended within a second, with no traceback and nothing half
+made. Installed before anything else is imported (``c3async.__main__``), so there is no moment
+of a command's life when a keystroke prints a traceback.
+
+The first signal interrupts the command where it is (Ctrl-C as KeyboardInterrupt, SIGTERM as
+``Stopped``), so its cleanup runs: worker processes are killed, temporary files removed, locks
+released. If that takes longer than ``BUDGET_S``, or a second signal comes, the process ends at
+once. Nothing c3async writes can be half-written either way: every document is replaced whole,
+every log line is one ``write()``, and SQLite rolls back what it did not commit.
+
+Ground floor: imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+__all__ = ("BUDGET_S", "Stopped", "code_of", "exit_now", "install", "uninstall")
+
+BUDGET_S = 0.8  # cleanup after the first signal may take this long before the process just ends
+
+
+class Stopped(BaseException):
+    """SIGTERM, raised where the process is, so its cleanup runs as Ctrl-C's does."""
+
+
+_stopping = False
+
+
+def exit_now(code: int) -> None:
+    """End the process now: what was printed is flushed, nothing else is waited for (a worker,
+    a thread, an exit handler)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    global _stopping
+    code = 128 + signum
+    if _stopping:
+        exit_now(code)
+    _stopping = True
+    # What the interruption leaves behind in an event loop (a task that ended with it) is not
+    # worth a traceback on the terminal of someone who pressed Ctrl-C.
+    logging.getLogger("asyncio").disabled = True
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, lambda *_: exit_now(code))
+        signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
+    raise KeyboardInterrupt if signum == signal.SIGINT else Stopped()
+
+
+def code_of(exc: BaseException) -> int | None:
+    """The exit status of a command that ``exc`` ended, when it is a signal's (Ctrl-C: 130,
+    SIGTERM: 143), also inside an exception group (a task group that was running); else None."""
+    if isinstance(exc, KeyboardInterrupt):
+        return 130
+    if isinstance(exc, Stopped):
+        return 128 + signal.SIGTERM
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            code = code_of(inner)
+            if code is not None:
+                return code
+    return None
+
+
+def install() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+
+
+def uninstall() -> None:
+    """For a command that handles its signals itself (the server, the Hub)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

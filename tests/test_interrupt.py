@@ -1,0 +1,58 @@
+"""A keystroke stops it: Ctrl-C (once, twice) in a real pseudo-terminal and SIGINT or SIGTERM
+from a script end a command in the middle of its first pass with worker processes, with no
+traceback and no worker left; the index is left consistent and the next run carries on.
+
+The exit time is recorded by the hostile suite (``python -m stress --only hostile``); here the
+only time limit is a hang guard."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from stress.hostile_interrupt import cold, index_is_sound, make_corpus, moments, stop
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("interrupt")
+    config, c3home, projects = make_corpus(root / "c", 320)  # over 64 MiB a project: the accountant forks
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
+    env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(c3home),
+               PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    return env, c3home, projects
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "ctrl-c twice", "SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("command", ["sessions", "stats", "index", "search"])
+def test_a_signal_ends_the_command_and_its_workers(corpus, command, how):
+    env, c3home, projects = corpus
+    args = {"sessions": ["sessions", "--project", projects[0]], "stats": ["stats", "--project", projects[0]],
+            "index": ["index"], "search": ["search", "retry", "--all"]}[command]
+    seen_workers = 0
+    for delay in moments(args, env, c3home, projects, [0.4, 0.6, 0.8]):
+        cold(c3home, projects)
+        s = stop(args, env, delay, how)
+        assert s.seconds is not None, f"{command} still running after a {how}"
+        assert not s.traceback, s.output.decode("utf-8", "replace")
+        assert not s.left, f"workers left running: {s.left}"
+        code = os.waitstatus_to_exitcode(s.status)
+        assert code in (0, 130, 143), (code, s.output[-300:])  # 0: it had finished first
+        seen_workers += s.workers
+    assert command == "search" or seen_workers  # some run was stopped while its workers ran
+
+
+def test_an_interrupted_index_carries_on_and_stays_consistent(corpus):
+    env, c3home, projects = corpus
+    delays = moments(["index"], env, c3home, projects, [0.3, 0.5, 0.7])
+    cold(c3home, projects)
+    for delay in delays:  # each run carries on from what the one before committed
+        stop(["index"], env, delay, "ctrl-c twice")
+    assert index_is_sound(env, c3home) is None
+    proc = subprocess.run([sys.executable, "-m", "c3async", "search", "retry", "--all", "--json"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["results"], proc.stderr
