@@ -51,10 +51,12 @@ class Hub:
     """One hub process. ``url`` is ``http://127.0.0.1:PORT``; ``login_url`` the URL it printed,
     ``token`` the token in it."""
 
-    def __init__(self, sandbox, *args: str, startup_timeout: float = 20.0, env: dict[str, str] | None = None) -> None:
+    def __init__(self, sandbox, *args: str, startup_timeout: float = 20.0, env: dict[str, str] | None = None,
+                 preexec: Callable[[], None] | None = None) -> None:
         self.sandbox = sandbox
         self.args = args
         self.env = env or {}
+        self.preexec = preexec  # run in the child before the hub starts (a resource limit, say)
         self.startup_timeout = startup_timeout
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
@@ -94,7 +96,7 @@ class Hub:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "c3async", "hub", "--port", "0", *self.args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, env=self.sandbox.env(**self.env), cwd=str(self.sandbox.root),
+            text=True, env=self.sandbox.env(**self.env), cwd=str(self.sandbox.root), preexec_fn=self.preexec,
         )
         self._reader = threading.Thread(target=self._drain, name="hub-stderr", daemon=True)
         self._reader.start()

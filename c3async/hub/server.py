@@ -11,6 +11,7 @@ redirects to the URL.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import ipaddress
 import json
@@ -28,7 +29,10 @@ __all__ = ("HubFiles", "is_loopback", "run_hub")
 _OURS = re.compile(r"^hub-(\d{1,5})(?:\.json|-open\.html)$")  # the only names this module deletes
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 # openat() and friends; where missing (Windows), paths are used after the same lstat checks.
-_DIR_FD = sys.platform != "win32" and {os.open, os.unlink, os.replace} <= os.supports_dir_fd
+_DIR_FD = sys.platform != "win32" and {os.open, os.unlink, os.rename} <= os.supports_dir_fd
+REQUEST_S = 5.0  # a connection that has not sent a whole request (headers) by then is closed
+MAX_CONNECTIONS = 1024  # held at once; past it the oldest connection with no request under way goes
+BACKLOG = 2048
 
 
 def is_loopback(host: str) -> bool:
@@ -84,9 +88,15 @@ class HubFiles:
         try:
             st = os.fstat(fd)
             if st.st_uid != os.geteuid():
-                raise HubFileError(f"{self.dir} belongs to another user; refusing to put the Hub's token there")
+                raise HubFileError(
+                    f"{self.dir} belongs to another account (uid {st.st_uid}); refusing to put the Hub's token "
+                    "there. Remove it (c3async creates a private one in its place)."
+                )
             if stat.S_IMODE(st.st_mode) & 0o077:
-                os.fchmod(fd, 0o700)
+                raise HubFileError(
+                    f"{self.dir} can be read or entered by other accounts (mode {stat.S_IMODE(st.st_mode):o}); "
+                    f"refusing to put the Hub's token there. Make it private (chmod 700 {self.dir}) or remove it."
+                )
         except BaseException:
             os.close(fd)
             raise
@@ -206,6 +216,97 @@ def _stop(signum, frame) -> None:  # a signal handler
     raise _Stopped
 
 
+def _raise_file_limit() -> None:
+    """The soft limit on open files raised to the hard one: another account holding a thousand
+    idle connections must not leave the Hub without descriptors for the user's own."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (OSError, ValueError):
+        pass
+
+
+def guarded_protocol() -> type:
+    """uvicorn's h11 protocol with two limits a neighbour cannot exhaust: a connection must send
+    a whole request's headers within REQUEST_S of opening (or of its last answer), else it is
+    closed; and at most MAX_CONNECTIONS are held, a new one past that closing the oldest that
+    has no request under way (an idle one: the user's request, sent as soon as its connection
+    opens, is never idle long enough to be chosen)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        deadline: asyncio.TimerHandle | None = None
+        opened = 0.0
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.opened = self.loop.time()
+            self._arm()
+            if len(self.connections) > _connection_cap():
+                self._evict()
+
+        def _busy(self) -> bool:
+            return self.cycle is not None and not self.cycle.response_complete
+
+        def _arm(self) -> None:
+            self._disarm()
+            self.deadline = self.loop.call_later(REQUEST_S, self._expire)
+
+        def _disarm(self) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+
+        def _expire(self) -> None:
+            self.deadline = None
+            if not self._busy() and not self.transport.is_closing():
+                self.transport.close()
+
+        def _evict(self) -> None:
+            idle = [
+                c
+                for c in self.connections
+                if c is not self and isinstance(c, Guarded) and not c._busy() and not c.transport.is_closing()
+            ]
+            if idle:
+                min(idle, key=lambda c: c.opened).transport.close()
+            else:  # every one is answering a request: this one waits for none of them
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._busy():
+                self._disarm()  # a request is under way: its answer may take as long as it takes
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()  # the next request on this connection gets its REQUEST_S too
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return Guarded
+
+
+def _connection_cap() -> int:
+    """MAX_CONNECTIONS, or fewer where the file limit leaves less room."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return MAX_CONNECTIONS
+    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(16, min(MAX_CONNECTIONS, soft - 128))
+
+
 def run_hub(host: str, port: int, open_browser: bool) -> int:
     if not is_loopback(host):
         print(
@@ -231,6 +332,8 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
         print(f"c3async: error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 1
     bound = sock.getsockname()[1]
+    sock.listen(BACKLOG)  # listening before the URL and the token file exist: the URL always answers
+    _raise_file_limit()
     token = secrets.token_urlsafe(32)
     base = f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{bound}/"
     url = f"{base}?token={token}"
@@ -258,7 +361,13 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
                 webbrowser.open(files.write_opener().as_uri())
             except (OSError, HubFileError) as exc:
                 print(f"c3async: could not open a browser ({exc}); open the URL above", file=sys.stderr)
-        config = uvicorn.Config(create_app(token), log_level="warning", timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            create_app(token),
+            http=guarded_protocol(),
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+            backlog=BACKLOG,
+        )
         uvicorn.Server(config).run(sockets=[sock])
     except (_Stopped, KeyboardInterrupt):
         pass
