@@ -229,11 +229,7 @@ def _copy(fd: int, dst: Path) -> bool:
     tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
     out = safefs.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        try:
-            _pump(fd, out, 0, None)
-            os.fsync(out)
-        finally:
-            os.close(out)
+        _fill(fd, out)
         try:
             safefs.link(tmp, dst)
         except FileExistsError:
@@ -268,15 +264,10 @@ def _copy_into(fd: int, dfd: int, name: str) -> bool:
     """The same into a folder of Claude Code's (``dfd``, opened without following a link): a
     temporary name beside ``name``, synced, linked into place by descriptor, never over a file."""
     tmp = f".{name}.{os.urandom(8).hex()}.tmp"
-    out = os.open(
-        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dfd
-    )
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    out = os.open(tmp, flags, 0o600, dir_fd=dfd)
     try:
-        try:
-            _pump(fd, out, 0, None)
-            os.fsync(out)
-        finally:
-            os.close(out)
+        _fill(fd, out)
         try:
             os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
         except FileExistsError:
@@ -287,6 +278,16 @@ def _copy_into(fd: int, dfd: int, name: str) -> bool:
             os.unlink(tmp, dir_fd=dfd)
         except OSError:
             pass
+
+
+def _fill(src: int, out: int) -> None:
+    """All of ``src`` into the new file ``out``, synced, ``out`` closed (removing the half-made
+    file on failure is the caller's: it knows its name)."""
+    try:
+        _pump(src, out, 0, None)
+        os.fsync(out)
+    finally:
+        os.close(out)
 
 
 def _pump(src: int, out: int, start: int, end: int | None) -> None:

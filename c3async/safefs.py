@@ -164,8 +164,18 @@ def open_dir(
         yield None
         return
     mode = 0o700 if root == c3_home() else 0o755
-    fd = _open_root(root, create)
-    here = root
+    fd = _descend(_open_root(root, create), root, parts, create, mode, _refuse_existing)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _descend(fd: int, here: Path, parts: tuple[str, ...], create: bool, mode: int, refuse) -> int:
+    """From the folder ``fd`` (at ``here``) down ``parts``, each opened with ``O_DIRECTORY |
+    O_NOFOLLOW`` (made first, mode ``mode``, when missing and ``create``); returns the last
+    one's descriptor, having closed the others (``fd`` too). A component that is a link or not
+    a folder raises ``refuse(parent fd, name, path, True)``."""
     try:
         for name in parts:
             here = here / name
@@ -182,17 +192,18 @@ def open_dir(
                     nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise _refuse_existing(fd, name, here, True) from None
+                        raise refuse(fd, name, here, True) from None
                     raise
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _refuse_existing(fd, name, here, True) from None
+                    raise refuse(fd, name, here, True) from None
                 raise
             os.close(fd)
             fd = nfd
-        yield fd
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:
@@ -351,32 +362,11 @@ def open_folder_below(path: str | os.PathLike[str], depth: int, *, create: bool 
     if create:
         base.mkdir(parents=True, exist_ok=True)
     fd = os.open(base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-    here = base
-    try:
-        for name in parts:
-            here = here / name
-            try:
-                nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise NotRegularFile(
-                        exc.errno, "a symlink or not a folder (not followed)", os.fspath(here)
-                    ) from None
-                raise
-            os.close(fd)
-            fd = nfd
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _descend(fd, base, parts, create, 0o755, _not_followed)
+
+
+def _not_followed(dir_fd: int, name: str, path: Path, want_dir: bool) -> NotRegularFile:
+    return NotRegularFile(errno.ENOTDIR, "a symlink or not a folder (not followed)", os.fspath(path))
 
 
 def _open_below(p: Path, depth: int) -> tuple[int, os.stat_result]:

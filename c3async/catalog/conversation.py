@@ -758,12 +758,8 @@ def _repair(r: _Reading, items: list[Item], start: int, end: int, sidechain: boo
             for call in _parse(offset, stop, raw, sidechain).items:
                 got = lonely_results.pop(call.tool_id or "", None)
                 if got is not None:
-                    got.name, got.summary, got.input, got.input_truncated = (
-                        call.name,
-                        call.summary,
-                        call.input,
-                        call.input_truncated,
-                    )
+                    got.name, got.summary = call.name, call.summary
+                    got.input, got.input_truncated = call.input, call.input_truncated
     if lonely_calls and end < r.size:
         for n, (offset, stop, raw) in enumerate(_forward(r, end)):
             if n >= REPAIR_LINES or not lonely_calls:
