@@ -383,31 +383,44 @@ def restore(archived: Path, target_dir: Path, session: str, *, dry_run: bool = F
     if dry_run:
         return [os.fspath(target_dir / rel) for _, rel in pairs if not os.path.lexists(target_dir / rel)]
     put: list[str] = []
-    for src, rel in pairs:
-        dfd = safefs.open_folder_below(target_dir / rel.parent, len(rel.parts) - 1, create=True)
-        try:
-            try:
-                os.lstat(rel.name, dir_fd=dfd)
-                continue  # there already: never overwritten
-            except FileNotFoundError:
-                pass
-            fd = safefs.open_file(src, os.O_RDONLY)  # ours: no link followed, regular only
-            try:
-                try:
-                    linked = safefs.link_fd(fd, dfd, rel.name) or _link_name_into(src, fd, dfd, rel.name)
-                except FileExistsError:
-                    continue
-                if not linked and not _copy_into(fd, dfd, rel.name):
-                    continue
-                # Claude Code deletes by mtime at start-up: a transcript put back with its old mtime
-                # would be deleted by the very `claude --resume` it was put back for.
-                os.utime(rel.name, dir_fd=dfd, follow_symlinks=False)
-            finally:
-                os.close(fd)
-        finally:
+    # Every folder first (opened without following a link, made where missing): one that is a
+    # link refuses the whole restore before any file is put back, not half of it.
+    folders: dict[Path, int] = {}
+    try:
+        for _, rel in pairs:
+            if rel.parent not in folders:
+                folders[rel.parent] = safefs.open_folder_below(target_dir / rel.parent, len(rel.parts) - 1, create=True)
+        for src, rel in pairs:
+            if _put_back(src, folders[rel.parent], rel.name):
+                put.append(os.fspath(target_dir / rel))
+    finally:
+        for dfd in folders.values():
             os.close(dfd)
-        put.append(os.fspath(target_dir / rel))
     return put
+
+
+def _put_back(src: Path, dfd: int, name: str) -> bool:
+    """Link (or copy) our archived ``src`` as ``name`` in Claude Code's folder ``dfd``, if no
+    file has that name there; True when it was put back."""
+    try:
+        os.lstat(name, dir_fd=dfd)
+        return False  # there already: never overwritten
+    except FileNotFoundError:
+        pass
+    fd = safefs.open_file(src, os.O_RDONLY)  # ours: no link followed, regular only
+    try:
+        try:
+            linked = safefs.link_fd(fd, dfd, name) or _link_name_into(src, fd, dfd, name)
+        except FileExistsError:
+            return False
+        if not linked and not _copy_into(fd, dfd, name):
+            return False
+        # Claude Code deletes by mtime at start-up: a transcript put back with its old mtime
+        # would be deleted by the very `claude --resume` it was put back for.
+        os.utime(name, dir_fd=dfd, follow_symlinks=False)
+        return True
+    finally:
+        os.close(fd)
 
 
 def only_copy(transcript: str | os.PathLike[str], session: str) -> bool:

@@ -1243,7 +1243,7 @@ def _part(name: str, fn, *args) -> Result:
 
 
 def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
-    from . import hostile_interrupt, hostile_neighbour, hostile_patterns
+    from . import hostile_classes, hostile_interrupt, hostile_neighbour, hostile_patterns
 
     rng = random.Random(seed)
     t0 = time.perf_counter()
@@ -1257,4 +1257,5 @@ def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
         _part("hostile: linear time", hostile_patterns.run, sb, quick),
         _part("hostile: Ctrl-C and SIGTERM", hostile_interrupt.run, sb, quick),
         _part("hostile: the Hub under a neighbour", hostile_neighbour.run, sb, quick),
+        *(_part(f"hostile: {name}", fn, sb, quick) for name, fn in hostile_classes.SCENARIOS.items()),
     ]
