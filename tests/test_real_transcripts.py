@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hubproc import Hub
+from hubproc import Hub, wait_for
 from transcripts import COMPACT_SUMMARY, Conversation, write_session
 
 
@@ -65,8 +65,10 @@ def test_hits_in_flat_agent_files_and_inline_sidechains_open_on_their_item(claud
     assert claude.run("sessions", "--project", project).returncode == 0  # registers it
     with Hub(claude) as hub, hub.client() as c:
         for query, sid in (("quasarflux", two.id), ("blorptangle", one.id)):
-            found = c.get("/api/search", params={"q": query, "project": project}).json()
-            (hit,) = found["results"]
+            # (the Hub indexes at start: a search made meanwhile may answer before that is done)
+            found = wait_for(lambda: c.get("/api/search", params={"q": query, "project": project}).json()["results"],
+                             timeout=30)
+            (hit,) = found
             assert hit["session"] == sid
             sn = hit["snippets"][0]
             params = {"at": sn["offset"], "project": project}

@@ -31,8 +31,10 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 # openat() and friends; where missing (Windows), paths are used after the same lstat checks.
 _DIR_FD = sys.platform != "win32" and {os.open, os.unlink, os.rename} <= os.supports_dir_fd
 REQUEST_S = 5.0  # a connection that has not sent a whole request (headers) by then is closed
-MAX_CONNECTIONS = 1024  # held at once; past it the oldest connection with no request under way goes
-BACKLOG = 2048
+MAX_CONNECTIONS = 4096  # held at once; past it the oldest connection with no request under way goes
+# asyncio accepts up to the backlog's worth of connections in one go: where the file limit is low,
+# a smaller one keeps a burst of a neighbour's connects from running the Hub out of descriptors.
+BACKLOG = 1024
 
 
 def is_loopback(host: str) -> bool:
@@ -304,7 +306,7 @@ def _connection_cap() -> int:
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     except (ImportError, OSError, ValueError):
         return MAX_CONNECTIONS
-    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(16, min(MAX_CONNECTIONS, soft - 128))
+    return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(16, min(MAX_CONNECTIONS, soft // 2))
 
 
 def run_hub(host: str, port: int, open_browser: bool) -> int:
@@ -332,8 +334,9 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
         print(f"c3async: error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 1
     bound = sock.getsockname()[1]
-    sock.listen(BACKLOG)  # listening before the URL and the token file exist: the URL always answers
     _raise_file_limit()
+    backlog = max(64, min(BACKLOG, _connection_cap() // 4))
+    sock.listen(backlog)  # listening before the URL and the token file exist: the URL always answers
     token = secrets.token_urlsafe(32)
     base = f"http://{'[' + host.strip('[]') + ']' if ':' in host else host}:{bound}/"
     url = f"{base}?token={token}"
@@ -366,7 +369,7 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
             http=guarded_protocol(),
             log_level="warning",
             timeout_graceful_shutdown=1,
-            backlog=BACKLOG,
+            backlog=backlog,
         )
         uvicorn.Server(config).run(sockets=[sock])
     except (_Stopped, KeyboardInterrupt):

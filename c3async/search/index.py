@@ -459,6 +459,7 @@ class _Tracker:
 
 
 _spawned: list[Any] = []  # subprocess.Popen
+STOP_WAIT_S = 0.3  # for a background indexer to end on SIGTERM before it is killed
 
 
 def _spawn() -> None:
@@ -489,11 +490,16 @@ def stop_background() -> None:
     is stopping: nothing of theirs is left running). It stops within a second, its shards
     rolled back to what it committed; the next update goes on from there."""
     import signal
+    import subprocess
 
     for proc in _spawned:
         if proc.poll() is None:
             try:
                 proc.send_signal(signal.SIGTERM)
+                proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # its shards roll back to what it committed
+                proc.wait()
             except OSError:
                 pass
     _spawned.clear()
