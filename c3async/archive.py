@@ -33,7 +33,7 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -122,10 +122,12 @@ def _side_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
         yield Path(path), st
 
 
-def preserve(transcript: str | os.PathLike[str], session: str) -> int:
+def preserve(transcript: str | os.PathLike[str], session: str, still: Callable[[], bool] | None = None) -> int:
     """Preserve a session's transcript and its session folder's files; returns how many files
-    were linked, copied or brought up to date (0: all current). Raises OSError (a full or
-    read-only disk, UnsafeState), or UnsafeArchive, with the originals untouched."""
+    were linked, copied or brought up to date (0: all current). ``still``: asked under the
+    folder's lock (which ``release`` takes too) whether the session is still to be kept.
+    Raises OSError (a full or read-only disk, UnsafeState), or UnsafeArchive, with the
+    originals untouched."""
     if not is_session_id(session):
         raise ValueError(f"not a session id: {session!r}")
     src = Path(transcript)
@@ -138,6 +140,8 @@ def preserve(transcript: str | os.PathLike[str], session: str) -> int:
     safefs.ensure_dir(dst_dir)
     changed = 0
     with locked(_lock(dst_dir)):
+        if still is not None and not still():
+            return 0
         changed += _keep(src, 1, dst_dir / f"{session}.jsonl")
         side = src.parent / session
         for path, _st in _side_files(side):

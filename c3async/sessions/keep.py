@@ -66,7 +66,7 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
             row.resume = f"cd {shlex.quote(row.cwd)} && c3async resume {row.id}"
             continue
         if row.kept:
-            _preserve(row)
+            _preserve(project, row)
             continue
         if row.live:
             continue  # being written to: no hints, and its mtime moves with every line
@@ -151,9 +151,19 @@ def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePl
     return ResumePlan(session, row.cwd, restored, home, found.elsewhere)
 
 
-def _preserve(row: Row) -> None:
+def _still_kept(project: str, session_id: str) -> bool:
+    """Asked under the archive's lock, just before a listing preserves a row it judged kept: an
+    unkeep written since (by another process, which then releases the entry under that lock)
+    wins, so a listing never puts back what an unkeep took out."""
+    from ..marks import MarkBook
+
+    state = MarkBook(project).refresh().get(session_id)
+    return state is None or state.keep is None or state.keep.keep
+
+
+def _preserve(project: str, row: Row) -> None:
     try:
-        archive.preserve(row.path, row.id)
+        archive.preserve(row.path, row.id, still=lambda: _still_kept(project, row.id))
     except (OSError, ValueError, C3Error) as exc:
         key = f"{row.id}:{type(exc).__name__}"
         if key not in _warned:  # once a process: a full disk must not flood every listing
