@@ -239,12 +239,12 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     # Register every project, the way a user would (this also warms the page cache).
     print("registering projects ...", file=sys.stderr)
     for p in projects:
-        check(run_child(cmd + ["sessions", "--project", p, "--json"], env), f"register {p}",
+        check(run_child([*cmd, "sessions", "--project", p, "--json"], env), f"register {p}",
               min(NEWEST, per_project[p]))
 
     # ---- whole process
     print("whole-process listings ...", file=sys.stderr)
-    listing = cmd + ["sessions", "--all", "--json"]
+    listing = [*cmd, "sessions", "--all", "--json"]
     cold: list[Run] = []
     first_rows = None
     for i in range(R):
@@ -376,7 +376,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
         giant_runs = []
         for i in range(R):
             drop_caches([gproject])
-            run = run_child(cmd + ["sessions", "--project", gproject, "--json"], genv)
+            run = run_child([*cmd, "sessions", "--project", gproject, "--json"], genv)
             grows = check(run, f"2 GB transcript run {i + 1}", 1)
             if grows and grows[0]["title"] != gtruth["title"]:
                 mismatches.append((grows[0]["id"], grows[0]["title"], gtruth["title"], "2 GB"))

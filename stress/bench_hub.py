@@ -196,7 +196,7 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]])
                 try:
                     page = context.new_page()
                     errors: list[str] = []
-                    page.on("pageerror", lambda e: errors.append(str(e)))
+                    page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
                     page.add_init_script(OBSERVER % total)
                     page.goto(hub.login_url)
                     page.wait_for_function("() => window.__allRows !== null", timeout=60_000)
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         except (BenchError, httpx.HTTPError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        except Exception as exc:  # noqa: BLE001 - a browser failure is an error too, said plainly
+        except Exception as exc:  # a browser failure is an error too, said plainly
             print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
         finally:

@@ -62,7 +62,7 @@ INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized
 
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
 
 
 def ms(values: list[float]) -> tuple[str, str]:

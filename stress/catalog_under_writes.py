@@ -20,7 +20,16 @@ import threading
 import time
 
 from .harness import (
-    PY, Project, Result, Sandbox, c3async_cmd, kill_all, make_project, ms, oracle_fold, pct,
+    PY,
+    Project,
+    Result,
+    Sandbox,
+    c3async_cmd,
+    kill_all,
+    make_project,
+    ms,
+    oracle_fold,
+    pct,
     read_raw,
 )
 
@@ -230,7 +239,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     ids = set(project.ids)
     failed, wrong_count, bad_title, bad_prompt, bad_mark, bad_first = [], [], [], [], [], []
     unknown_prompt = 0
-    for who, dt, rows, err in cs.listings:
+    for who, _dt, rows, err in cs.listings:
         if err is not None or rows is None:
             failed.append(f"{who}: {err}")
             continue

@@ -205,7 +205,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
                                if not live and (last_live is None or t0 > last_live)), None)
             if first_dead is not None:
                 ttd.append(first_dead - s.t_stop)
-            for t0, t1, live in after:
+            for t0, _t1, live in after:
                 if live and t0 > s.t_stop + bound:
                     late_dead.append(f"{s.host[-4:]} still live {t0 - s.t_stop:.2f} s after SIGKILL")
                     break
@@ -218,7 +218,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
             exits.append(s.t_exit - s.t_stop)
             if s.rc != 0:
                 bad_rc.append(f"{s.host[-4:]} ({s.method}) exit {s.rc}")
-            for t0, t1, seen in polls:
+            for t0, _t1, seen in polls:
                 if t0 > s.t_exit and s.host in seen:
                     stale_live.append(f"{s.host[-4:]} ({s.method}) live {t0 - s.t_exit:.2f} s after exit")
                     break

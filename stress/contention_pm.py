@@ -104,7 +104,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         stop.touch()
         out, _ = reader.communicate(timeout=60)
     finally:
-        kill_all(procs + [reader])
+        kill_all([*procs, reader])
     try:
         reads = json.loads(out)
     except ValueError:

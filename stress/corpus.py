@@ -42,7 +42,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ("Corpus", "generate", "slug", "write_giant", "PROJECT_NAMES")
+__all__ = ("PROJECT_NAMES", "Corpus", "generate", "slug", "write_giant")
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -79,7 +79,7 @@ def _iso(ms: int) -> str:
 
 
 def _uuid(rng: random.Random) -> str:
-    h = "%032x" % rng.getrandbits(128)
+    h = f"{rng.getrandbits(128):032x}"
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
@@ -111,7 +111,8 @@ FILES = ("src/core/retry.py", "src/api/handlers.py", "src/db/migrations/0042_ind
 WORDS = ("the", "a", "this", "that", "we", "it", "should", "could", "when", "because", "so",
          "then", "before", "after", "call", "value", "function", "returns", "test", "fails",
          "passes", "error", "line", "file", "module", "change", "look", "check", "need", "using",
-         "instead", "still", "already", "probably", "looks", "like", "path", "state", "case") + NOUNS
+         "instead", "still", "already", "probably", "looks", "like", "path", "state", "case",
+         *NOUNS)
 BRANCHES = ("main", "main", "main", "master", "develop", "feature/retry-backoff", "fix/token-expiry",
             "feat/catalog-cache", "chore/deps", "HEAD", "release/2.4", "wip/refactor-queue")
 VERSIONS = ("2.1.88", "2.1.88", "2.1.88", "2.1.112", "2.1.147", "2.1.332")
@@ -598,10 +599,7 @@ def _session(rng: random.Random, pools: _Pools, *, sid: str, cwd: str, kind: str
     custom = _fill(rng, rng.choice(CUSTOM_TITLE_TEMPLATES)) if kind in ("clean", "buried") else None
 
     # ---- head
-    if paste:
-        prompt = _paste(rng, paste)
-    else:
-        prompt = _prompt(rng)
+    prompt = _paste(rng, paste) if paste else _prompt(rng)
     prompt_json = _j(prompt)
     if ide:
         opened = f"<ide_opened_file>The user opened the file {cwd}/{rng.choice(FILES)} in the IDE. " \

@@ -85,7 +85,7 @@ def pct(values: list[float], p: float) -> float:
     if not values:
         return 0.0
     values = sorted(values)
-    return values[min(len(values) - 1, max(0, int(round(p / 100 * (len(values) - 1)))))]
+    return values[min(len(values) - 1, max(0, round(p / 100 * (len(values) - 1))))]
 
 
 def ms(value: float) -> str:

@@ -603,7 +603,7 @@ class Hostile:
         label = f"[serve {name}]"
         async with sem:
             self.mcp["servers"] += 1
-            errlog = open(errpath, "w")  # noqa: ASYNC230, SIM115 - stdio_client needs a real file
+            errlog = open(errpath, "w")  # stdio_client needs a real file
             close_wall = None
             try:
                 stack = AsyncExitStack()
@@ -612,7 +612,7 @@ class Hostile:
                         Client(stdio_client(params, errlog=errlog), mode="legacy",
                                read_timeout_seconds=self.timeout))
                     await c.list_tools()
-                except Exception as exc:  # noqa: BLE001 - whatever it is, it is the finding
+                except Exception as exc:  # whatever it is, it is the finding
                     self.check(False, "the MCP server starts and answers", f"{label}: {show(repr(exc), 300)}")
                     await stack.aclose()
                     return
@@ -630,7 +630,7 @@ class Hostile:
                         self.mcp["hangs"] += 1
                         self.check(False, "no hang", f"{what}: no answer in {self.timeout:.0f} s")
                         continue
-                    except Exception as exc:  # noqa: BLE001 - whatever it is, it is the finding
+                    except Exception as exc:  # whatever it is, it is the finding
                         if "timed out" in str(exc).lower() or "timeout" in type(exc).__name__.lower():
                             hung = True
                             self.mcp["hangs"] += 1
@@ -959,7 +959,7 @@ class Hostile:
                 self.check(now == kept[n], "a document that does not parse is never rewritten",
                            f"$C3_HOME/{n} (nested 100,000 deep) was " + ("removed" if now is None else "rewritten"))
             # the same documents as symlinks into the decoy home
-            for n, p in docs.items():
+            for p in docs.values():
                 p.unlink(missing_ok=True)
             os.symlink(self.w.home / "settings.json", docs["projects.json"])
             os.symlink(self.w.home / "notes.json", docs["config.json"])
@@ -1040,7 +1040,7 @@ class Hostile:
 
             problems = compare_fold(MarkBook(w.clean.path).refresh(), raw.records)
             self.check(not problems, "MarkBook's fold of the clean project equals last-wins", "; ".join(problems[:3]))
-        except Exception as exc:  # noqa: BLE001 - a crash of the library here is a finding too
+        except Exception as exc:  # a crash of the library here is a finding too
             self.check(False, "MarkBook's fold of the clean project equals last-wins", show(repr(exc), 300))
         tags: dict[str, int] = {}
         for rec in raw.records:
@@ -1129,7 +1129,7 @@ class Hostile:
         """Run one phase; if the suite itself fails in it, say so and go on with the next."""
         try:
             fn(*args)
-        except Exception:  # noqa: BLE001 - reported as a break, with where it happened
+        except Exception:  # reported as a break, with where it happened
             import traceback
 
             self.check(False, f"the {name} phase of the suite completes",
@@ -1234,7 +1234,7 @@ def _part(name: str, fn, *args) -> Result:
     t0 = time.perf_counter()
     try:
         fn(res, *args)
-    except Exception:  # noqa: BLE001 - reported as a break, with where it happened
+    except Exception:  # reported as a break, with where it happened
         import traceback
 
         res.check(False, f"the {name} scenario completes", gist(traceback.format_exc().encode()))

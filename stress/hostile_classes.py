@@ -35,6 +35,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,7 +128,7 @@ def _mcp(p: Probe, project: str, calls: list[tuple[str, dict]]) -> list[tuple[bo
 
     async def main() -> list[tuple[bool, str]]:
         out = []
-        with open(p.root / "serve.err", "a") as err:  # noqa: ASYNC230 - stdio_client needs a real file
+        with open(p.root / "serve.err", "a") as err:  # stdio_client needs a real file
             async with Client(stdio_client(params, errlog=err), mode="legacy", read_timeout_seconds=TIMEOUT_S) as c:
                 for tool, args in calls:
                     r = await c.call_tool(tool, args)
@@ -289,6 +291,36 @@ def bad_values(res: Result, sb, quick: bool) -> None:
 # ------------------------------------------------------------------------------ check-then-use
 
 
+@contextmanager
+def swapping(folder: Path, foreign: Path) -> Iterator[None]:
+    """While the block runs, another thread keeps swapping ``folder`` for a link to ``foreign``
+    and back (the race a check-then-use loses); ``folder`` is back in place after."""
+    real = folder.with_name(folder.name + ".real")
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            try:
+                os.rename(folder, real)
+                folder.symlink_to(foreign)
+                folder.unlink()
+                os.rename(real, folder)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=swap)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+        if folder.is_symlink():
+            folder.unlink()
+        if not folder.exists():
+            os.rename(real, folder)
+
+
 def check_then_use(res: Result, sb, quick: bool) -> None:
     p = _probe(res, sb, "check-then-use")
     project = p.project("app")
@@ -300,29 +332,9 @@ def check_then_use(res: Result, sb, quick: bool) -> None:
     foreign = p.root / "foreign"
     foreign.mkdir()
     (foreign / "agent-a.jsonl").write_text('{"secret":"the foreign file"}\n')
-    stop = threading.Event()
-
-    def swap() -> None:
-        real = folder / sid / "real"
-        while not stop.is_set():
-            try:
-                os.rename(side, real)
-                side.symlink_to(foreign)
-                side.unlink()
-                os.rename(real, side)
-            except OSError:
-                pass
-
-    t = threading.Thread(target=swap)
-    t.start()
-    try:
+    with swapping(side, foreign):
         for _ in range(6 if quick else 20):
             p.run("mark keep while its folders are swapped", "mark", "keep", sid, "--project", project, expect=(0, 1))
-    finally:
-        stop.set()
-        t.join()
-    if not side.exists():
-        os.rename(folder / sid / "real", side)
     foreign_ino = os.stat(foreign / "agent-a.jsonl").st_ino
     kept = [f for f in (p.home / "archive").rglob("*") if f.is_file()]
     res.check(all(os.lstat(f).st_ino != foreign_ino and b"foreign file" not in f.read_bytes() for f in kept),

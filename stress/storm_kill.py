@@ -22,7 +22,17 @@ import time
 from pathlib import Path
 
 from .harness import (
-    PY, Project, Result, Sandbox, compare_fold, kill_all, lat, make_project, mark_tag, ms, read_raw,
+    PY,
+    Project,
+    Result,
+    Sandbox,
+    compare_fold,
+    kill_all,
+    lat,
+    make_project,
+    mark_tag,
+    ms,
+    read_raw,
 )
 
 WRITER = r"""

@@ -30,8 +30,24 @@ from pathlib import Path
 import anyio
 
 from .harness import (
-    PY, Project, Result, Sandbox, c3async_cmd, check_activity, compare_fold, heartbeat_pids, kill_all,
-    lat, make_project, mark_tag, ms, pct, per_writer_order, read_raw, register, rss_of,
+    PY,
+    Project,
+    Result,
+    Sandbox,
+    c3async_cmd,
+    check_activity,
+    compare_fold,
+    heartbeat_pids,
+    kill_all,
+    lat,
+    make_project,
+    mark_tag,
+    ms,
+    pct,
+    per_writer_order,
+    read_raw,
+    register,
+    rss_of,
 )
 
 RAW_WRITER = r"""

@@ -162,13 +162,15 @@ def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, mon
     for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": project}.items():
         monkeypatch.setenv(key, value)
 
-    async def main() -> list[str]:
+    config = Path(project, ".c3", "config.json")
+
+    async def main() -> list[tuple[bool, str]]:
         out = []
         async with Client(server.mcp) as c:
             for data in (f"since={OUT_OF_RANGE[0]}", f"until={OUT_OF_RANGE[3]}"):
                 r = await c.call_tool("c3_session", {"action": "search", "target": "retry", "data": data})
                 out.append((r.is_error, r.content[0].text))
-            Path(project, ".c3", "config.json").write_text(json.dumps({"keep": "forever"}))
+            await anyio.to_thread.run_sync(config.write_text, json.dumps({"keep": "forever"}))
             r = await c.call_tool("c3_session", {"action": "list"})
             out.append((r.is_error, r.content[0].text))
         return out

@@ -7,10 +7,9 @@ import shlex
 import subprocess
 
 import pytest
-
-from c3async.catalog.locate import slug
 from transcripts import claude_slug, simple_session
 
+from c3async.catalog.locate import slug
 
 # --- the slug rule (pure) ---------------------------------------------------------------------
 

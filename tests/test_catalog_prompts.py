@@ -7,9 +7,9 @@ through the CLI on one corpus listed once.
 from __future__ import annotations
 
 import pytest
+from transcripts import Conversation, image_block, render, text, write_session
 
 from c3async.catalog.extract import scan
-from transcripts import Conversation, image_block, render, text, write_session
 
 KiB = 1024
 

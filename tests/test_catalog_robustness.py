@@ -13,7 +13,6 @@ import stat
 import threading
 
 import pytest
-
 from transcripts import Conversation, encode, new_id, set_mtime, text, write_session
 
 MiB = 1024 * 1024

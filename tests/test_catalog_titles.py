@@ -7,8 +7,7 @@ One corpus of sessions is written and listed once through the CLI; each test che
 from __future__ import annotations
 
 import pytest
-
-from transcripts import Conversation, tool_use, write_session, text
+from transcripts import Conversation, text, tool_use, write_session
 
 KiB = 1024
 MiB = 1024 * KiB

@@ -71,7 +71,7 @@ def test_a_real_session_calls_c3_session_and_the_note_lands_on_its_row(world, cl
 
 
 def test_hooks_record_the_session_start_and_end(world, claude):
-    proj, run, script, _env = world
+    proj, run, _script, _env = world
     installed = claude.run("install-hooks", "--project", proj)
     assert installed.returncode == 0, installed.stderr
     out = run("-p", "hello")

@@ -8,14 +8,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
-from test_keep import archive_of, ok, resume, session_conv, world  # noqa: F401 - the fixture
+from test_keep import archive_of, ok, resume, session_conv
 from transcripts import Conversation, write_session
 
 from c3async import archive, safefs
+from stress.hostile_classes import swapping
+
+
+@pytest.fixture
+def world(claude):
+    proj = claude.project("app")
+    return claude, proj, claude.folder(proj)
 
 
 @pytest.fixture
@@ -71,32 +77,12 @@ def test_keep_never_archives_a_file_a_swapped_folder_leads_to(world, inproc):
     foreign = Path(sb.root, "foreign")
     foreign.mkdir()
     (foreign / "agent-real.jsonl").write_text('{"secret": "the foreign file"}\n')
-    real = folder / conv.id / "real-subagents"
-    stop = threading.Event()
-
-    def swap() -> None:
-        while not stop.is_set():
-            try:
-                os.rename(side, real)
-                side.symlink_to(foreign)
-                side.unlink()
-                os.rename(real, side)
-            except OSError:
-                pass
-
-    t = threading.Thread(target=swap)
-    t.start()
-    try:
+    with swapping(side, foreign):
         for _ in range(200):
             try:
                 archive.preserve(folder / f"{conv.id}.jsonl", conv.id)
             except OSError:
                 pass
-    finally:
-        stop.set()
-        t.join()
-    if not side.exists():
-        os.rename(real, side)
     kept = archive_of(sb.c3home, folder)
     foreign_ino = os.stat(foreign / "agent-real.jsonl").st_ino
     for path in kept.rglob("*"):

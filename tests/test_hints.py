@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from c3async import activity
 from transcripts import Conversation, write_session
 
-NOW = datetime.now(timezone.utc)
+from c3async import activity
+
+NOW = datetime.now(UTC)
 
 
 def _session(folder, cwd, prompts, *, start, branch="main", first=None, mtime=None):

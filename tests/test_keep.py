@@ -689,7 +689,7 @@ def test_mcp_keep_and_unkeep(world, monkeypatch) -> None:
         async with Client(server.mcp, mode="auto") as c:
             kept = await c.call_tool("c3_session", {"action": "keep", "target": sid[:8], "reasoning": "why not"})
             assert not kept.is_error, kept.content
-            assert arch.exists() and os.path.samefile(arch, folder / f"{sid}.jsonl")  # noqa: ASYNC240
+            assert arch.exists() and os.path.samefile(arch, folder / f"{sid}.jsonl")
             released = await c.call_tool("c3_session", {"action": "unkeep", "target": sid[:8]})
             assert not released.is_error, released.content
             # an agent cannot release the only copy of a transcript Claude Code deleted
@@ -950,7 +950,7 @@ def test_an_agent_cannot_release_the_only_copy(world, monkeypatch) -> None:
 
 def test_project_search_finds_an_archived_session_after_claude_code_removed_its_folder(world) -> None:
     sb, proj, folder = world
-    conv, path = session_conv(folder, proj, "the wombat migration plan")
+    conv, _path = session_conv(folder, proj, "the wombat migration plan")
     ok(sb.run("mark", "keep", conv.id, "--project", proj))
     shutil.rmtree(folder)  # Claude Code removes empty session folders too
     proc = ok(sb.run("search", "wombat", "--project", proj, "--json"))

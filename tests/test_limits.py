@@ -25,12 +25,12 @@ from test_server_inprocess import (
 from transcripts import simple_session
 
 from c3async import marks, server
-from c3async.sessions import refs
 from c3async.catalog.listing import candidates, is_session_id
 from c3async.catalog.resolve import resolve
 from c3async.errors import BadArgument, C3Error, check_text, clip
 from c3async.pm import actions
 from c3async.session_actions import LIMITS
+from c3async.sessions import refs
 
 IDS = ("aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002",
        "bbbb3333-0000-4000-8000-000000000003")
@@ -184,7 +184,7 @@ def test_task_refs_with_a_trailing_newline_are_refused(tmp_path):
     t = actions.run(str(tmp_path), WHO, "add", title="a task")
     assert actions.run(str(tmp_path), WHO, "get", task_id=t["id"][:6])["id"] == t["id"]
     for bad in (t["id"] + "\n", t["id"][:6] + "\n", t["id"][:6] + "\x00", "\n" + t["id"][:6], t["id"][:6] + "\r"):
-        with pytest.raises(BadArgument, match="not a task id|task_id holds a NUL"):
+        with pytest.raises(BadArgument, match=r"not a task id|task_id holds a NUL"):
             actions.run(str(tmp_path), WHO, "get", task_id=bad)
     with pytest.raises(BadArgument, match="full session id"):
         actions.run(str(tmp_path), WHO, "link", task_id=t["id"], ref=IDS[0] + "\n")

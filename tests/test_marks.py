@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from transcripts import Conversation, simple_session, write_session
 
 from c3async import marks
-from c3async.sessions import refs
 from c3async.activity import read_rows
 from c3async.errors import AmbiguousSession, BadArgument, UnknownSession
-from transcripts import Conversation, simple_session, write_session
+from c3async.sessions import refs
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_prefix_resolves_and_ambiguity_names_candidates(project) -> None:
 
 
 def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
-    proj, ids = project
+    proj, _ids = project
     with pytest.raises(UnknownSession):
         refs.mark(proj, "cccc", "note", summary="x")
     # A session of a colliding directory (my_app vs my-app share a folder) is not this project's.

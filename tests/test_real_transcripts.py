@@ -66,7 +66,7 @@ def test_hits_in_flat_agent_files_and_inline_sidechains_open_on_their_item(claud
     with Hub(claude) as hub, hub.client() as c:
         for query, sid in (("quasarflux", two.id), ("blorptangle", one.id)):
             # (the Hub indexes at start: a search made meanwhile may answer before that is done)
-            found = wait_for(lambda: c.get("/api/search", params={"q": query, "project": project}).json()["results"],
+            found = wait_for(lambda q=query: c.get("/api/search", params={"q": q, "project": project}).json()["results"],
                              timeout=30)
             (hit,) = found
             assert hit["session"] == sid

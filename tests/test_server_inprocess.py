@@ -16,7 +16,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -28,10 +28,10 @@ if str(REPO) not in sys.path:  # the checkout under test, not an installed copy
 
 from mcp import Client  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
+from transcripts import simple_session  # noqa: E402
 
 import c3async  # noqa: E402
 from c3async import server, session_actions  # noqa: E402
-from transcripts import simple_session  # noqa: E402
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"  # the session the server serves (newest)
 OLD = "aaaa2222-0000-4000-8000-000000000002"  # shares the prefix "aaaa" with HOST
@@ -99,7 +99,7 @@ def _sessions(claude) -> str:
     project = claude.project("app")
     folder = claude.folder(project)
     now = time.time()
-    long_ago = datetime(2025, 1, 6, 9, 0, tzinfo=timezone.utc)  # every one is idle: hints
+    long_ago = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)  # every one is idle: hints
     simple_session(folder, project, "Document the parser API", session_id=DOCS, mtime=now - 300, start=long_ago)
     simple_session(folder, project, "Add the cache layer", session_id=OLD, mtime=now - 200, start=long_ago)
     simple_session(folder, project, "Fix the flaky retry test", session_id=HOST, mtime=now - 100, start=long_ago)
@@ -376,8 +376,8 @@ async def test_host_session_follows_the_registry_of_the_parent_process(client, w
     ok(await session(client, "log", event_type="progress", data="now in DOCS"))
     (record,) = world.records()
     assert json.loads(record.read_text())["host_session_ids"] == [HOST, DOCS]
-    assert "(this session)" in [line for line in lines_of(ok(await session(client, "list")))
-                                if line.startswith(DOCS[:8])][0]
+    assert "(this session)" in next(line for line in lines_of(ok(await session(client, "list")))
+                                if line.startswith(DOCS[:8]))
     clear_to(world, OLD, dead=True)
     assert ok(await session(client, "note", data="back to env")) == f"note {HOST}"
 

@@ -24,7 +24,6 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
-
 from transcripts import simple_session
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"
@@ -355,7 +354,7 @@ async def test_host_session_comes_from_the_parents_registry_and_follows_clear(cl
 async def test_a_registry_file_with_the_wrong_proc_start_is_ignored(claude, project):
     write_registry(claude, DOCS, proc_start(os.getpid()) - 1)
     async with Client(params(claude, project, HOST)) as c:
-        (c3_id, beat), = (await wait_for_heartbeats(project)).items()
+        (_c3_id, beat), = (await wait_for_heartbeats(project)).items()
         assert beat["host_session_id"] == HOST
         listed = text_of(await c.call_tool("c3_session", {"action": "list"})).splitlines()
         assert "(this session)" in next(line for line in listed if line.startswith(HOST[:8]))

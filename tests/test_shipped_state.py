@@ -6,7 +6,6 @@ printed resume command quotes every part."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess

@@ -311,7 +311,7 @@ def _in_thread(fn, timeout: float = TIMEOUT):
     def target():
         try:
             out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+        except BaseException as exc:  # handed to the test thread
             out["error"] = exc
 
     t = threading.Thread(target=target, daemon=True)

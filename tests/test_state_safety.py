@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from transcripts import simple_session
 
 from c3async import jsondoc, jsonl, safefs
 from c3async.errors import C3Error
 from c3async.pm import actions, store
-from transcripts import simple_session
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
@@ -107,7 +107,7 @@ def test_a_linked_state_folder_is_refused_everywhere(claude, hostile) -> None:
 
 @pytest.mark.parametrize("name", ["pm", "sessions", "cache"])
 def test_linked_subfolders_are_refused(claude, hostile, name) -> None:
-    project, sid, home = hostile
+    project, _sid, home = hostile
     before = snapshot(home)
     (c3(project) / name).symlink_to(home)
     assert claude.run("sessions", "--project", project, "--json").returncode == 0
@@ -119,7 +119,7 @@ def test_linked_subfolders_are_refused(claude, hostile, name) -> None:
 
 
 def test_a_fifo_log_never_blocks(claude, hostile) -> None:
-    project, sid, home = hostile
+    project, sid, _home = hostile
     os.mkfifo(c3(project) / "activity.jsonl")
     os.mkfifo(c3(project) / "session_marks.jsonl")
     start = time.monotonic()
@@ -174,7 +174,7 @@ def test_deep_lines_in_logs_are_skipped_and_counted(tmp_path) -> None:
 
 
 def test_deep_state_never_breaks_a_listing(claude, hostile) -> None:
-    project, sid, home = hostile
+    project, sid, _home = hostile
     state = c3(project)
     (state / "config.json").write_bytes(b'{"idle_days": ' + DEEP + b"}")
     (state / "session_marks.jsonl").write_bytes(DEEP + b"\n")
@@ -194,7 +194,7 @@ def test_deep_state_never_breaks_a_listing(claude, hostile) -> None:
 
 
 def test_a_deep_registry_or_pm_file_is_a_clear_error(claude, hostile) -> None:
-    project, sid, home = hostile
+    project, _sid, _home = hostile
     claude.c3home.mkdir(parents=True, exist_ok=True)
     (claude.c3home / "projects.json").write_bytes(b'{"version": 1, "projects": ' + DEEP + b"}")
     proc = claude.run("sessions", "--all")
@@ -211,7 +211,7 @@ def test_a_hook_never_records_what_breaks_a_reader(claude, hostile) -> None:
     import subprocess
     import sys
 
-    project, sid, home = hostile
+    project, sid, _home = hostile
     env = claude.env(CLAUDE_PROJECT_DIR=project)
     payloads = [
         b'{"hook_event_name": "SessionStart", "session_id": "' + sid.encode() + b'", "transcript_path": ' + DEEP + b"}",
@@ -267,6 +267,6 @@ def test_a_newer_pm_is_read_but_never_rewritten(tmp_path) -> None:
     data = json.dumps(doc).encode()
     path.write_bytes(data)
     assert [t["title"] for t in actions.run(project, who, "list")["tasks"]] == ["first"]
-    with pytest.raises(C3Error, match="newer c3async.*version 99.*Upgrade"):
+    with pytest.raises(C3Error, match=r"newer c3async.*version 99.*Upgrade"):
         actions.run(project, who, "add", title="second")
     assert path.read_bytes() == data

@@ -10,10 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from transcripts import simple_session
 
 from c3async.errors import AmbiguousSession, BadArgument, C3Error
 from c3async.pm import actions, store
-from transcripts import simple_session
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 

@@ -595,7 +595,7 @@ def test_mcp_list_shows_each_session_once(world, view):
 
 def test_mcp_show_gives_each_session_its_own_cwd_and_resume(world):
     problems = []
-    for sid, (cwd, branch) in world.expected().items():
+    for sid, (cwd, _branch) in world.expected().items():
         error, text = world.mcp["show"].get(sid, (True, "not asked"))
         tag = f"{sid[:8]} ({world.describe(sid)})"
         if error:
@@ -638,7 +638,7 @@ def test_a_live_worktree_session_is_live_in_every_view_and_gets_no_hints(world):
         finished = [r["id"][:8] for r in rows if r["id"] != held and r.get("live")]
         if finished:
             problems.append(f"{view}: finished sessions read live: {finished}")
-    for view, (error, text) in world.mcp["list"].items():
+    for view, (_error, text) in world.mcp["list"].items():
         line = next((x for x in text.splitlines() if x.startswith(held[:8])), None)
         if line is None or "LIVE" not in line or re.search(r"  \[[^\]]*\]$", line):
             problems.append(f"mcp list {view}: the held session's line is {line!r}")
@@ -659,7 +659,7 @@ def test_a_mark_written_from_a_worktree_shows_in_every_view(world):
             stale = r.get("stale") or {}
             if stale.get("reason") != reason:
                 problems.append(f"{view}: {sid[:8]} (main checkout) stale = {stale or None!r}")
-    for view, (error, text) in world.mcp["list"].items():
+    for view, (_error, text) in world.mcp["list"].items():
         line = next((x for x in text.splitlines() if x.startswith(sid[:8])), None)
         if line is None or f"stale: {reason}" not in line:
             problems.append(f"mcp list {view}: {line!r}")
