@@ -28,6 +28,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=False):
     idle_days: int = 7  # a session with no activity for this long gets the `idle Nd` hint
     # which sessions are kept past Claude Code's cleanup without a keep mark (sessions/keep.py)
     keep: list[str] = msgspec.field(default_factory=lambda: ["noted", "linked"])
+    # the MCP server: how many recent sessions `resources/list` offers (Claude Code's `@` menu),
+    # and the most bytes of one session's brief
+    mcp_resources: int = 50
+    brief_bytes: int = 8192
 
 
 class ConfigError(C3Error):
@@ -69,6 +73,10 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     idle = data.get("idle_days")
     if idle is not None and not 1 <= idle <= MAX_IDLE_DAYS:
         raise ConfigError(path, "idle_days", f"must be a whole number of days from 1 to {MAX_IDLE_DAYS}, not {idle}")
+    for key, low, high in (("mcp_resources", 0, 1000), ("brief_bytes", 1024, 1 << 20)):
+        value = data.get(key)
+        if value is not None and not low <= value <= high:
+            raise ConfigError(path, key, f"must be a whole number from {low} to {high}, not {value}")
     for term in data.get("keep") or ():
         if term not in KEEP_TERMS:
             raise ConfigError(path, "keep", f"holds {term[:40]!r}; the terms are {', '.join(KEEP_TERMS)}")
