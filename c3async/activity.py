@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from .paths import project_state
 MAX_LOGGED = 4096  # characters of one string field of a row (a path fits)
 OPEN_KEPT_S = 7 * 86400  # a started session with no activity for this long is dropped from the fold
 
-__all__ = ("ActivityRow", "Facts", "activity_path", "facts", "log_fold", "read_rows", "record")
+__all__ = ("ActivityRow", "Facts", "activity_path", "facts", "log_fold", "read_rows", "record", "record_once")
 
 
 def activity_path(project: str) -> Path:
@@ -46,6 +47,34 @@ def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:
     # Strings are bounded (a log is a record of what happened, not a store of what was said).
     row.update((k, clip(v, MAX_LOGGED) if isinstance(v, str) else v) for k, v in fields.items() if v is not None)
     jsonl.append(activity_path(project), row)
+    return row
+
+
+SAME_EVENT_BYTES = 64 * 1024  # how far back ``record_once`` looks for the same event
+
+
+def record_once(project: str, kind: str, within: float, same: tuple[str, ...], **fields: Any) -> dict[str, Any] | None:
+    """``record``, unless a row of the same ``kind`` whose ``same`` fields are equal was written
+    in the last ``within`` seconds (None then). Checked and appended under the log's lock, so two
+    writers of one event (the plugin's hook and a hook installed by hand) leave one row."""
+    row: dict[str, Any] = {"ts": round(time.time(), 3), "kind": kind}
+    row.update((k, clip(v, MAX_LOGGED) if isinstance(v, str) else v) for k, v in fields.items() if v is not None)
+    line = jsonl.encode_line(row)
+    with jsonl.appending(activity_path(project)) as log:
+        start = max(0, log.size - SAME_EVENT_BYTES)
+        for raw in reversed(os.pread(log.fd, log.size - start, start).split(b"\n")[1 if start else 0 :]):
+            try:
+                old = msgspec.json.decode(raw)
+            except (msgspec.DecodeError, RecursionError):
+                continue  # a cut first line, a torn or hostile one
+            ts = old.get("ts") if isinstance(old, dict) else None
+            if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+                continue
+            if row["ts"] - ts > within:
+                break
+            if old.get("kind") == kind and all(old.get(k) == row.get(k) for k in same):
+                return None
+        log.write(line)
     return row
 
 

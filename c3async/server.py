@@ -289,7 +289,13 @@ def _new_state() -> ServerState:
     record = records.new_record(c3_session_id, ide, checkout)
     record.branch = current_branch(checkout)
     state = ServerState(project, c3_session_id, identity, ide, None, record)  # type: ignore[arg-type]
-    state.heartbeat = HeartbeatWriter(project, c3_session_id, ide, lambda: _serving(state, identity.current()))
+    state.heartbeat = HeartbeatWriter(
+        project,
+        c3_session_id,
+        ide,
+        lambda: _serving(state, identity.current()),
+        host_pid=lambda: identity.claude_pid or identity.parent_pid,
+    )
     return state
 
 
@@ -715,9 +721,21 @@ async def _prompt(fn_name: str, *args: Any) -> str:
     description="Bring an earlier session's brief here and carry on from its next steps. Argument: "
     "an id, a prefix, or words from its title or note; empty: the session this one followed, else the newest.",
 )
-async def continue_prompt(session: str = "", *, ctx: Context[ServerState]) -> str:
+async def continue_prompt(
+    session: str = "",
+    word2: str = "",
+    word3: str = "",
+    word4: str = "",
+    word5: str = "",
+    word6: str = "",
+    *,
+    ctx: Context[ServerState],
+) -> str:
+    # Claude Code splits what follows the slash command on spaces, one word per argument (quotes
+    # are kept as characters): up to six words of a title reach us this way.
     state: ServerState = ctx.request_context.lifespan_context
-    return await _prompt("continue_text", state.project, session, state.identity.current())
+    ref = " ".join(w for w in (session, word2, word3, word4, word5, word6) if w)
+    return await _prompt("continue_text", state.project, ref, state.identity.current())
 
 
 @mcp.prompt(

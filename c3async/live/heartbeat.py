@@ -77,6 +77,9 @@ class Heartbeat(msgspec.Struct, kw_only=True):
     started: float | None = None
     boot_id: str | None = None
     mono: float | None = None
+    # the claude process it runs under: two servers of one window (the plugin's and one added by
+    # hand) are one MCP connection of that window, not two (``reader`` counts processes)
+    host_pid: int | None = None
 
 
 def live_dir(project: str) -> Path:
@@ -87,8 +90,16 @@ class HeartbeatWriter:
     """Writes one process's heartbeat. ``host`` is asked for the current host session on every
     beat, so a /clear (which changes it under a running server) shows within one interval."""
 
-    def __init__(self, project: str, session_id: str, ide: str, host: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        project: str,
+        session_id: str,
+        ide: str,
+        host: Callable[[], str | None],
+        host_pid: Callable[[], int | None] | None = None,
+    ) -> None:
         self.project = project
+        self.host_pid = host_pid
         self.session_id = session_id
         self.ide = ide
         self.host = host
@@ -107,6 +118,7 @@ class HeartbeatWriter:
             started=self.started,
             boot_id=boot_id(),
             mono=time.monotonic(),
+            host_pid=self.host_pid() if self.host_pid is not None else None,
         )
         if not self.stopped:
             write_atomic(self.path, msgspec.json.encode(hb), fsync=False)

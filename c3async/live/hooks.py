@@ -28,6 +28,8 @@ from ..paths import c3_home
 __all__ = ("CLEAR_LINK_S", "handle", "install", "main")
 
 CLEAR_LINK_S = 5.0  # SessionStart(clear) follows SessionEnd(clear) within this
+# The same event from two hooks (the plugin's, and one `install-hooks` wrote) within this: one row.
+SAME_EVENT_S = 10.0
 MAX_INPUT = 1 << 20
 MAX_SETTINGS = 16 << 20  # Claude Code's settings files are small
 TAIL_BYTES = 256 * 1024  # how much of the activity log the /clear link looks back through
@@ -101,9 +103,11 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     if event == "SessionStart":
         source = _text(payload, "source", 64)
         predecessor = _predecessor(project, pid, time.time()) if source == "clear" else None
-        return activity.record(
+        return activity.record_once(
             project,
             "session_start",
+            SAME_EVENT_S,
+            ("session_id", "source", "claude_pid"),
             session_id=session_id,
             source=source,
             claude_pid=pid,
@@ -112,8 +116,14 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
             transcript_path=_text(payload, "transcript_path"),
         )
     if event == "SessionEnd":
-        return activity.record(
-            project, "session_end", session_id=session_id, reason=_text(payload, "reason", 64), claude_pid=pid
+        return activity.record_once(
+            project,
+            "session_end",
+            SAME_EVENT_S,
+            ("session_id", "reason", "claude_pid"),
+            session_id=session_id,
+            reason=_text(payload, "reason", 64),
+            claude_pid=pid,
         )
     if event is None:
         return None

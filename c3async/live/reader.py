@@ -142,11 +142,17 @@ def live_sessions(
     activity log's fold, when the caller has it already."""
     now = time.time() if now is None else now
     out: dict[str | None, LiveSession] = {}
+    windows: dict[str | None, set[object]] = {}
     for hb in heartbeats(project, prune=prune):
         entry = out.get(hb.host_session_id)
         if entry is None:
             entry = out[hb.host_session_id] = LiveSession(hb.host_session_id, True)
-        entry.mcp_count += 1
+        # MCP count: the claude processes served (one window with two c3async servers is one)
+        served = windows.setdefault(hb.host_session_id, set())
+        window = ("claude", hb.host_pid) if hb.host_pid else ("server", hb.session_id)
+        if window not in served:
+            served.add(window)
+            entry.mcp_count += 1
         entry.ides.append(hb.ide)
         entry.pids.append(hb.pid)
         entry.c3_sessions.append(hb.session_id)
