@@ -54,11 +54,12 @@ def listed(project: str) -> list[Listed]:
     out = []
     for r in session_brief.recent(project, n):
         name = session_brief.short_title(r, 100)
+        # Claude Code's @ menu shows the URI and the description, not the name: the title leads
         out.append(
             Listed(
                 SESSION_URI + r.id,
                 name,
-                session_brief.describe(r, now),
+                f"{name} · {session_brief.describe(r, now)}",
                 (r.id, name, session_brief.describe(r, now, with_age=False)),
             )
         )

@@ -1,0 +1,268 @@
+"""c3async as a Claude Code plugin, end to end with the real CLI offline (a stand-in Messages
+API): validate, a marketplace added from a local path (a clean copy of this checkout, as a
+clone would be), install into a fresh config dir, `mcp list` Connected, a `-p` session that
+fires the plugin's hooks and calls its tools, `/mcp__plugin_c3async_c3__continue <prefix>`
+putting the earlier session's note, next steps and last prompt into the request the API gets,
+an interactive `@plugin:c3async:c3:c3://session/<id>` putting its brief there, and the plugin
+beside a server added by hand (one row per session, one MCP count, one hook row per event).
+
+One install per module: the first connect builds the plugin's environment under
+``${CLAUDE_PLUGIN_DATA}`` (pip, from the registry or its cache; uv where installed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from claude_pty import Terminal, trust
+from fake_api import FakeAPI, claude_cli, skip_reason
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN = "c3async@c3async"
+SERVER = "plugin_c3async_c3"  # Claude Code's name for the plugin's server `c3` in tool and prompt names
+MENTION = "plugin:c3async:c3"  # ... and in @ mentions
+
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+
+
+def _clean_copy(dest: Path) -> Path:
+    """The files a clone of this checkout holds (tracked and new, nothing ignored)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO, capture_output=True, check=False,
+    )
+    if listed.returncode != 0:  # not a git checkout: everything but caches
+        shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".git", "*.egg-info"))
+        return dest
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+class World:
+    def __init__(self, sandbox, tmp: Path) -> None:
+        self.sandbox = sandbox
+        self.tmp = tmp
+        self.root = _clean_copy(tmp / "c3async-checkout")
+        self.before = _files(self.root)
+        self.script, self.log = tmp / "script.json", tmp / "api.jsonl"
+        self.script.write_text("[]")
+        self.api = FakeAPI(self.script, self.log).wait_ready()
+        self.env = self.api.env(sandbox)
+        self.env.pop("PYTHONPATH", None)  # the plugin runs its own copy, as for a user
+
+    def claude(self, *args: str, cwd: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [claude_cli(), *args], cwd=cwd or str(self.tmp), env=self.env, capture_output=True, text=True,
+            timeout=timeout,
+        )
+
+    def project(self, name: str) -> str:
+        path = self.sandbox.project(name)
+        subprocess.run(["git", "init", "-q", path], check=True)
+        return path
+
+    def requests(self) -> list[dict]:
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def sent_text(self) -> str:
+        """Every text block of every request the API received, joined."""
+        out = []
+        for body in self.requests():
+            for m in body.get("messages") or []:
+                content = m.get("content")
+                if isinstance(content, str):
+                    out.append(content)
+                    continue
+                for block in content or []:
+                    if isinstance(block, dict):
+                        out.append(block.get("text") or "")
+                        inner = block.get("content")
+                        if isinstance(inner, list):
+                            out += [b.get("text") or "" for b in inner if isinstance(b, dict)]
+                        elif isinstance(inner, str):
+                            out.append(inner)
+        return "\n".join(out)
+
+    def activity(self, project: str) -> list[dict]:
+        path = Path(project, ".c3", "activity.jsonl")
+        return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def world(module_claude, tmp_path_factory):
+    w = World(module_claude, tmp_path_factory.mktemp("plugin"))
+    added = w.claude("plugin", "marketplace", "add", str(w.root))
+    assert added.returncode == 0, added.stdout + added.stderr
+    installed = w.claude("plugin", "install", PLUGIN)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    yield w
+    w.api.stop()
+
+
+def test_the_checkout_validates_as_a_plugin_with_no_warning(world):
+    out = world.claude("plugin", "validate", str(world.root))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert "Validation passed" in text and "warning" not in text.lower() and "\u26a0" not in text, text
+
+
+def test_mcp_list_shows_the_plugin_server_connected_and_its_env_is_its_own(world):
+    started = time.monotonic()
+    out = world.claude("mcp", "list", cwd=world.project("listed"))
+    took = time.monotonic() - started
+    assert out.returncode == 0, out.stderr
+    line = next((x for x in out.stdout.splitlines() if f"{MENTION}:" in x), "")
+    assert "Connected" in line, out.stdout
+    data = world.sandbox.config / "plugins" / "data"
+    envs = list(data.glob("*/env-*/.c3async-ready"))
+    assert len(envs) == 1, list(data.rglob("*"))[:20]
+    print(f"first mcp list (environment build included): {took:.1f} s")
+
+
+def test_a_p_session_fires_the_plugins_hooks_and_calls_its_tools(world, module_claude):
+    proj = world.project("hooked")
+    world.script.write_text(json.dumps({"conversations": {"rewrite the parser": [
+        {"tool_use": {"name": f"mcp__{SERVER}__c3_session",
+                      "input": {"action": "note", "data": "parser rewrite half done",
+                                "reasoning": "port the tokenizer tests next"}}},
+        {"text": "Noted."},
+    ]}}))
+    out = world.claude("-p", "rewrite the parser", "--allowedTools", f"mcp__{SERVER}__c3_session", cwd=proj)
+    assert out.returncode == 0, out.stderr
+    (row,) = module_claude.sessions(proj)
+    assert row["note"]["summary"] == "parser rewrite half done", row
+    kinds = [(r["kind"], r.get("session_id")) for r in world.activity(proj)]
+    assert kinds.count(("session_start", row["id"])) == 1 and kinds.count(("session_end", row["id"])) == 1, kinds
+
+
+def test_continue_by_prefix_puts_the_note_next_steps_and_last_prompt_in_the_request(world, module_claude):
+    proj = world.project("continued")
+    first = world.claude("-p", "wire the billing webhook", cwd=proj)
+    assert first.returncode == 0, first.stderr
+    (row,) = module_claude.sessions(proj)
+    noted = module_claude.run("mark", "note", row["id"], "--summary", "webhook receives events",
+                              "--next", "verify the signature header", "--project", proj)
+    assert noted.returncode == 0, noted.stderr
+    world.log.write_text("")
+    out = world.claude("-p", f"/mcp__{SERVER}__continue {row['id'][:8]}", cwd=proj)
+    assert out.returncode == 0, out.stderr
+    sent = world.sent_text()
+    assert "<session-brief>" in sent, sent[-2000:]
+    for needle in ("webhook receives events", "verify the signature header", "> wire the billing webhook", row["id"]):
+        assert needle in sent, needle
+
+
+def test_an_at_mention_in_the_interactive_cli_puts_the_brief_in_the_request(world, module_claude):
+    proj = world.project("mentioned")
+    first = world.claude("-p", "profile the slow importer", cwd=proj)
+    assert first.returncode == 0, first.stderr
+    (row,) = module_claude.sessions(proj)
+    noted = module_claude.run("mark", "note", row["id"], "--summary", "importer spends 80% in json",
+                              "--next", "try msgspec", "--project", proj)
+    assert noted.returncode == 0, noted.stderr
+    trust(world.sandbox.config, proj, world.env["ANTHROPIC_API_KEY"])
+    world.log.write_text("")
+    term = Terminal([claude_cli()], proj, world.env)
+    try:
+        term.wait_for("for agents", timeout=60)  # the prompt line's footer: ready for input
+        term.pump(2)  # the plugin's server connects and lists its resources
+        term.type(f"@{MENTION}:c3://session/{row['id']} what did we find")
+        term.pump(1)
+        term.type("\r")
+        term.wait_for("Read MCP resource", timeout=60)
+        deadline = time.monotonic() + 30
+        while "importer spends 80% in json" not in world.sent_text():
+            assert time.monotonic() < deadline, world.sent_text()[-2000:]
+            time.sleep(0.2)
+    finally:
+        term.close()
+    sent = world.sent_text()
+    assert "# profile the slow importer" in sent and "try msgspec" in sent
+
+
+def test_resources_list_from_an_mcp_client_shows_the_sessions_by_title(world, module_claude):
+    proj = world.project("listed-by-title")
+    out = world.claude("-p", "migrate the settings page", cwd=proj)
+    assert out.returncode == 0, out.stderr
+    (row,) = module_claude.sessions(proj)
+    code = (
+        "import json, os, sys\n"
+        "import anyio\n"
+        "from mcp import Client, StdioServerParameters\n"
+        "async def main():\n"
+        "    params = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:], env=dict(os.environ))\n"
+        "    async with Client(params) as c:\n"
+        "        rs = (await c.list_resources()).resources\n"
+        "        print(json.dumps([[str(r.uri), r.name, r.description] for r in rs]))\n"
+        "anyio.run(main)\n"
+    )
+    data = next(world.sandbox.config.glob("plugins/data/*"))
+    env = {**world.env, "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_PROJECT_DIR": proj}
+    listed = subprocess.run(
+        [sys.executable, "-c", code, "python3", "-I", str(world.root / "plugin" / "launch.py"), "serve"],
+        cwd=proj, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    resources = json.loads(listed.stdout)
+    assert [f"c3://session/{row['id']}", "migrate the settings page"] == resources[0][:2], resources
+    assert resources[0][2].startswith("migrate the settings page · ")
+    assert resources[-1][0] == "c3://tasks/open"
+
+
+def test_beside_a_server_added_by_hand_one_row_one_mcp_count_one_hook_row(world, module_claude):
+    proj = world.project("both")
+    added = world.claude("mcp", "add", "c3", "--", sys.executable, "-m", "c3async", "serve", cwd=proj)
+    assert added.returncode == 0, added.stderr
+    world.env["PYTHONPATH"] = str(REPO)  # the server added by hand runs this checkout
+    try:
+        hooks = module_claude.run("install-hooks", "--project", proj)
+        assert hooks.returncode == 0, hooks.stderr
+        held = world.tmp / "release"
+        world.script.write_text(json.dumps({"conversations": {"two servers, one window": [{"hold": str(held)}]}}))
+        session = subprocess.Popen(
+            [claude_cli(), "-p", "two servers, one window"], cwd=proj, env=world.env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while not Path(str(held) + ".held").exists():
+                assert time.monotonic() < deadline and session.poll() is None, "the session never reached the API"
+                time.sleep(0.1)
+            deadline = time.monotonic() + 30
+            while len(list(Path(proj, ".c3", "live").glob("*.json"))) < 2:
+                assert time.monotonic() < deadline, "two servers were expected to run (the plugin's and the hand-added one)"
+                time.sleep(0.1)
+            rows = module_claude.sessions(proj)
+            assert len(rows) == 1, rows
+            assert rows[0]["live"] and rows[0]["mcp_count"] == 1, rows[0]
+        finally:
+            held.write_text("go")
+            _out, err = session.communicate(timeout=120)
+        assert session.returncode == 0, err
+        sid = rows[0]["id"]
+        kinds = [(r["kind"], r.get("session_id")) for r in world.activity(proj)]
+        assert kinds.count(("session_start", sid)) == 1 and kinds.count(("session_end", sid)) == 1, kinds
+    finally:
+        world.env.pop("PYTHONPATH", None)
+        world.script.write_text("[]")
+        world.claude("mcp", "remove", "c3", cwd=proj)
+
+
+def test_nothing_was_written_under_the_plugin_root(world):
+    assert _files(world.root) == world.before, set(_files(world.root)) ^ set(world.before)
+    assert os.path.isdir(world.root / "plugin")
