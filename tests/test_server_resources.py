@@ -232,3 +232,33 @@ async def test_the_list_changes_are_announced(world, monkeypatch):
                 await anyio.sleep(0.05)
         listed = {str(r.uri): r for r in (await c.list_resources()).resources}
         assert "stale: superseded" in listed[f"c3://session/{PLAIN}"].description
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="counts bytes read with /proc/self/io")
+def test_a_brief_of_a_big_transcript_reads_only_its_windows(claude, monkeypatch):
+    """40 MiB of tool rounds between an early and a late edit: the brief names the late edit and
+    the last reply, and reading it costs the windows (changed files, last turns), not the file."""
+    from c3async import mcp_prompts
+    from c3async.catalog import changes
+
+    claude.activate(monkeypatch)
+    project = claude.project("big")
+    conv = Conversation(project, "b16b16b1-0000-4000-8000-000000000001")
+    early = tool_use("Edit", {"file_path": f"{project}/early.py", "old_string": "a", "new_string": "b"})
+    late = tool_use("Write", {"file_path": f"{project}/late.py", "content": "x"})
+    lines = [conv.permission_mode(), *conv.exchange("port the importer"), *conv.reply(early),
+             conv.tool_result(early["id"], "ok"), *conv.filler(40 << 20), *conv.reply(late),
+             conv.tool_result(late["id"], "ok"), *conv.exchange("run the suite", answer="The suite passes.")]
+    path = write_session(claude.folder(project), conv.id, lines)
+    mcp_prompts.read_session(project, conv.id)  # the listing's cache, once
+
+    def rchar() -> int:
+        with open("/proc/self/io") as f:
+            return next(int(x.split()[1]) for x in f if x.startswith("rchar:"))
+
+    before = rchar()
+    text = mcp_prompts.read_session(project, conv.id)
+    read = rchar() - before
+    assert "`late.py`" in text and "> The suite passes." in text
+    assert "`early.py`" not in text and "edits before the last 8 MiB" in text  # said, not guessed
+    assert read < changes.WINDOW + 8 * 1024 * 1024 < path.stat().st_size, read

@@ -528,6 +528,7 @@ def _parse_assistant(line: _Parsed, content: list, ts: str | None) -> None:
 BATCH_ITEMS = 400
 BATCH_CHARS = 4 * PAGE_CHARS
 REPAIR_LINES = 2000  # lines looked through for the other half of a cut pair
+REPAIR_BYTES = 4 * 1024 * 1024  # nor further than this: a call and its result sit side by side
 
 
 def _calls(line: _Parsed) -> set[str]:
@@ -747,13 +748,13 @@ def _around(r: _Reading, line_at: int, limit: int, sidechain: bool) -> tuple[lis
 
 def _repair(r: _Reading, items: list[Item], start: int, end: int, sidechain: bool) -> list[Item]:
     """Give a tool call that is alone on the page its result, and a result alone its call, by
-    looking at the lines around the page (at most REPAIR_LINES each way): only a batch larger
-    than a page may grow is cut (or a page asked for at an offset inside one)."""
+    looking at the lines around the page (at most REPAIR_LINES and REPAIR_BYTES each way): only a
+    batch larger than a page may grow is cut (or a page asked for at an offset inside one)."""
     lonely_results = {i.tool_id: i for i in items if i.kind == "tool" and i.name is None and i.tool_id}
     lonely_calls = {i.tool_id: i for i in items if i.kind == "tool" and i.name and i.output is None and i.tool_id}
     if lonely_results and start > 0:
         for n, (offset, stop, raw) in enumerate(_backward(r, start)):
-            if n >= REPAIR_LINES or not lonely_results:
+            if n >= REPAIR_LINES or not lonely_results or start - offset > REPAIR_BYTES:
                 break
             for call in _parse(offset, stop, raw, sidechain).items:
                 got = lonely_results.pop(call.tool_id or "", None)
@@ -762,7 +763,7 @@ def _repair(r: _Reading, items: list[Item], start: int, end: int, sidechain: boo
                     got.input, got.input_truncated = call.input, call.input_truncated
     if lonely_calls and end < r.size:
         for n, (offset, stop, raw) in enumerate(_forward(r, end)):
-            if n >= REPAIR_LINES or not lonely_calls:
+            if n >= REPAIR_LINES or not lonely_calls or stop - end > REPAIR_BYTES:
                 break
             for res in _parse(offset, stop, raw, sidechain).results:
                 got = lonely_calls.pop(res.tool_id or "", None)

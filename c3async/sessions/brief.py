@@ -86,27 +86,24 @@ def recent(project: str, n: int) -> list[Row]:
 
 
 def _tail(path: str, turns: int) -> list[Item]:
-    """The conversation from the ``turns``-th last prompt or reply to the end, read backward a
-    page at a time, never further than TAIL_BYTES from the end."""
-    items: list[Item] = []
-    seen = 0
-    before: int | None = 1 << 62
+    """The conversation from the ``turns``-th last prompt or reply to the end, read forward from
+    TAIL_BYTES before the end (a page at a time): a transcript of any size costs that window."""
     try:
-        while before is not None and seen < turns:
-            pg = page(path, before=before, limit=MAX_LIMIT)
-            items[:0] = pg.items
-            seen += sum(1 for i in pg.items if i.kind in ("user", "assistant") and not i.sidechain)
-            before = pg.prev
-            if pg.size - pg.start > TAIL_BYTES:
-                break
+        size = os.stat(path).st_size
+        items: list[Item] = []
+        at: int | None = max(0, size - TAIL_BYTES)
+        while at is not None:
+            pg = page(path, after=at, limit=MAX_LIMIT)
+            items += pg.items
+            at = pg.next if pg.next is not None and pg.next > at else None
     except (OSError, C3Error):
         return []
     count = 0
-    for at in range(len(items) - 1, -1, -1):
-        if items[at].kind in ("user", "assistant") and not items[at].sidechain:
+    for at_ in range(len(items) - 1, -1, -1):
+        if items[at_].kind in ("user", "assistant") and not items[at_].sidechain:
             count += 1
             if count == turns:
-                return items[at:]
+                return items[at_:]
     return items
 
 
