@@ -1,0 +1,148 @@
+"""The plugin's launcher (``plugin/launch.py``), run as Claude Code runs it: ``python3 -I
+launch.py serve|hook`` with ``CLAUDE_PLUGIN_DATA`` set, from a clean copy of this checkout.
+
+Real builds (pip, or uv where installed; the registry or its cache): the first start builds the
+environment once however many windows start at once, a build outlives a launcher killed while
+it waits (Claude Code gives up after 30 s), a new plugin version builds anew and keeps the one
+before, nothing is written under the plugin's folder, and the folder Claude Code starts the
+server in (a cloned repository) can never put a module on its path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+INITIALIZE = json.dumps({
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}) + "\n"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """A clean copy of the plugin's files (what a marketplace install holds)."""
+    dest = tmp_path_factory.mktemp("plugin-root") / "c3async"
+    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "tests", "stress"))
+    return dest
+
+
+def _files(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def _env(claude, data: Path, project: str) -> dict[str, str]:
+    env = claude.env(CLAUDE_PLUGIN_DATA=str(data), CLAUDE_PROJECT_DIR=project)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _serve(root: Path, env: dict[str, str], cwd: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "serve"],
+        cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+
+
+def _initialize(proc: subprocess.Popen, timeout: float = 120) -> dict:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INITIALIZE.encode())
+    proc.stdin.flush()
+    deadline = time.monotonic() + timeout
+    line = proc.stdout.readline()  # the build runs before the server reads anything
+    assert time.monotonic() < deadline
+    proc.stdin.close()
+    proc.stdin = None  # closed: EOF, the server stops
+    _rest, err = proc.communicate(timeout=30)
+    assert line, err.decode()
+    return json.loads(line)
+
+
+def _builds(data: Path) -> int:
+    log = data / "build.log"
+    return log.read_text().count(" building ") if log.exists() else 0
+
+
+def test_windows_starting_at_once_build_once_and_all_connect(root, claude, tmp_path):
+    before = _files(root)
+    data = tmp_path / "data"
+    project = claude.project("p")
+    env = _env(claude, data, project)
+    procs = [_serve(root, env, project) for _ in range(3)]
+    replies = [_initialize(p) for p in procs]
+    assert all(r["result"]["serverInfo"]["name"] == "c3async" for r in replies), replies
+    assert _builds(data) == 1
+    again = _initialize(_serve(root, env, project), timeout=30)  # a later start: no build
+    assert again["result"]["serverInfo"]["name"] == "c3async" and _builds(data) == 1
+    assert _files(root) == before, "the launcher wrote under the plugin's folder"
+    assert len(list(data.glob("env-*/.c3async-ready"))) == 1
+
+
+def test_a_build_outlives_the_launcher_claude_code_gave_up_on(root, claude, tmp_path):
+    data = tmp_path / "data"
+    project = claude.project("q")
+    env = _env(claude, data, project)
+    proc = _serve(root, env, project)
+    deadline = time.monotonic() + 30
+    while not (data / "build.log").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)  # what a timed-out MCP start comes to
+    proc.communicate()
+    deadline = time.monotonic() + 180
+    while not list(data.glob("env-*/.c3async-ready")):
+        assert time.monotonic() < deadline, (data / "build.log").read_text()
+        time.sleep(0.2)
+    assert _initialize(_serve(root, env, project), timeout=30)["result"]["serverInfo"]["name"] == "c3async"
+    assert _builds(data) == 1
+
+
+def test_a_new_version_builds_anew_and_keeps_the_one_before(root, claude, tmp_path):
+    data = tmp_path / "data"
+    project = claude.project("r")
+    env = _env(claude, data, project)
+    bumped = tmp_path / "bumped"
+    shutil.copytree(root, bumped)
+    manifest = bumped / ".claude-plugin" / "plugin.json"
+    _initialize(_serve(root, env, project))
+    doc = json.loads(manifest.read_text())
+    doc["version"] = "99.0.0"
+    manifest.write_text(json.dumps(doc))
+    _initialize(_serve(bumped, env, project))
+    assert _builds(data) == 2 and len(list(data.glob("env-*/.c3async-ready"))) == 2
+
+
+def test_the_hook_records_through_the_plugins_environment(root, claude, tmp_path):
+    data = tmp_path / "data"
+    project = claude.project("h")
+    env = _env(claude, data, project)
+    _initialize(_serve(root, env, project))  # built
+    sid = "abcd1234-0000-4000-8000-000000000001"
+    payload = json.dumps({"hook_event_name": "SessionStart", "session_id": sid, "source": "startup", "cwd": project})
+    out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"], input=payload,
+                         text=True, env=env, cwd=project, capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
+    assert [(r["kind"], r["session_id"]) for r in rows] == [("session_start", sid)]
+
+
+def test_the_folder_it_starts_in_never_puts_a_module_on_its_path(root, claude, tmp_path):
+    data = tmp_path / "data"
+    project = claude.project("hostile")
+    marker = tmp_path / "pwned"
+    for name in ("msgspec.py", "anyio.py", "c3async.py"):
+        Path(project, name).write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    env = _env(claude, data, project)
+    reply = _initialize(_serve(root, env, project))
+    assert reply["result"]["serverInfo"]["name"] == "c3async"
+    assert not marker.exists()
+    assert os.path.isdir(data / "pycache") or os.environ.get("PYTHONDONTWRITEBYTECODE")
