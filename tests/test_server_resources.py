@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from mcp import Client  # noqa: E402
+from mcp import Client, MCPError  # noqa: E402
 from transcripts import Conversation, simple_session, tool_use, write_session  # noqa: E402
 
 from c3async import server  # noqa: E402
@@ -136,10 +136,10 @@ async def test_a_prefix_reads_the_same_brief_and_a_bad_ref_says_why(client, worl
     full = body(await client.read_resource(f"c3://session/{NOTED}"))
     by_prefix = body(await client.read_resource(f"c3://session/{NOTED[:8]}"))
     assert by_prefix.split("\n- created")[0] == full.split("\n- created")[0]
-    with pytest.raises(Exception) as unknown:
+    with pytest.raises(MCPError) as unknown:
         await client.read_resource("c3://session/ffff9999")
     assert "ffff9999" in str(unknown.value)
-    with pytest.raises(Exception) as ambiguous:
+    with pytest.raises(MCPError) as ambiguous:
         await client.read_resource("c3://session/cccc")
     assert "cccc1111" in str(ambiguous.value) and "cccc2222" in str(ambiguous.value)
 
@@ -262,3 +262,21 @@ def test_a_brief_of_a_big_transcript_reads_only_its_windows(claude, monkeypatch)
     assert "`late.py`" in text and "> The suite passes." in text
     assert "`early.py`" not in text and "edits before the last 8 MiB" in text  # said, not guessed
     assert read < changes.WINDOW + 8 * 1024 * 1024 < path.stat().st_size, read
+
+
+async def test_continue_does_not_match_a_session_that_only_continued_another(client, world):
+    claude, project = world
+    simple_session(claude.folder(project), project, "/mcp__plugin_c3async_c3__continue parser",
+                   session_id="ffff6666-0000-4000-8000-000000000006", mtime=time.time())
+    text = prompt_text(await client.get_prompt("continue", {"session": "parser"}))
+    assert f"`{DOCS}`" in text, text[:300]
+
+
+async def test_hostile_refs_are_refused_in_words(client):
+    for ref in ("../../etc/passwd", "%00", "x" * 600, "c3://session/", "\u202eabcd"):
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"c3://session/{ref}")
+        said = str(refused.value)
+        assert "Traceback" not in said and "\x00" not in said and "\u202e" not in said, said
+    with pytest.raises(MCPError):
+        await client.read_resource("c3://tasks/closed")

@@ -20,6 +20,7 @@ words from a title or note) into one session or the candidates.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import NamedTuple
 
@@ -288,8 +289,13 @@ class Picked(NamedTuple):
     candidates: tuple[Row, ...] = ()
 
 
+# A session a /continue started is titled by that command: its title names the session it
+# continued, not its own work (its note still counts).
+_CONTINUED = re.compile(r"/mcp__\S{0,200}__continue(?:\s|$)")
+
+
 def _words_match(row: Row, words: list[str]) -> bool:
-    parts = [row.title, row.id]
+    parts = [row.id] if _CONTINUED.match(row.title) else [row.title, row.id]
     if row.note is not None:
         parts += [row.note.summary or "", row.note.next_steps or ""]
     hay = "\n".join(parts).casefold()
