@@ -294,7 +294,7 @@ def _new_state() -> ServerState:
         c3_session_id,
         ide,
         lambda: _serving(state, identity.current()),
-        host_pid=lambda: identity.claude_pid or identity.parent_pid,
+        host_pid=lambda: identity.claude_pid,  # verified against its registry file, never guessed
     )
     return state
 

@@ -56,6 +56,7 @@ AUDIT: dict[str, str] = {
     "c3async.catalog.conversation._AGENT": "fullmatch",
     "c3async.catalog.conversation._AGENT_ID": "fullmatch",
     "c3async.catalog.conversation._WS": "sub",
+    "c3async.sessions.brief._CONTINUED": "match",
     "c3async.paths._WINDOWS_ABS": "match",
     "c3async.paths._NON_ALNUM": "sub",
     "c3async.paths._COMMENT": "split",

@@ -212,6 +212,18 @@ def test_two_mcp_processes_for_one_host_session(claude) -> None:
     assert live["alone"].mcp_count == 1 and live["alone"].ides == ["terminal"]
 
 
+def test_two_servers_under_one_claude_process_count_once(claude) -> None:
+    """The plugin's server and one added by hand, in one window: one MCP connection of it."""
+    proj = claude.project("app")
+    write_hb(proj, "c3-plugin", host="shared", pid=101, host_pid=900)
+    write_hb(proj, "c3-by-hand", host="shared", pid=102, host_pid=900)
+    write_hb(proj, "c3-other-window", host="shared", pid=103, host_pid=901)
+    write_hb(proj, "c3-unverified", host="shared", pid=104)  # no registry file: counted as itself
+    live = live_sessions(proj)
+    assert live["shared"].mcp_count == 3
+    assert sorted(live["shared"].pids) == [101, 102, 103, 104]
+
+
 def test_heartbeat_without_host_session_is_reported_under_none(claude) -> None:
     proj = claude.project("app")
     write_hb(proj, "c3-anon", host=None, ide="unknown")

@@ -280,3 +280,11 @@ async def test_hostile_refs_are_refused_in_words(client):
         assert "Traceback" not in said and "\x00" not in said and "\u202e" not in said, said
     with pytest.raises(MCPError):
         await client.read_resource("c3://tasks/closed")
+
+
+async def test_continue_with_no_argument_takes_the_session_this_one_followed(client, world):
+    claude, project = world
+    marked = claude.run("mark", "stale", DOCS, "--reason", "picked up again", "--successor", HOST, "--project", project)
+    assert marked.returncode == 0, marked.stderr
+    text = prompt_text(await client.get_prompt("continue", {}))
+    assert f"`{DOCS}`" in text, text[:300]  # not NOTED, the newest other one
