@@ -180,7 +180,11 @@ def test_an_at_mention_in_the_interactive_cli_puts_the_brief_in_the_request(worl
     term = Terminal([claude_cli()], proj, world.env)
     try:
         term.wait_for("for agents", timeout=60)  # the prompt line's footer: ready for input
-        term.pump(2)  # the plugin's server connects and lists its resources
+        deadline = time.monotonic() + 60  # the plugin's server is up (its heartbeat) ...
+        while not list(Path(proj, ".c3", "live").glob("*.json")):
+            assert time.monotonic() < deadline, "the plugin's server never started"
+            term.pump(0.1)
+        term.pump(2)  # ... and Claude Code has listed its resources
         term.type(f"@{MENTION}:c3://session/{row['id']} what did we find")
         term.pump(1)
         term.type("\r")
