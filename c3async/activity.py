@@ -70,8 +70,8 @@ def record_once(project: str, kind: str, within: float, same: tuple[str, ...], *
             ts = old.get("ts") if isinstance(old, dict) else None
             if not isinstance(ts, (int, float)) or isinstance(ts, bool):
                 continue
-            if row["ts"] - ts > within:
-                break
+            if abs(row["ts"] - ts) > within:
+                continue  # not break: a writer that waited on the lock may have left an older row later
             if old.get("kind") == kind and all(old.get(k) == row.get(k) for k in same):
                 return None
         log.write(line)

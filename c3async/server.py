@@ -705,6 +705,22 @@ async def tasks_resource(view: str, ctx: Context[ServerState]) -> str:
     return await _read(state, mcp_prompts.open_tasks, state.project)
 
 
+@mcp.resource(
+    "c3://problem/{what}",
+    name="problem",
+    title="Why c3async cannot list sessions",
+    description="what: 'listing'. Listed only when something must be fixed",
+    mime_type="text/markdown",
+)
+async def problem_resource(what: str, ctx: Context[ServerState]) -> str:
+    from . import mcp_prompts
+
+    if what != "listing":
+        raise ResourceNotFoundError(f"unknown resource c3://problem/{clip(what, 40)}: use c3://problem/listing")
+    state: ServerState = ctx.request_context.lifespan_context
+    return await _read(state, mcp_prompts.problem, state.project)
+
+
 async def _prompt(fn_name: str, *args: Any) -> str:
     from . import mcp_prompts
 

@@ -146,3 +146,72 @@ def test_the_folder_it_starts_in_never_puts_a_module_on_its_path(root, claude, t
     assert reply["result"]["serverInfo"]["name"] == "c3async"
     assert not marker.exists()
     assert os.path.isdir(data / "pycache") or os.environ.get("PYTHONDONTWRITEBYTECODE")
+
+
+def _launch(root: Path, command: str, env: dict[str, str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), command], input="{}",
+                          text=True, env=env, cwd=cwd, capture_output=True, timeout=timeout)
+
+
+def _one_line(out: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = [x for x in out.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("c3async plugin: "), out.stderr
+    return lines[0]
+
+
+def test_a_bad_data_folder_is_one_line_and_a_hook_never_fails(root, claude, tmp_path):
+    project = claude.project("bad")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    outside = tmp_path / "outside"
+    fifo_data, link_data = tmp_path / "fifo", tmp_path / "link"
+    fifo_data.mkdir()
+    os.mkfifo(fifo_data / "build.lock")
+    link_data.mkdir()
+    (link_data / "build.lock").symlink_to(outside)
+    for data, said in ((a_file, "cannot use the data folder"), (a_file / "under", "cannot use the data folder"),
+                       (fifo_data, "build.lock"), (link_data, "build.lock")):
+        env = _env(claude, data, project)
+        started = time.monotonic()
+        hook = _launch(root, "hook", env, project)
+        assert hook.returncode == 0 and time.monotonic() - started < 9.5
+        serve = _launch(root, "serve", env, project)
+        assert serve.returncode == 1
+        for out in (serve,) if data in (fifo_data, link_data) else (hook, serve):
+            assert said in _one_line(out)
+    assert not outside.exists(), "the lock was created through a link"
+    time.sleep(0.5)
+    builders = subprocess.run(["pgrep", "-f", f"{root}/plugin/launch.py build"], capture_output=True, text=True)
+    assert builders.stdout.strip() == "", "a builder was left blocked"
+
+
+def test_incomplete_plugin_files_are_said_in_one_line(root, claude, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(root, broken)
+    (broken / "pyproject.toml").unlink()
+    env = _env(claude, tmp_path / "data", claude.project("broken"))
+    assert "incomplete" in _one_line(_launch(broken, "serve", env, str(tmp_path)))
+    assert _launch(broken, "hook", env, str(tmp_path)).returncode == 0
+
+
+def test_a_linked_environment_is_never_run(root, claude, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launch_copy", root / "plugin" / "launch.py")
+    launch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch)
+    key = launch._key(launch._dependencies())
+    data, evil = tmp_path / "data", tmp_path / "evil"
+    marker = tmp_path / "ran"
+    (evil / "bin").mkdir(parents=True)
+    (evil / ".c3async-ready").write_text(key)
+    (evil / "bin" / "python").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (evil / "bin" / "python").chmod(0o755)
+    data.mkdir()
+    (data / f"env-{key}").symlink_to(evil)
+    project = claude.project("linked")
+    reply = _initialize(_serve(root, _env(claude, data, project), project))
+    assert reply["result"]["serverInfo"]["name"] == "c3async"
+    assert not marker.exists() and (evil / "bin" / "python").exists()  # not run, not followed to delete
+    assert not (data / f"env-{key}").is_symlink()

@@ -25,14 +25,8 @@ EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path
 _MARKERS = tuple(f'"name":"{name}"'.encode() for name in EDIT_TOOLS)
 
 
-class _Use(msgspec.Struct):
-    type: Any = None
-    name: Any = None
-    input: Any = None
-
-
 class _Message(msgspec.Struct):
-    content: list[_Use] | str | None = None  # a list of other things: the line is skipped
+    content: list[Any] | str | None = None  # blocks; one that is not an object is skipped
 
 
 class _Line(msgspec.Struct):
@@ -61,8 +55,11 @@ def _paths(raw: bytes) -> list[str]:
         return []
     out = []
     for block in line.message.content:
-        key = EDIT_TOOLS.get(block.name) if block.type == "tool_use" and isinstance(block.name, str) else None
-        value = block.input.get(key) if key and isinstance(block.input, dict) else None
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        name, given = block.get("name"), block.get("input")
+        key = EDIT_TOOLS.get(name) if isinstance(name, str) else None
+        value = given.get(key) if key and isinstance(given, dict) else None
         if isinstance(value, str) and value and len(value) <= 4096 and "\x00" not in value:
             out.append(value)
     return out

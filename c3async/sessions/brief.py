@@ -28,7 +28,7 @@ from .. import records
 from ..catalog.changes import changed_files
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import epoch
-from ..errors import AmbiguousSession, C3Error, UnknownSession
+from ..errors import AmbiguousSession, BadArgument, C3Error, UnknownSession
 from ..term import inert, inert_line
 from .detail import usage_line
 from .rows import Row, age
@@ -318,29 +318,33 @@ def pick(project: str, ref: str, *, host: str | None = None) -> Picked:
         if row is None:
             return Picked(None, rows, "this project has no earlier session to continue")
         return Picked(row, rows)
+    shown = ref if len(ref) <= 200 else ref[:199] + "\u2026"
     low = ref.lower()
     if len(low) >= 4 and all(c in "0123456789abcdef-" for c in low):
         hits = [r for r in rows if r.id.startswith(low)]
+        if host and [r.id for r in hits] == [host]:
+            return Picked(None, rows, f"{shown!r} is this session itself", tuple(others[:CANDIDATES]))
+        hits = [r for r in hits if r.id != host]
         if len(hits) == 1:
             return Picked(hits[0], rows)
         if len(hits) > 1:
-            return Picked(None, rows, f"{len(hits)} sessions start with {ref!r}", tuple(hits[:CANDIDATES]))
+            return Picked(None, rows, f"{len(hits)} sessions start with {shown!r}", tuple(hits[:CANDIDATES]))
         try:
             from .refs import find
             from .view import row_for
 
             found = find(project, low, host=host)
-            row = row_for(found.project, found.id)
+            row = row_for(found.project, found.id) if found.id != host else None
             if row is not None:
                 return Picked(row, rows)
         except AmbiguousSession as exc:
             return Picked(None, rows, str(exc))
-        except UnknownSession:
-            pass  # perhaps words after all ("beef", "cafe")
+        except (UnknownSession, BadArgument):
+            pass  # perhaps words after all ("beef", "cafe"), or not an id at all
     words = low.casefold().split()
     hits = [r for r in others if _words_match(r, words)]
     if len(hits) == 1:
         return Picked(hits[0], rows)
     if hits:
-        return Picked(None, rows, f"{len(hits)} sessions match {ref!r}", tuple(hits[:CANDIDATES]))
-    return Picked(None, rows, f"no session of this project matches {ref!r}", tuple(others[:CANDIDATES]))
+        return Picked(None, rows, f"{len(hits)} sessions match {shown!r}", tuple(hits[:CANDIDATES]))
+    return Picked(None, rows, f"no session of this project matches {shown!r}", tuple(others[:CANDIDATES]))
