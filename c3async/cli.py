@@ -185,12 +185,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
     from . import registry
+    from .catalog.scan import NEWEST
     from .sessions.view import list_rows_sync
 
     projects = _projects(args)
+    depth = max(NEWEST, args.limit or 0)  # --limit above the newest 200 lists older sessions too
     progress = Progress("reading transcripts")
     try:
-        scans, rows = list_rows_sync(projects, which=args.filter, search=args.search, progress=progress)
+        scans, rows = list_rows_sync(projects, which=args.filter, search=args.search, progress=progress, limit=depth)
     finally:
         progress.close()
     if not args.all and scans:
@@ -206,7 +208,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                 f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
                 f"(looked for {projects_root() / slug(scans[0].dirs.project)})"
             )
-    if args.limit is not None:
+    listed = sum(len(s.sessions) for s in scans)
+    found = sum(max(s.found, len(s.sessions)) for s in scans)
+    if found > listed and any(len(s.sessions) >= depth for s in scans):
+        _err(
+            f"c3async: {listed:,} of {found:,} sessions listed, the newest {depth:,} per project (--limit N to see more)"
+        )
+    if args.limit is not None and len(rows) > args.limit:
+        _err(f"c3async: showing {args.limit:,} of {len(rows):,} rows (--limit N to see more)")
         rows = rows[: args.limit]
     if args.json:
         _write_json(msgspec.json.encode(rows))
@@ -618,7 +627,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sessions", help="list a project's sessions, one row each, newest first")
     _project_and_json(p, "print a JSON array of rows")
     p.add_argument("--all", action="store_true", help="every registered project")
-    p.add_argument("--limit", type=_positive, metavar="N", help="print at most N rows")
+    p.add_argument(
+        "--limit", type=_positive, metavar="N", help="print at most N rows (above 200, older sessions are listed too)"
+    )
     p.add_argument(
         "--filter",
         choices=("all", "likely", "stale", "live", "expiring"),

@@ -202,7 +202,7 @@ def test_loopback_host_names_are_served(hub, client):
 
 # Every API route, with what an answer would leak.
 def _api_paths(world) -> list[str]:
-    return ["/api/projects", "/api/sessions", f"/api/sessions?project={world.alpha}", "/api/sessions?filter=live",
+    return ["/api/projects", "/api/sessions", "/api/rows", f"/api/sessions?project={world.alpha}", "/api/sessions?filter=live",
             f"/api/sessions?q={FIRST[:11]}", f"/api/sessions/{world.secret}",
             f"/api/sessions/{world.secret}?project={world.alpha}", "/api/events", "/api", "/api/",
             "/api/no/such/route", f"/api/sessions/{world.guarded}/marks"]

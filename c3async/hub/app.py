@@ -51,6 +51,7 @@ from ..sessions.detail import show
 from ..sessions.refs import mark as mark_session
 from ..sessions.view import FILTERS, list_rows_sync, project_usage, row_for
 from .changes import ChangeFeed
+from .table import MAX_DEPTH, MAX_PAGE, PAGE, SORTS, Query, Table
 
 __all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_app")
 
@@ -386,6 +387,45 @@ async def api_sessions(request: Request) -> Response:
     )
 
 
+def _query(request: Request) -> Query:
+    """The listing a page asks for, every value checked (a bad one is a 400, never a 500)."""
+    params = request.query_params
+    which = params.get("filter") or "all"
+    if which not in FILTERS:
+        raise C3Error(f"filter must be one of {', '.join(FILTERS)}")
+    sort = params.get("sort") or ""
+    if sort and sort not in SORTS:
+        raise C3Error(f"sort must be one of {', '.join(SORTS)}")
+    order = params.get("order") or "desc"
+    if order not in ("asc", "desc"):
+        raise C3Error("order must be asc or desc")
+    branch = _text(params.get("branch"), "branch", 500) or None
+    return Query(
+        filter=which,
+        q=(_text(params.get("q"), "the search (q)", MAX_SEARCH) or "").strip(),
+        project=_project_param(request),
+        branch=branch,
+        sort=sort,
+        order=order,
+        cursor=_query_int(request, "cursor", 0, 10_000_000) or 0,
+        limit=PAGE if params.get("limit") in (None, "") else (_query_int(request, "limit", 0, MAX_PAGE) or 0),
+    )
+
+
+async def api_rows(request: Request) -> Response:
+    """One page of the listing over every registered project (or one): filtered, searched and
+    sorted on the server, with the counts per filter and per project. ``depth=N`` (with a
+    project) lists that project's N newest sessions instead of 200 (its older ones)."""
+    query = _query(request)
+    table: Table = request.app.state.table
+    depth = _query_int(request, "depth", 1, MAX_DEPTH)
+    if depth is not None:
+        if query.project is None:
+            raise C3Error("depth needs a project")
+        table.deepen(query.project, depth)
+    return _json(await anyio.to_thread.run_sync(table.query, query))
+
+
 def _session_project(request: Request, sid: str) -> str:
     project = _project_param(request)
     if project:
@@ -580,13 +620,26 @@ async def api_events(request: Request) -> Response:
     project = _project_param(request)  # checked before the stream starts: a bad one is a 400
     feed: ChangeFeed = request.app.state.feed
 
+    table: Table = request.app.state.table
+
     async def stream() -> AsyncIterator[ServerSentEvent]:
         await feed.primed.wait()
         seen = feed.version(project)
+        versions = dict(feed.versions)
         yield ServerSentEvent(retry=2000)  # the baseline is taken: changes from here on
         while True:
             seen = await feed.wait(project, seen)
-            yield ServerSentEvent(event="change", data="{}")
+            moved = [p for p, v in feed.versions.items() if versions.get(p) != v and project in (None, p)]
+            versions = dict(feed.versions)
+            # The rows that changed, by id (the page updates them in place); `rows: null` when
+            # a project's rows could not be compared (the page reloads what it shows).
+            diffs = [await anyio.to_thread.run_sync(table.diff, p) for p in moved]
+            rows = None if any(d is None for d in diffs) else [r for d in diffs if d for r in d.changed]
+            removed = [] if rows is None else [sid for d in diffs if d for sid in d.removed]
+            if rows is not None and len(rows) > MAX_PAGE:
+                rows = None
+            data = {"projects": moved, "rows": rows, "removed": removed, "version": feed.version(None)}
+            yield ServerSentEvent(event="change", data=msgspec.json.encode(data).decode())
 
     return EventSourceResponse(stream(), ping=15, ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"))
 
@@ -654,11 +707,24 @@ def create_app(token: str | None = None) -> Guard:
     static = str(resources.files("c3async.hub").joinpath("static"))
     feed = ChangeFeed(_projects)
     listings = Listings()
+    table = Table(_projects, feed.version)
+
+    async def warm() -> None:
+        """Every project's rows built once the feed has its baseline: the first page is a query."""
+        await feed.primed.wait()
+        listings.running += 1
+        try:
+            await anyio.to_thread.run_sync(table.refresh, abandon_on_cancel=True)
+        finally:
+            listings.running -= 1
+            if not listings.running:
+                listings.settled.set()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed.run)  # the one watcher every event stream waits on
+            tg.start_soon(warm)
             tg.start_soon(account_usage, _projects, listings)  # tokens and cost for the rows
             tg.start_soon(_start_indexing_thread)  # so the first search is quick
             try:
@@ -674,6 +740,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/favicon.ico", favicon),
             Route("/api/projects", api_projects),
             Route("/api/sessions", api_sessions),
+            Route("/api/rows", api_rows),
             Route("/api/search", api_search),
             Route("/api/search/status", api_search_status),
             Route("/api/sessions/{sid}", api_session),
@@ -687,4 +754,5 @@ def create_app(token: str | None = None) -> Guard:
     app.state.token = token
     app.state.feed = feed
     app.state.listings = listings
+    app.state.table = table
     return Guard(app, token)
