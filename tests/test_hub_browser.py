@@ -102,8 +102,8 @@ class Page:
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.listings: list[str] = []  # /api/sessions responses, in order
-        self.page.on("response", lambda r: self.listings.append(r.url) if "/api/sessions?" in r.url else None)
+        self.listings: list[str] = []  # /api/rows responses (the listing's pages), in order
+        self.page.on("response", lambda r: self.listings.append(r.url) if "/api/rows?" in r.url else None)
 
     def open(self) -> None:
         """Open the URL ``c3async hub`` printed, as a user does: it lands on ``/`` with the cookie."""
@@ -247,8 +247,10 @@ def test_rows_rail_and_detail_show_tokens_and_cost(page, world, tmp_path):
     14,658 tokens at $0.0269805 (tests/transcripts.py's usage, opus 4.5). The rows refresh when
     it writes, so the figures appear without a reload whenever the page was opened."""
     page.open()
-    expect(page.row(world.d1).locator(".usage")).to_have_text("44k tok · $0.08", timeout=WAIT_MS)  # 3 replies
-    expect(page.row(world.long).locator(".usage")).to_have_text("147k tok · $0.27")  # 10 replies
+    expect(page.row(world.d1).locator(".tokens")).to_have_text("44k", timeout=WAIT_MS)  # 3 replies
+    expect(page.row(world.d1).locator(".cost")).to_have_text("$0.08")
+    expect(page.row(world.long).locator(".tokens")).to_have_text("147k")  # 10 replies
+    expect(page.row(world.long).locator(".cost")).to_have_text("$0.27")
     rail = page.page.locator("#projects li")
     expect(rail.filter(has=page.page.locator(f'button[data-project="{world.delta}"]')).locator(".rail-usage")
            ).to_have_text("59k tok · $0.11")  # d1 + d2: 4 replies
@@ -356,7 +358,7 @@ def test_detail_offers_unstale_once_a_row_is_marked_stale(page, world):
     since = len(page.listings)
     li.get_by_role("button", name="Mark stale", exact=True).click()
     expect(li.locator(".chip.stale")).to_have_text("stale: old styling", timeout=WAIT_MS)
-    page.wait_listings(since, 2)  # the reload after the POST, and the one the change event brings
+    page.wait_listings(since, 1)  # the change event's: the row comes back by id, the counts with it
     assert li.locator(".detail .error").count() == 0
     buttons = {name: li.get_by_role("button", name=name, exact=True).count() for name in ("Unstale", "Mark stale")}
     assert buttons == {"Unstale": 1, "Mark stale": 0}
@@ -381,7 +383,7 @@ def test_a_change_elsewhere_keeps_the_rows_and_what_is_typed(page, world):
     since = len(page.listings)
     proc = world.claude.run("mark", "note", world.d1, "--project", world.delta, "--summary", "noted in a shell")
     assert proc.returncode == 0, proc.stderr
-    page.wait_listings(since, 2)  # the change event's reload: one listing per project
+    page.wait_listings(since, 1)  # the change event's: the changed row in place, the counts asked again
     seen = {"fewest rows meanwhile": page.page.evaluate("window.__minRows"),
             "typed text": li.get_by_label("note summary").input_value()}
     assert page.ids() == world.all_ids

@@ -66,6 +66,7 @@ def slim(row: Row) -> dict[str, Any]:
         "cost_usd": row.cost_usd,
         "resume": row.resume,
         "kept": row.kept,
+        "kept_by": row.kept_by,
         "archived": row.archived,
         "expires_in_days": row.expires_in_days,
         "cwd_gone": row.cwd_gone,

@@ -5,8 +5,7 @@
 "use strict";
 
 // mode: what the search box searches, "rows" (titles, prompts, notes: the listing) or "text" (the conversations)
-const state = { project: "", filter: "all", q: "", mode: "rows", projects: [], rows: new Map(), open: new Set(), loading: 0,
-                expiring: new Map() };  // project → how many of its rows expire within a week
+const state = { project: "", filter: "all", q: "", mode: "rows", sort: "", order: "desc", projects: [], rows: new Map(), open: new Set() };
 const $ = (sel, root = document) => root.querySelector(sel);
 
 function el(tag, props = {}, ...children) {
@@ -42,7 +41,6 @@ function age(iso) {
   return `${Math.floor(s)}s ago`;
 }
 
-function activity(row) { return Date.parse(row.last_activity || row.mtime || "") || 0; }
 
 // Tokens and cost, as the accountant last wrote them (null: not accounted yet).
 function compact(n) {
@@ -50,6 +48,10 @@ function compact(n) {
     if (n >= size * 0.9995) { const x = n / size; return `${x < 9.95 ? x.toFixed(1) : Math.round(x)}${unit}`; }
   }
   return String(n);
+}
+function bytes(n) {
+  for (const [unit, size] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) if (n >= size) return `${(n / size).toFixed(n >= size * 10 ? 0 : 1)} ${unit}`;
+  return `${n || 0} B`;
 }
 function usd(c) {
   if (!c) return "$0.00";
@@ -88,43 +90,209 @@ function railUsage(u) {
 
 function renderRail() {
   const ul = $("#projects");
+  const counts = new Map((list.projects || []).map(p => [p.path, p]));
   const all = el("button", { type: "button", "data-project": "", class: state.project ? "" : "on", text: "All projects", onclick: () => choose("") });
   // The figures sit under each button, not in it: a button's name stays the project's name.
   ul.replaceChildren(el("li", {}, all, railUsage(sumUsage(state.projects.map(p => p.usage)))));
   for (const p of state.projects) {
     const button = el("button", { type: "button", "data-project": p.path, title: p.path, class: state.project === p.path ? "on" : "", text: p.name, onclick: () => choose(p.path) });
+    const c = counts.get(p.path);
     if (p.live) button.append(el("span", { class: "live-count", title: `${p.live} live`, text: ` ● ${p.live}` }));
-    ul.append(el("li", {}, button, railUsage(p.usage)));
+    const li = el("li", {}, button,
+      c ? el("span", { class: "rail-count", title: `sessions of ${p.name} in this view`, text: plural(c.count, "session") }) : null,
+      railUsage(p.usage));
+    if (c && c.more && state.project === p.path) {
+      li.append(el("button", { type: "button", class: "older", title: `list up to ${c.depth + 200} of this project's sessions`,
+                               text: `older sessions (${c.listed} listed)`, onclick: () => { list.depth = c.depth + 200; load(); } }));
+    }
+    ul.append(li);
   }
 }
 
-function choose(project) { state.project = project; state.open.clear(); renderRail(); load(); if (state.mode === "text") runSearch(); }
+function choose(project) { state.project = project; list.depth = 0; state.open.clear(); renderRail(); load(); if (state.mode === "text") runSearch(); }
 
-// Renders are coalesced to one per frame: project responses arrive one by one.
-let renderQueued = false;
-function renderRows() {
-  if (renderQueued) return;
-  renderQueued = true;
-  requestAnimationFrame(() => { renderQueued = false; renderNow(); });
+// ---------------------------------------------------------------- the listing
+// One request per page to /api/rows (filtered, searched and sorted by the Hub, over every
+// project at once). Pages are appended as the list scrolls, so it reads as one list; each row
+// is a node that stays while the list does, so an open row, the focus and the scroll position
+// survive live updates, which come by row from the event stream.
+
+const PAGE_ROWS = 200;
+const list = { gen: 0, next: 0, total: 0, everything: 0, counts: {}, projects: [], ids: new Map(), loadingMore: false,
+               depth: 0, cache: new Map() };
+
+function queryParams(cursor, limit = PAGE_ROWS) {
+  const p = new URLSearchParams({ filter: state.filter, cursor: String(cursor), limit: String(limit) });
+  if (state.q) p.set("q", state.q);
+  if (state.project) p.set("project", state.project);
+  if (state.sort) p.set("sort", state.sort);
+  if (state.order !== "desc") p.set("order", state.order);
+  if (state.project && list.depth) p.set("depth", String(list.depth));
+  return p;
 }
 
-function renderNow() {
+function newRow(row) {
+  const li = $("#row-template").content.firstElementChild.cloneNode(true);
+  fillRow(li, row);
+  return li;
+}
+
+function showCount() {
+  const n = list.total, m = list.everything;
+  $("#progress").textContent = n === m ? plural(n, "session") : `${n.toLocaleString("en-US")} of ${plural(m, "session")}`;
+  $("#empty").hidden = n > 0;
+  for (const b of document.querySelectorAll("#filters button")) {
+    if (b.dataset.filter === "expiring") continue;  // it has its own badge
+    const c = list.counts[b.dataset.filter];
+    let badge = $(".filter-n", b);  // beside the name, not in it: a button's name stays what it does
+    if (!badge) { badge = el("span", { class: "filter-n", "aria-hidden": "true" }); b.append(badge); }
+    badge.textContent = c == null ? "" : ` ${c.toLocaleString("en-US")}`;
+  }
+  const exp = list.counts.expiring || 0, badge = $("#expiring-count");
+  badge.textContent = exp ? String(exp) : ""; badge.hidden = !exp;
+  badge.closest("button").title = `${exp ? plural(exp, "session") : "No session"} ${exp === 1 ? "is" : "are"} deleted by Claude Code's cleanup within a week, unless kept`;
+  for (const h of document.querySelectorAll("#columns button[data-sort]")) {
+    const on = h.dataset.sort === list.sort;
+    h.classList.toggle("on", on);
+    h.setAttribute("aria-sort", on ? (list.order === "asc" ? "ascending" : "descending") : "none");
+  }
+}
+
+function take(data) {
+  list.total = data.total; list.counts = data.counts; list.projects = data.projects; list.next = data.next;
+  list.sort = data.sort; list.order = data.order;
+  const scope = state.project ? data.projects.filter(p => p.path === state.project) : data.projects;
+  list.everything = scope.reduce((n, p) => n + p.listed, 0);
+}
+
+function append(rows) {
   const ul = $("#rows");
-  const rows = [...state.rows.values()].sort((a, b) => activity(b) - activity(a));
-  $("#empty").hidden = rows.length > 0 || state.loading > 0;
-  const keep = new Map([...ul.children].map(li => [li.dataset.id, li]));
-  // Existing <li> nodes are kept and moved only where the order changed, so an open detail
-  // (and whatever is being typed in it) survives a refresh.
-  let cursor = ul.firstElementChild;
+  const frag = document.createDocumentFragment();
   for (const row of rows) {
-    let li = keep.get(row.id);
-    keep.delete(row.id);
-    if (!li) li = $("#row-template").content.firstElementChild.cloneNode(true);
-    fillRow(li, row);
-    if (li === cursor) cursor = cursor.nextElementSibling;
-    else ul.insertBefore(li, cursor);
+    if (list.ids.has(row.id)) continue;
+    state.rows.set(row.id, row);
+    const li = newRow(row);
+    list.ids.set(row.id, li);
+    frag.append(li);
   }
-  for (const li of keep.values()) li.remove();
+  ul.append(frag);
+}
+
+async function load() {
+  const gen = ++list.gen;
+  const key = queryParams(0).toString();
+  const cached = list.cache.get(key);  // a view seen before paints at once, then is brought up to date
+  if (cached) paint(cached, gen);
+  let data;
+  try {
+    [data] = await Promise.all([api(`/api/rows?${key}`), loadProjects()]);
+  } catch (e) { $("#progress").textContent = e.message; return; }
+  if (gen !== list.gen) return;
+  list.cache.set(key, data);
+  if (list.cache.size > 20) list.cache.delete(list.cache.keys().next().value);
+  paint(data, gen);
+}
+
+function paint(data, gen) {
+  if (gen !== list.gen) return;
+  take(data);
+  const ul = $("#rows");
+  const keep = new Map();  // rows shown before that are still on this first page keep their node (an open detail stays)
+  for (const row of data.rows) { const li = list.ids.get(row.id); if (li) keep.set(row.id, li); }
+  list.ids = new Map();
+  state.rows = new Map();
+  const frag = document.createDocumentFragment();
+  for (const row of data.rows) {
+    state.rows.set(row.id, row);
+    const li = keep.get(row.id) || newRow(row);
+    if (keep.has(row.id)) fillRow(li, row);
+    list.ids.set(row.id, li);
+    frag.append(li);
+  }
+  ul.replaceChildren(frag);
+  showCount();
+  renderRail();
+}
+
+async function loadProjects() {
+  try { state.projects = (await api("/api/projects")).projects; } catch (e) { /* the rail keeps what it had */ }
+}
+
+async function more() {
+  if (list.loadingMore || list.next == null) return;
+  list.loadingMore = true;
+  const gen = list.gen;
+  try {
+    const data = await api(`/api/rows?${queryParams(list.next)}`);
+    if (gen !== list.gen) return;
+    take(data);
+    append(data.rows);
+    showCount();
+  } catch (e) { $("#progress").textContent = e.message; }
+  finally { list.loadingMore = false; }
+}
+
+// A change from the event stream: the rows it names are updated in place where shown; the
+// counts are asked again; new rows at the top of a newest-first list are put there.
+async function applyChange(change) {
+  if (change.rows === null) { load(); return; }
+  for (const row of change.rows) {
+    const li = list.ids.get(row.id);
+    if (li) { state.rows.set(row.id, row); fillRow(li, row); }
+  }
+  for (const id of change.removed || []) { const li = list.ids.get(id); if (li) { li.remove(); list.ids.delete(id); state.rows.delete(id); } }
+  const gen = list.gen;
+  let data;
+  try { data = await api(`/api/rows?${queryParams(0, 50)}`); } catch (e) { return; }
+  if (gen !== list.gen) return;
+  const before = list.total;
+  take(data);
+  if (list.next !== null) list.next = Math.max(list.next, list.ids.size);
+  const newest = list.sort === "activity" && list.order === "desc";
+  const fresh = data.rows.filter(r => !list.ids.has(r.id));
+  if (newest && fresh.length && fresh.length <= data.total - before + fresh.length) {
+    const ul = $("#rows");
+    const frag = document.createDocumentFragment();
+    for (const row of fresh) { state.rows.set(row.id, row); const li = newRow(row); list.ids.set(row.id, li); frag.append(li); }
+    const y = window.scrollY, top = ul.firstElementChild ? ul.firstElementChild.getBoundingClientRect().top : 0;
+    ul.prepend(frag);
+    if (y > 0 && ul.children[fresh.length]) window.scrollBy(0, ul.children[fresh.length].getBoundingClientRect().top - top);
+  }
+  showCount();
+  renderRail();
+}
+
+function sortBy(key) {
+  if (state.sort === key || (!state.sort && list.sort === key)) state.order = state.order === "desc" ? "asc" : "desc";
+  else { state.sort = key; state.order = key === "title" ? "asc" : "desc"; }
+  load();
+}
+
+// Keyboard: j/k or the arrows move between rows, Enter opens one, / searches, c copies its resume command.
+function rowOf(node) { return node && node.closest ? node.closest("#rows > li") : null; }
+function focusRow(li) { if (li) { $(".title", li).focus(); li.scrollIntoView({ block: "nearest" }); } }
+function onKey(e) {
+  const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+  if (e.key === "/" && !typing) { e.preventDefault(); $("#search").focus(); $("#search").select(); return; }
+  if (e.key === "Escape" && typing) { document.activeElement.blur(); return; }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  const here = rowOf(document.activeElement);
+  if (e.key === "j" || e.key === "ArrowDown") {
+    e.preventDefault();
+    const next = here ? here.nextElementSibling : $("#rows").firstElementChild;
+    if (next) focusRow(next);
+    if (!next || !next.nextElementSibling) more();
+  } else if (e.key === "k" || e.key === "ArrowUp") {
+    e.preventDefault();
+    if (here && here.previousElementSibling) focusRow(here.previousElementSibling);
+  } else if (e.key === "c" && here) {
+    const row = state.rows.get(here.dataset.id);
+    if (row) copyText(row.resume);
+  }
+}
+async function copyText(text) {
+  try { await navigator.clipboard.writeText(text); flash(null, "resume command copied"); }
+  catch { flash(null, "select the command to copy it"); }
 }
 
 // Keeping sessions past Claude Code's cleanup (it deletes transcripts older than cleanupPeriodDays).
@@ -148,7 +316,8 @@ function rowChips(row) {
   if (row.kept) out.push(el("span", { class: "chip kept", title: `Kept past Claude Code's cleanup by ${keptBy(row)} (kept_by: ${row.kept_by || "?"})`, text: "kept" }));
   if (row.stale) out.push(el("span", { class: "chip stale", text: `stale: ${row.stale.reason}` }));
   // a stale row shows its reason, not its hints; its expiry still shows (it is what happens next)
-  for (const h of row.hints) {
+  const why = state.filter === "likely" && row.why && row.why.length ? row.why : row.hints;
+  for (const h of why) {
     if (EXPIRY.test(h)) out.push(el("span", { class: "chip expiring", title: expiryTip(row), text: h }));
     else if (!row.stale) out.push(el("span", { class: "chip", text: h }));
   }
@@ -173,16 +342,20 @@ function fillRow(li, row) {
   $(".project", li).textContent = state.project ? "" : row.project.split("/").pop();
   $(".chips", li).replaceChildren(...rowChips(row));
   const l = row.links || {};
+  const nt = Array.isArray(l.tasks) ? l.tasks.length : l.tasks || 0, nd = Array.isArray(l.decisions) ? l.decisions.length : l.decisions || 0;
   const counts = [];
-  if (l.tasks && l.tasks.length) counts.push(`${l.tasks.length} task${l.tasks.length > 1 ? "s" : ""}`);
-  if (l.decisions && l.decisions.length) counts.push(`${l.decisions.length} decision${l.decisions.length > 1 ? "s" : ""}`);
+  if (nt) counts.push(`${nt} task${nt > 1 ? "s" : ""}`);
+  if (nd) counts.push(`${nd} decision${nd > 1 ? "s" : ""}`);
   if (l.snapshot) counts.push("snapshot");
   $(".counts", li).textContent = counts.join(" · ");
-  let usage = $(".usage", li);
-  if (!usage) { usage = el("span", { class: "usage" }); $(".branch", li).before(usage); }
-  usage.textContent = usageFigure(row.tokens, row.cost_usd);
-  usage.title = usageBreakdown(row.tokens, row.cost_usd);
+  const t = row.tokens, breakdown = usageBreakdown(t, row.cost_usd);
+  $(".tokens", li).textContent = t ? compact(t.total) : "";
+  $(".cost", li).textContent = t ? `${usd(row.cost_usd)}${t.unpriced.length ? "+" : ""}` : "";
+  $(".tokens", li).title = $(".cost", li).title = breakdown;
+  $(".size", li).textContent = bytes(row.size);
+  $(".size", li).title = `${(row.size || 0).toLocaleString("en-US")} bytes of transcript`;
   $(".age", li).textContent = age(row.last_activity || row.mtime);
+  $(".age", li).title = `last activity ${row.last_activity || ""}${row.created_at ? `; created ${row.created_at}` : ""}`;
   $(".resume", li).onclick = () => showResume(li, row);
   if (state.open.has(row.id) && $(".detail", li).hidden) openDetail(li, row);
 }
@@ -227,6 +400,9 @@ function section(title, ...nodes) { return [el("h3", { text: title }), ...nodes]
 function detailNodes(d, li) {
   const r = d.row;
   const out = [];
+  out.push(...section("Where", el("div", { class: "where", text: [`project ${r.project}`, r.branch ? `branch ${r.branch}` : "",
+    `cwd ${r.cwd}`, `created ${r.created_at || "?"}`, `last activity ${r.last_activity || r.mtime}`, bytes(r.size),
+    usageFigure(r.tokens, r.cost_usd)].filter(Boolean).join(" · ") })));
   out.push(...section("First prompt", el("pre", { text: r.first_prompt || "—" })));
   out.push(...section("Last prompt", el("pre", { text: r.last_prompt || "—" })));
   if (r.note) out.push(...section("Note", el("pre", { text: `${r.note.summary || ""}${r.note.next_steps ? "\nNext: " + r.note.next_steps : ""}` })));
@@ -252,27 +428,31 @@ function detailNodes(d, li) {
 }
 
 function jump(id) {
-  const li = [...$("#rows").children].find(x => x.dataset.id === id);
+  const li = list.ids.get(id);
+  if (!li) { flash(null, `session ${id.slice(0, 8)} is not among the rows shown (search for it)`); return; }
   if (li) { li.scrollIntoView({ block: "center" }); const row = state.rows.get(id); if (row && $(".detail", li).hidden) toggle(li, row); }
 }
 
+function field(label, input) { return el("label", { class: "field" }, el("span", { text: label }), input); }
 function actions(r, li) {
-  const reason = el("input", { placeholder: "why stale (required)", "aria-label": "stale reason" });
-  const successor = el("input", { placeholder: "successor id (optional)", "aria-label": "successor" });
-  const summary = el("input", { placeholder: "note: what was done", "aria-label": "note summary" });
-  const next = el("input", { placeholder: "next steps", "aria-label": "next steps" });
+  const reason = el("input", { placeholder: "superseded, finished, abandoned…" });
+  const successor = el("input", { placeholder: "session id (optional)" });
+  const summary = el("input", { placeholder: "what was done" });
+  const next = el("input", { placeholder: "what comes next" });
   const msg = el("span", { class: "counts" });
   const send = async (body) => {
     msg.className = "counts"; msg.textContent = "saving…";
     try {
       await api(`/api/sessions/${encodeURIComponent(r.id)}/marks`, { method: "POST", body: { project: r.project, ...body } });
-      await load();
       const row = state.rows.get(r.id);
-      if (row) await openDetail(li, row);  // show the new state (and Unstale after a stale)
+      if (row) await openDetail(li, row);  // show the new state (and Unstale after a stale); the row follows by the event stream
       flash(li, "saved");
     } catch (e) { msg.className = "error"; msg.textContent = e.message; }
   };
   const box = el("div", { class: "actions" });
+  const keepGroup = el("fieldset", { class: "group" }, el("legend", { text: "Keep" }));
+  const staleGroup = el("fieldset", { class: "group" }, el("legend", { text: "Stale" }));
+  const noteGroup = el("fieldset", { class: "group" }, el("legend", { text: "Note" }));
   if (r.kept) {
     const tip = r.archived ? "Claude Code already deleted this transcript: Unkeep deletes c3async's copy, the only one left"
       : `Let Claude Code's cleanup delete it again: removes its archive entry${r.kept_by && r.kept_by !== "mark" ? ` (overrides the keep ${r.kept_by})` : ""}`;
@@ -280,72 +460,18 @@ function actions(r, li) {
       if (r.archived && !window.confirm(`${tip}. Delete it for good?`)) return;
       send(r.archived ? { op: "unkeep", release: true } : { op: "unkeep" });
     };
-    box.append(el("button", { type: "button", class: "unkeep", title: tip, text: "Unkeep", onclick: unkeep }),
-               el("span", { class: "counts kept-by", text: `kept by ${keptBy(r)}` }));
+    keepGroup.append(el("button", { type: "button", class: "unkeep", title: tip, text: "Unkeep", onclick: unkeep }),
+                     el("span", { class: "counts kept-by", text: `kept by ${keptBy(r)}` }));
   } else {
-    box.append(el("button", { type: "button", class: "keep", title: KEEP_TIP, text: "Keep", onclick: () => send({ op: "keep" }) }));
+    keepGroup.append(el("button", { type: "button", class: "keep", title: KEEP_TIP, text: "Keep", onclick: () => send({ op: "keep" }) }));
   }
-  if (r.stale) box.append(el("button", { type: "button", class: "unstale", text: "Unstale", onclick: () => send({ op: "unstale" }) }));
-  else box.append(reason, successor, el("button", { type: "button", class: "mark-stale", text: "Mark stale", onclick: () => send({ op: "stale", reason: reason.value, successor: successor.value || null }) }));
-  box.append(summary, next, el("button", { type: "button", class: "save-note", text: "Save note", onclick: () => send({ op: "note", summary: summary.value, next_steps: next.value }) }), msg);
+  if (r.stale) staleGroup.append(el("button", { type: "button", class: "unstale", text: "Unstale", onclick: () => send({ op: "unstale" }) }));
+  else staleGroup.append(field("Stale reason", reason), field("Successor", successor),
+    el("button", { type: "button", class: "mark-stale", text: "Mark stale", onclick: () => send({ op: "stale", reason: reason.value, successor: successor.value || null }) }));
+  noteGroup.append(field("Note summary", summary), field("Next steps", next),
+    el("button", { type: "button", class: "save-note", text: "Save note", onclick: () => send({ op: "note", summary: summary.value, next_steps: next.value }) }));
+  box.append(staleGroup, noteGroup, keepGroup, msg);
   return box;
-}
-
-let generation = 0;
-async function load() {
-  const gen = ++generation;
-  const params = new URLSearchParams({ filter: state.filter });
-  if (state.q) params.set("q", state.q);
-  try {
-    state.projects = (await api("/api/projects")).projects;
-  } catch (e) { $("#progress").textContent = e.message; return; }
-  renderRail();
-  const targets = state.project ? [state.project] : state.projects.map(p => p.path);
-  const wanted = new Set(targets);
-  for (const [id, row] of state.rows) if (!wanted.has(row.project)) state.rows.delete(id);
-  let done = 0;
-  state.loading = targets.length;
-  const progress = () => { $("#progress").textContent = done < targets.length ? `loading ${done}/${targets.length} projects…` : `${state.rows.size} sessions`; };
-  progress();
-  // One request per project, so the first listing fills in as each project finishes; a
-  // project's rows are replaced only when its own answer arrives.
-  for (const p of [...state.expiring.keys()]) if (!wanted.has(p)) state.expiring.delete(p);
-  // The Expiring button's count: from the rows themselves under All and Expiring (they hold
-  // every expiring row), else from a filter=expiring listing asked for alongside.
-  const counted = state.filter === "all" || state.filter === "expiring";
-  const expParams = new URLSearchParams(params);
-  expParams.set("filter", "expiring");
-  await Promise.all(targets.map(async (p) => {
-    try {
-      const project = `&project=${encodeURIComponent(p)}`;
-      const [data, exp] = await Promise.all([api(`/api/sessions?${params}${project}`),
-        counted ? null : api(`/api/sessions?${expParams}${project}`).catch(() => null)]);
-      if (gen !== generation) return;
-      for (const [id, row] of state.rows) if (row.project === p) state.rows.delete(id);
-      for (const row of data.rows) state.rows.set(row.id, row);
-      const source = counted ? data : exp;
-      if (source) state.expiring.set(p, source.rows.filter(r => r.expires_in_days != null).length);
-      else state.expiring.delete(p);
-      showExpiring(targets);
-    } catch (e) { $("#progress").textContent = e.message; }
-    done += 1;
-    state.loading -= 1;
-    if (gen !== generation) return;
-    progress();
-    renderRows();
-  }));
-  if (gen === generation && targets.length === 0) { state.rows = new Map(); state.loading = 0; progress(); renderRows(); showExpiring(targets); }
-}
-
-// "Expiring N" on its filter button: unkept sessions Claude Code's cleanup deletes within a week.
-function showExpiring(targets) {
-  const known = targets.filter(p => state.expiring.has(p));
-  const n = known.reduce((sum, p) => sum + state.expiring.get(p), 0);
-  const badge = $("#expiring-count");
-  badge.textContent = n ? String(n) : "";
-  badge.hidden = !n;
-  badge.closest("button").title = `${n ? plural(n, "session") : "No session"} ${n === 1 ? "is" : "are"} deleted by Claude Code's cleanup within a week` +
-    `${known.length < targets.length ? " (of the projects listed so far)" : ""}, unless kept`;
 }
 
 // ---------------------------------------------------------------- the conversation reader
@@ -722,8 +848,14 @@ document.addEventListener("DOMContentLoaded", () => {
   box.addEventListener("keydown", (e) => { if (e.key === "Enter") onQuery(); });
   for (const b of document.querySelectorAll("#search-mode button")) b.addEventListener("click", () => setMode(b.dataset.mode));
   for (const id of ["#search-tools", "#search-role", "#search-since"]) $(id).addEventListener("change", () => runSearch());
-  const reload = debounce(load, 300);
+  for (const h of document.querySelectorAll("#columns button[data-sort]")) h.addEventListener("click", () => sortBy(h.dataset.sort));
+  document.addEventListener("keydown", onKey);
+  const header = $("header");
+  new ResizeObserver(() => document.documentElement.style.setProperty("--header-h", `${header.offsetHeight}px`)).observe(header);
+  // More rows as the end of the list comes near: the list reads as one.
+  new IntersectionObserver((entries) => { if (entries.some(e => e.isIntersecting)) more(); }, { rootMargin: "1200px" })
+    .observe($("#more"));
   const events = new EventSource("/api/events");
-  events.addEventListener("change", reload);
+  events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
   load();
 });
