@@ -615,6 +615,7 @@ def test_search_in_conversations_marks_hits_as_text_and_opens_the_reader_there(s
     mark = reader.locator(".conv-hit")
     expect(mark).to_have_count(1, timeout=WAIT_MS)
     expect(mark.locator(".conv-text")).to_have_text(PLANTED)
+    expect(mark.locator("mark.conv-word")).to_have_text([PHRASE])  # the hit words, marked in the reader
     expect(mark).to_be_in_viewport()
     expect(reader.locator(".conv-item").first.locator(".conv-text")).to_have_text("warm up first")
     page.shot(Path("/tmp"), "hub-search-reader")

@@ -82,6 +82,7 @@ class Entry:
     activity: float
     created: float
     score: int  # the strength of the likely-stale evidence
+    mtime_ns: int  # ties of the times above go by the file's mtime, as every other listing orders
 
 
 def _hay(row: Row) -> str:
@@ -124,24 +125,24 @@ def _entries(rows: list[Row]) -> list[Entry]:
         why, score = _evidence(r, newer and "likely" in filters)
         s["why"] = why if "likely" in filters else []
         act = epoch(r.last_activity or r.mtime) or r.mtime_ns / 1e9
-        out.append(Entry(s, _hay(r), frozenset(filters), act, epoch(r.created_at) or act, score))
+        out.append(Entry(s, _hay(r), frozenset(filters), act, epoch(r.created_at) or act, score, r.mtime_ns))
     return out
 
 
 def _sort_key(sort: str) -> Callable[[Entry], Any]:
     if sort == "created":
-        return lambda e: e.created
+        return lambda e: (e.created, e.mtime_ns)
     if sort == "size":
-        return lambda e: e.row["size"]
+        return lambda e: (e.row["size"], e.mtime_ns)
     if sort == "tokens":
-        return lambda e: (e.row["tokens"] or {}).get("total", -1)
+        return lambda e: ((e.row["tokens"] or {}).get("total", -1), e.mtime_ns)
     if sort == "cost":
-        return lambda e: e.row["cost_usd"] if e.row["cost_usd"] is not None else -1.0
+        return lambda e: (e.row["cost_usd"] if e.row["cost_usd"] is not None else -1.0, e.mtime_ns)
     if sort == "title":
-        return lambda e: e.row["title"].casefold()
+        return lambda e: (e.row["title"].casefold(), e.mtime_ns)
     if sort == "evidence":
-        return lambda e: (e.score, e.activity)
-    return lambda e: e.activity
+        return lambda e: (e.score, e.activity, e.mtime_ns)
+    return lambda e: (e.activity, e.mtime_ns)
 
 
 class Query(msgspec.Struct, frozen=True):

@@ -117,7 +117,7 @@ function choose(project) { state.project = project; list.depth = 0; state.open.c
 // is a node that stays while the list does, so an open row, the focus and the scroll position
 // survive live updates, which come by row from the event stream.
 
-const PAGE_ROWS = 200;
+const PAGE_ROWS = 100;
 const list = { gen: 0, next: 0, total: 0, everything: 0, counts: {}, projects: [], ids: new Map(), loadingMore: false,
                depth: 0, cache: new Map() };
 
@@ -165,17 +165,23 @@ function take(data) {
   list.everything = scope.reduce((n, p) => n + p.listed, 0);
 }
 
-function append(rows) {
+// A page's rows go in 50 a frame, so no frame of a scroll waits on a whole page.
+const CHUNK = 50;
+async function append(rows, gen) {
   const ul = $("#rows");
-  const frag = document.createDocumentFragment();
-  for (const row of rows) {
-    if (list.ids.has(row.id)) continue;
-    state.rows.set(row.id, row);
-    const li = newRow(row);
-    list.ids.set(row.id, li);
-    frag.append(li);
+  for (let at = 0; at < rows.length; at += CHUNK) {
+    if (at) await new Promise(r => requestAnimationFrame(r));
+    if (gen !== list.gen) return;
+    const frag = document.createDocumentFragment();
+    for (const row of rows.slice(at, at + CHUNK)) {
+      if (list.ids.has(row.id)) continue;
+      state.rows.set(row.id, row);
+      const li = newRow(row);
+      list.ids.set(row.id, li);
+      frag.append(li);
+    }
+    ul.append(frag);
   }
-  ul.append(frag);
 }
 
 async function load() {
@@ -183,10 +189,9 @@ async function load() {
   const key = queryParams(0).toString();
   const cached = list.cache.get(key);  // a view seen before paints at once, then is brought up to date
   if (cached) paint(cached, gen);
+  loadProjects().then(() => { if (gen === list.gen) renderRail(); });  // the rail's figures come when they come
   let data;
-  try {
-    [data] = await Promise.all([api(`/api/rows?${key}`), loadProjects()]);
-  } catch (e) { $("#progress").textContent = e.message; return; }
+  try { data = await api(`/api/rows?${key}`); } catch (e) { $("#progress").textContent = e.message; return; }
   if (gen !== list.gen) return;
   list.cache.set(key, data);
   if (list.cache.size > 20) list.cache.delete(list.cache.keys().next().value);
@@ -212,6 +217,7 @@ function paint(data, gen) {
   ul.replaceChildren(frag);
   showCount();
   renderRail();
+  maybeMore();
 }
 
 async function loadProjects() {
@@ -226,10 +232,23 @@ async function more() {
     const data = await api(`/api/rows?${queryParams(list.next)}`);
     if (gen !== list.gen) return;
     take(data);
-    append(data.rows);
     showCount();
-  } catch (e) { $("#progress").textContent = e.message; }
+    await append(data.rows, gen);
+  } catch (e) { $("#progress").textContent = e.message; return; }
   finally { list.loadingMore = false; }
+  maybeMore();
+}
+
+// More rows when the end of the list is near: after a page, after a new first page, on scroll
+// (an observer alone misses a sentinel that stays in view while pages arrive).
+let moreQueued = false;
+function maybeMore() {
+  if (moreQueued) return;
+  moreQueued = true;
+  requestAnimationFrame(() => {
+    moreQueued = false;
+    if (list.next != null && !list.loadingMore && $("#more").getBoundingClientRect().top < innerHeight + 1200) more();
+  });
 }
 
 // A change from the event stream: the rows it names are updated in place where shown; the
@@ -339,6 +358,7 @@ function fillRow(li, row) {
   pill.textContent = row.mcp_count > 1 ? `LIVE MCP×${row.mcp_count}` : "LIVE";
   $(".branch", li).textContent = row.branch || "";
   $(".branch", li).hidden = !row.branch;
+  $(".branch", li).title = row.branch || "";
   $(".project", li).textContent = state.project ? "" : row.project.split("/").pop();
   $(".chips", li).replaceChildren(...rowChips(row));
   const l = row.links || {};
@@ -567,7 +587,38 @@ function convNode(reader, it) {
   return el("div", attrs(it.kind), el("span", { text: it.text || it.kind }));  // command, long
 }
 
-async function openReader(box, project, sid, { at, before, agent } = {}) {
+// The words of a search, for marking them in the reader: operators, quotes and * left out.
+function queryWords(q) {
+  return (q.match(/"[^"]*"|\S+/g) || []).map(w => w.replace(/^[-"]+|["*]+$/g, "")).filter(w => w && !/^(OR|AND|NOT)$/.test(w));
+}
+
+// Each occurrence of one of `words` in the text under `node` in a <mark> (text nodes only).
+function highlight(node, words) {
+  const wanted = words.map(w => w.toLowerCase()).filter(Boolean);
+  if (!wanted.length) return;
+  const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+  const texts = [];
+  while (walker.nextNode()) texts.push(walker.currentNode);
+  for (const t of texts) {
+    const text = t.nodeValue, low = text.toLowerCase();
+    const spans = [];
+    for (const w of wanted) for (let i = low.indexOf(w); i >= 0; i = low.indexOf(w, i + w.length)) spans.push([i, i + w.length]);
+    if (!spans.length) continue;
+    spans.sort((a, b) => a[0] - b[0]);
+    const frag = document.createDocumentFragment();
+    let pos = 0;
+    for (const [a, b] of spans) {
+      if (a < pos) continue;
+      if (a > pos) frag.append(text.slice(pos, a));
+      frag.append(el("mark", { class: "conv-word", text: text.slice(a, b) }));
+      pos = b;
+    }
+    if (pos < text.length) frag.append(text.slice(pos));
+    t.replaceWith(frag);
+  }
+}
+
+async function openReader(box, project, sid, { at, before, agent, words } = {}) {
   const reader = { project, sid, agent: agent || null, prev: null, next: null, size: 0, tools: new Map() };
   const list = el("div", { class: "conv-items" });
   const status = el("p", { class: "counts conv-status" });
@@ -621,6 +672,7 @@ async function openReader(box, project, sid, { at, before, agent } = {}) {
     const hit = [...list.children].find(n => n.dataset.offset === String(page.target));
     if (hit) {
       hit.classList.add("conv-hit");
+      if (words) highlight(hit, words);
       if (hit.tagName === "DETAILS") hit.open = true;
       hit.scrollIntoView({ block: "center" });
     }
@@ -631,7 +683,7 @@ async function openReader(box, project, sid, { at, before, agent } = {}) {
 // Open the reader of session `sid` of `project` in its row (expanding the row); in the search
 // mode "in conversations", under its result; in a panel above the list when neither is shown; `at`: a byte offset (a search hit) to show and
 // highlight; `agent`: one of its sub-agents (agent-<id>). Resolves when the page is shown.
-async function openConversation(project, sid, { at, agent } = {}) {
+async function openConversation(project, sid, { at, agent, words } = {}) {
   let box = null;
   if (state.mode === "text") {  // the rows are hidden: under the session's search result, when it is listed
     const hit = [...$("#results").children].find(x => x.dataset.session === sid && (!project || x.dataset.project === project));
@@ -655,7 +707,7 @@ async function openConversation(project, sid, { at, agent } = {}) {
     $("#list").prepend(panel);
     box.scrollIntoView({ block: "start" });
   }
-  return openReader(box, project, sid, { at, agent });
+  return openReader(box, project, sid, { at, agent, words });
 }
 window.openConversation = openConversation;
 
@@ -698,7 +750,8 @@ async function copyResume(li, r) {
 function resultNode(r) {
   // no cwd known: `project` is Claude Code's folder name, not a registered path (the API then finds the session)
   const project = r.cwd ? r.project : "";
-  const open = (sn) => openConversation(project, r.session, sn ? { at: sn.offset, agent: sn.agent } : {});
+  const words = queryWords($("#search").value);
+  const open = (sn) => openConversation(project, r.session, sn ? { at: sn.offset, agent: sn.agent, words } : {});
   const li = el("li", { class: "result" });
   li.dataset.session = r.session;
   li.dataset.project = project;
@@ -853,8 +906,8 @@ document.addEventListener("DOMContentLoaded", () => {
   const header = $("header");
   new ResizeObserver(() => document.documentElement.style.setProperty("--header-h", `${header.offsetHeight}px`)).observe(header);
   // More rows as the end of the list comes near: the list reads as one.
-  new IntersectionObserver((entries) => { if (entries.some(e => e.isIntersecting)) more(); }, { rootMargin: "1200px" })
-    .observe($("#more"));
+  window.addEventListener("scroll", maybeMore, { passive: true });
+  window.addEventListener("resize", maybeMore, { passive: true });
   const events = new EventSource("/api/events");
   events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
   load();
