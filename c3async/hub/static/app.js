@@ -168,7 +168,8 @@ function take(data) {
 // A page's rows go in 50 a frame, so no frame of a scroll waits on a whole page.
 const CHUNK = 50;
 async function append(rows, gen) {
-  const ul = $("#rows");
+  const ul = el("ul", { class: "page" });  // one page of the list: laid out only while in view
+  $("#rows").append(ul);
   for (let at = 0; at < rows.length; at += CHUNK) {
     if (at) await new Promise(r => requestAnimationFrame(r));
     if (gen !== list.gen) return;
@@ -189,19 +190,20 @@ async function load() {
   const key = queryParams(0).toString();
   const cached = list.cache.get(key);  // a view seen before paints at once, then is brought up to date
   if (cached) paint(cached, gen);
-  loadProjects().then(() => { if (gen === list.gen) renderRail(); });  // the rail's figures come when they come
   let data;
   try { data = await api(`/api/rows?${key}`); } catch (e) { $("#progress").textContent = e.message; return; }
   if (gen !== list.gen) return;
   list.cache.set(key, data);
   if (list.cache.size > 20) list.cache.delete(list.cache.keys().next().value);
   paint(data, gen);
+  // the rail's figures (live counts, tokens per project) after the rows: they cost the Hub more
+  loadProjects().then(() => { if (gen === list.gen) renderRail(); });
 }
 
 function paint(data, gen) {
   if (gen !== list.gen) return;
   take(data);
-  const ul = $("#rows");
+  const ul = el("ul", { class: "page" });
   const keep = new Map();  // rows shown before that are still on this first page keep their node (an open detail stays)
   for (const row of data.rows) { const li = list.ids.get(row.id); if (li) keep.set(row.id, li); }
   list.ids = new Map();
@@ -214,7 +216,8 @@ function paint(data, gen) {
     list.ids.set(row.id, li);
     frag.append(li);
   }
-  ul.replaceChildren(frag);
+  ul.append(frag);
+  $("#rows").replaceChildren(ul);
   showCount();
   renderRail();
   maybeMore();
@@ -270,7 +273,8 @@ async function applyChange(change) {
   const newest = list.sort === "activity" && list.order === "desc";
   const fresh = data.rows.filter(r => !list.ids.has(r.id));
   if (newest && fresh.length && fresh.length <= data.total - before + fresh.length) {
-    const ul = $("#rows");
+    let ul = $("#rows > .page");
+    if (!ul) { ul = el("ul", { class: "page" }); $("#rows").append(ul); }
     const frag = document.createDocumentFragment();
     for (const row of fresh) { state.rows.set(row.id, row); const li = newRow(row); list.ids.set(row.id, li); frag.append(li); }
     const y = window.scrollY, top = ul.firstElementChild ? ul.firstElementChild.getBoundingClientRect().top : 0;
@@ -288,7 +292,9 @@ function sortBy(key) {
 }
 
 // Keyboard: j/k or the arrows move between rows, Enter opens one, / searches, c copies its resume command.
-function rowOf(node) { return node && node.closest ? node.closest("#rows > li") : null; }
+function rowOf(node) { return node && node.closest ? node.closest("#rows li.row") : null; }
+function nextRow(li) { return li.nextElementSibling || (li.parentElement.nextElementSibling || {}).firstElementChild || null; }
+function prevRow(li) { return li.previousElementSibling || (li.parentElement.previousElementSibling || {}).lastElementChild || null; }
 function focusRow(li) { if (li) { $(".title", li).focus(); li.scrollIntoView({ block: "nearest" }); } }
 function onKey(e) {
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
@@ -298,12 +304,13 @@ function onKey(e) {
   const here = rowOf(document.activeElement);
   if (e.key === "j" || e.key === "ArrowDown") {
     e.preventDefault();
-    const next = here ? here.nextElementSibling : $("#rows").firstElementChild;
+    const next = here ? nextRow(here) : $("#rows li.row");
     if (next) focusRow(next);
-    if (!next || !next.nextElementSibling) more();
+    if (!next || !nextRow(next)) more();
   } else if (e.key === "k" || e.key === "ArrowUp") {
     e.preventDefault();
-    if (here && here.previousElementSibling) focusRow(here.previousElementSibling);
+    const prev = here && prevRow(here);
+    if (prev) focusRow(prev);
   } else if (e.key === "c" && here) {
     const row = state.rows.get(here.dataset.id);
     if (row) copyText(row.resume);
@@ -692,7 +699,8 @@ async function openConversation(project, sid, { at, agent, words } = {}) {
       box.scrollIntoView({ block: "nearest" });
     }
   }
-  const li = box || state.mode === "text" ? null : [...$("#rows").children].find(x => x.dataset.id === sid && (!project || x.dataset.project === project));
+  const shownRow = list.ids.get(sid);
+  const li = box || state.mode === "text" || !shownRow || (project && shownRow.dataset.project !== project) ? null : shownRow;
   const row = state.rows.get(sid);
   if (li && row) {
     state.open.add(sid);
@@ -908,7 +916,8 @@ document.addEventListener("DOMContentLoaded", () => {
   // More rows as the end of the list comes near: the list reads as one.
   window.addEventListener("scroll", maybeMore, { passive: true });
   window.addEventListener("resize", maybeMore, { passive: true });
-  const events = new EventSource("/api/events");
-  events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
-  load();
+  load().then(() => {  // the change stream once the first rows are up
+    const events = new EventSource("/api/events");
+    events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
+  });
 });
