@@ -574,6 +574,7 @@ def test_search_in_conversations_marks_hits_as_text_and_opens_the_reader_there(s
     pg.locator("#search").press_sequentially(PHRASE, delay=10)
     _wait_results(page, {w.prompted, w.agented})  # not the tool output
     expect(pg.locator("#search-summary")).to_contain_text("2 sessions match")
+    expect(pg.locator("#progress")).to_have_text(re.compile(r"^2 of \d+ sessions \(conversations\)$"))  # agrees
     hit = pg.locator(f'#results > li[data-session="{w.prompted}"]')
     expect(hit.locator(".title")).to_have_text("Budget in a prompt")
     expect(hit.locator(".project")).to_have_text("searchable")

@@ -25,7 +25,8 @@ const SIGN_IN = "The Hub no longer knows this page (it was restarted?): open the
 async function api(path, options = {}) {
   const headers = { "Accept": "application/json", ...(options.headers || {}) };
   if (options.body !== undefined) { headers["Content-Type"] = "application/json"; headers["X-C3-Request"] = "1"; }
-  const res = await fetch(path, { ...options, headers, credentials: "same-origin",
+  // credentials "include" (for this same-origin API, the same cookie): what the page's preload of the first rows uses, so it is reused
+  const res = await fetch(path, { ...options, headers, credentials: "include",
                                   body: options.body === undefined ? undefined : JSON.stringify(options.body) });
   if (res.status === 401) throw new Error(SIGN_IN);
   const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
@@ -165,23 +166,29 @@ function take(data) {
   list.everything = scope.reduce((n, p) => n + p.listed, 0);
 }
 
-// A page's rows go in 50 a frame, so no frame of a scroll waits on a whole page.
-const CHUNK = 50;
+// Rows go into the list 25 at a time, each 25 a <ul class="page"> of its own: a frame adds one,
+// and the browser lays out and paints only the pages in view (content-visibility), so a long list,
+// or a fast scroll through it, costs a page a frame.
+const CHUNK = 25;
+function pageOf(rows, reuse = new Map()) {
+  const ul = el("ul", { class: "page" });
+  for (const row of rows) {
+    if (list.ids.has(row.id)) continue;
+    state.rows.set(row.id, row);
+    let li = reuse.get(row.id);
+    if (li) fillRow(li, row);
+    else li = newRow(row);
+    list.ids.set(row.id, li);
+    ul.append(li);
+  }
+  return ul;
+}
+
 async function append(rows, gen) {
-  const ul = el("ul", { class: "page" });  // one page of the list: laid out only while in view
-  $("#rows").append(ul);
   for (let at = 0; at < rows.length; at += CHUNK) {
     if (at) await new Promise(r => requestAnimationFrame(r));
     if (gen !== list.gen) return;
-    const frag = document.createDocumentFragment();
-    for (const row of rows.slice(at, at + CHUNK)) {
-      if (list.ids.has(row.id)) continue;
-      state.rows.set(row.id, row);
-      const li = newRow(row);
-      list.ids.set(row.id, li);
-      frag.append(li);
-    }
-    ul.append(frag);
+    $("#rows").append(pageOf(rows.slice(at, at + CHUNK)));
   }
 }
 
@@ -203,21 +210,13 @@ async function load() {
 function paint(data, gen) {
   if (gen !== list.gen) return;
   take(data);
-  const ul = el("ul", { class: "page" });
   const keep = new Map();  // rows shown before that are still on this first page keep their node (an open detail stays)
   for (const row of data.rows) { const li = list.ids.get(row.id); if (li) keep.set(row.id, li); }
   list.ids = new Map();
   state.rows = new Map();
-  const frag = document.createDocumentFragment();
-  for (const row of data.rows) {
-    state.rows.set(row.id, row);
-    const li = keep.get(row.id) || newRow(row);
-    if (keep.has(row.id)) fillRow(li, row);
-    list.ids.set(row.id, li);
-    frag.append(li);
-  }
-  ul.append(frag);
-  $("#rows").replaceChildren(ul);
+  const pages = [];
+  for (let at = 0; at < data.rows.length; at += CHUNK) pages.push(pageOf(data.rows.slice(at, at + CHUNK), keep));
+  $("#rows").replaceChildren(...pages);
   showCount();
   renderRail();
   maybeMore();
@@ -797,6 +796,8 @@ function showIndexing(s) {
 
 function showResults(data) {
   const n = data.results.length;
+  // the header's count follows the mode: here, the sessions whose conversations match
+  $("#progress").textContent = `${data.total.toLocaleString("en-US")} of ${plural(list.everything, "session")} (conversations)`;
   const summary = $("#search-summary");
   summary.textContent = !n ? "No session matches." : data.total > n ? `${plural(data.total, "session")} match, showing ${n}`
     : `${plural(n, "session")} ${n === 1 ? "matches" : "match"}`;
@@ -882,6 +883,7 @@ function setMode(mode) {
   if (text) runSearch();
   else {
     stopSearch();
+    showCount();
     const q = box.value.trim();
     if (q !== state.q) { state.q = q; load(); }
   }
