@@ -77,7 +77,7 @@ CHANGED = """
 CLICK_TIMED = "(sel) => { const p = (" + CHANGED + ")(performance.now()); document.querySelector(sel).click(); return p; }"
 # Scroll to the end until every row is loaded; the longest frame meanwhile.
 SCROLL = """
-async (total) => {
+async ([total, step]) => {
   const deltas = [];
   let last = performance.now(), going = true;
   const tick = (t) => { deltas.push(t - last); last = t; if (going) requestAnimationFrame(tick); };
@@ -85,7 +85,7 @@ async (total) => {
   const loaded = () => list.ids.size;  // the page's own count of rows (a DOM count each frame would cost a frame)
   const started = performance.now();
   while (loaded() < total && performance.now() - started < 120000) {
-    window.scrollBy(0, 3000);
+    window.scrollBy(0, step);
     await new Promise(r => requestAnimationFrame(r));
   }
   going = false;
@@ -237,7 +237,7 @@ def bench_api(hub: Hub, projects: list[str], total: int, runs: int, table: list[
 
 
 def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]], env: dict[str, str],
-                  cwd: Path) -> None:
+                  cwd: Path, scroll_px: int = 3000) -> None:
     if not os.path.exists(CHROMIUM):
         table.append(("browser", f"skipped: no Chromium at {CHROMIUM}"))
         return
@@ -267,7 +267,7 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
                     sort.append(page.evaluate(CLICK_TIMED, '#columns button[data-sort="title"]') / 1e3)
                     page.locator('#columns button[data-sort="activity"]').click()
                     page.wait_for_timeout(500)
-                    loaded, longest, took, _n = page.evaluate(SCROLL, total)
+                    loaded, longest, took, _n = page.evaluate(SCROLL, [total, scroll_px])
                     if loaded != total or errors:
                         raise BenchError(f"scrolling showed {loaded} rows of {total}; errors: {errors}")
                     frames.append(longest / 1e3)
@@ -294,7 +294,8 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
                   fmt(first)))
     table.append((f"Chromium: filter change (Likely stale) to the new rows painted x{runs}", fmt(filt)))
     table.append((f"Chromium: sort change (Title) to the new rows painted x{runs}", fmt(sort)))
-    table.append((f"Chromium: scrolling to the end ({total} rows loaded): longest frame x{runs}", fmt(frames)))
+    table.append((f"Chromium: scrolling to the end ({total} rows loaded, {scroll_px} px a frame): longest frame x{runs}",
+                  fmt(frames)))
     table.append(("  the whole scroll", fmt(scroll_s)))
     table.append((f"Chromium: JS heap with {total} rows loaded x{runs}",
                   f"{statistics.median(heap) / 2**20:8.1f} MiB  [{min(heap) / 2**20:.1f}-{max(heap) / 2**20:.1f}]"))
@@ -307,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--projects", type=int, default=5)
     ap.add_argument("--runs", type=int, default=30, help="warm requests per figure")
     ap.add_argument("--browser-runs", type=int, default=5)
+    ap.add_argument("--scroll-px", type=int, default=3000, help="how far the scroll goes each frame")
     args = ap.parse_args(argv)
     table: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="c3-bench-hub-") as tmp:
@@ -337,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             bench_rows(hub, corpus.project_dirs, corpus.files, args.runs, table)
             bench_api(hub, corpus.project_dirs, corpus.files, max(5, args.runs // 3), table)
-            bench_browser(hub, corpus.files, args.browser_runs, table, env, root)
+            bench_browser(hub, corpus.files, args.browser_runs, table, env, root, args.scroll_px)
         except (BenchError, httpx.HTTPError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

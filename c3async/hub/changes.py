@@ -1,11 +1,11 @@
 """What moved, for the Hub's event stream: one watcher per Hub process, however many pages
 are open.
 
-Once a second the watcher asks each registered project for its position: the marks,
+Four times a second the watcher asks each registered project for its position: the marks,
 activity and token-totals folds (which read only the bytes appended since, and keep their state
 in memory for the listings too; the totals move when an accountant, the Hub's own or a
-server's, writes new ones), the heartbeat names and times, and the catalog's stat pass (each session
-file's size and mtime; no transcript is read). When a project's position moves, its version
+server's, writes new ones), the heartbeat names and times, and, once a second, the catalog's stat
+pass (each session file's size and mtime; no transcript is read). When a project's position moves, its version
 goes up and every stream waiting on it (all projects, or that one) sends a ``change`` event.
 """
 
@@ -27,11 +27,13 @@ __all__ = ("POLL_S", "ChangeFeed", "position")
 
 log = logging.getLogger("c3async.hub")
 
-POLL_S = 1.0
+POLL_S = 0.25  # marks, the activity log, token totals and heartbeats: a tail check each
+FILES_EVERY = 4  # polls between two stat passes over the transcripts (the costly part: one stat a file)
 
 
-def position(project: str) -> tuple:
-    """Everything whose change should refresh the project's rows, cheaply."""
+def position(project: str, files: tuple | None = None) -> tuple:
+    """Everything whose change should refresh the project's rows, cheaply. ``files``: the
+    transcripts' part as last taken (None: take it now, a stat per transcript)."""
     book = marks.MarkBook(project).refresh()
     facts = activity.log_fold(project)
     facts.refresh()
@@ -48,7 +50,8 @@ def position(project: str) -> tuple:
             )
     except OSError:
         beats = ()
-    files = tuple((c.session_id, c.size, c.mtime_ns) for c in candidates([f for f, _ in locate(project).folders]))
+    if files is None:
+        files = transcripts(project)
     return (
         book.fold.tail.ident,
         book.fold.tail.offset,
@@ -61,6 +64,10 @@ def position(project: str) -> tuple:
     )
 
 
+def transcripts(project: str) -> tuple:
+    return tuple((c.session_id, c.size, c.mtime_ns) for c in candidates([f for f, _ in locate(project).folders]))
+
+
 class ChangeFeed:
     """Versions per project, bumped by one polling task (``run``); streams ``wait`` on them."""
 
@@ -68,6 +75,8 @@ class ChangeFeed:
         self.projects = projects
         self.positions: dict[str, tuple] = {}
         self.versions: dict[str, int] = {}
+        self.files: dict[str, tuple] = {}  # each project's transcripts, as the last stat pass saw them
+        self.polls = 0
         self.primed = anyio.Event()  # set after the first poll: the baseline a stream starts from
         self._changed = anyio.Event()
 
@@ -85,9 +94,12 @@ class ChangeFeed:
 
     def _poll(self) -> list[str]:
         moved = []
+        self.polls += 1
         for project in self.projects():
             try:
-                now = position(project)
+                if self.polls % FILES_EVERY == 1 or project not in self.files:
+                    self.files[project] = transcripts(project)
+                now = position(project, self.files[project])
             except Exception as exc:
                 safefs.warn_once(exc)
                 continue
