@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -182,8 +183,10 @@ def test_a_bad_data_folder_is_one_line_and_a_hook_never_fails(root, claude, tmp_
             assert said in _one_line(out)
     assert not outside.exists(), "the lock was created through a link"
     time.sleep(0.5)
-    builders = subprocess.run(["pgrep", "-f", f"{root}/plugin/launch.py build"], capture_output=True, text=True)
-    assert builders.stdout.strip() == "", "a builder was left blocked"
+    launcher = str(root / "plugin" / "launch.py")
+    builders = [p.pid for p in psutil.process_iter(["cmdline"]) if launcher in (p.info["cmdline"] or []) and
+                "build" in (p.info["cmdline"] or [])]
+    assert builders == [], "a builder was left blocked"
 
 
 def test_incomplete_plugin_files_are_said_in_one_line(root, claude, tmp_path):
