@@ -689,36 +689,44 @@ async def session_resource(id: str, ctx: Context[ServerState]) -> str:
     return await _read(state, mcp_prompts.read_session, state.project, id, state.identity.current())
 
 
-@mcp.resource(
-    "c3://tasks/{view}",
-    name="tasks",
-    title="Open tasks and blockers",
-    description="view 'open': this project's open tasks, blocked and blocking ones first",
-    mime_type="text/markdown",
+def _view_resource(base: str, only: str, fn_name: str) -> Callable[..., Awaitable[str]]:
+    """A project-wide view served at ``base + only``: a template (its read gets the context, which
+    a static resource does not), listed concretely by ``_list_resources``."""
+
+    async def read(view: str, ctx: Context[ServerState]) -> str:
+        from . import mcp_prompts
+
+        if view != only:
+            raise ResourceNotFoundError(f"unknown resource {base}{clip(view, 40)}: use {base}{only}")
+        state: ServerState = ctx.request_context.lifespan_context
+        return await _read(state, getattr(mcp_prompts, fn_name), state.project)
+
+    return read
+
+
+# (template, name, the one value it serves, mcp_prompts' function, title, description)
+_VIEWS = (
+    (
+        "c3://tasks/",
+        "tasks",
+        "open",
+        "open_tasks",
+        "Open tasks and blockers",
+        "view 'open': this project's open tasks, blocked and blocking ones first",
+    ),
+    (
+        "c3://problem/",
+        "problem",
+        "listing",
+        "problem",
+        "Why c3async cannot list sessions",
+        "what: 'listing'. Listed only when something must be fixed",
+    ),
 )
-async def tasks_resource(view: str, ctx: Context[ServerState]) -> str:
-    from . import mcp_prompts
-
-    if view != "open":
-        raise ResourceNotFoundError(f"unknown task view {clip(view, 40)!r}: use c3://tasks/open")
-    state: ServerState = ctx.request_context.lifespan_context
-    return await _read(state, mcp_prompts.open_tasks, state.project)
-
-
-@mcp.resource(
-    "c3://problem/{what}",
-    name="problem",
-    title="Why c3async cannot list sessions",
-    description="what: 'listing'. Listed only when something must be fixed",
-    mime_type="text/markdown",
-)
-async def problem_resource(what: str, ctx: Context[ServerState]) -> str:
-    from . import mcp_prompts
-
-    if what != "listing":
-        raise ResourceNotFoundError(f"unknown resource c3://problem/{clip(what, 40)}: use c3://problem/listing")
-    state: ServerState = ctx.request_context.lifespan_context
-    return await _read(state, mcp_prompts.problem, state.project)
+for _base, _name, _only, _fn, _title, _about in _VIEWS:
+    mcp.resource(_base + "{view}", name=_name, title=_title, description=_about, mime_type="text/markdown")(
+        _view_resource(_base, _only, _fn)
+    )
 
 
 async def _prompt(fn_name: str, *args: Any) -> str:

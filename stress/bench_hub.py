@@ -35,6 +35,7 @@ import threading
 import time
 from pathlib import Path
 
+from stress.chromium import launched, missing
 from stress.corpus import generate
 
 try:
@@ -43,9 +44,6 @@ except ImportError:  # mcp depends on httpx2, which has the same API
     import httpx2 as httpx  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 BUDGET_MS = 50.0  # a listing page, warm
 BUDGET_KB = 150.0
 
@@ -238,58 +236,49 @@ def bench_api(hub: Hub, projects: list[str], total: int, runs: int, table: list[
 
 def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]], env: dict[str, str],
                   cwd: Path, scroll_px: int = 3000) -> None:
-    if not os.path.exists(CHROMIUM):
-        table.append(("browser", f"skipped: no Chromium at {CHROMIUM}"))
-        return
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        table.append(("browser", "skipped: the playwright package is not installed"))
+    if missing() is not None:
+        table.append(("browser", f"skipped: {missing()}"))
         return
     first, filt, sort, frames, scroll_s, heap, update = [], [], [], [], [], [], []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            for run in range(runs):
-                context = browser.new_context(viewport={"width": 1400, "height": 900})
-                try:
-                    page = context.new_page()
-                    errors: list[str] = []
-                    page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-                    page.add_init_script(OBSERVER)
-                    page.goto(hub.login_url)
-                    page.wait_for_function("() => window.__firstPaint > 0", timeout=60_000)
-                    first.append(page.evaluate("window.__firstPaint") / 1e3)
-                    page.wait_for_timeout(300)
-                    filt.append(page.evaluate(CLICK_TIMED, '#filters button[data-filter="likely"]') / 1e3)
-                    page.locator('#filters button[data-filter="all"]').click()
-                    page.wait_for_timeout(300)
-                    sort.append(page.evaluate(CLICK_TIMED, '#columns button[data-sort="title"]') / 1e3)
-                    page.locator('#columns button[data-sort="activity"]').click()
-                    page.wait_for_timeout(500)
-                    loaded, longest, took, _n = page.evaluate(SCROLL, [total, scroll_px])
-                    if loaded != total or errors:
-                        raise BenchError(f"scrolling showed {loaded} rows of {total}; errors: {errors}")
-                    frames.append(longest / 1e3)
-                    scroll_s.append(took / 1e3)
-                    session = page.context.new_cdp_session(page)
-                    session.send("HeapProfiler.collectGarbage")
-                    heap.append(session.send("Runtime.getHeapUsage")["usedSize"])
-                    page.evaluate("window.scrollTo(0, 0)")
-                    row = page.locator("#rows li").nth(run)
-                    sid, project = row.get_attribute("data-id"), row.get_attribute("data-project")
-                    t0 = time.perf_counter()
-                    proc = subprocess.run([sys.executable, "-m", "c3async", "mark", "stale", sid, "--reason",
-                                           f"bench {run}", "--project", project], env=env, cwd=str(cwd),
-                                          capture_output=True, text=True)
-                    if proc.returncode != 0:
-                        raise BenchError(f"mark: {proc.stderr}")
-                    page.locator(f'#rows li[data-id="{sid}"] .chip.stale').wait_for(timeout=30_000)
-                    update.append(time.perf_counter() - t0)
-                finally:
-                    context.close()
-        finally:
-            browser.close()
+    with launched() as browser:
+        for run in range(runs):
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            try:
+                page = context.new_page()
+                errors: list[str] = []
+                page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                page.add_init_script(OBSERVER)
+                page.goto(hub.login_url)
+                page.wait_for_function("() => window.__firstPaint > 0", timeout=60_000)
+                first.append(page.evaluate("window.__firstPaint") / 1e3)
+                page.wait_for_timeout(300)
+                filt.append(page.evaluate(CLICK_TIMED, '#filters button[data-filter="likely"]') / 1e3)
+                page.locator('#filters button[data-filter="all"]').click()
+                page.wait_for_timeout(300)
+                sort.append(page.evaluate(CLICK_TIMED, '#columns button[data-sort="title"]') / 1e3)
+                page.locator('#columns button[data-sort="activity"]').click()
+                page.wait_for_timeout(500)
+                loaded, longest, took, _n = page.evaluate(SCROLL, [total, scroll_px])
+                if loaded != total or errors:
+                    raise BenchError(f"scrolling showed {loaded} rows of {total}; errors: {errors}")
+                frames.append(longest / 1e3)
+                scroll_s.append(took / 1e3)
+                session = page.context.new_cdp_session(page)
+                session.send("HeapProfiler.collectGarbage")
+                heap.append(session.send("Runtime.getHeapUsage")["usedSize"])
+                page.evaluate("window.scrollTo(0, 0)")
+                row = page.locator("#rows li").nth(run)
+                sid, project = row.get_attribute("data-id"), row.get_attribute("data-project")
+                t0 = time.perf_counter()
+                proc = subprocess.run([sys.executable, "-m", "c3async", "mark", "stale", sid, "--reason",
+                                       f"bench {run}", "--project", project], env=env, cwd=str(cwd),
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise BenchError(f"mark: {proc.stderr}")
+                page.locator(f'#rows li[data-id="{sid}"] .chip.stale').wait_for(timeout=30_000)
+                update.append(time.perf_counter() - t0)
+            finally:
+                context.close()
     table.append((f"Chromium 1400 px: navigation (printed URL, redirect included) to first rows painted x{runs}",
                   fmt(first)))
     table.append((f"Chromium: filter change (Likely stale) to the new rows painted x{runs}", fmt(filt)))

@@ -42,7 +42,7 @@ import anyio
 from mcp import Client, StdioServerParameters, stdio_client
 
 from stress.bench_catalog import Table, median_range
-from stress.bench_server import INITIALIZE, newest_session, server_env, spread, wait_idle
+from stress.bench_server import initialize, newest_session, server_env, spawned, spread, wait_idle
 from stress.corpus import MiB, generate, slug
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,26 +99,12 @@ def rchar(pid: int) -> int:
 
 async def time_initialize(argv: list[str], env: dict[str, str], cwd: str) -> float:
     started = time.perf_counter()
-    proc = await anyio.open_process(argv, cwd=cwd, env=env, stderr=subprocess.DEVNULL)
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        await proc.stdin.send(INITIALIZE.encode())
-        reply = b""
-        with anyio.fail_after(60):
-            while b"\n" not in reply:
-                reply += await proc.stdout.receive()
+    async with spawned(argv, env, cwd, subprocess.DEVNULL) as proc:
+        reply = await initialize(proc)
         took = time.perf_counter() - started
-        if b'"result"' not in reply.split(b"\n", 1)[0]:
-            raise RuntimeError(f"initialize: {reply[:200]!r}")
-        return took
-    finally:
-        with anyio.move_on_after(10, shield=True):
-            if proc.stdin is not None:
-                await proc.stdin.aclose()
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+    if b'"result"' not in reply:
+        raise RuntimeError(f"initialize: {reply[:200]!r}")
+    return took
 
 
 async def bench(args: argparse.Namespace) -> int:

@@ -36,9 +36,12 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import psutil
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import LATEST_PROTOCOL_VERSION
@@ -202,38 +205,53 @@ class Start:
         self.rss = 0  # once idle, with no tool call (0: not waited for)
 
 
+@asynccontextmanager
+async def spawned(argv: list[str], env: dict[str, str], cwd: str, errlog) -> AsyncIterator[anyio.abc.Process]:
+    """A server process, spawned as an IDE spawns it; on the way out its stdin is closed (EOF: it
+    shuts down as it does for an IDE), then it is killed if it has not gone within 10 s."""
+    proc = await anyio.open_process(argv, cwd=cwd, env=env, stderr=errlog)
+    try:
+        yield proc
+    finally:
+        with anyio.move_on_after(10, shield=True):
+            if proc.stdin is not None:
+                await proc.stdin.aclose()
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def initialize(proc: anyio.abc.Process) -> bytes:
+    """Send ``initialize`` and return the server's first reply line (at most 60 s)."""
+    assert proc.stdin is not None and proc.stdout is not None
+    await proc.stdin.send(INITIALIZE.encode())
+    reply = b""
+    with anyio.fail_after(60):
+        while b"\n" not in reply:
+            reply += await proc.stdout.receive()
+    return reply.split(b"\n", 1)[0]
+
+
 async def one_start(corpus: Corpus, project: str, host: str, c3home: Path, idle: bool,
                     failures: list[str], errlog) -> Start:
     """A server spawned as an IDE spawns it, timed from spawn to its ``initialize`` reply; with
     ``idle``, then left alone until its background work is over, and its RSS read."""
     res = Start()
     started = time.perf_counter()
-    proc = await anyio.open_process([sys.executable, "-m", "c3async", "serve"], cwd=project,
-                                    env=server_env(corpus, project, host, c3home), stderr=errlog)
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        await proc.stdin.send(INITIALIZE.encode())
-        reply = b""
-        with anyio.fail_after(60):
-            while b"\n" not in reply:
-                reply += await proc.stdout.receive()
+    async with spawned([sys.executable, "-m", "c3async", "serve"], server_env(corpus, project, host, c3home),
+                       project, errlog) as proc:
+        reply = await initialize(proc)
         res.initialize = time.perf_counter() - started
         cpu = psutil.Process(proc.pid).cpu_times()
         res.cpu = cpu.user + cpu.system
-        if b'"result"' not in reply.split(b"\n", 1)[0]:
+        if b'"result"' not in reply:
             failures.append(f"initialize: unexpected reply {reply[:300]!r}")
             return res
+        assert proc.stdin is not None
         await proc.stdin.send(INITIALIZED.encode())
         if idle:
             res.idle_wait, res.rss = await wait_idle(project, pid=proc.pid)
-    finally:
-        with anyio.move_on_after(10, shield=True):
-            if proc.stdin is not None:
-                await proc.stdin.aclose()  # EOF: the server shuts down as it does for an IDE
-            await proc.wait()
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
     return res
 
 

@@ -79,3 +79,29 @@ def claude(tmp_path: Path) -> Sandbox:
 def module_claude(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     """One sandbox per test module, for corpora that are built and listed once."""
     return Sandbox(tmp_path_factory.mktemp("claude"))
+
+
+# The Hub's tests: a module defines ``world`` (with ``.claude``, its sandbox); these serve it.
+@pytest.fixture(scope="module")
+def hub(world):
+    """The real ``c3async hub`` over the module's world."""
+    from hubproc import Hub
+
+    with Hub(world.claude) as h:
+        yield h
+
+
+@pytest.fixture
+def client(hub):
+    """Authenticated as a script is: ``Authorization: Bearer <token>``."""
+    with hub.client() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for the module's browser tests (they skip where ``stress.chromium.missing()``)."""
+    from stress.chromium import launched
+
+    with launched() as b:
+        yield b

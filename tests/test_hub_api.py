@@ -95,19 +95,6 @@ def world(module_claude) -> World:
     return World(module_claude)
 
 
-@pytest.fixture(scope="module")
-def hub(world):
-    with Hub(world.claude) as h:
-        yield h
-
-
-@pytest.fixture
-def client(hub):
-    """Authenticated as a script is: ``Authorization: Bearer <token>``."""
-    with hub.client() as c:
-        yield c
-
-
 @pytest.fixture
 def anon(hub):
     """A stranger: another local account, or a page of another site, without the token."""

@@ -16,12 +16,9 @@ from pathlib import Path
 import pytest
 from hubproc import NOW, Hub, hub_session, sandbox_world, sessions_ids
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+from stress.chromium import missing
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                reason=f"no Chromium at {CHROMIUM} (CI installs Debian's chromium package)")
+pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 expect = sync_api.expect
 
@@ -74,22 +71,6 @@ class World:
 @pytest.fixture(scope="module")
 def world(module_claude) -> World:
     return World(module_claude)
-
-
-@pytest.fixture(scope="module")
-def hub(world):
-    with Hub(world.claude) as h:
-        yield h
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 class Page:

@@ -6,18 +6,15 @@ Screenshots go to pytest's tmp_path."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
-from hubproc import Hub
 from transcripts import simple_session
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
+from stress.chromium import missing
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 expect = sync_api.expect
 WAIT_MS = 15_000
@@ -42,22 +39,6 @@ class World:
 @pytest.fixture(scope="module")
 def world(module_claude):
     return World(module_claude)
-
-
-@pytest.fixture(scope="module")
-def hub(world):
-    with Hub(world.claude) as h:
-        yield h
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture

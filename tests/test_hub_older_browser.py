@@ -3,32 +3,30 @@ sessions, and choosing that lists them (Chromium against the real ``c3async hub`
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 from hubproc import Hub
 from transcripts import simple_session
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
+from stress.chromium import missing
+
+pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 expect = sync_api.expect
 WAIT_MS = 15_000
 
 
-def test_the_rail_offers_a_projects_older_sessions(claude):
+def test_the_rail_offers_a_projects_older_sessions(claude, browser):
     project = claude.project("deep")
     now = time.time()
     ids = [simple_session(claude.folder(project), project, f"deep session {n:03d}", mtime=now - 60 * n)
            for n in range(230)]
     assert claude.run("sessions", "--project", project).returncode == 0
-    with Hub(claude) as hub, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with Hub(claude) as hub:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
         try:
-            pg = browser.new_page(viewport={"width": 1400, "height": 900})
+            pg = context.new_page()
             pg.goto(hub.login_url)
             expect(pg.locator("#progress")).to_have_text("200 sessions", timeout=WAIT_MS)
             pg.locator(f'#projects button[data-project="{project}"]').click()
@@ -45,4 +43,4 @@ def test_the_rail_offers_a_projects_older_sessions(claude):
             assert shown == ids  # the oldest 30 too, newest first
             expect(older).to_have_count(0)  # nothing older left
         finally:
-            browser.close()
+            context.close()

@@ -12,7 +12,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from hubproc import Hub, wait_for
+from hubproc import wait_for
 from transcripts import simple_session
 
 OLD = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -44,18 +44,6 @@ class World:
 @pytest.fixture(scope="module")
 def world(module_claude):
     return World(module_claude)
-
-
-@pytest.fixture(scope="module")
-def hub(world):
-    with Hub(world.claude) as h:
-        yield h
-
-
-@pytest.fixture
-def client(hub):
-    with hub.client() as c:
-        yield c
 
 
 def rows(client, **params) -> dict:

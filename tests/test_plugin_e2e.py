@@ -98,6 +98,16 @@ class World:
                             out.append(inner)
         return "\n".join(out)
 
+    def noted_session(self, name: str, prompt: str, summary: str, next_steps: str) -> tuple[str, dict]:
+        """A project with one `-p` session, noted from the CLI: (project, its row)."""
+        proj = self.project(name)
+        first = self.claude("-p", prompt, cwd=proj)
+        assert first.returncode == 0, first.stderr
+        (row,) = self.sandbox.sessions(proj)
+        noted = self.sandbox.run("mark", "note", row["id"], "--summary", summary, "--next", next_steps, "--project", proj)
+        assert noted.returncode == 0, noted.stderr
+        return proj, row
+
     def activity(self, project: str) -> list[dict]:
         path = Path(project, ".c3", "activity.jsonl")
         return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
@@ -150,14 +160,9 @@ def test_a_p_session_fires_the_plugins_hooks_and_calls_its_tools(world, module_c
     assert kinds.count(("session_start", row["id"])) == 1 and kinds.count(("session_end", row["id"])) == 1, kinds
 
 
-def test_continue_by_prefix_puts_the_note_next_steps_and_last_prompt_in_the_request(world, module_claude):
-    proj = world.project("continued")
-    first = world.claude("-p", "wire the billing webhook", cwd=proj)
-    assert first.returncode == 0, first.stderr
-    (row,) = module_claude.sessions(proj)
-    noted = module_claude.run("mark", "note", row["id"], "--summary", "webhook receives events",
-                              "--next", "verify the signature header", "--project", proj)
-    assert noted.returncode == 0, noted.stderr
+def test_continue_by_prefix_puts_the_note_next_steps_and_last_prompt_in_the_request(world):
+    proj, row = world.noted_session("continued", "wire the billing webhook", "webhook receives events",
+                                    "verify the signature header")
     world.log.write_text("")
     out = world.claude("-p", f"/mcp__{SERVER}__continue {row['id'][:8]}", cwd=proj)
     assert out.returncode == 0, out.stderr
@@ -167,14 +172,9 @@ def test_continue_by_prefix_puts_the_note_next_steps_and_last_prompt_in_the_requ
         assert needle in sent, needle
 
 
-def test_an_at_mention_in_the_interactive_cli_puts_the_brief_in_the_request(world, module_claude):
-    proj = world.project("mentioned")
-    first = world.claude("-p", "profile the slow importer", cwd=proj)
-    assert first.returncode == 0, first.stderr
-    (row,) = module_claude.sessions(proj)
-    noted = module_claude.run("mark", "note", row["id"], "--summary", "importer spends 80% in json",
-                              "--next", "try msgspec", "--project", proj)
-    assert noted.returncode == 0, noted.stderr
+def test_an_at_mention_in_the_interactive_cli_puts_the_brief_in_the_request(world):
+    proj, row = world.noted_session("mentioned", "profile the slow importer", "importer spends 80% in json",
+                                    "try msgspec")
     trust(world.sandbox.config, proj, world.env["ANTHROPIC_API_KEY"])
     world.log.write_text("")
     term = Terminal([claude_cli()], proj, world.env)

@@ -25,7 +25,7 @@ import msgspec
 from ..catalog.extract import epoch
 from ..catalog.scan import NEWEST
 from ..sessions.rows import Row
-from ..sessions.view import FILTERS, list_rows_sync
+from ..sessions.view import FILTERS, haystack, list_rows_sync
 
 __all__ = ("FILTERS", "MAX_PAGE", "SORTS", "Diff", "Query", "Table", "slim")
 
@@ -85,15 +85,6 @@ class Entry:
     mtime_ns: int  # ties of the times above go by the file's mtime, as every other listing orders
 
 
-def _hay(row: Row) -> str:
-    parts = [row.id, row.title, row.first_prompt or "", row.last_prompt or "", row.branch or ""]
-    if row.note is not None:
-        parts += [row.note.summary or "", row.note.next_steps or ""]
-    if row.stale is not None:
-        parts.append(row.stale.reason or "")
-    return "\n".join(parts).casefold()
-
-
 def _evidence(row: Row, newer_on_branch: bool) -> tuple[list[str], int]:
     why = list(row.hints)
     if newer_on_branch and row.branch:
@@ -125,7 +116,7 @@ def _entries(rows: list[Row]) -> list[Entry]:
         why, score = _evidence(r, newer and "likely" in filters)
         s["why"] = why if "likely" in filters else []
         act = epoch(r.last_activity or r.mtime) or r.mtime_ns / 1e9
-        out.append(Entry(s, _hay(r), frozenset(filters), act, epoch(r.created_at) or act, score, r.mtime_ns))
+        out.append(Entry(s, haystack(r), frozenset(filters), act, epoch(r.created_at) or act, score, r.mtime_ns))
     return out
 
 

@@ -49,6 +49,7 @@ __all__ = (
     "ProjectUsage",
     "extra_cwds",
     "filter_rows",
+    "haystack",
     "join_scan",
     "list_rows",
     "list_rows_sync",
@@ -313,11 +314,12 @@ def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = No
         rows = list(rows)
     if search:
         needle = search.casefold()
-        rows = [r for r in rows if needle in _haystack(r)]
+        rows = [r for r in rows if needle in haystack(r)]
     return rows
 
 
-def _haystack(row: Row) -> str:
+def haystack(row: Row) -> str:
+    """What a search of the listing looks in, casefolded: id, title, prompts, branch, note, stale reason."""
     parts = [row.id, row.title, row.first_prompt or "", row.last_prompt or "", row.branch or ""]
     if row.note is not None:
         parts += [row.note.summary or "", row.note.next_steps or ""]
