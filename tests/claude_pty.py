@@ -29,6 +29,10 @@ def trust(config: Path, project: str, api_key: str) -> None:
     path.write_text(json.dumps(data))
 
 
+def _squeeze(text: str) -> str:
+    return "".join(text.split())
+
+
 class Terminal:
     def __init__(self, argv: list[str], cwd: str, env: dict[str, str], rows: int = 50, cols: int = 160) -> None:
         self.pid, self.fd = pty.fork()
@@ -56,8 +60,11 @@ class Terminal:
         return _ESCAPES.sub(b"", self.raw).decode("utf-8", "replace")
 
     def wait_for(self, needle: str, timeout: float = 30.0) -> str:
+        """Wait until ``needle`` is drawn. Spaces are ignored on both sides: the CLI may draw a
+        gap as a cursor move rather than as spaces, depending on what was on the screen before."""
         end = time.monotonic() + timeout
-        while needle not in self.text():
+        squeezed = _squeeze(needle)
+        while squeezed not in _squeeze(self.text()):
             assert time.monotonic() < end, f"{needle!r} never drawn; the end of the screen: {self.text()[-1500:]!r}"
             self.pump(0.1)
         return self.text()
