@@ -56,6 +56,11 @@ def page(browser, hub):
 
 
 def shown(pg) -> list[str]:
+    """The rows the page has loaded, in order (it draws only those in and near the window)."""
+    return pg.evaluate("list.rows.map(r => r.id)")
+
+
+def drawn(pg) -> list[str]:
     return pg.eval_on_selector_all("#rows li", "els => els.map(e => e.dataset.id)")
 
 
@@ -67,15 +72,48 @@ def scroll_to_end(pg, want: int) -> None:
         pg.wait_for_timeout(50)
 
 
+def scroll_to_row(pg, sid: str) -> None:
+    """Scroll from the top down, as a user does, until the row is drawn and in view."""
+    pg.evaluate("window.scrollTo(0, 0)")
+    li = pg.locator(f'#rows li[data-id="{sid}"]')
+    deadline = time.monotonic() + 60
+    while not (li.count() and li.evaluate("e => { const r = e.getBoundingClientRect(); return r.top > 120 && r.bottom < innerHeight; }")):
+        assert time.monotonic() < deadline
+        pg.mouse.wheel(0, 300)
+        pg.wait_for_timeout(30)
+
+
 def test_the_list_pages_as_one_and_counts_n_of_m(page, world):
     expect(page.locator("#progress")).to_have_text(f"{TOTAL} sessions", timeout=WAIT_MS)
     assert len(shown(page)) == 100  # one page first
     scroll_to_end(page, TOTAL)
     ids = shown(page)
     assert len(ids) == len(set(ids)) == TOTAL and ids == world.ids  # newest first, each once
+    page.mouse.wheel(0, 100_000)  # to the very end
+    page.wait_for_timeout(300)
+    window = drawn(page)  # only the rows in and near the view are in the document, in order
+    assert 10 < len(window) < 100 and window == ids[-len(window):], window
+    expect(page.locator(f'#rows li[data-id="{ids[-1]}"]')).to_be_in_viewport()
     page.fill("#search", "parsers")
     expect(page.locator("#progress")).to_have_text(f"90 of {TOTAL} sessions", timeout=WAIT_MS)
-    expect(page.locator("#rows li")).to_have_count(90)
+    page.wait_for_function("list.rows.length === 90", timeout=WAIT_MS)
+    expect(page.locator("#rows li").first).to_have_attribute("data-id", world.ids[0])  # the new view from its top
+    expect(page.locator("#rows li").first).to_be_in_viewport()
+
+
+def test_an_open_row_keeps_what_is_typed_when_scrolled_away_and_back(page, world):
+    first = page.locator(f'#rows li[data-id="{world.ids[0]}"]')
+    first.locator(".title").click()
+    summary = first.get_by_label("note summary")
+    expect(summary).to_be_visible(timeout=WAIT_MS)
+    summary.fill("still here")
+    scroll_to_end(page, 300)
+    page.wait_for_timeout(200)
+    assert world.ids[0] not in drawn(page)  # scrolled out of the window: not in the document
+    page.evaluate("window.scrollTo(0, 0)")
+    expect(summary).to_be_visible(timeout=WAIT_MS)
+    assert summary.input_value() == "still here"
+    assert drawn(page)[0] == world.ids[0]
 
 
 def test_column_headers_sort_and_say_so(page, world):
@@ -119,7 +157,7 @@ def test_a_row_changes_in_place_and_the_page_keeps_its_place(page, world, module
     target_index = 150
     target = world.ids[target_index]
     li = page.locator(f'#rows li[data-id="{target}"]')
-    li.scroll_into_view_if_needed()
+    scroll_to_row(page, world.ids[148])
     open_one = page.locator(f'#rows li[data-id="{world.ids[148]}"]')
     open_one.locator(".title").click()
     summary = open_one.get_by_label("note summary")

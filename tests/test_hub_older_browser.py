@@ -35,11 +35,11 @@ def test_the_rail_offers_a_projects_older_sessions(claude, browser):
             older.click()
             expect(pg.locator("#progress")).to_have_text("230 sessions", timeout=WAIT_MS)
             deadline = time.monotonic() + 30
-            while pg.locator("#rows li").count() < 230:
+            while pg.evaluate("list.rows.length") < 230:
                 assert time.monotonic() < deadline
                 pg.mouse.wheel(0, 4000)
                 pg.wait_for_timeout(50)
-            shown = pg.eval_on_selector_all("#rows li", "els => els.map(e => e.dataset.id)")
+            shown = pg.evaluate("list.rows.map(r => r.id)")  # the rows loaded (those in view are drawn)
             assert shown == ids  # the oldest 30 too, newest first
             expect(older).to_have_count(0)  # nothing older left
         finally:

@@ -43,6 +43,11 @@ function age(iso) {
 }
 
 
+// One formatter for every figure: toLocaleString with a locale builds a new one each call,
+// which costs a frame when a scroll draws fifty rows.
+const NUMBER = new Intl.NumberFormat("en-US");
+function num(n) { return NUMBER.format(n); }
+
 // Tokens and cost, as the accountant last wrote them (null: not accounted yet).
 function compact(n) {
   for (const [unit, size] of [["B", 1e9], ["M", 1e6], ["k", 1e3]]) {
@@ -57,14 +62,14 @@ function bytes(n) {
 function usd(c) {
   if (!c) return "$0.00";
   if (c < 0.005) return "<$0.01";
-  return c >= 1000 ? `$${Math.round(c).toLocaleString("en-US")}` : `$${c.toFixed(2)}`;
+  return c >= 1000 ? `$${num(Math.round(c))}` : `$${c.toFixed(2)}`;
 }
 function usageFigure(tokens, cost) {
   return tokens ? `${compact(tokens.total)} tok · ${usd(cost)}${tokens.unpriced.length ? "+" : ""}` : "";
 }
 function usageBreakdown(tokens, cost) {
   if (!tokens) return "tokens: not accounted yet";
-  const n = (x) => x.toLocaleString("en-US");
+  const n = num;
   let text = `input ${n(tokens.input)} · output ${n(tokens.output)} · cache write ${n(tokens.cache_write)} · ` +
     `cache read ${n(tokens.cache_read)} · total ${n(tokens.total)} tokens · cost ${usd(cost)}`;
   if (tokens.unpriced.length) text += ` (without ${tokens.unpriced.join(", ")}: no price known)`;
@@ -114,13 +119,25 @@ function choose(project) { state.project = project; list.depth = 0; state.open.c
 
 // ---------------------------------------------------------------- the listing
 // One request per page to /api/rows (filtered, searched and sorted by the Hub, over every
-// project at once). Pages are appended as the list scrolls, so it reads as one list; each row
-// is a node that stays while the list does, so an open row, the focus and the scroll position
-// survive live updates, which come by row from the event stream.
+// project at once). Pages are appended as the list scrolls, so it reads as one list. Only the
+// rows in and near the window are in the document (a windowed list): the others are data with
+// a measured (or estimated) height, stood for by the list's padding, so a frame costs the rows
+// it shows however long the list is. Live updates come by row from the event stream and are
+// applied in place; an open row keeps its node (and what is typed in it) while out of view.
 
 const PAGE_ROWS = 100;
-const list = { gen: 0, next: 0, total: 0, everything: 0, counts: {}, projects: [], ids: new Map(), loadingMore: false,
-               depth: 0, cache: new Map() };
+const OVERSCAN_PX = 700;  // drawn above and below the window, so a scroll shows rows already laid out
+const list = { gen: 0, next: 0, total: 0, everything: 0, counts: {}, projects: [], loadingMore: false, depth: 0, cache: new Map(),
+               rows: [],            // every row loaded, in order
+               ids: new Map(),      // id -> its index in rows
+               nodes: new Map(),    // id -> its <li>, for the rows drawn
+               kept: new Map(),     // id -> <li> of an open row, kept while it is out of the window
+               heights: [],         // measured height per index (undefined: not drawn yet)
+               tops: null,          // prefix sums of the heights (null: to be summed again)
+               guess: 46, measured: 0, measuredSum: 0,
+               first: 0, last: 0,   // the drawn rows: [first, last)
+               focused: null, key: null,
+               pool: [], drawnAt: 0, settle: 0 };     // the id of the row last focused, to give it the focus back when it is drawn again
 
 function queryParams(cursor, limit = PAGE_ROWS) {
   const p = new URLSearchParams({ filter: state.filter, cursor: String(cursor), limit: String(limit) });
@@ -140,14 +157,14 @@ function newRow(row) {
 
 function showCount() {
   const n = list.total, m = list.everything;
-  $("#progress").textContent = n === m ? plural(n, "session") : `${n.toLocaleString("en-US")} of ${plural(m, "session")}`;
+  $("#progress").textContent = n === m ? plural(n, "session") : `${num(n)} of ${plural(m, "session")}`;
   $("#empty").hidden = n > 0;
   for (const b of document.querySelectorAll("#filters button")) {
     if (b.dataset.filter === "expiring") continue;  // it has its own badge
     const c = list.counts[b.dataset.filter];
     let badge = $(".filter-n", b);  // beside the name, not in it: a button's name stays what it does
     if (!badge) { badge = el("span", { class: "filter-n", "aria-hidden": "true" }); b.append(badge); }
-    badge.textContent = c == null ? "" : ` ${c.toLocaleString("en-US")}`;
+    badge.textContent = c == null ? "" : ` ${num(c)}`;
   }
   const exp = list.counts.expiring || 0, badge = $("#expiring-count");
   badge.textContent = exp ? String(exp) : ""; badge.hidden = !exp;
@@ -166,30 +183,123 @@ function take(data) {
   list.everything = scope.reduce((n, p) => n + p.listed, 0);
 }
 
-// Rows go into the list 25 at a time, each 25 a <ul class="page"> of its own: a frame adds one,
-// and the browser lays out and paints only the pages in view (content-visibility), so a long list,
-// or a fast scroll through it, costs a page a frame.
-const CHUNK = 25;
-function pageOf(rows, reuse = new Map()) {
-  const ul = el("ul", { class: "page" });
-  for (const row of rows) {
-    if (list.ids.has(row.id)) continue;
-    state.rows.set(row.id, row);
-    let li = reuse.get(row.id);
-    if (li) fillRow(li, row);
-    else li = newRow(row);
-    list.ids.set(row.id, li);
-    ul.append(li);
-  }
-  return ul;
+// ------------------------------------------------ the rows loaded, and the window drawn of them
+
+function reindex() {
+  list.ids = new Map(list.rows.map((row, i) => [row.id, i]));
+  list.tops = null;
 }
 
-async function append(rows, gen) {
-  for (let at = 0; at < rows.length; at += CHUNK) {
-    if (at) await new Promise(r => requestAnimationFrame(r));
-    if (gen !== list.gen) return;
-    $("#rows").append(pageOf(rows.slice(at, at + CHUNK)));
+function addRows(rows) {
+  for (const row of rows) {
+    if (list.ids.has(row.id)) continue;
+    list.ids.set(row.id, list.rows.length);
+    list.rows.push(row);
+    state.rows.set(row.id, row);
   }
+  list.tops = null;
+}
+
+function tops() {
+  if (!list.tops) {
+    const n = list.rows.length, t = new Float64Array(n + 1);
+    for (let i = 0; i < n; i++) t[i + 1] = t[i] + (list.heights[i] ?? list.guess);
+    list.tops = t;
+  }
+  return list.tops;
+}
+
+// The first index whose row ends below y (the list's own coordinates).
+function indexAt(y) {
+  const t = tops();
+  let lo = 0, hi = list.rows.length;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (t[mid + 1] <= y) lo = mid + 1; else hi = mid; }
+  return lo;
+}
+
+// A row's node: its own while drawn or open, else one that left the window (refilled), else new.
+function nodeFor(row) {
+  let li = list.nodes.get(row.id) || list.kept.get(row.id);
+  if (li) return li;
+  li = list.pool.pop();
+  if (!li) return newRow(row);
+  const detail = $(".detail", li);
+  if (!detail.hidden) { detail.hidden = true; detail.replaceChildren(); }
+  fillRow(li, row);
+  return li;
+}
+
+// Draw the rows in and near the window: the nodes that left it go (an open row's is kept for
+// later), the ones that came are put in order, then the drawn rows are measured and the
+// padding that stands for the rest is set from the heights.
+function draw() {
+  const box = $("#rows");
+  if (!box.offsetParent) return;  // hidden (the search in conversations is shown): nothing to measure
+  const n = list.rows.length;
+  const origin = box.getBoundingClientRect().top + scrollY;  // the list's y = 0, on the page
+  // a fast scroll (more than a window since the last frame) draws only what is in view, and
+  // the margins once it slows: the rows a frame fills are the rows it shows
+  const fast = Math.abs(scrollY - list.drawnAt) > innerHeight;
+  list.drawnAt = scrollY;
+  clearTimeout(list.settle);
+  if (fast) list.settle = setTimeout(queueDraw, 150);
+  const margin = fast ? 0 : OVERSCAN_PX;
+  const from = Math.max(0, scrollY - origin - margin), to = scrollY - origin + innerHeight + margin;
+  const first = Math.min(indexAt(from), n), last = Math.max(first, Math.min(n, indexAt(to) + 1));
+  const want = [];
+  const nodes = new Map();
+  for (let i = first; i < last; i++) {
+    const row = list.rows[i], li = nodeFor(row);
+    li.setAttribute("aria-posinset", String(i + 1));
+    li.setAttribute("aria-setsize", String(list.total));
+    nodes.set(row.id, li);
+    want.push(li);
+  }
+  for (const [id, li] of list.nodes) {
+    if (nodes.has(id)) continue;
+    li.remove();
+    if (state.open.has(id)) list.kept.set(id, li);
+    else if (list.pool.length < 200 && !li.contains(document.activeElement)) list.pool.push(li);
+  }
+  for (const id of nodes.keys()) list.kept.delete(id);
+  let at = box.firstElementChild;
+  for (const li of want) {
+    if (li === at) at = at.nextElementSibling;
+    else box.insertBefore(li, at);
+  }
+  while (at) { const next = at.nextElementSibling; at.remove(); at = next; }
+  list.nodes = nodes; list.first = first; list.last = last;
+  // measure what is drawn; a row above the window that turns out taller or shorter moves the
+  // page by as much, so the rows in view stay where they were
+  const t = tops();
+  const viewTop = scrollY - origin;
+  let shift = 0, changed = false;
+  for (let i = first; i < last; i++) {
+    const h = want[i - first].offsetHeight, old = list.heights[i];
+    if (h === old) continue;
+    if (old === undefined) { list.measured++; list.measuredSum += h; }
+    else list.measuredSum += h - old;
+    if (t[i + 1] <= viewTop) shift += h - (old ?? list.guess);
+    list.heights[i] = h;
+    changed = true;
+  }
+  if (changed) { list.guess = list.measuredSum / list.measured; list.tops = null; }
+  const s = tops();
+  box.style.paddingTop = `${s[first]}px`;
+  box.style.paddingBottom = `${s[n] - s[last]}px`;
+  if (shift) window.scrollBy(0, shift);
+  if (list.focused && document.activeElement === document.body) {  // the focused row came back into the window
+    const li = nodes.get(list.focused);
+    if (li) $(".title", li).focus({ preventScroll: true });
+  }
+  maybeMore();
+}
+
+let drawQueued = false;
+function queueDraw() {
+  if (drawQueued) return;
+  drawQueued = true;
+  requestAnimationFrame(() => { drawQueued = false; draw(); });
 }
 
 async function load() {
@@ -207,19 +317,32 @@ async function load() {
   loadProjects().then(() => { if (gen === list.gen) renderRail(); });
 }
 
+// A new first page (another filter, search, sort or project): the list starts again from it.
+// The nodes of rows on it are reused, so an open row stays open.
 function paint(data, gen) {
   if (gen !== list.gen) return;
+  const key = queryParams(0).toString();
+  if (key !== list.key) {  // another view: from its top (a live update of this one keeps the place)
+    list.key = key;
+    const top = $("#rows").getBoundingClientRect().top + scrollY - $("#columns").getBoundingClientRect().height;
+    if (scrollY > top) window.scrollTo(0, Math.max(0, top - $("header").offsetHeight));
+  }
   take(data);
-  const keep = new Map();  // rows shown before that are still on this first page keep their node (an open detail stays)
-  for (const row of data.rows) { const li = list.ids.get(row.id); if (li) keep.set(row.id, li); }
-  list.ids = new Map();
-  state.rows = new Map();
-  const pages = [];
-  for (let at = 0; at < data.rows.length; at += CHUNK) pages.push(pageOf(data.rows.slice(at, at + CHUNK), keep));
-  $("#rows").replaceChildren(...pages);
+  const reuse = new Map([...list.kept, ...list.nodes]);
+  list.rows = []; list.ids = new Map(); list.heights = []; state.rows = new Map();
+  addRows(data.rows);
+  list.nodes = new Map(); list.kept = new Map();
+  for (const row of data.rows) {
+    const li = reuse.get(row.id);
+    if (!li) continue;
+    fillRow(li, row);
+    if (li.isConnected) list.nodes.set(row.id, li);
+    else if (state.open.has(row.id)) list.kept.set(row.id, li);
+  }
+  for (const [id, li] of reuse) if (!list.nodes.has(id)) li.remove();
+  draw();
   showCount();
   renderRail();
-  maybeMore();
 }
 
 async function loadProjects() {
@@ -234,52 +357,58 @@ async function more() {
     const data = await api(`/api/rows?${queryParams(list.next)}`);
     if (gen !== list.gen) return;
     take(data);
+    addRows(data.rows);
     showCount();
-    await append(data.rows, gen);
   } catch (e) { $("#progress").textContent = e.message; return; }
   finally { list.loadingMore = false; }
-  maybeMore();
+  draw();
 }
 
-// More rows when the end of the list is near: after a page, after a new first page, on scroll
-// (an observer alone misses a sentinel that stays in view while pages arrive).
-let moreQueued = false;
+// More rows when the end of what is loaded comes near the window.
 function maybeMore() {
-  if (moreQueued) return;
-  moreQueued = true;
-  requestAnimationFrame(() => {
-    moreQueued = false;
-    if (list.next != null && !list.loadingMore && $("#more").getBoundingClientRect().top < innerHeight + 1200) more();
-  });
+  if (list.next != null && !list.loadingMore && list.last >= list.rows.length - 20) more();
 }
 
-// A change from the event stream: the rows it names are updated in place where shown; the
+// A change from the event stream: the rows it names are updated in place (drawn or not); the
 // counts are asked again; new rows at the top of a newest-first list are put there.
 async function applyChange(change) {
   if (change.rows === null) { load(); return; }
   for (const row of change.rows) {
-    const li = list.ids.get(row.id);
-    if (li) { state.rows.set(row.id, row); fillRow(li, row); }
+    const i = list.ids.get(row.id);
+    if (i === undefined) continue;
+    list.rows[i] = row;
+    state.rows.set(row.id, row);
+    const li = list.nodes.get(row.id) || list.kept.get(row.id);
+    if (li) fillRow(li, row);
   }
-  for (const id of change.removed || []) { const li = list.ids.get(id); if (li) { li.remove(); list.ids.delete(id); state.rows.delete(id); } }
+  const removed = new Set((change.removed || []).filter(id => list.ids.has(id)));
+  if (removed.size) {
+    const heights = list.heights;
+    const keep = list.rows.map((row, i) => [row, heights[i]]).filter(([row]) => !removed.has(row.id));
+    list.rows = keep.map(([row]) => row); list.heights = keep.map(([, h]) => h);
+    for (const id of removed) { state.rows.delete(id); list.kept.delete(id); state.open.delete(id); }
+    reindex();
+  }
   const gen = list.gen;
   let data;
-  try { data = await api(`/api/rows?${queryParams(0, 50)}`); } catch (e) { return; }
+  try { data = await api(`/api/rows?${queryParams(0, 50)}`); } catch (e) { draw(); return; }
   if (gen !== list.gen) return;
   const before = list.total;
   take(data);
-  if (list.next !== null) list.next = Math.max(list.next, list.ids.size);
+  if (list.next !== null) list.next = Math.max(list.next, list.rows.length);
   const newest = list.sort === "activity" && list.order === "desc";
   const fresh = data.rows.filter(r => !list.ids.has(r.id));
   if (newest && fresh.length && fresh.length <= data.total - before + fresh.length) {
-    let ul = $("#rows > .page");
-    if (!ul) { ul = el("ul", { class: "page" }); $("#rows").append(ul); }
-    const frag = document.createDocumentFragment();
-    for (const row of fresh) { state.rows.set(row.id, row); const li = newRow(row); list.ids.set(row.id, li); frag.append(li); }
-    const y = window.scrollY, top = ul.firstElementChild ? ul.firstElementChild.getBoundingClientRect().top : 0;
-    ul.prepend(frag);
-    if (y > 0 && ul.children[fresh.length]) window.scrollBy(0, ul.children[fresh.length].getBoundingClientRect().top - top);
+    // above the window when the page is scrolled: the page moves down by their (estimated)
+    // height, so what is in view stays; draw corrects the estimate when they are measured
+    const y = scrollY;
+    list.rows.unshift(...fresh);
+    list.heights.unshift(...fresh.map(() => undefined));
+    for (const row of fresh) state.rows.set(row.id, row);
+    reindex();
+    if (y > 0) window.scrollBy(0, fresh.length * list.guess);
   }
+  draw();
   showCount();
   renderRail();
 }
@@ -290,29 +419,43 @@ function sortBy(key) {
   load();
 }
 
+// Bring row i into the window (drawn, in view below the sticky header) and return its node.
+function reveal(i, block = "nearest") {
+  const box = $("#rows"), t = tops();
+  const origin = box.getBoundingClientRect().top + scrollY;
+  const head = $("#columns").getBoundingClientRect().bottom;
+  const top = origin + t[i], bottom = origin + t[i + 1];
+  if (block === "center") window.scrollTo(0, top - innerHeight / 2);
+  else if (top < scrollY + head) window.scrollTo(0, top - head);
+  else if (bottom > scrollY + innerHeight) window.scrollTo(0, bottom - innerHeight);
+  draw();
+  return list.nodes.get(list.rows[i].id);
+}
+
 // Keyboard: j/k or the arrows move between rows, Enter opens one, / searches, c copies its resume command.
 function rowOf(node) { return node && node.closest ? node.closest("#rows li.row") : null; }
-function nextRow(li) { return li.nextElementSibling || (li.parentElement.nextElementSibling || {}).firstElementChild || null; }
-function prevRow(li) { return li.previousElementSibling || (li.parentElement.previousElementSibling || {}).lastElementChild || null; }
-function focusRow(li) { if (li) { $(".title", li).focus(); li.scrollIntoView({ block: "nearest" }); } }
+function focusRow(i) {
+  if (i < 0 || i >= list.rows.length) return;
+  const li = reveal(i);
+  if (li) { list.focused = list.rows[i].id; $(".title", li).focus({ preventScroll: true }); }
+}
 function onKey(e) {
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
   if (e.key === "/" && !typing) { e.preventDefault(); $("#search").focus(); $("#search").select(); return; }
   if (e.key === "Escape" && typing) { document.activeElement.blur(); return; }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
-  const here = rowOf(document.activeElement);
+  const li = rowOf(document.activeElement);
+  const id = li ? li.dataset.id : list.focused;
+  const here = id != null && list.ids.has(id) ? list.ids.get(id) : -1;
   if (e.key === "j" || e.key === "ArrowDown") {
     e.preventDefault();
-    const next = here ? nextRow(here) : $("#rows li.row");
-    if (next) focusRow(next);
-    if (!next || !nextRow(next)) more();
+    focusRow(here + 1);
+    if (here + 2 >= list.rows.length) more();
   } else if (e.key === "k" || e.key === "ArrowUp") {
     e.preventDefault();
-    const prev = here && prevRow(here);
-    if (prev) focusRow(prev);
-  } else if (e.key === "c" && here) {
-    const row = state.rows.get(here.dataset.id);
-    if (row) copyText(row.resume);
+    if (here > 0) focusRow(here - 1);
+  } else if (e.key === "c" && here >= 0) {
+    copyText(list.rows[here].resume);
   }
 }
 async function copyText(text) {
@@ -349,40 +492,48 @@ function rowChips(row) {
   return out;
 }
 
+// A row node's parts, found once: a scroll fills fifty rows a frame.
+const PARTS = ["dot", "title", "live-pill", "branch", "project", "chips", "counts", "tokens", "cost", "size", "age", "resume"];
+function parts(li) {
+  if (!li._parts) li._parts = Object.fromEntries(PARTS.map(name => [name, $(`.${name}`, li)]));
+  return li._parts;
+}
+
 function fillRow(li, row) {
+  const p = parts(li);
   li.dataset.id = row.id;
   li.dataset.project = row.project;
   li.classList.toggle("live", !!row.live);
   li.classList.toggle("stale", !!row.stale);
-  $(".dot", li).title = row.live ? "live" : "not live";
-  const title = $(".title", li);
+  p.dot.title = row.live ? "live" : "not live";
+  const title = p.title;
   title.textContent = row.title;
   title.title = row.id;
   title.onclick = () => toggle(li, row);
-  const pill = $(".live-pill", li);
+  const pill = p["live-pill"];
   pill.hidden = !row.live;
   pill.textContent = row.mcp_count > 1 ? `LIVE MCP×${row.mcp_count}` : "LIVE";
-  $(".branch", li).textContent = row.branch || "";
-  $(".branch", li).hidden = !row.branch;
-  $(".branch", li).title = row.branch || "";
-  $(".project", li).textContent = state.project ? "" : row.project.split("/").pop();
-  $(".chips", li).replaceChildren(...rowChips(row));
+  p.branch.textContent = row.branch || "";
+  p.branch.hidden = !row.branch;
+  p.branch.title = row.branch || "";
+  p.project.textContent = state.project ? "" : row.project.split("/").pop();
+  p.chips.replaceChildren(...rowChips(row));
   const l = row.links || {};
   const nt = Array.isArray(l.tasks) ? l.tasks.length : l.tasks || 0, nd = Array.isArray(l.decisions) ? l.decisions.length : l.decisions || 0;
   const counts = [];
   if (nt) counts.push(`${nt} task${nt > 1 ? "s" : ""}`);
   if (nd) counts.push(`${nd} decision${nd > 1 ? "s" : ""}`);
   if (l.snapshot) counts.push("snapshot");
-  $(".counts", li).textContent = counts.join(" · ");
+  p.counts.textContent = counts.join(" · ");
   const t = row.tokens, breakdown = usageBreakdown(t, row.cost_usd);
-  $(".tokens", li).textContent = t ? compact(t.total) : "";
-  $(".cost", li).textContent = t ? `${usd(row.cost_usd)}${t.unpriced.length ? "+" : ""}` : "";
-  $(".tokens", li).title = $(".cost", li).title = breakdown;
-  $(".size", li).textContent = bytes(row.size);
-  $(".size", li).title = `${(row.size || 0).toLocaleString("en-US")} bytes of transcript`;
-  $(".age", li).textContent = age(row.last_activity || row.mtime);
-  $(".age", li).title = `last activity ${row.last_activity || ""}${row.created_at ? `; created ${row.created_at}` : ""}`;
-  $(".resume", li).onclick = () => showResume(li, row);
+  p.tokens.textContent = t ? compact(t.total) : "";
+  p.cost.textContent = t ? `${usd(row.cost_usd)}${t.unpriced.length ? "+" : ""}` : "";
+  p.tokens.title = p.cost.title = breakdown;
+  p.size.textContent = bytes(row.size);
+  p.size.title = `${num(row.size || 0)} bytes of transcript`;
+  p.age.textContent = age(row.last_activity || row.mtime);
+  p.age.title = `last activity ${row.last_activity || ""}${row.created_at ? `; created ${row.created_at}` : ""}`;
+  p.resume.onclick = () => showResume(li, row);
   if (state.open.has(row.id) && $(".detail", li).hidden) openDetail(li, row);
 }
 
@@ -454,9 +605,10 @@ function detailNodes(d, li) {
 }
 
 function jump(id) {
-  const li = list.ids.get(id);
-  if (!li) { flash(null, `session ${id.slice(0, 8)} is not among the rows shown (search for it)`); return; }
-  if (li) { li.scrollIntoView({ block: "center" }); const row = state.rows.get(id); if (row && $(".detail", li).hidden) toggle(li, row); }
+  const i = list.ids.get(id);
+  if (i === undefined) { flash(null, `session ${id.slice(0, 8)} is not among the rows shown (search for it)`); return; }
+  const li = reveal(i, "center"), row = list.rows[i];
+  if (li && $(".detail", li).hidden) toggle(li, row);
 }
 
 function field(label, input) { return el("label", { class: "field" }, el("span", { text: label }), input); }
@@ -698,7 +850,7 @@ async function openConversation(project, sid, { at, agent, words } = {}) {
       box.scrollIntoView({ block: "nearest" });
     }
   }
-  const shownRow = list.ids.get(sid);
+  const shownRow = !box && state.mode !== "text" && list.ids.has(sid) ? reveal(list.ids.get(sid)) : null;
   const li = box || state.mode === "text" || !shownRow || (project && shownRow.dataset.project !== project) ? null : shownRow;
   const row = state.rows.get(sid);
   if (li && row) {
@@ -728,7 +880,7 @@ window.openConversation = openConversation;
 const SEARCH_LIMIT = 20, SEARCH_MORE = 50;  // results asked for; "show more" asks for the API's most
 const search = { gen: 0, ctrl: null, poll: 0, limit: SEARCH_LIMIT };
 
-function plural(n, one, many = one + "s") { return `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`; }
+function plural(n, one, many = one + "s") { return `${num(n)} ${n === 1 ? one : many}`; }
 function when(ts) { return ts ? new Date(ts * 1000).toLocaleString() : ""; }
 function note(sel, text) { const n = $(sel); n.textContent = text || ""; n.hidden = !text; }
 
@@ -797,7 +949,7 @@ function showIndexing(s) {
 function showResults(data) {
   const n = data.results.length;
   // the header's count follows the mode: here, the sessions whose conversations match
-  $("#progress").textContent = `${data.total.toLocaleString("en-US")} of ${plural(list.everything, "session")} (conversations)`;
+  $("#progress").textContent = `${num(data.total)} of ${plural(list.everything, "session")} (conversations)`;
   const summary = $("#search-summary");
   summary.textContent = !n ? "No session matches." : data.total > n ? `${plural(data.total, "session")} match, showing ${n}`
     : `${plural(n, "session")} ${n === 1 ? "matches" : "match"}`;
@@ -915,9 +1067,11 @@ document.addEventListener("DOMContentLoaded", () => {
   document.addEventListener("keydown", onKey);
   const header = $("header");
   new ResizeObserver(() => document.documentElement.style.setProperty("--header-h", `${header.offsetHeight}px`)).observe(header);
-  // More rows as the end of the list comes near: the list reads as one.
-  window.addEventListener("scroll", maybeMore, { passive: true });
-  window.addEventListener("resize", maybeMore, { passive: true });
+  // The window of rows follows the scroll; more rows as the end of those loaded comes near.
+  window.addEventListener("scroll", queueDraw, { passive: true });
+  window.addEventListener("resize", queueDraw, { passive: true });
+  new ResizeObserver(queueDraw).observe($("#rows"));  // a row opened or closed: measured again
+  $("#rows").addEventListener("focusin", (e) => { const li = rowOf(e.target); if (li) list.focused = li.dataset.id; });
   load().then(() => {  // the change stream once the first rows are up
     const events = new EventSource("/api/events");
     events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
