@@ -119,7 +119,12 @@ def print_table(rows, show_project: bool) -> None:
             line += f"{_clip(proj or '', proj_w):{proj_w}}  "
         text = inert_line(title)
         if row.live:
-            text = f"[LIVE{'' if row.mcp_count < 2 else f' MCP×{row.mcp_count}'}] {text}"
+            state = ""
+            if row.state == "waiting":
+                state = f" WAITING {age(row.state_since, now)}" if row.state_since else " WAITING"
+            elif row.state:
+                state = f" {row.state}"
+            text = f"[LIVE{'' if row.mcp_count < 2 else f' MCP×{row.mcp_count}'}{state}] {text}"
         if row.archived:
             text = f"[archived] {text}"
         if row.stale is not None:
@@ -356,22 +361,21 @@ def cmd_mark(args: argparse.Namespace) -> int:
 
 
 def cmd_live(args: argparse.Namespace) -> int:
-    project = _projects(args)[0]
+    from .sessions.board import board
+
+    project = _projects(argparse.Namespace(project=args.project))[0]
+    rows = board(project, everywhere=args.all)
     if args.json:
         import msgspec
 
-        from .live.reader import live_sessions
-
-        entries = sorted(live_sessions(project).values(), key=lambda e: (e.source, str(e.host_session_id)))
-        _write_json(msgspec.json.encode(entries))
+        _write_json(msgspec.json.encode(rows))
         return 0
-    from .status import live_lines
+    if not rows:
+        _err(f"no live sessions {'in any project' if args.all else f'in {project}'}")
+        return 0
+    from .status import live_table
 
-    lines = live_lines(project)  # inert already, one line each
-    if not lines:
-        _err(f"no live sessions in {project}")
-    for line in lines:
-        print(inert_line(line))
+    sys.stdout.write(live_table(rows, show_project=args.all) + "\n")
     return 0
 
 
@@ -632,9 +636,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--filter",
-        choices=("all", "likely", "stale", "live", "expiring"),
+        choices=(
+            "all",
+            "likely",
+            "stale",
+            "live",
+            "waiting",
+            "expiring",
+        ),  # sessions.view.FILTERS (not imported: start-up)
         default="all",
-        help="likely: unmarked rows with at least one hint (default: all)",
+        help="likely: unmarked rows with at least one hint; waiting: live and waiting for you (default: all)",
     )
     p.add_argument("--search", type=_text, metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT")
     p.set_defaults(func=cmd_sessions)
@@ -734,8 +745,14 @@ def build_parser() -> argparse.ArgumentParser:
         tk.add_argument(flag, type=_text, help=text)
     tk.set_defaults(func=cmd_tasks)
 
-    lv = sub.add_parser("live", help="the project's live sessions and their MCP processes")
+    lv = sub.add_parser(
+        "live",
+        help="the live sessions (busy, idle or waiting for you), waiting first",
+        description="The sessions running now, waiting for you first (the longest waiting first). "
+        "Example: c3async live --all",
+    )
     _project_and_json(lv, "print JSON")
+    lv.add_argument("--all", action="store_true", help="every project, registered or where a claude runs now")
     lv.set_defaults(func=cmd_live)
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")

@@ -6,12 +6,15 @@ file (ids, titles, model names, IDE names) is made inert (:func:`c3async.term.in
 
 from __future__ import annotations
 
+import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from .errors import BadArgument
 from .term import inert_line
 
 if TYPE_CHECKING:
+    from .sessions.board import LiveRow
     from .usage.account import SessionTotals
 
 __all__ = ("VIEWS", "run")
@@ -58,20 +61,41 @@ def format_table(rows: list[SessionTotals]) -> str:
     return "\n".join(lines)
 
 
-def live_lines(project: str) -> list[str]:
-    """One line per live host session: its MCP processes and IDEs, or the log it was read from."""
-    from .live.reader import live_sessions
+def live_table(rows: list[LiveRow], *, show_project: bool = False, now: float | None = None) -> str:
+    """The live board as text: waiting first with how long, the state, id, project, title, and
+    how it is known (MCP servers and IDEs, or the registry or activity log)."""
+    from .sessions.rows import age
 
+    now = time.time() if now is None else now
     lines = []
-    for e in sorted(live_sessions(project).values(), key=lambda e: str(e.host_session_id)):
-        ides = ", ".join(inert_line(str(ide)) for ide in sorted(set(e.ides), key=str))
-        how = f"MCP×{e.mcp_count} ({ides}) pids {inert_line(str(e.pids))}" if e.mcp_count else "from the activity log"
-        lines.append(f"{inert_line(str(e.host_session_id or '(unknown host session)'))}  {how}")
-    return lines
+    for r in rows:
+        since = age(r.state_since, now) if r.state_since else ""
+        state = f"{r.state or 'live'} {since}".strip()
+        title = inert_line(r.title) if r.title else "(no transcript yet)"
+        parts = [f"{state:<12}", inert_line(r.id)]
+        if show_project:
+            parts.append(inert_line(os.path.basename(r.project) or r.project))
+        parts.append(title)
+        how = (
+            f"MCP×{r.mcp_count} ({', '.join(inert_line(i) for i in r.ides)})" if r.mcp_count else f"from the {r.source}"
+        )
+        if r.waiting_for:
+            how += f"; waiting for: {inert_line(r.waiting_for)}"
+        lines.append("  ".join(parts) + f"  [{how}]")
+    return "\n".join(lines)
 
 
 def live_view(project: str) -> str:
-    return "\n".join(live_lines(project)) or "no live sessions in this project"
+    """This project's live sessions, then those waiting for the user in other projects."""
+    from .sessions.board import board
+
+    rows = board(project, everywhere=True)
+    here = [r for r in rows if r.project == project]
+    waiting = [r for r in rows if r.project != project and r.state == "waiting"]
+    text = live_table(here) if here else "no live sessions in this project"
+    if waiting:
+        text += "\n\nwaiting for you in other projects:\n" + live_table(waiting, show_project=True)
+    return text
 
 
 def run(project: str, view: str) -> str:

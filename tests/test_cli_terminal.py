@@ -296,7 +296,7 @@ def test_live_lines_are_inert(claude):
     code, out, err = run(claude, "live", "--project", project, "--json")
     assert code == 0, err
     assert_inert(out, newlines=True)
-    assert {e["host_session_id"] for e in json.loads(out)} == {host, HOSTILE["csi_clear"] + "\u202e"}
+    assert {e["id"] for e in json.loads(out)} == {host, HOSTILE["csi_clear"] + "\u202e"}
 
 
 def test_error_messages_and_path_messages_are_inert(claude):

@@ -89,7 +89,7 @@ def test_hook_rows_drive_the_live_fallback(claude) -> None:
     proj = claude.project("app")
     run_hook(claude, payload("SessionStart", "s-live", proj, source="startup"), project=proj)
     proc = claude.run("live", "--project", proj, "--json")
-    assert [(e["host_session_id"], e["source"], e["mcp_count"]) for e in json.loads(proc.stdout)] == [
+    assert [(e["id"], e["source"], e["mcp_count"]) for e in json.loads(proc.stdout)] == [
         (sid("s-live"), "activity", 0)]
     run_hook(claude, payload("SessionEnd", "s-live", proj, reason="other"), project=proj)
     assert json.loads(claude.run("live", "--project", proj, "--json").stdout) == []

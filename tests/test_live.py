@@ -440,7 +440,7 @@ def test_a_session_start_deep_in_a_busy_log_still_reads_live(claude) -> None:
     assert not any(k.startswith("brief-") for k in live if k)
     proc = claude.run("live", "--project", proj, "--json")
     assert proc.returncode == 0, proc.stderr
-    assert "deep" in {e["host_session_id"] for e in json.loads(proc.stdout)}
+    assert "deep" in {e["id"] for e in json.loads(proc.stdout)}
 
 
 # --- the catalog join ------------------------------------------------------------------------
@@ -473,17 +473,18 @@ def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     assert proc.returncode == 0, proc.stderr
     entries = json.loads(proc.stdout)
     assert isinstance(entries, list) and len(entries) == 2
-    keys = {"host_session_id", "live", "mcp_count", "source", "ides", "pids", "c3_sessions", "last_seen"}
+    keys = {"id", "project", "title", "branch", "cwd", "state", "state_since", "waiting_for", "source", "mcp_count",
+            "ides", "pids", "c3_sessions", "claude_pids", "last_seen", "resume"}
     assert all(set(e) == keys for e in entries)
-    by_id = {e["host_session_id"]: e for e in entries}
+    by_id = {e["id"]: e for e in entries}
     hb = by_id[live_id]
-    assert hb["live"] is True and hb["mcp_count"] == 2 and hb["source"] == "heartbeat"
+    assert hb["mcp_count"] == 2 and hb["source"] == "heartbeat" and hb["project"] == proj
     assert sorted(hb["ides"]) == ["cursor", "vscode"] and hb["pids"] == [os.getpid()] * 2
     assert sorted(hb["c3_sessions"]) == ["c3-cursor", "c3-vscode"]
     assert abs(hb["last_seen"] - time.time()) < 60
-    assert by_id[logged_id] | {"last_seen": 0} == {
-        "host_session_id": logged_id, "live": True, "mcp_count": 0, "source": "activity",
-        "ides": [], "pids": [], "c3_sessions": [], "last_seen": 0}
+    logged = {k: by_id[logged_id][k] for k in ("id", "source", "mcp_count", "ides", "pids", "c3_sessions", "state")}
+    assert logged == {"id": logged_id, "source": "activity", "mcp_count": 0, "ides": [], "pids": [],
+                      "c3_sessions": [], "state": None}  # no registry entry: no state, not a guessed one
 
     text = claude.run("live", "--project", proj)
     assert text.returncode == 0 and "MCP×2" in text.stdout and live_id in text.stdout

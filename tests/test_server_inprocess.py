@@ -526,7 +526,7 @@ async def test_status_sessions_view_titles_rows_accounted_before_the_catalog_kne
 
 async def test_status_live_view_and_unknown_view(client):
     text = ok(await client.call_tool("c3_status", {"view": "live"}))
-    assert text.startswith(f"{HOST}  MCP×1 (")
+    assert text.startswith(f"live          {HOST}  ") and "[MCP×1 (" in text
     assert ok(await client.call_tool("c3_status", {"view": " LIVE "})) == text
     text = err(await client.call_tool("c3_status", {"view": "budget"}))
     assert "unknown view 'budget'" in text and "sessions" in text and "live" in text

@@ -185,7 +185,7 @@ async def test_heartbeat_lives_while_the_client_is_connected(claude, project, tm
                 while json.loads(path.read_bytes())["ts"] == beat["ts"]:
                     await anyio.sleep(0.02)
             status = await c.call_tool("c3_status", {"view": "live"})
-            assert text_of(status).startswith(f"{HOST}  MCP×1")
+            assert text_of(status).startswith(f"live          {HOST}  ") and "[MCP×1 (terminal)]" in text_of(status)
         # the client closed the server's stdin; it exited by itself (no signal was needed)
         assert heartbeats(project) == {}
         assert not list(live_dir(project).iterdir())
@@ -231,7 +231,7 @@ async def _check_three(claude, project: str, clients: list[Client], hosts: tuple
 
     live = await anyio.to_thread.run_sync(claude.run, "live", "--project", project, "--json")
     assert live.returncode == 0, live.stderr
-    by_host = {e["host_session_id"]: e for e in json.loads(live.stdout)}
+    by_host = {e["id"]: e for e in json.loads(live.stdout)}
     assert set(by_host) == {HOST, DOCS}
     assert (by_host[HOST]["mcp_count"], by_host[HOST]["source"]) == (2, "heartbeat")
     assert sorted(by_host[HOST]["c3_sessions"]) == sorted(k for k, b in beats.items() if b["host_session_id"] == HOST)
@@ -359,4 +359,4 @@ async def test_a_registry_file_with_the_wrong_proc_start_is_ignored(claude, proj
         listed = text_of(await c.call_tool("c3_session", {"action": "list"})).splitlines()
         assert "(this session)" in next(line for line in listed if line.startswith(HOST[:8]))
         status = text_of(await c.call_tool("c3_status", {"view": "live"}))
-        assert status.startswith(f"{HOST}  MCP×1")
+        assert status.startswith(f"live          {HOST}  ") and "MCP×1" in status

@@ -1,8 +1,9 @@
 """What moved, for the Hub's event stream: one watcher per Hub process, however many pages
 are open.
 
-Four times a second the watcher asks each registered project for its position: the marks,
-activity and token-totals folds (which read only the bytes appended since, and keep their state
+Four times a second the watcher asks each registered project for its position: Claude Code's
+registry of running processes (who runs, busy, idle or waiting), the marks, activity and
+token-totals folds (which read only the bytes appended since, and keep their state
 in memory for the listings too; the totals move when an accountant, the Hub's own or a
 server's, writes new ones), the heartbeat names and times, and, once a second, the catalog's stat
 pass (each session file's size and mtime; no transcript is read). When a project's position moves, its version
@@ -20,6 +21,7 @@ import anyio
 from .. import activity, marks, safefs
 from ..catalog.listing import candidates
 from ..catalog.locate import locate
+from ..live.running import Snapshot, read_registry
 from ..paths import project_state
 from ..usage import totals as usage_totals
 
@@ -31,9 +33,10 @@ POLL_S = 0.25  # marks, the activity log, token totals and heartbeats: a tail ch
 FILES_EVERY = 4  # polls between two stat passes over the transcripts (the costly part: one stat a file)
 
 
-def position(project: str, files: tuple | None = None) -> tuple:
+def position(project: str, files: tuple | None = None, registry: Snapshot | None = None) -> tuple:
     """Everything whose change should refresh the project's rows, cheaply. ``files``: the
-    transcripts' part as last taken (None: take it now, a stat per transcript)."""
+    transcripts' part as last taken (None: take it now, a stat per transcript); ``registry``:
+    Claude Code's registry of running processes as read for this poll (None: read it now)."""
     book = marks.MarkBook(project).refresh()
     facts = activity.log_fold(project)
     facts.refresh()
@@ -52,7 +55,17 @@ def position(project: str, files: tuple | None = None) -> tuple:
         beats = ()
     if files is None:
         files = transcripts(project)
+    if registry is None:
+        registry = read_registry()
+    ids = {f[0] for f in files}  # the running claudes of this project's sessions, and their states
+    running = tuple(
+        sorted(
+            (r.session_id, r.pid, r.state or "", r.state_since or 0.0) for r in registry.running if r.session_id in ids
+        )
+    )
     return (
+        running,
+        tuple(sorted(registry.ended & ids)),
         book.fold.tail.ident,
         book.fold.tail.offset,
         facts.tail.ident,
@@ -95,11 +108,12 @@ class ChangeFeed:
     def _poll(self) -> list[str]:
         moved = []
         self.polls += 1
+        registry = read_registry()  # once a poll, for every project
         for project in self.projects():
             try:
                 if self.polls % FILES_EVERY == 1 or project not in self.files:
                     self.files[project] = transcripts(project)
-                now = position(project, self.files[project])
+                now = position(project, self.files[project], registry)
             except Exception as exc:
                 safefs.warn_once(exc)
                 continue

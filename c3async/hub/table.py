@@ -58,6 +58,8 @@ def slim(row: Row) -> dict[str, Any]:
         "size": row.size,
         "live": row.live,
         "mcp_count": row.mcp_count,
+        "state": row.state,
+        "state_since": row.state_since,
         "hints": row.hints,
         "stale": None if row.stale is None else {"reason": row.stale.reason, "successor": row.stale.successor},
         "note": None if row.note is None else {"summary": row.note.summary},
@@ -109,6 +111,8 @@ def _entries(rows: list[Row]) -> list[Entry]:
             filters.add("stale")
         if r.live:
             filters.add("live")
+        if r.state == "waiting":
+            filters.add("waiting")
         if r.expires_in_days is not None:
             filters.add("expiring")
         s = slim(r)
@@ -228,9 +232,12 @@ class Table:
         words = q.q.casefold().split()
         counts = dict.fromkeys(FILTERS, 0)
         per_project = dict.fromkeys(built, 0)
+        waiting = dict.fromkeys(built, 0)  # whatever the filter and search: the rail and the page title show it
         hits: list[Entry] = []
         for p, b in built.items():
             for e in b.entries:
+                if "waiting" in e.filters:
+                    waiting[p] += 1
                 if words and not all(w in e.hay for w in words):
                     continue
                 if q.branch and e.row["branch"] != q.branch:
@@ -256,11 +263,13 @@ class Table:
             "sort": sort,
             "order": "asc" if q.order == "asc" else "desc",
             "counts": counts,
+            "waiting": sum(waiting.values()),
             "projects": [
                 {
                     "path": p,
                     "count": per_project[p],
                     "listed": listed[p],
+                    "waiting": waiting[p],
                     "depth": built[p].depth,
                     "more": listed[p] >= built[p].depth,
                 }

@@ -20,48 +20,11 @@ import msgspec
 from ..catalog.locate import config_home
 from ..errors import DECODE_ERRORS
 from ..safefs import read_foreign
+from .running import Registered, start_matches
 
 __all__ = ("HostIdentity", "detect_ide")
 
 MAX_ANCESTORS = 4  # how far up the process tree the claude process may be
-
-
-class _Registry(msgspec.Struct):
-    pid: int | None = None
-    sessionId: str | None = None
-    procStart: int | str | None = None
-    startedAt: float | None = None
-
-
-def _proc_start_ticks(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat: the process start time in clock ticks (Linux)."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    try:
-        return int(data[data.rindex(b")") + 2 :].split()[19])
-    except (ValueError, IndexError):
-        return None
-
-
-def _start_matches(reg: _Registry, pid: int) -> bool:
-    ticks = _proc_start_ticks(pid)
-    if ticks is not None and reg.procStart is not None:
-        try:
-            return int(reg.procStart) == ticks
-        except ValueError:
-            return False
-    if reg.startedAt is not None:  # no /proc: compare wall-clock start times, to the second
-        try:
-            import psutil
-
-            created = psutil.Process(pid).create_time()
-        except Exception:
-            return False
-        started = reg.startedAt / 1000 if reg.startedAt > 1e11 else reg.startedAt
-        return abs(created - started) < 2.0
-    return False
 
 
 class HostIdentity:
@@ -98,10 +61,10 @@ class HostIdentity:
 
     def _registered(self, pid: int) -> str | None:
         try:
-            reg = msgspec.json.decode(read_foreign(self.registry_path(pid)), type=_Registry)
+            reg = msgspec.json.decode(read_foreign(self.registry_path(pid)), type=Registered)
         except (OSError, *DECODE_ERRORS):
             return None
-        if reg.sessionId and (reg.pid is None or reg.pid == pid) and _start_matches(reg, pid):
+        if reg.sessionId and (reg.pid is None or reg.pid == pid) and start_matches(reg, pid):
             return reg.sessionId
         return None
 

@@ -1,4 +1,6 @@
-"""Who is live: heartbeat files first, the activity log only where a host session has none.
+"""Who is live: heartbeat files first, then Claude Code's registry of running processes
+(``running``: a session held by a claude process that runs now, with its busy/idle/waiting
+state), and the activity log only where neither knows a session.
 
 A file whose ``ts`` is within the TTL is live; liveness is never decided by the pid (pids are
 reused, and there is no cheap portable "is this pid alive"). Age is judged on the monotonic
@@ -21,7 +23,9 @@ import msgspec
 
 from .. import activity, safefs
 from ..errors import DECODE_ERRORS
+from ..paths import project_root
 from .heartbeat import Heartbeat, boot_id, live_dir, ttl
+from .running import Running, Snapshot, read_registry
 
 __all__ = ("ACTIVITY_WINDOW_S", "FUTURE_SLACK_S", "LiveSession", "heartbeats", "is_fresh", "live_sessions")
 
@@ -44,11 +48,16 @@ class LiveSession:
     host_session_id: str | None
     live: bool
     mcp_count: int = 0
-    source: str = "heartbeat"  # or "activity"
+    source: str = "heartbeat"  # or "registry", "activity"
     ides: list[str] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)
     c3_sessions: list[str] = field(default_factory=list)
     last_seen: float = 0.0
+    state: str | None = None  # busy, idle or waiting: from the registry only (None: not known)
+    state_since: float | None = None  # epoch seconds
+    waiting_for: str | None = None
+    cwd: str | None = None  # where its claude runs (from the registry)
+    claude_pids: list[int] = field(default_factory=list)  # the claude processes holding it (registry)
 
 
 def age(hb: Heartbeat, now: float | None = None) -> float:
@@ -137,9 +146,11 @@ def live_sessions(
     now: float | None = None,
     prune: bool = True,
     facts: activity.Facts | None = None,
+    registry: Snapshot | None = None,
 ) -> dict[str | None, LiveSession]:
-    """Per host session: live or not, and how many MCP processes serve it. ``facts``: the
-    activity log's fold, when the caller has it already."""
+    """Per host session: live or not, how many MCP processes serve it, and its state where the
+    registry has it. ``facts``: the activity log's fold, ``registry``: the registry as read,
+    when the caller has them already."""
     now = time.time() if now is None else now
     out: dict[str | None, LiveSession] = {}
     windows: dict[str | None, set[object]] = {}
@@ -157,12 +168,37 @@ def live_sessions(
         entry.pids.append(hb.pid)
         entry.c3_sessions.append(hb.session_id)
         entry.last_seen = max(entry.last_seen, hb.ts)
+    snapshot = read_registry() if registry is None else registry
+    for run in snapshot.running:
+        if run.session_id not in out and not _belongs(run, project):
+            continue
+        entry = out.get(run.session_id)
+        if entry is None:
+            entry = out[run.session_id] = LiveSession(run.session_id, True, 0, "registry", last_seen=now)
+        entry.claude_pids.append(run.pid)
+        entry.cwd = entry.cwd or run.cwd
+        if run.state is not None and (entry.state_since is None or (run.state_since or 0) >= entry.state_since):
+            entry.state, entry.state_since, entry.waiting_for = run.state, run.state_since, run.waiting_for
     if facts is None:
         facts = activity.facts(project)
     for sid, seen in facts.open.items():
-        # The old inference, for host sessions with no heartbeat: a hook's session_start with no
-        # session_end since, and activity within ACTIVITY_WINDOW_S. The fold covers the whole
-        # log (a session_start may sit far from the end of a busy log) at the cost of its tail.
-        if sid not in out and now - seen <= ACTIVITY_WINDOW_S:
+        # The old inference, for host sessions no heartbeat or running process knows: a hook's
+        # session_start with no session_end since, and activity within ACTIVITY_WINDOW_S (not
+        # when the registry shows its claude was killed). The fold covers the whole log (a
+        # session_start may sit far from the end of a busy log) at the cost of its tail.
+        if sid not in out and sid not in snapshot.ended and now - seen <= ACTIVITY_WINDOW_S:
             out[sid] = LiveSession(sid, True, 0, "activity", last_seen=seen)
     return out
+
+
+def _belongs(run: Running, project: str) -> bool:
+    """Whether a running claude's folder is in ``project`` (the project its folder resolves to,
+    as the CLI resolves a folder: a worktree to its main checkout, a nested repository to itself)."""
+    if run.cwd is None:
+        return False
+    if run.cwd == project:
+        return True
+    try:
+        return project_root(run.cwd) == project
+    except (OSError, ValueError):
+        return False

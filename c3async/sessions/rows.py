@@ -97,6 +97,8 @@ class Row(msgspec.Struct):
     resume: str
     live: bool = False
     mcp_count: int = 0
+    state: str | None = None  # busy, idle or waiting, from Claude Code's registry (None: not known)
+    state_since: str | None = None  # ISO 8601, when the state began
     hints: list[str] = msgspec.field(default_factory=list)
     stale: Stale | None = None
     note: Note | None = None

@@ -40,6 +40,7 @@ from .rows import (
     RowTokens,
     SnapshotLink,
     TaskLink,
+    iso,
     resume_command,
     to_row,
 )
@@ -60,7 +61,7 @@ __all__ = (
 
 log = logging.getLogger("c3async.sessions")
 
-FILTERS = ("all", "likely", "stale", "live", "expiring")
+FILTERS = ("all", "likely", "stale", "live", "waiting", "expiring")
 
 
 MAX_EXTRA_CWDS = 256  # folders beyond git's list that one project's listing looks in
@@ -131,7 +132,8 @@ def join_scan(
                 keeps[row.id] = state.keep.keep
         info = live.get(row.id)
         if info is not None and info.live:
-            row.live, row.mcp_count = True, info.mcp_count
+            row.live, row.mcp_count, row.state = True, info.mcp_count, info.state
+            row.state_since = iso(int(info.state_since * 1e9)) if info.state_since else None
     _mark_gone(project, rows)
     _join_links(project, rows)
     _join_usage(project, rows)
@@ -301,13 +303,16 @@ def project_overview() -> list[ProjectOverview]:
 
 
 def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:
-    """``likely``: unmarked rows with at least one hint; ``stale``: marked stale; ``live``."""
+    """``likely``: unmarked rows with at least one hint; ``stale``: marked stale; ``live``;
+    ``waiting``: live and waiting for the user (Claude Code's registry says so)."""
     if which == "likely":
         rows = [r for r in rows if not r.marked and r.hints]
     elif which == "stale":
         rows = [r for r in rows if r.stale is not None]
     elif which == "live":
         rows = [r for r in rows if r.live]
+    elif which == "waiting":
+        rows = [r for r in rows if r.state == "waiting"]
     elif which == "expiring":
         rows = [r for r in rows if r.expires_in_days is not None]
     else:

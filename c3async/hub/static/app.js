@@ -105,6 +105,7 @@ function renderRail() {
     const c = counts.get(p.path);
     if (p.live) button.append(el("span", { class: "live-count", title: `${p.live} live`, text: ` ● ${p.live}` }));
     const li = el("li", {}, button,
+      c && c.waiting ? el("span", { class: "rail-waiting", title: `sessions of ${p.name} waiting for you`, text: `${c.waiting} waiting` }) : null,
       c ? el("span", { class: "rail-count", title: `sessions of ${p.name} in this view`, text: plural(c.count, "session") }) : null,
       railUsage(p.usage));
     if (c && c.more && state.project === p.path) {
@@ -179,6 +180,7 @@ function showCount() {
 function take(data) {
   list.total = data.total; list.counts = data.counts; list.projects = data.projects; list.next = data.next;
   list.sort = data.sort; list.order = data.order;
+  document.title = `${data.waiting ? `(${data.waiting}) ` : ""}Sessions · c3async Hub`;  // how many wait for the user, in the tab
   const scope = state.project ? data.projects.filter(p => p.path === state.project) : data.projects;
   list.everything = scope.reduce((n, p) => n + p.listed, 0);
 }
@@ -373,6 +375,7 @@ function maybeMore() {
 // counts are asked again; new rows at the top of a newest-first list are put there.
 async function applyChange(change) {
   if (change.rows === null) { load(); return; }
+  notifyWaiting(change.rows);
   for (const row of change.rows) {
     const i = list.ids.get(row.id);
     if (i === undefined) continue;
@@ -411,6 +414,37 @@ async function applyChange(change) {
   draw();
   showCount();
   renderRail();
+}
+
+// Opt-in desktop notifications: one when a session starts waiting for the user (a row of the
+// change stream whose waiting began after this page opened), once per wait.
+const NOTIFY_KEY = "c3async-notify-waiting";
+const notified = new Set();
+const openedAt = Date.now();
+function notifyOn() { return localStorage.getItem(NOTIFY_KEY) === "1" && "Notification" in window && Notification.permission === "granted"; }
+function notifyWaiting(rows) {
+  if (!notifyOn()) return;
+  for (const row of rows) {
+    if (row.state !== "waiting" || !row.state_since) continue;
+    const key = `${row.id} ${row.state_since}`;
+    if (notified.has(key) || Date.parse(row.state_since) < openedAt - 2000) continue;
+    notified.add(key);
+    const n = new Notification("A session waits for you", { body: `${row.title} (${row.project.split("/").pop()})`, tag: row.id });
+    n.onclick = () => { window.focus(); jump(row.id); };
+  }
+}
+function showNotify() {
+  const b = $("#notify"), on = notifyOn();
+  b.setAttribute("aria-pressed", String(on));
+  b.classList.toggle("on", on);
+  b.hidden = !("Notification" in window);
+}
+async function toggleNotify() {
+  if (notifyOn()) { localStorage.removeItem(NOTIFY_KEY); showNotify(); return; }
+  const answer = Notification.permission === "granted" ? "granted" : await Notification.requestPermission();
+  if (answer === "granted") localStorage.setItem(NOTIFY_KEY, "1");
+  else flash(null, "notifications are blocked for this page (the browser's site settings allow them)");
+  showNotify();
 }
 
 function sortBy(key) {
@@ -493,7 +527,7 @@ function rowChips(row) {
 }
 
 // A row node's parts, found once: a scroll fills fifty rows a frame.
-const PARTS = ["dot", "title", "live-pill", "branch", "project", "chips", "counts", "tokens", "cost", "size", "age", "resume"];
+const PARTS = ["dot", "title", "live-pill", "state-pill", "branch", "project", "chips", "counts", "tokens", "cost", "size", "age", "resume"];
 function parts(li) {
   if (!li._parts) li._parts = Object.fromEntries(PARTS.map(name => [name, $(`.${name}`, li)]));
   return li._parts;
@@ -513,6 +547,12 @@ function fillRow(li, row) {
   const pill = p["live-pill"];
   pill.hidden = !row.live;
   pill.textContent = row.mcp_count > 1 ? `LIVE MCP×${row.mcp_count}` : "LIVE";
+  // busy or waiting for the user, from Claude Code's own registry (idle, or not known: nothing)
+  const st = p["state-pill"], shown = row.live && (row.state === "waiting" || row.state === "busy");
+  st.hidden = !shown;
+  st.className = `pill state-pill ${shown ? row.state : ""}`;
+  st.textContent = !shown ? "" : row.state === "waiting" ? `waiting ${age(row.state_since).replace(" ago", "")}` : "busy";
+  st.title = !shown ? "" : `${row.state} since ${row.state_since || "?"}${row.state === "waiting" ? ": it waits for your answer" : ""}`;
   p.branch.textContent = row.branch || "";
   p.branch.hidden = !row.branch;
   p.branch.title = row.branch || "";
@@ -1064,6 +1104,8 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("#search-mode button")) b.addEventListener("click", () => setMode(b.dataset.mode));
   for (const id of ["#search-tools", "#search-role", "#search-since"]) $(id).addEventListener("change", () => runSearch());
   for (const h of document.querySelectorAll("#columns button[data-sort]")) h.addEventListener("click", () => sortBy(h.dataset.sort));
+  $("#notify").addEventListener("click", toggleNotify);
+  showNotify();
   document.addEventListener("keydown", onKey);
   const header = $("header");
   new ResizeObserver(() => document.documentElement.style.setProperty("--header-h", `${header.offsetHeight}px`)).observe(header);

@@ -1,0 +1,203 @@
+"""Claude Code's own registry of running processes: ``$CLAUDE_CONFIG_DIR/sessions/<pid>.json``.
+
+Every running claude (interactive or ``-p``) keeps one file with its ``sessionId``, ``cwd``,
+``procStart`` (its start time in clock ticks: field 22 of ``/proc/<pid>/stat``) and ``status``
+(``busy``, ``idle``, ``waiting``, with ``statusUpdatedAt`` in ms). A clean exit removes it; a
+SIGKILLed claude leaves it behind, and its pid may be reused. So a file counts only while a
+process with its pid runs with the same start time; the rest are ignored, never deleted (they
+are Claude Code's files).
+
+The files are untrusted input: only regular files named ``<pid>.json`` are read, never through a
+link, at most ``MAX_BYTES`` each, from a ``sessions`` folder that is itself no link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from .. import safefs
+from ..catalog.locate import config_home
+from ..errors import DECODE_ERRORS
+
+__all__ = (
+    "STATES",
+    "Registered",
+    "Running",
+    "Snapshot",
+    "proc_start_ticks",
+    "read_registry",
+    "running",
+    "start_matches",
+)
+
+STATES = ("busy", "idle", "waiting")
+MAX_BYTES = 64 * 1024  # a registry file is ~1 KB; anything far bigger is not one
+MAX_FILES = 4096  # running processes worth looking at; a folder stuffed with more is cut here
+_NAME = re.compile(r"([1-9][0-9]{0,9})\.json")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+class Registered(msgspec.Struct):
+    """A registry file as written (only the fields read; any may be missing or odd)."""
+
+    pid: int | None = None
+    sessionId: str | None = None
+    cwd: str | None = None
+    procStart: int | str | None = None
+    startedAt: float | None = None
+    status: str | None = None
+    statusUpdatedAt: float | None = None
+    waitingFor: str | None = None
+    name: str | None = None
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A claude process that runs now, and the session it holds."""
+
+    session_id: str
+    pid: int
+    cwd: str | None
+    state: str | None  # busy, idle or waiting (None: not said, or not one of those)
+    state_since: float | None  # epoch seconds
+    waiting_for: str | None
+    name: str | None
+    kind: str | None  # interactive, print, bg...
+
+
+def proc_start_ticks(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat: the process start time in clock ticks (Linux)."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    try:
+        return int(data[data.rindex(b")") + 2 :].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
+def start_matches(reg: Registered, pid: int) -> bool:
+    """Whether the process now running as ``pid`` is the one that wrote ``reg`` (not a process
+    that reused its pid): the start ticks where /proc has them, else psutil's start time."""
+    ticks = proc_start_ticks(pid)
+    if ticks is not None and reg.procStart is not None:
+        try:
+            return int(reg.procStart) == ticks
+        except ValueError:
+            return False
+    if reg.startedAt is not None:  # no /proc: compare wall-clock start times, to the second
+        try:
+            import psutil
+
+            created = psutil.Process(pid).create_time()
+        except Exception:  # gone, or not ours to inspect
+            return False
+        started = reg.startedAt / 1000 if reg.startedAt > 1e11 else reg.startedAt
+        return abs(created - started) < 2.0
+    return False
+
+
+def _clean(text: str | None, limit: int = 200) -> str | None:
+    if not isinstance(text, str) or not text:
+        return None
+    return "".join(ch for ch in text[:limit] if ch.isprintable()) or None
+
+
+def _read(dfd: int | None, folder: Path, name: str) -> Registered | None:
+    """One registry file, or None unless it is a readable regular file of sane size (opened
+    without following a link, without blocking on a FIFO)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        if dfd is not None:
+            fd = os.open(name, flags, dir_fd=dfd)
+        else:
+            if not stat.S_ISREG(os.lstat(folder / name).st_mode):
+                return None
+            fd = os.open(folder / name, flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        data = safefs.pread_all(fd, 0, MAX_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return msgspec.json.decode(data, type=Registered)
+    except DECODE_ERRORS:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    running: list[Running]  # one per claude process that runs now
+    ended: frozenset[str]  # sessions whose file outlived its process (SIGKILLed) and that no process holds now
+
+
+def running(folder: Path | None = None) -> list[Running]:
+    """The sessions held by claude processes that run now, one per process."""
+    return read_registry(folder).running
+
+
+def read_registry(folder: Path | None = None) -> Snapshot:
+    """What the registry says now: who runs, and who was left behind by a killed process."""
+    folder = config_home() / "sessions" if folder is None else folder
+    dfd: int | None = None
+    try:
+        if os.open in os.supports_dir_fd:  # the folder itself opened without following a link
+            dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+            names = os.listdir(dfd)
+        elif stat.S_ISDIR(os.lstat(folder).st_mode):
+            names = os.listdir(folder)
+        else:
+            return Snapshot([], frozenset())
+    except OSError:
+        return Snapshot([], frozenset())  # missing, a link, or not a folder
+    try:
+        return _collect(dfd, folder, names)
+    finally:
+        if dfd is not None:
+            os.close(dfd)
+
+
+def _collect(dfd: int | None, folder: Path, names: list[str]) -> Snapshot:
+    out: list[Running] = []
+    left: set[str] = set()
+    for name in sorted(names)[:MAX_FILES]:
+        m = _NAME.fullmatch(name)
+        if m is None:
+            continue
+        pid = int(m.group(1))
+        reg = _read(dfd, folder, name)
+        if reg is None or not reg.sessionId or not _UUID.fullmatch(reg.sessionId):
+            continue
+        if (reg.pid is not None and reg.pid != pid) or not start_matches(reg, pid):
+            left.add(reg.sessionId)  # its process is gone, or another one has its pid
+            continue
+        state = reg.status if reg.status in STATES else None
+        since = reg.statusUpdatedAt if isinstance(reg.statusUpdatedAt, int | float) and state else None
+        cwd = reg.cwd if isinstance(reg.cwd, str) and os.path.isabs(reg.cwd) and "\0" not in reg.cwd else None
+        out.append(
+            Running(
+                session_id=reg.sessionId,
+                pid=pid,
+                cwd=cwd,
+                state=state,
+                state_since=since / 1000 if since is not None and since > 1e11 else since,
+                waiting_for=_clean(reg.waitingFor) if state == "waiting" else None,
+                name=_clean(reg.name),
+                kind=_clean(reg.kind, 20),
+            )
+        )
+    return Snapshot(out, frozenset(left - {r.session_id for r in out}))
