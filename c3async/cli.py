@@ -88,11 +88,44 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "\u2026"
 
 
+def _grouped(rows: list) -> list[tuple[object, int]]:
+    """Rows in their order, with each fork moved under its root when the root is listed too:
+    (row, depth), depth 0 for a root or a row whose root is not listed."""
+    by_id = {r.id: r for r in rows}
+    children: dict[str, list] = {}
+    top = []
+    for r in rows:
+        parent = r.forked_from if r.forked_from in by_id else None
+        if parent is None:
+            top.append(r)
+        else:
+            children.setdefault(parent, []).append(r)
+    out: list[tuple[object, int]] = []
+    placed: set[str] = set()
+
+    def put(row, depth: int) -> None:
+        if row.id in placed:
+            return
+        placed.add(row.id)
+        out.append((row, depth))
+        for child in children.get(row.id, ()):
+            put(child, depth + 1)
+
+    for r in top:
+        put(r, 0)
+    for r in rows:  # what a loop of forks left out (never expected): in its place
+        put(r, 0)
+    return out
+
+
 def print_table(rows, show_project: bool) -> None:
     import shutil
 
     from .sessions.rows import age
 
+    grouped = _grouped(rows)
+    rows = [r for r, _ in grouped]
+    depths = [d for _, d in grouped]
     now = time.time()
     width = shutil.get_terminal_size((120, 24)).columns
     cols = [
@@ -113,11 +146,13 @@ def print_table(rows, show_project: bool) -> None:
         head += f"{'PROJECT':{proj_w}}  "
     title_w = max(20, width - len(head))
     out = [head + "TITLE"]
-    for row, (sid, ago, size, branch, proj, title) in zip(rows, cols):
+    for row, depth, (sid, ago, size, branch, proj, title) in zip(rows, depths, cols):
         line = f"{sid:8}  {ago:>4}  {size:>6}  {_clip(branch, branch_w):{branch_w}}  "
         if show_project:
             line += f"{_clip(proj or '', proj_w):{proj_w}}  "
         text = inert_line(title)
+        if depth:  # a fork, under the session it was forked from
+            text = "  " * (depth - 1) + "└ fork: " + text
         if row.live:
             state = ""
             if row.state == "waiting":

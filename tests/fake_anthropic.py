@@ -142,8 +142,9 @@ async def messages(request: Request):
     usage = {"input_tokens": 12, "output_tokens": 8, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
     message = {"id": f"msg_fake{n}", "type": "message", "role": "assistant", "model": body.get("model"),
                "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage}
+    headers = {"request-id": f"req_fake{n}"}  # as the API sends it: Claude Code writes it as requestId
     if not body.get("stream"):
-        return JSONResponse(message)
+        return JSONResponse(message, headers=headers)
 
     def ev(kind: str, data: dict) -> str:
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
@@ -162,7 +163,7 @@ async def messages(request: Request):
         yield ev("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 8}})
         yield ev("message_stop", {})
 
-    return StreamingResponse(stream(), media_type="text/event-stream")
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
 async def anything(request: Request):

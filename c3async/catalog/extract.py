@@ -99,10 +99,21 @@ class _Message(msgspec.Struct):
     content: str | list[_Block] | None = None
 
 
+class _Snapshot(msgspec.Struct):
+    timestamp: Any = None
+
+
+class _ForkedFrom(msgspec.Struct):
+    sessionId: Any = None
+
+
 class _Line(msgspec.Struct):
     """The fields of a transcript line that the catalog reads; every other field is skipped."""
 
     type: Any = None
+    uuid: Any = None
+    forkedFrom: _ForkedFrom | None = None  # on the lines /branch copied from its parent
+    snapshot: _Snapshot | None = None  # a file-history-snapshot's, for its time
     isSidechain: Any = None
     isMeta: Any = None
     isCompactSummary: Any = None
@@ -151,6 +162,13 @@ def _decode(raw: bytes) -> _Line | None:
         message = _Message(content if isinstance(content, str) else None)
     fields = {f: obj.get(f) for f in _Line.__struct_fields__ if f != "message"}
     return _Line(message=message, **fields)
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _uuid(value: Any) -> str | None:
+    return value if isinstance(value, str) and _UUID.fullmatch(value) else None
 
 
 def _text(value: Any) -> str | None:
@@ -266,6 +284,9 @@ class Facts(msgspec.Struct, omit_defaults=True):
     last_ts: str | None = None
     prompts: int = 0
     clean_end: int = 0  # offset just after the window's last complete line
+    first_uuid: str | None = None  # of the first conversation line: a fork copies it from its parent
+    forked_from: str | None = None  # the parent /branch named on that line (forkedFrom.sessionId)
+    head_ts: str | None = None  # the latest time written before that line (a fork's lines of its own)
 
 
 _TOOL_RESULT = b'"tool_result"'
@@ -353,7 +374,20 @@ def _scan_first_lines(facts: Facts, buf: bytes, begin: int, end: int) -> None:
         if line.type in ("user", "assistant"):
             facts.conversation = True
             facts.first_is_sidechain = line.isSidechain is True
+            facts.first_uuid = _uuid(line.uuid)
+            parent = line.forkedFrom
+            facts.forked_from = _uuid(
+                parent.get("sessionId") if isinstance(parent, dict) else getattr(parent, "sessionId", None)
+            )
             return
+        # what the session wrote before its first conversation line: a fork writes its own lines
+        # (a queue operation, a file-history snapshot) at the fork's time, before copied ones
+        snap = line.snapshot
+        ts = line.timestamp if isinstance(line.timestamp, str) else None
+        snap_ts = snap.get("timestamp") if isinstance(snap, dict) else getattr(snap, "timestamp", None)
+        for t in (ts, snap_ts):
+            if isinstance(t, str) and len(t) <= 40 and (facts.head_ts is None or t > facts.head_ts):
+                facts.head_ts = t
 
 
 def _user_prompt(facts: Facts, buf: bytes, start: int, stop: int) -> tuple[str, str] | Literal[False] | None:

@@ -57,6 +57,9 @@ class Transcript(msgspec.Struct, omit_defaults=True):
     began_with_clear: bool = False
     clean_end: int = 0  # where an append-only reader resumes
     bytes_read: int = 0  # by the read that produced this record (not cumulative)
+    first_uuid: str | None = None  # of the first conversation line (a fork shares its parent's)
+    forked_from: str | None = None  # the parent /branch wrote on the copied lines
+    head_ts: str | None = None  # the latest time before the first conversation line (see ``sessions.forks``)
 
     def title(self) -> tuple[str | None, str | None]:
         """(title, where it came from): the last custom-title, else the last ai-title, else the
@@ -110,6 +113,9 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
         began_with_clear=head.began_with_clear,
         clean_end=regions[-1].clean_end,
         bytes_read=bytes_read,
+        first_uuid=head.first_uuid,
+        forked_from=head.forked_from,
+        head_ts=head.head_ts,
     )
     if first_with_prompt is not None:
         rec.first_prompt = first_with_prompt.first_prompt
@@ -233,6 +239,7 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
     rec.last_activity = new.last_ts or rec.last_activity
     rec.created_at = rec.created_at or new.first_ts
     rec.cwd = rec.cwd or new.cwd
+    rec.first_uuid = rec.first_uuid or new.first_uuid
     rec.created_ts, rec.last_ts = epoch(rec.created_at), epoch(rec.last_activity)
     rec.user_turns += new.prompts
     rec.clean_end = new.clean_end if new.clean_end > start else start

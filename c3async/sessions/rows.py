@@ -112,6 +112,8 @@ class Row(msgspec.Struct):
     kept_by: str | None = None  # "mark", or "policy: noted|linked|snapshot|all"
     archived: bool = False  # Claude Code deleted its transcript: this row is read from the archive
     expires_in_days: int | None = None  # unkept and within a week of Claude Code's cleanup
+    forked_from: str | None = None  # the session this one is a fork of (``sessions.forks``)
+    forks: list[str] = msgspec.field(default_factory=list)  # the sessions forked from this one
 
 
 def age(iso: str | None, now: float) -> str:

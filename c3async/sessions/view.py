@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import msgspec
 
 from .. import activity, archive, checkouts, config, records, registry
+from ..catalog.forks import fork_parents
 from ..catalog.gitrefs import branches
 from ..catalog.scan import (
     NEWEST,
@@ -153,7 +154,15 @@ def join_scan(
     )
     keep.apply(project, rows, keeps, now)
     marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
-    after, before = chain.build([*marked, *hooked, *timed.items()])
+    parents = fork_parents((s.session_id, s.record) for s in scan.sessions)
+    by_id = {r.id: r for r in rows}
+    for fork, parent in list(parents.items()):
+        if fork not in by_id or parent not in by_id:
+            del parents[fork]
+            continue
+        by_id[fork].forked_from = parent
+        by_id[parent].forks.append(fork)
+    after, before = chain.build([*marked, *hooked, *timed.items(), *((p, f) for f, p in parents.items())])
     for row in rows:
         if row.id in after or row.id in before:
             row.chain = Chain(chain.walk(before, row.id), chain.walk(after, row.id))

@@ -44,6 +44,7 @@ import msgspec
 
 from .. import jsonl, safefs, workers
 from ..catalog import cache as catalog_cache
+from ..catalog.forks import ancestors, fork_parents
 from ..catalog.listing import transcript_files
 from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Result", "SessionTotals", "account", "cost", "latest_totals", "session_titles", "stats_path")
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: a copy a fork shares with its parent counts toward the parent
 WORKERS = 4  # at most this many worker processes for a big first pass
 PROCESS_MIN_BYTES = 64 * 1024 * 1024  # new bytes to read before worker processes pay for themselves
 HANDOFF_BYTES = 16 * 1024 * 1024  # about this many new bytes per hand-off to a worker...
@@ -204,6 +205,19 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
         for gone in [k for k, e in state.seen.items() if e.file in replaced]:
             del state.seen[gone]
     seen = state.seen
+    # A fork copies its parent's lines, responses included: a copy counts once (the key), and
+    # where the copies are equal, toward the session where it was said (the fork's ancestor).
+    parents = fork_parents(
+        (Path(path).stem.lower(), rec) for path, rec in catalog_cache.load(catalog_cache_path(project)).items()
+    )
+    descendants: dict[str, set[str]] = {}
+    for fork in parents:
+        for up in ancestors(parents, fork):
+            descendants.setdefault(up, set()).add(fork)
+
+    def forks_of(session: str) -> set[str]:
+        return descendants.get(session, set())
+
     files_read = read_bytes = decoded = skipped = 0
     for fs, job, scan in done:  # in listing order, so which copy a tie keeps never varies
         if job.path in replaced:
@@ -218,7 +232,7 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
         for hit in scan.best:
             key = hit.key or ""  # every hit of ``best`` has its key
             old = seen.get(key)
-            if old is None or better(hit, old):
+            if old is None or better(hit, old) or (not better(old, hit) and old.session in forks_of(hit.session)):
                 seen[key] = _entry(job.path, hit)
         fs.loose.extend(_entry(job.path, hit) for hit in scan.loose)
     # A transcript deleted since (Claude Code's 30-day cleanup) keeps its place in the state:

@@ -1,0 +1,70 @@
+"""Which session is a fork of which.
+
+Claude Code forks a session two ways, both copying the parent's lines with their uuids and
+timestamps into a new transcript: ``/branch`` writes ``forkedFrom {sessionId, messageUuid}`` on
+the copies (the parent is named), ``claude --resume ID --fork-session`` writes nothing that
+names the parent. The second kind is known by its first conversation line, whose uuid it shares
+with the parent (the catalog keeps each transcript's ``first_uuid`` from its head window, so no
+file is read whole). Among the sessions sharing one, the original is the one that started
+first: a fork writes lines of its own (a queue operation, a file-history snapshot) before the
+copies, at the fork's time (``head_ts``), later than anything the original wrote before its
+first line. A fork of a fork shares the same first uuid, so implicit forks are put under the
+root of their group; a ``/branch`` names its real parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .read import Transcript
+
+__all__ = ("ancestors", "fork_parents")
+
+
+def _started(item: tuple[str, Transcript]) -> tuple[str, str, int, str]:
+    sid, rec = item
+    first = rec.created_at or ""
+    return (max(rec.head_ts or "", first), first, rec.mtime_ns, sid)
+
+
+def fork_parents(records: Iterable[tuple[str, Transcript]]) -> dict[str, str]:
+    """fork id -> parent id, for the forks among ``records`` (session id, catalog record) whose
+    parent is among them too."""
+    listed = list(records)
+    ids = {sid for sid, _ in listed}
+    parents: dict[str, str] = {}
+    groups: dict[str, list[tuple[str, Transcript]]] = {}
+    for sid, rec in listed:
+        if rec.forked_from and rec.forked_from != sid and rec.forked_from in ids:
+            parents[sid] = rec.forked_from
+        if rec.first_uuid:
+            groups.setdefault(rec.first_uuid, []).append((sid, rec))
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=_started)
+        root = group[0][0]
+        for sid, _ in group[1:]:
+            parents.setdefault(sid, root)
+    # a mistaken pair must never make a loop (a /branch naming its own fork): drop the link
+    # that closes one
+    for sid in list(parents):
+        seen = {sid}
+        at = parents.get(sid)
+        while at is not None:
+            if at in seen:
+                del parents[sid]
+                break
+            seen.add(at)
+            at = parents.get(at)
+    return parents
+
+
+def ancestors(parents: dict[str, str], sid: str) -> list[str]:
+    """The sessions ``sid`` was forked from, nearest first (``parents`` holds no loop)."""
+    out = []
+    at = parents.get(sid)
+    while at is not None and at not in out:
+        out.append(at)
+        at = parents.get(at)
+    return out

@@ -1,0 +1,92 @@
+"""Forks made by the real Claude Code CLI 2.1.332 (offline, a stand-in Messages API): ``claude
+--resume ID --fork-session -p`` and ``/branch`` in the interactive CLI each make a row that names
+its parent and sits under it in the table; the hooks record the fork's SessionStart source; and
+the pair's tokens equal ccusage's for the same transcripts (copied responses count once)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from claude_pty import Terminal, trust
+from fake_api import FakeAPI, claude_cli, skip_reason
+
+CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
+pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+
+
+def test_forks_of_the_real_cli_sit_under_their_parent(claude, tmp_path):
+    script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
+    script.write_text("[]")
+    api = FakeAPI(script, log).wait_ready()
+    try:
+        env = api.env(claude)
+        project = claude.project("forky")
+        subprocess.run(["git", "init", "-q", project], check=True)
+        assert claude.run("install-hooks", "--project", project).returncode == 0
+        trust(claude.config, project, env["ANTHROPIC_API_KEY"])
+
+        def cli(*args: str) -> dict:
+            proc = subprocess.run([claude_cli(), *args, "--output-format", "json"], cwd=project, env=env,
+                                  capture_output=True, text=True, timeout=180)
+            assert proc.returncode == 0, proc.stderr
+            return json.loads(proc.stdout)
+
+        parent = cli("-p", "sketch the importer")["session_id"]
+        cli("-p", "now the exporter", "--resume", parent)
+        fork = cli("-p", "try the importer with msgspec", "--resume", parent, "--fork-session")["session_id"]
+        assert fork != parent
+
+        term = Terminal([claude_cli(), "--resume", parent], project, env)
+        try:
+            term.wait_for("for agents", timeout=60)
+            term.pump(1)
+            term.type("/branch")
+            term.pump(0.8)
+            term.type("\r")
+            screen = term.wait_for("Branched", timeout=60)
+        finally:
+            term.close()
+        folder = claude.folder(project)
+        branch = next(p.stem for p in folder.glob("*.jsonl") if p.stem not in (parent, fork))
+        assert branch[:8] in screen.replace(" ", "")
+
+        rows = claude.rows_by_id(project)
+        assert rows[fork]["forked_from"] == parent  # known only by the lines it shares
+        assert rows[branch]["forked_from"] == parent  # named by forkedFrom
+        assert sorted(rows[parent]["forks"]) == sorted([fork, branch])
+        assert rows[branch]["title"].endswith("(Branch)")
+        table = claude.run("sessions", "--project", project).stdout.splitlines()
+        at = next(i for i, line in enumerate(table) if line.startswith(parent[:8]))
+        under = {line[:8] for line in table[at + 1 : at + 3] if "\u2514 fork:" in line}
+        assert under == {fork[:8], branch[:8]}, table
+
+        starts = [json.loads(line) for line in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
+        sources = {r["session_id"]: r.get("source") for r in starts if r.get("kind") == "session_start"}
+        assert (sources[fork], sources[branch]) == ("fork", "fork"), sources  # as the hook recorded it
+
+        stats = json.loads(claude.run("stats", "--project", project, "--json").stdout)
+        ours = {s["session_id"]: s for s in stats}
+        assert {parent, fork} <= set(ours)
+        if CCUSAGE is None:
+            pytest.skip("ccusage is not installed (set C3_CCUSAGE): the token comparison is skipped")
+        out = subprocess.run([CCUSAGE, "claude", "session", "--json", "--offline"], capture_output=True, text=True,
+                             env={**claude.env(), "HOME": str(tmp_path)}, timeout=120)
+        assert out.returncode == 0, out.stderr
+        theirs = {s["sessionId"]: s for s in json.loads(out.stdout)["sessions"]}
+        pair = [parent, fork, branch]
+
+        def total(s: dict, keys: tuple[str, ...]) -> int:
+            return sum(int(s.get(k) or 0) for k in keys)
+
+        mine = sum(total(ours[s], ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")) for s in pair if s in ours)
+        cc = sum(total(theirs[s], ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")) for s in pair if s in theirs)
+        assert mine == cc > 0
+        # and each copied response once: the parent keeps what was said in it
+        assert ours[parent]["responses"] == 2 and ours[fork]["responses"] == 1
+    finally:
+        api.stop()
