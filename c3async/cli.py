@@ -597,6 +597,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         for sn in r.snippets:
             who = sn.role + (" (sub-agent)" if sn.sidechain else "")
             print(f"  {who}: {_marked(sn.text, sn.marks, tty)}")
+        if r.also_in:  # copied into forks: said here, listed once
+            print(
+                f"  also in its fork{'s' if len(r.also_in) > 1 else ''} {', '.join(inert_line(f[:8]) for f in r.also_in)}"
+            )
         print(f"  {inert_line(r.resume)}")
     return 0
 

@@ -1173,7 +1173,7 @@ SEARCH_HTML = "<img src=x onerror=alert(1)>"
 SEARCH_KEYS = {"query", "total", "seconds", "problems", "index", "results"}
 INDEX_KEYS = {"files", "updating", "done_bytes", "total_bytes", "pending_bytes", "indexed_now", "seconds"}
 RESULT_KEYS = {"session", "project", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "age",
-               "resume", "score", "hits", "snippets"}
+               "resume", "score", "hits", "snippets", "also_in"}
 SNIPPET_KEYS = {"text", "marks", "role", "sidechain", "ts", "offset", "agent"}
 
 

@@ -15,6 +15,7 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Callable
 
 import msgspec
 
@@ -55,6 +56,7 @@ class Hit(msgspec.Struct):
     score: float
     hits: int
     snippets: list[Snippet] = msgspec.field(default_factory=list)
+    also_in: list[str] = msgspec.field(default_factory=list)  # forks that carry these hits too (copied)
 
 
 class Filters(msgspec.Struct):
@@ -83,6 +85,7 @@ class _Match(msgspec.Struct):
     sidechain: bool
     ts: int | None
     rank: float
+    text: bytes = b""  # its text's hash: with ts and kind, the same passage in a fork's copy
 
 
 class _File(msgspec.Struct, array_like=True):
@@ -137,14 +140,22 @@ def _sql(query: Query, f: Filters) -> tuple[str, list[object], str]:
         where.append("p.branch = ?")
         args.append(f.branch)
     sql = (
-        "SELECT p.file, p.offset, p.length, p.kind, p.sidechain, p.ts, m.r"
+        "SELECT p.file, p.offset, p.length, p.kind, p.sidechain, p.ts, m.r, h.hash"
         " FROM (SELECT rowid AS b, bm25(fts) AS r FROM fts WHERE fts MATCH ?) AS m"
-        " JOIN passages AS p ON p.blob = m.b WHERE " + " AND ".join(where)
+        " JOIN passages AS p ON p.blob = m.b JOIN blobs AS h ON h.id = m.b WHERE " + " AND ".join(where)
     )
     return sql, args, column
 
 
-def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = True) -> Found:
+# Which of some sessions are forks of which: given {session: its cwd}, {fork: parent}.
+Forks = Callable[[dict[str, str | None]], dict[str, str]]
+
+
+def find(
+    query: Query, filters: Filters, limit: int = 20, *, snippets: bool = True, forks: Forks | None = None
+) -> Found:
+    """``forks``: how to tell a fork's parent; a passage a fork copied from its parent (the same
+    text and time) is then a hit of the parent only, which names the forks that carry it."""
     started = time.perf_counter()
     sql, args, column = _sql(query, filters)
     by_session: dict[str, list[_Match]] = {}
@@ -187,13 +198,14 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
         for fid, known in shard_files.items():
             files[(k, fid)] = known
         folders = filters.folders
-        for fid, offset, length, kind, sidechain, ts, rank in rows:
+        for fid, offset, length, kind, sidechain, ts, rank, digest in rows:
             fr = shard_files.get(fid)
             if fr is None or fr.session is None or (folders is not None and fr.folder not in folders):
                 continue
             by_session.setdefault(fr.session, []).append(
-                _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank / scale)
+                _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank / scale, bytes(digest))
             )
+    carried = _once(by_session, files, forks) if forks is not None else {}
     ranked = []
     mains: dict[str, _File | None] = {}
     for session, matches in by_session.items():
@@ -209,11 +221,51 @@ def find(query: Query, filters: Filters, limit: int = 20, *, snippets: bool = Tr
         ranked.append((score, last, session, matches))
     ranked.sort(key=lambda t: (-t[0], -t[1], t[2]))
     hits = [_hit(session, score, matches, files, mains) for score, _, session, matches in ranked[:limit]]
+    for hit in hits:
+        hit.also_in = sorted(carried.get(hit.session, ()))
     if snippets:
         marker, folded = query.marker(), query.marker(folded=True)
         for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
             hit.snippets = _snippets(matches, files, marker, folded)
     return Found(hits, len(ranked), time.perf_counter() - started, problems, damaged)
+
+
+def _once(
+    by_session: dict[str, list[_Match]], files: dict[tuple[int, int], _File], forks: Forks
+) -> dict[str, set[str]]:
+    """Drop the hits a fork copied from an ancestor that matched too (the same text, kind and
+    time); a fork left with none drops out. Returns, per session, the forks that carry its hits."""
+    owners: dict[tuple[bytes, int | None, int], set[str]] = {}
+    for session, matches in by_session.items():
+        for m in matches:
+            owners.setdefault((m.text, m.ts, m.kind), set()).add(session)
+    shared = {s for group in owners.values() if len(group) > 1 for s in group}
+    if not shared:
+        return {}
+    cwds = {s: files[(by_session[s][0].shard, by_session[s][0].file)].cwd for s in shared}
+    parents = forks(cwds)
+    carried: dict[str, set[str]] = {}
+    for fork in sorted(shared):
+        ups = []
+        at = parents.get(fork)
+        while at is not None and at not in ups and at != fork:
+            ups.append(at)
+            at = parents.get(at)
+        mine = [a for a in ups if a in by_session]
+        if not mine:
+            continue
+        keep = []
+        for m in by_session[fork]:
+            said = next((a for a in mine if a in owners.get((m.text, m.ts, m.kind), ())), None)
+            if said is None:
+                keep.append(m)
+            else:
+                carried.setdefault(said, set()).add(fork)
+        if keep:
+            by_session[fork] = keep
+        else:
+            del by_session[fork]
+    return carried
 
 
 def _hit(

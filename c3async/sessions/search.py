@@ -15,6 +15,7 @@ import shlex
 import time
 from datetime import UTC, datetime
 from functools import cache
+from pathlib import Path
 
 import msgspec
 
@@ -126,6 +127,20 @@ def _folders(projects: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _fork_parents(cwds: dict[str, str | None]) -> dict[str, str]:
+    """{fork: parent} among sessions that matched with the same passages, from the catalog's
+    records of their projects (no transcript is read)."""
+    from ..catalog import cache as catalog_cache
+    from ..catalog.forks import fork_parents
+    from ..catalog.scan import cache_path
+
+    parents: dict[str, str] = {}
+    for project in {_project_of(cwd) for cwd in cwds.values() if cwd}:
+        records = catalog_cache.load(cache_path(project))
+        parents.update(fork_parents((Path(path).stem.lower(), rec) for path, rec in records.items()))
+    return parents
+
+
 def search(
     text: str,
     *,
@@ -163,12 +178,12 @@ def search(
         status = index.progress_status()
         state.updating = True
         state.done_bytes, state.total_bytes = status.done, status.total
-    found = find(query, filters, limit, snippets=snippets)
+    found = find(query, filters, limit, snippets=snippets, forks=_fork_parents)
     if found.damaged and not done.busy:  # a damaged or foreign database: rebuilt, then asked again
         index.forget_stamp()
         done = index.update(progress=progress, inline_max=INLINE_BYTES if background else None)
         state.pending_bytes, state.indexed_now = done.pending_bytes, state.indexed_now + done.read
-        found = find(query, filters, limit, snippets=snippets)
+        found = find(query, filters, limit, snippets=snippets, forks=_fork_parents)
     now = time.time()
     archive_base = os.fspath(archive.root()) + os.sep
     results = []

@@ -970,6 +970,10 @@ function resultNode(r) {
          el("span", { class: "snip-role", text: sn.sidechain ? `sub-agent ${sn.role}` : sn.role }),
          el("span", { class: "snip-text" }, markedText(sn.text, sn.marks)))))));
   }
+  if (r.also_in && r.also_in.length) {  // copied into forks: said here, listed once
+    li.append(el("p", { class: "search-note also-in", title: r.also_in.join(", "),
+                        text: `also in its fork${r.also_in.length > 1 ? "s" : ""} ${r.also_in.map(f => f.slice(0, 8)).join(", ")} (copied there)` }));
+  }
   return li;
 }
 
