@@ -409,6 +409,8 @@ def _query(request: Request) -> Query:
         order=order,
         cursor=_query_int(request, "cursor", 0, 10_000_000) or 0,
         limit=PAGE if params.get("limit") in (None, "") else (_query_int(request, "limit", 0, MAX_PAGE) or 0),
+        forks_of=_text(params.get("forks_of"), "forks_of", 100) or None,
+        grouped=params.get("grouped") not in ("0", "false"),
     )
 
 

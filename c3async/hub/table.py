@@ -72,6 +72,10 @@ def slim(row: Row) -> dict[str, Any]:
         "archived": row.archived,
         "expires_in_days": row.expires_in_days,
         "cwd_gone": row.cwd_gone,
+        "forked_from": row.forked_from,
+        "forks": row.forks,
+        "root": None,  # the first session of its fork tree (None: it is no fork), set by ``_entries``
+        "fork_count": 0,  # the forks under it, when it is a root (set by ``_entries``)
         "why": [],
     }
 
@@ -85,6 +89,7 @@ class Entry:
     created: float
     score: int  # the strength of the likely-stale evidence
     mtime_ns: int  # ties of the times above go by the file's mtime, as every other listing orders
+    root: str | None = None  # of its fork tree, when it is a fork (``Query.forks_of`` lists them)
 
 
 def _evidence(row: Row, newer_on_branch: bool) -> tuple[list[str], int]:
@@ -102,8 +107,13 @@ def _entries(rows: list[Row]) -> list[Entry]:
     for r in rows:  # newest first: the first row of a branch is its newest session
         if r.branch and r.branch != "HEAD":
             newest_on.setdefault(r.branch, r.id)
+    parent = {r.id: r.forked_from for r in rows if r.forked_from}
     out = []
     for r in rows:
+        root = None
+        at = parent.get(r.id)
+        while at is not None and at != root:  # ``forked_from`` holds no loop (``catalog.forks``)
+            root, at = at, parent.get(at)
         filters = {"all"}
         if not r.marked and r.hints:
             filters.add("likely")
@@ -119,8 +129,15 @@ def _entries(rows: list[Row]) -> list[Entry]:
         newer = bool(r.branch) and newest_on.get(r.branch or "") not in (None, r.id)
         why, score = _evidence(r, newer and "likely" in filters)
         s["why"] = why if "likely" in filters else []
+        s["root"] = root
         act = epoch(r.last_activity or r.mtime) or r.mtime_ns / 1e9
-        out.append(Entry(s, haystack(r), frozenset(filters), act, epoch(r.created_at) or act, score, r.mtime_ns))
+        out.append(Entry(s, haystack(r), frozenset(filters), act, epoch(r.created_at) or act, score, r.mtime_ns, root))
+    under: dict[str, int] = {}
+    for e in out:
+        if e.root is not None:
+            under[e.root] = under.get(e.root, 0) + 1
+    for e in out:
+        e.row["fork_count"] = under.get(e.row["id"], 0)  # every fork of its tree, forks of forks too
     return out
 
 
@@ -152,6 +169,8 @@ class Query(msgspec.Struct, frozen=True):
     order: str = "desc"
     cursor: int = 0
     limit: int = PAGE
+    forks_of: str | None = None  # the forks under this root, whatever the filter (a root's "+N forks")
+    grouped: bool = True  # a fork whose root is listed too is left out (it is under the root's "+N forks")
 
 
 class Diff(msgspec.Struct):
@@ -250,6 +269,13 @@ class Table:
                     counts[f] += 1
                 if q.filter in e.filters:
                     hits.append(e)
+        matched = len(hits)  # the count says every session that matched, those under a root's "+N forks" too
+        if q.forks_of is not None:
+            hits = [e for b in built.values() for e in b.entries if e.root == q.forks_of]
+            matched = len(hits)
+        elif q.grouped:
+            shown = {e.row["id"] for e in hits}
+            hits = [e for e in hits if e.root is None or e.root not in shown]
         sort = q.sort or ("evidence" if q.filter == "likely" else "activity")
         hits.sort(key=_sort_key(sort), reverse=q.order != "asc")
         page = hits[q.cursor : q.cursor + q.limit]
@@ -257,7 +283,7 @@ class Table:
         listed = {p: len(b.entries) for p, b in built.items()}
         return {
             "rows": [e.row for e in page],
-            "total": len(hits),
+            "total": matched,
             "cursor": q.cursor,
             "next": nxt,
             "sort": sort,

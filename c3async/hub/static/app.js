@@ -138,7 +138,8 @@ const list = { gen: 0, next: 0, total: 0, everything: 0, counts: {}, projects: [
                guess: 46, measured: 0, measuredSum: 0,
                first: 0, last: 0,   // the drawn rows: [first, last)
                focused: null, key: null,
-               pool: [], drawnAt: 0, settle: 0 };     // the id of the row last focused, to give it the focus back when it is drawn again
+               pool: [], drawnAt: 0, settle: 0,
+               expanded: new Set() };  // roots whose forks are shown under them     // the id of the row last focused, to give it the focus back when it is drawn again
 
 function queryParams(cursor, limit = PAGE_ROWS) {
   const p = new URLSearchParams({ filter: state.filter, cursor: String(cursor), limit: String(limit) });
@@ -331,7 +332,7 @@ function paint(data, gen) {
   }
   take(data);
   const reuse = new Map([...list.kept, ...list.nodes]);
-  list.rows = []; list.ids = new Map(); list.heights = []; state.rows = new Map();
+  list.rows = []; list.ids = new Map(); list.heights = []; state.rows = new Map(); list.expanded.clear();
   addRows(data.rows);
   list.nodes = new Map(); list.kept = new Map();
   for (const row of data.rows) {
@@ -379,6 +380,7 @@ async function applyChange(change) {
   for (const row of change.rows) {
     const i = list.ids.get(row.id);
     if (i === undefined) continue;
+    if (list.rows[i]._under) row._under = list.rows[i]._under;
     list.rows[i] = row;
     state.rows.set(row.id, row);
     const li = list.nodes.get(row.id) || list.kept.get(row.id);
@@ -445,6 +447,31 @@ async function toggleNotify() {
   if (answer === "granted") localStorage.setItem(NOTIFY_KEY, "1");
   else flash(null, "notifications are blocked for this page (the browser's site settings allow them)");
   showNotify();
+}
+
+// A root's forks, shown under it (fetched when asked) or hidden again.
+async function toggleForks(id) {
+  if (list.expanded.has(id)) {
+    list.expanded.delete(id);
+    const keep = list.rows.map((r, i) => [r, list.heights[i]]).filter(([r]) => r._under !== id);
+    for (const r of list.rows) if (r._under === id) state.rows.delete(r.id);
+    list.rows = keep.map(([r]) => r); list.heights = keep.map(([, h]) => h);
+  } else {
+    const gen = list.gen;
+    let data;
+    try { data = await api(`/api/rows?forks_of=${encodeURIComponent(id)}&limit=200`); } catch (e) { flash(null, e.message); return; }
+    if (gen !== list.gen || !list.ids.has(id)) return;
+    list.expanded.add(id);
+    const at = list.ids.get(id) + 1;
+    const forks = data.rows.filter(r => !list.ids.has(r.id));
+    for (const r of forks) { r._under = id; state.rows.set(r.id, r); }
+    list.rows.splice(at, 0, ...forks);
+    list.heights.splice(at, 0, ...forks.map(() => undefined));
+  }
+  reindex();
+  const li = list.nodes.get(id);
+  if (li) fillRow(li, list.rows[list.ids.get(id)]);
+  draw();
 }
 
 function sortBy(key) {
@@ -517,6 +544,7 @@ function rowChips(row) {
   if (row.archived) out.push(el("span", { class: "chip archived", title: ARCHIVED_TIP, text: "archived" }));
   if (row.kept) out.push(el("span", { class: "chip kept", title: `Kept past Claude Code's cleanup by ${keptBy(row)} (kept_by: ${row.kept_by || "?"})`, text: "kept" }));
   if (row.stale) out.push(el("span", { class: "chip stale", text: `stale: ${row.stale.reason}` }));
+  if (row.forked_from) out.push(el("span", { class: "chip fork", title: `forked from ${row.forked_from}`, text: `fork of ${row.forked_from.slice(0, 8)}` }));
   // a stale row shows its reason, not its hints; its expiry still shows (it is what happens next)
   const why = state.filter === "likely" && row.why && row.why.length ? row.why : row.hints;
   for (const h of why) {
@@ -527,7 +555,7 @@ function rowChips(row) {
 }
 
 // A row node's parts, found once: a scroll fills fifty rows a frame.
-const PARTS = ["dot", "title", "live-pill", "state-pill", "branch", "project", "chips", "counts", "tokens", "cost", "size", "age", "resume"];
+const PARTS = ["dot", "title", "live-pill", "state-pill", "branch", "project", "chips", "counts", "fork-toggle", "tokens", "cost", "size", "age", "resume"];
 function parts(li) {
   if (!li._parts) li._parts = Object.fromEntries(PARTS.map(name => [name, $(`.${name}`, li)]));
   return li._parts;
@@ -565,6 +593,15 @@ function fillRow(li, row) {
   if (nd) counts.push(`${nd} decision${nd > 1 ? "s" : ""}`);
   if (l.snapshot) counts.push("snapshot");
   p.counts.textContent = counts.join(" · ");
+  // forks: a root lists its forks under "+N forks"; a fork shown says so
+  const n = row.fork_count || 0, toggle = p["fork-toggle"];
+  toggle.hidden = !(n && !row.root && !row._under);
+  const open = list.expanded.has(row.id);
+  toggle.textContent = `${open ? "−" : "+"}${n} fork${n === 1 ? "" : "s"}`;
+  toggle.setAttribute("aria-expanded", String(open));
+  toggle.title = open ? "hide its forks" : "show the sessions forked from this one (/branch, --fork-session)";
+  toggle.onclick = () => toggleForks(row.id);
+  li.classList.toggle("fork-child", !!row._under);
   const t = row.tokens, breakdown = usageBreakdown(t, row.cost_usd);
   p.tokens.textContent = t ? compact(t.total) : "";
   p.cost.textContent = t ? `${usd(row.cost_usd)}${t.unpriced.length ? "+" : ""}` : "";
