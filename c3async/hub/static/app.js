@@ -594,13 +594,13 @@ function fillRow(li, row) {
   if (l.snapshot) counts.push("snapshot");
   p.counts.textContent = counts.join(" · ");
   // forks: a root lists its forks under "+N forks"; a fork shown says so
-  const n = row.fork_count || 0, toggle = p["fork-toggle"];
-  toggle.hidden = !(n && !row.root && !row._under);
+  const n = row.fork_count || 0, forkButton = p["fork-toggle"];
+  forkButton.hidden = !(n && !row.root && !row._under);
   const open = list.expanded.has(row.id);
-  toggle.textContent = `${open ? "−" : "+"}${n} fork${n === 1 ? "" : "s"}`;
-  toggle.setAttribute("aria-expanded", String(open));
-  toggle.title = open ? "hide its forks" : "show the sessions forked from this one (/branch, --fork-session)";
-  toggle.onclick = () => toggleForks(row.id);
+  forkButton.textContent = `${open ? "−" : "+"}${n} fork${n === 1 ? "" : "s"}`;
+  forkButton.setAttribute("aria-expanded", String(open));
+  forkButton.title = open ? "hide its forks" : "show the sessions forked from this one (/branch, --fork-session)";
+  forkButton.onclick = () => toggleForks(row.id);
   li.classList.toggle("fork-child", !!row._under);
   const t = row.tokens, breakdown = usageBreakdown(t, row.cost_usd);
   p.tokens.textContent = t ? compact(t.total) : "";
