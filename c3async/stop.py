@@ -68,6 +68,11 @@ def code_of(exc: BaseException) -> int | None:
             code = code_of(inner)
             if code is not None:
                 return code
+    # a signal that came while Python ran a hook of its own wraps in another exception (during an
+    # import, a class body's ``__set_name__`` turns it into "RuntimeError: Error calling
+    # __set_name__", caused by it)
+    if isinstance(exc, RuntimeError) and exc.__cause__ is not None and exc.__cause__ is not exc:
+        return code_of(exc.__cause__)
     return None
 
 

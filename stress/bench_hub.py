@@ -15,7 +15,9 @@ starts the real ``c3async hub --port 0`` and prints, as medians with the min-max
   the Hub printed, ``/?token=...``, redirect included): navigation to the first rows painted
   (< 300 ms), a filter change and a sort change to the new rows painted (< 150 ms), scrolling
   to the end of the list (every row loaded) and its longest frame (< 50 ms), the page's JS heap
-  then (< 100 MB), and a mark written from the CLI to its row updated in the page (< 1 s).
+  then (< 100 MB), a mark written from the CLI to its row updated in the page (< 1 s), and a
+  session that starts waiting (Claude Code's registry file of a running process) to its row's
+  "waiting" pill (the change stream's 2 s).
 
 The API calls send the token the Hub printed as ``Authorization: Bearer``. It asserts nothing
 about time. It exits 1 only on an error: a request that fails, a listing with the wrong number
@@ -25,6 +27,8 @@ of rows, a hub that does not start, a page that does not fill.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import re
 import statistics
@@ -33,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from stress.chromium import launched, missing
@@ -95,6 +100,25 @@ async ([total, step]) => {
 
 class BenchError(Exception):
     pass
+
+
+@contextlib.contextmanager
+def registry_entry(env: dict[str, str], session_id: str, cwd: Path) -> Iterator[None]:
+    """A running process with Claude Code's registry file naming ``session_id`` as waiting."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        stat = Path(f"/proc/{proc.pid}/stat").read_bytes()
+        ticks = stat[stat.rindex(b")") + 2 :].split()[19].decode()
+        folder = Path(env["CLAUDE_CONFIG_DIR"]) / "sessions"
+        folder.mkdir(exist_ok=True)
+        now_ms = time.time() * 1000
+        (folder / f"{proc.pid}.json").write_text(json.dumps({
+            "pid": proc.pid, "sessionId": session_id, "cwd": str(cwd), "procStart": ticks, "startedAt": now_ms,
+            "status": "waiting", "statusUpdatedAt": now_ms, "waitingFor": "dialog open", "kind": "interactive"}))
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def fmt(values_s: list[float]) -> str:
@@ -239,7 +263,7 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
     if missing() is not None:
         table.append(("browser", f"skipped: {missing()}"))
         return
-    first, filt, sort, frames, scroll_s, heap, update, drawn_rows = [], [], [], [], [], [], [], []
+    first, filt, sort, frames, scroll_s, heap, update, drawn_rows, waiting = [], [], [], [], [], [], [], [], []
     with launched() as browser:
         for run in range(runs):
             context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -278,6 +302,14 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
                     raise BenchError(f"mark: {proc.stderr}")
                 page.locator(f'#rows li[data-id="{sid}"] .chip.stale').wait_for(timeout=30_000)
                 update.append(time.perf_counter() - t0)
+                # a session starts waiting for its user: Claude Code's registry file of a running
+                # process (this benchmark's child stands for the claude)
+                other = page.locator("#rows li").nth(run + 1)
+                wid, wproject = other.get_attribute("data-id"), other.get_attribute("data-project")
+                t0 = time.perf_counter()
+                with registry_entry(env, wid, Path(wproject)):
+                    page.locator(f'#rows li[data-id="{wid}"] .state-pill.waiting').wait_for(timeout=30_000)
+                    waiting.append(time.perf_counter() - t0)
             finally:
                 context.close()
     table.append((f"Chromium 1400 px: navigation (printed URL, redirect included) to first rows painted x{runs}",
@@ -291,6 +323,7 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
     table.append((f"Chromium: JS heap with {total} rows loaded x{runs}",
                   f"{statistics.median(heap) / 2**20:8.1f} MiB  [{min(heap) / 2**20:.1f}-{max(heap) / 2**20:.1f}]"))
     table.append((f"Chromium: a mark from the CLI to its row updated in the page x{runs}", fmt(update)))
+    table.append((f"Chromium: a session starting to wait (registry file) to its row's pill x{runs}", fmt(waiting)))
 
 
 def main(argv: list[str] | None = None) -> int:

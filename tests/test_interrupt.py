@@ -56,3 +56,23 @@ def test_an_interrupted_index_carries_on_and_stays_consistent(corpus):
     proc = subprocess.run([sys.executable, "-m", "c3async", "search", "retry", "--all", "--json"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and json.loads(proc.stdout)["results"], proc.stderr
+
+
+def test_a_signal_during_an_import_still_ends_the_command_quietly():
+    """SIGTERM (``stop.Stopped``) raised inside a class body's ``__set_name__`` while a module is
+    imported reaches the CLI as "RuntimeError: Error calling __set_name__", caused by it: still
+    the signal's exit status, not a traceback."""
+    import signal
+
+    from c3async import stop
+
+    class Hook:
+        def __set_name__(self, owner, name):
+            raise stop.Stopped()
+
+    try:
+        type("Made", (), {"field": Hook()})
+    except BaseException as exc:
+        caught = exc
+    assert isinstance(caught, RuntimeError) and stop.code_of(caught) == 128 + signal.SIGTERM
+    assert stop.code_of(RuntimeError("something else")) is None

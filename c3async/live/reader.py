@@ -147,10 +147,12 @@ def live_sessions(
     prune: bool = True,
     facts: activity.Facts | None = None,
     registry: Snapshot | None = None,
+    ids: set[str] | None = None,
 ) -> dict[str | None, LiveSession]:
     """Per host session: live or not, how many MCP processes serve it, and its state where the
     registry has it. ``facts``: the activity log's fold, ``registry``: the registry as read,
-    when the caller has them already."""
+    when the caller has them already; ``ids``: the project's sessions (a running claude holding
+    one of them counts here whatever folder it was started in)."""
     now = time.time() if now is None else now
     out: dict[str | None, LiveSession] = {}
     windows: dict[str | None, set[object]] = {}
@@ -170,7 +172,7 @@ def live_sessions(
         entry.last_seen = max(entry.last_seen, hb.ts)
     snapshot = read_registry() if registry is None else registry
     for run in snapshot.running:
-        if run.session_id not in out and not _belongs(run, project):
+        if run.session_id not in out and not (ids is not None and run.session_id in ids) and not _belongs(run, project):
             continue
         entry = out.get(run.session_id)
         if entry is None:

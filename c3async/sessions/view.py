@@ -121,7 +121,7 @@ def join_scan(
     book = (book or MarkBook(project)).refresh()
     if facts is None:  # folded once: liveness, /clear pairs, chain
         facts = activity.facts(project)
-    live = live_sessions(project, facts=facts)
+    live = live_sessions(project, facts=facts, ids={row.id for row in rows})
     states = book.get_many([row.id for row in rows])
     keeps: dict[str, bool] = {}
     for row in rows:
