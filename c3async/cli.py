@@ -261,6 +261,10 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         _write_json(msgspec.json.encode(rows))
     elif rows:
         print_table(rows, show_project=args.all)
+    elif listed:  # sessions exist, none passes: said, not an empty screen (no transcripts is said above)
+        what = [f"--filter {args.filter}"] if args.filter != "all" else []
+        what += [f"--search {inert_line(args.search)}"] if args.search else []
+        _err(f"c3async: no sessions match {' '.join(what) or 'this listing'} (of {listed:,} listed)")
     return 0
 
 

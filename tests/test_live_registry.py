@@ -144,3 +144,13 @@ def test_the_registry_reader_takes_only_uuid_sessions_and_known_states(claude, s
     registry_file(claude.config, sleeper.pid, sid, "relative/path", status="dancing\x1b[2J")
     (entry,) = running(sessions)
     assert (entry.session_id, entry.state, entry.state_since, entry.cwd) == (sid, None, None, None)
+
+
+def test_an_empty_filter_says_so_on_stderr(claude):
+    proj = claude.project("app")
+    simple_session(claude.folder(proj), proj, "nothing waits here")
+    proc = claude.run("sessions", "--project", proj, "--filter", "waiting")
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "no sessions match --filter waiting (of 1 listed)" in proc.stderr
+    proc = claude.run("sessions", "--project", proj, "--filter", "waiting", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
