@@ -14,19 +14,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from browser import expect, needs_chromium
 from hubproc import NOW, Hub, hub_session, sandbox_world, sessions_ids
 
-from stress.chromium import missing
-
-pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-expect = sync_api.expect
+pytestmark = needs_chromium
 
 OLD = NOW - timedelta(days=30)
 XSS = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 # A prompt that *starts* with a lowercase tag is not a typed prompt (Claude Code skips those too).
 PROMPT_XSS = "look at this: " + XSS
-WAIT_MS = 10_000
+WAIT_MS = 10_000  # this module's own, shorter than browser.WAIT_MS
 
 
 def _session(folder: Path, cwd: str, prompts: list[str], **kw) -> str:

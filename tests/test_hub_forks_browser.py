@@ -5,17 +5,12 @@ count says every session either way."""
 
 from __future__ import annotations
 
-import pytest
+from browser import WAIT_MS, expect, needs_chromium
 from hubproc import Hub
 from test_forks import fork_of, parent_session
 from transcripts import Conversation, write_session
 
-from stress.chromium import missing
-
-pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-expect = sync_api.expect
-WAIT_MS = 15_000
+pytestmark = needs_chromium
 
 
 def test_forks_sit_under_their_root(claude, browser):

@@ -10,14 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from browser import WAIT_MS, expect, needs_chromium
 from transcripts import simple_session
 
-from stress.chromium import missing
-
-pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-expect = sync_api.expect
-WAIT_MS = 15_000
+pytestmark = needs_chromium
 TOTAL = 450
 
 

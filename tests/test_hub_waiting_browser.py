@@ -11,16 +11,12 @@ import sys
 import time
 
 import pytest
+from browser import WAIT_MS, expect, needs_chromium
 from hubproc import Hub
 from test_live_registry import registry_file
 from transcripts import simple_session
 
-from stress.chromium import missing
-
-pytestmark = pytest.mark.skipif(missing() is not None, reason=missing() or "")
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-expect = sync_api.expect
-WAIT_MS = 15_000
+pytestmark = needs_chromium
 
 RECORD_NOTIFICATIONS = """
 window.__notes = [];
