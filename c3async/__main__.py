@@ -1,7 +1,7 @@
 """``python -m c3async`` and the ``c3async`` command. Ctrl-C and SIGTERM are handled from the
 first statement on (``stop``), before the command's modules are imported."""
 
-from . import stop
+from .ground import stop
 
 stop.install()
 

@@ -4,9 +4,9 @@ Imports happen inside each command so that ``c3async sessions`` does not pay for
 Errors go to stderr with exit status 1; usage errors exit 2; ``--json`` output is for scripts.
 
 Text printed for a person (tables, lists, messages, errors, argparse's own usage errors and log
-lines) goes through :mod:`c3async.term`, so a title, branch, note, task or path cannot drive the
+lines) goes through :mod:`c3async.ground.term`, so a title, branch, note, task or path cannot drive the
 terminal. ``--json`` (and the JSON that ``tasks`` prints for changes) goes through
-:func:`~c3async.term.json_inert`: the same data to any parser, with DEL, C1 and bidi/format
+:func:`~c3async.ground.term.json_inert`: the same data to any parser, with DEL, C1 and bidi/format
 characters written as ``\\u`` escapes. Text options the user types are refused (exit 2, naming the
 option) if they hold bytes that are not UTF-8; stdout and stderr never fail to encode.
 """
@@ -20,7 +20,7 @@ import sys
 import time
 from typing import TypeVar
 
-from .term import inert, inert_line, json_inert
+from .ground.term import inert, inert_line, json_inert
 
 __all__ = ("main",)
 
@@ -67,7 +67,7 @@ def _env_session() -> str | None:
     """``CLAUDE_CODE_SESSION_ID`` (stored in marks, tasks and logs): refused if it is not UTF-8."""
     value = os.environ.get("CLAUDE_CODE_SESSION_ID")
     if value and _not_utf8(value) is not None:
-        from .errors import BadArgument
+        from .ground.errors import BadArgument
 
         raise BadArgument(
             "CLAUDE_CODE_SESSION_ID holds bytes that are not UTF-8, so it is no session "
@@ -174,7 +174,7 @@ def _project_dir(given: str | None) -> str:
     """The folder a command works on: ``--project``, else ``CLAUDE_PROJECT_DIR``, else the cwd,
     which must be an existing directory (a typo is a usage error, exit 2: nothing is registered,
     created or written for it)."""
-    from .errors import UsageError
+    from .ground.errors import UsageError
 
     if given is not None:
         what, value = "--project", given
@@ -199,8 +199,8 @@ def _project_dir(given: str | None) -> str:
 
 
 def _projects(args: argparse.Namespace) -> list[str]:
-    from . import registry
-    from .paths import canonical, project_root
+    from .ground.paths import canonical, project_root
+    from .stores import registry
 
     # A repository's worktrees are one project with its main checkout: the state root.
     here = project_root(canonical(_project_dir(args.project)))
@@ -224,9 +224,9 @@ def _projects(args: argparse.Namespace) -> list[str]:
 def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
-    from . import registry
     from .catalog.scan import NEWEST
     from .sessions.view import list_rows_sync
+    from .stores import registry
 
     projects = _projects(args)
     depth = max(NEWEST, args.limit or 0)  # --limit above the newest 200 lists older sessions too
@@ -271,9 +271,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_projects(args: argparse.Namespace) -> int:
     import msgspec
 
-    from . import registry
     from .sessions.rows import age
     from .sessions.view import project_overview
+    from .stores import registry
 
     if args.forget or args.prune:
         gone = registry.forget(args.forget) if args.forget else []
@@ -311,10 +311,10 @@ def cmd_keep(args: argparse.Namespace) -> int:
         args.op, args.reason = "keep", None
         return cmd_mark(args)
     if not args.status:
-        from .errors import BadArgument
+        from .ground.errors import BadArgument
 
         raise BadArgument("give a session id to keep, or --status")
-    from .archive import status
+    from .stores.archive import status
 
     st = status()
     if args.json:
@@ -336,7 +336,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     import shlex
     import shutil
 
-    from .sessions.keep import prepare_resume
+    from .sessions.act import prepare_resume
 
     plan = prepare_resume(_projects(args)[0], args.id, dry_run=args.print)
     if plan.elsewhere:
@@ -365,14 +365,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_mark(args: argparse.Namespace) -> int:
     import msgspec
 
-    from .sessions.refs import mark
+    from .sessions.act import mark
 
     project = _projects(args)[0]
     ref = args.id
     if ref is None:  # `mark note` without an id: the session this shell runs in, if any
         ref = _env_session()
         if not ref:
-            from .errors import BadArgument
+            from .ground.errors import BadArgument
 
             raise BadArgument(
                 "no session id given, and this shell is not inside a Claude Code "
@@ -470,7 +470,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
     import msgspec
 
     from .pm import actions
-    from .sessions.refs import run_task
+    from .sessions.act import run_task
 
     project = _projects(args)[0]
     who = actions.Who(session=_env_session(), by="user")
@@ -917,7 +917,7 @@ def run(argv: list[str] | None = None) -> int:
     """The command line (``c3async.__main__`` has installed ``stop`` first)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] in [[c] for c in OWN_SIGNALS]:
-        from . import stop
+        from .ground import stop
 
         stop.uninstall()
     return _main(argv)
@@ -925,7 +925,7 @@ def run(argv: list[str] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """For a caller that imports this module first: ``stop`` is installed here, then the command runs."""
-    from . import stop
+    from .ground import stop
 
     stop.install()
     try:
@@ -961,10 +961,10 @@ def _main(argv: list[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
-        from .errors import C3Error
+        from .ground.errors import C3Error
 
         if isinstance(exc, (C3Error, OSError)):
-            from .errors import UsageError
+            from .ground.errors import UsageError
 
             _err(f"c3async: error: {exc}")
             return 2 if isinstance(exc, UsageError) else 1

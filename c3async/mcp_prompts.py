@@ -13,13 +13,13 @@ import secrets
 import time
 from typing import NamedTuple
 
-from . import config
-from .errors import C3Error
+from .ground.errors import C3Error
+from .ground.term import inert, inert_line
 from .pm import store as pm_store
 from .sessions import brief as session_brief
 from .sessions.rows import Row, age
 from .sessions.view import filter_rows
-from .term import inert, inert_line
+from .stores import config
 
 __all__ = (
     "SESSION_URI",

@@ -49,15 +49,17 @@ from mcp.types import (
     ToolAnnotations,
 )
 
-from . import __version__, activity, records, registry, safefs
+from . import __version__
 from .catalog.gitrefs import current_branch
-from .errors import BadArgument, C3Error, clip
+from .ground import safefs
+from .ground.errors import BadArgument, C3Error, clip
+from .ground.paths import canonical, default_project, project_root
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
-from .paths import canonical, default_project, project_root
+from .stores import activity, records, registry
 
 if TYPE_CHECKING:
-    from .marks import MarkBook
+    from .stores.marks import MarkBook
 
 __all__ = ("mcp", "serve")
 
@@ -157,7 +159,7 @@ async def _warm_scan(state: ServerState) -> None:
 
 def _refresh_marks(state: ServerState) -> None:
     if state.book is None:
-        from .marks import MarkBook
+        from .stores.marks import MarkBook
 
         state.book = MarkBook(state.project)
     state.book.refresh()
@@ -602,7 +604,7 @@ async def c3_task(
         import msgspec
 
         from .pm import actions as pm_actions
-        from .sessions.refs import run_task
+        from .sessions.act import run_task
 
         result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
@@ -665,7 +667,7 @@ mcp._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParam
 async def _read(state: ServerState, fn: Callable[..., str], *args: Any) -> str:
     """A resource's text, read in a worker thread; our errors become resource errors the client
     shows (an unknown or ambiguous id: not found), anything else a logged, generic one."""
-    from .errors import AmbiguousSession, BadArgument, UnknownSession
+    from .ground.errors import AmbiguousSession, BadArgument, UnknownSession
 
     try:
         return await anyio.to_thread.run_sync(fn, *args)

@@ -19,14 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from . import activity, records
-from .errors import BadArgument, C3Error, check_text, clip
-from .marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
+from .ground.errors import BadArgument, C3Error, check_text, clip
 from .sessions import detail as session_detail
+from .sessions.act import mark as mark_session
 from .sessions.refs import find
-from .sessions.refs import mark as mark_session
 from .sessions.rows import age
 from .sessions.view import FILTERS, list_rows_sync
+from .stores import activity, records
+from .stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
 
 __all__ = ("ACTIONS", "LIMITS", "READS", "Caller", "reads_only", "run", "validate")
 

@@ -2,7 +2,7 @@
 session (``.c3/session_stats.jsonl``), not the catalog; ``live`` is who is running now.
 
 The reports are printed by the CLI and returned as MCP tool text: every cell that comes from a
-file (ids, titles, model names, IDE names) is made inert (:func:`c3async.term.inert_line`)."""
+file (ids, titles, model names, IDE names) is made inert (:func:`c3async.ground.term.inert_line`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from .errors import BadArgument
-from .term import inert_line
+from .ground.errors import BadArgument
+from .ground.term import inert_line
 
 if TYPE_CHECKING:
     from .sessions.board import LiveRow

@@ -467,7 +467,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
         del os.environ[k]
     os.environ.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(c3home))  # in-process runs
     cmd = c3async_command()
-    from c3async.paths import project_root
+    from c3async.ground.paths import project_root
 
     for p in projects:
         if project_root(p.path) != p.path:

@@ -19,15 +19,15 @@ import textwrap
 import time
 from pathlib import Path
 
-from c3async import jsonl
-from c3async.marks import Mark, MarkBook, marks_path
+from c3async.ground import jsonl
+from c3async.stores.marks import Mark, MarkBook, marks_path
 
 WRITER = textwrap.dedent(
     """
     import os, sys, time, json
     from pathlib import Path
-    from c3async import jsonl
-    from c3async.marks import Mark
+    from c3async.ground import jsonl
+    from c3async.stores.marks import Mark
     path, w, n, go = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     while time.time() < go:   # all writers start together
         time.sleep(0.001)

@@ -79,7 +79,7 @@ while time.time() < until:
 
 MARK_WRITER = r"""
 import json, os, random, sys, time
-from c3async.marks import write_mark
+from c3async.stores.marks import write_mark
 project, wid, seed, until, log_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 ids = sys.argv[6].split(",")
 rng = random.Random(seed)

@@ -7,7 +7,7 @@ throw-away sandbox: ``CLAUDE_CONFIG_DIR``, ``C3_HOME`` and ``CLAUDE_PROJECT_DIR`
 and the suite's own process uses the same environment (it calls the library to read back).
 
 The checks here never use c3async's readers: a mark file is split on ``\\n`` and each line goes
-through ``json.loads``, so a bug in ``c3async.jsonl`` cannot hide itself.
+through ``json.loads``, so a bug in ``c3async.ground.jsonl`` cannot hide itself.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ computed independently of c3async's readers.
 Nothing here imports c3async. The files are plain JSON lines in the shapes the formats document
 (``c3async/activity.py``, ``c3async/marks.py``, ``c3async/live/hooks.py``, the server's
 ``tool_call`` rows): each record is ``json.dumps``-ed here and appended. The folds split the file
-on ``\\n`` and put every line through ``json.loads``, so a bug in ``c3async.jsonl`` or in an
+on ``\\n`` and put every line through ``json.loads``, so a bug in ``c3async.ground.jsonl`` or in an
 incremental fold cannot hide itself:
 
 - marks: per session, the stale/unstale mark and the note with the greatest ``ts`` (a tie goes to

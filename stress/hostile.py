@@ -1036,7 +1036,7 @@ class Hostile:
         self.check(not raw.bad and raw.ends_with_newline, "no torn or glued line in the clean marks file",
                    f"{len(raw.bad)} bad lines, e.g. {[show(b[1], 80) for b in raw.bad[:2]]}")
         try:
-            from c3async.marks import MarkBook
+            from c3async.stores.marks import MarkBook
 
             problems = compare_fold(MarkBook(w.clean.path).refresh(), raw.records)
             self.check(not problems, "MarkBook's fold of the clean project equals last-wins", "; ".join(problems[:3]))

@@ -58,27 +58,27 @@ AUDIT: dict[str, str] = {
     "c3async.catalog.conversation._AGENT_ID": "fullmatch",
     "c3async.catalog.conversation._WS": "sub",
     "c3async.sessions.brief._CONTINUED": "match",
-    "c3async.paths._WINDOWS_ABS": "match",
-    "c3async.paths._NON_ALNUM": "sub",
-    "c3async.paths._COMMENT": "split",
+    "c3async.ground.paths._WINDOWS_ABS": "match",
+    "c3async.ground.paths._NON_ALNUM": "sub",
+    "c3async.ground.paths._COMMENT": "split",
     "c3async.pm.actions._DATE": "fullmatch",
     "c3async.pm.actions._TASK_REF": "fullmatch",
     "c3async.hub.app._HOST": "match",
     "c3async.hub.server._OURS": "match",
-    "c3async.jsonl._BLANK_LINE": "search",
+    "c3async.ground.jsonl._BLANK_LINE": "search",
     "c3async.usage.prices._DATE": "fullmatch",
     "c3async.search.query._TOKEN": "findall",
     "c3async.search.query._LEX": "finditer",
     "c3async.search.find._WS": "sub",
     "c3async.sessions.search._AGO": "fullmatch",
-    "c3async.safefs.TEMP_NAME": "fullmatch",
+    "c3async.ground.safefs.TEMP_NAME": "fullmatch",
     "c3async.live.reader.HEARTBEAT_NAME": "fullmatch",
     "c3async.live.reader._OWN_SIDE_NAME": "fullmatch",
     "c3async.live.running._NAME": "fullmatch",
     "c3async.live.running._UUID": "fullmatch",
-    "c3async.term._BAD": "search",
-    "c3async.term._BAD_RUN": "sub",
-    "c3async.term._JSON_BAD": "sub",
+    "c3async.ground.term._BAD": "search",
+    "c3async.ground.term._BAD_RUN": "sub",
+    "c3async.ground.term._JSON_BAD": "sub",
 }
 
 # Pathological text of about ``n`` characters, by family.
@@ -128,11 +128,11 @@ def _pattern_call(pattern: re.Pattern, how: str) -> Callable[[Any], Any]:
 
 def _entry_points() -> dict[str, Callable[[Any], Any]]:
     """Functions that apply patterns (or classify) text that comes from transcripts or state."""
-    from c3async import term
     from c3async.catalog import extract
-    from c3async.errors import C3Error
+    from c3async.ground import term
+    from c3async.ground.errors import C3Error
+    from c3async.ground.jsonl import has_blank_line
     from c3async.hub import app
-    from c3async.jsonl import has_blank_line
     from c3async.search import find, passages, query
     from c3async.sessions.search import parse_when
     from c3async.usage.prices import normalise

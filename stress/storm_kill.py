@@ -1,4 +1,4 @@
-"""Kill storm: plain writer processes call ``c3async.marks.write_mark`` in a loop (summaries,
+"""Kill storm: plain writer processes call ``c3async.stores.marks.write_mark`` in a loop (summaries,
 next steps and reasons of random size, 100 B up to the mark limits, so a line spans pages) and are SIGKILLed at random moments; a killed writer is
 replaced at once. Each writer acknowledges a mark by appending its tag to its own ack file (one
 ``os.write``) after ``write_mark`` returned. At the end every writer is killed at once, and a
@@ -37,12 +37,12 @@ from .harness import (
 
 WRITER = r"""
 import math, os, random, sys, time
-from c3async.marks import write_mark
+from c3async.stores.marks import write_mark
 project, wid, seed, ids, ack_path, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5], sys.argv[6]
 ack = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 rng = random.Random(seed)
 FILL = "abcdefghijklmnopqrstuvwxyz0123456789" * 300
-from c3async.marks import MAX_REASON, MAX_SUMMARY
+from c3async.stores.marks import MAX_REASON, MAX_SUMMARY
 if mode.startswith("big:"):  # ready (the ack file exists): wait for the go file, then write
     while not os.path.exists(mode[4:]):
         time.sleep(0.0005)
@@ -146,7 +146,7 @@ def read_acks(path: Path) -> list[tuple[str, str, str, float]]:
 
 
 def run(sb: Sandbox, quick: bool, seed: int) -> Result:
-    from c3async.marks import MarkBook
+    from c3async.stores.marks import MarkBook
 
     res = Result("kill storm")
     rng = random.Random(seed)

@@ -52,8 +52,9 @@ from .harness import (
 
 RAW_WRITER = r"""
 import os, sys, time, random
-from c3async import jsonl, activity
-from c3async.marks import Mark, marks_path
+from c3async.ground import jsonl
+from c3async.stores import activity
+from c3async.stores.marks import Mark, marks_path
 project, wid, n, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 ids = sys.argv[6].split(",")
 ack = os.open(sys.argv[7], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -385,7 +386,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
 
 
 def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
-    from c3async.marks import MarkBook
+    from c3async.stores.marks import MarkBook
 
     raw = read_raw(project.marks)
     acts = read_raw(project.activity)

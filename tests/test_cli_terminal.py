@@ -1,6 +1,6 @@
 """Text is inert on a terminal (issue 12, deliverable 4) and the CLI's argv faults (deliverable 8).
 
-``c3async.term.inert`` over a corpus of hostile strings; then the real CLI, as a subprocess, on
+``c3async.ground.term.inert`` over a corpus of hostile strings; then the real CLI, as a subprocess, on
 transcripts, marks, tasks, heartbeats and paths that hold the same strings: no control, escape
 sequence or bidi control reaches stdout or stderr, while ``--json`` still gives back the exact
 text. Then the argv faults: bytes that are not UTF-8 in a text option, ports out of range, huge
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from transcripts import Conversation, simple_session, write_session
 
-from c3async import activity
 from c3async.cli import _InertFormatter
+from c3async.ground.term import inert, inert_line, json_inert
 from c3async.pm import actions, store
-from c3async.term import inert, inert_line, json_inert
+from c3async.stores import activity
 
 # --- the corpus --------------------------------------------------------------------------------
 

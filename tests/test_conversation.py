@@ -27,8 +27,8 @@ from transcripts import (
 
 from c3async.catalog import conversation
 from c3async.catalog.conversation import LINE_CAP, MAX_LIMIT, OUTPUT_CAP, Page, open_subagent, page
-from c3async.errors import BadArgument
-from c3async.safefs import NotRegularFile
+from c3async.ground.errors import BadArgument
+from c3async.ground.safefs import NotRegularFile
 
 HTML = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 

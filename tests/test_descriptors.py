@@ -14,7 +14,8 @@ import pytest
 from test_keep import archive_of, ok, resume, session_conv
 from transcripts import Conversation, write_session
 
-from c3async import archive, safefs
+from c3async.ground import safefs
+from c3async.stores import archive
 from stress.hostile_classes import swapping
 
 

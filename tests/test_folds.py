@@ -15,8 +15,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from c3async import activity, folds, jsonl, marks
-from c3async.paths import project_state
+from c3async.ground import folds, jsonl
+from c3async.ground.stateroot import project_state
+from c3async.stores import activity, marks
 
 IDS = [f"{i:08x}-0000-4000-8000-000000000000" for i in range(40)]
 
@@ -189,7 +190,8 @@ def test_a_log_that_grows_while_it_is_folded(proj, monkeypatch) -> None:
 
 WRITER = """
 import random, sys
-from c3async import activity, folds, marks
+from c3async.ground import folds
+from c3async.stores import activity, marks
 folds.SAVE_EVERY = 1
 proj, seed = sys.argv[1], int(sys.argv[2])
 rng = random.Random(seed)

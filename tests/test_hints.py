@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from transcripts import Conversation, write_session
 
-from c3async import activity
+from c3async.stores import activity
 
 NOW = datetime.now(UTC)
 

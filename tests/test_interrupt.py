@@ -64,7 +64,7 @@ def test_a_signal_during_an_import_still_ends_the_command_quietly():
     the signal's exit status, not a traceback."""
     import signal
 
-    from c3async import stop
+    from c3async.ground import stop
 
     class Hook:
         def __set_name__(self, owner, name):

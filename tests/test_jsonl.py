@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from c3async import jsonl
+from c3async.ground import jsonl
 
 
 class Rec(msgspec.Struct):
@@ -99,7 +99,7 @@ def test_a_record_must_be_one_line(tmp_path: Path) -> None:
 
 
 class _ShortThenFull:
-    """Stands in for the ``os`` module inside ``c3async.jsonl``: its first ``write`` writes only
+    """Stands in for the ``os`` module inside ``c3async.ground.jsonl``: its first ``write`` writes only
     half of the bytes (a short write, as a filling disk gives), every later one fails with
     ENOSPC. Everything else is the real ``os``."""
 
@@ -242,7 +242,7 @@ WRITER = textwrap.dedent(
     """
     import os, sys, random
     from pathlib import Path
-    from c3async import jsonl
+    from c3async.ground import jsonl
     log, ack, w, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rnd = random.Random(w)
     ack_fd = os.open(ack, os.O_WRONLY | os.O_APPEND | os.O_CREAT)

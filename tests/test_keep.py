@@ -858,9 +858,9 @@ def test_planted_folder_link_does_not_smuggle_sessions_into_the_listing(world, t
 
 
 def test_transcript_deleted_between_listing_and_preserve(world, monkeypatch) -> None:
-    from c3async import archive
     from c3async.sessions import keep
     from c3async.sessions.view import list_rows_sync
+    from c3async.stores import archive
 
     sb, proj, folder = world
     sb.activate(monkeypatch)
@@ -935,8 +935,8 @@ def test_unkeep_refuses_when_the_archive_holds_more_than_the_original(world, shm
 
 
 def test_an_agent_cannot_release_the_only_copy(world, monkeypatch) -> None:
-    from c3async.errors import C3Error
-    from c3async.sessions import refs
+    from c3async.ground.errors import C3Error
+    from c3async.sessions import act
 
     sb, proj, folder = world
     sb.activate(monkeypatch)
@@ -944,7 +944,7 @@ def test_an_agent_cannot_release_the_only_copy(world, monkeypatch) -> None:
     ok(sb.run("mark", "keep", conv.id, "--project", proj))
     path.unlink()
     with pytest.raises(C3Error, match="only whole copy"):
-        refs.mark(proj, conv.id, "unkeep", by="agent")
+        act.mark(proj, conv.id, "unkeep", by="agent")
     assert (sb.c3home / "archive" / folder.name / f"{conv.id}.jsonl").exists()
 
 

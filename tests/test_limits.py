@@ -24,13 +24,14 @@ from test_server_inprocess import (
 )
 from transcripts import simple_session
 
-from c3async import marks, server
+from c3async import server
 from c3async.catalog.listing import candidates, is_session_id
 from c3async.catalog.resolve import resolve
-from c3async.errors import BadArgument, C3Error, check_text, clip
+from c3async.ground.errors import BadArgument, C3Error, check_text, clip
 from c3async.pm import actions
 from c3async.session_actions import LIMITS
-from c3async.sessions import refs
+from c3async.sessions import act
+from c3async.stores import marks
 
 IDS = ("aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002",
        "bbbb3333-0000-4000-8000-000000000003")
@@ -101,10 +102,10 @@ def test_mark_text_over_its_limit_is_refused_and_nothing_written(project, field,
     op = "stale" if field == "reason" else "note"
     args = {"reason": "why"} if op == "stale" else {}
     with pytest.raises(BadArgument) as e:
-        refs.mark(project, IDS[2], op, **{**args, field: "z" * (limit + 1)})
+        act.mark(project, IDS[2], op, **{**args, field: "z" * (limit + 1)})
     assert field in str(e.value) and f"{limit:,}" in str(e.value) and f"{limit + 1:,}" in str(e.value)
     nothing_written(project)
-    mark, _ = refs.mark(project, IDS[2], op, **{**args, field: "z" * limit})  # the limit itself is fine
+    mark, _ = act.mark(project, IDS[2], op, **{**args, field: "z" * limit})  # the limit itself is fine
     assert getattr(mark, field) == "z" * limit
 
 
@@ -117,24 +118,24 @@ def test_the_limits_are_the_documented_numbers():
 
 def test_a_12_mb_note_is_refused(project):
     with pytest.raises(BadArgument, match="summary is too long: 12,582,912 characters"):
-        refs.mark(project, IDS[2], "note", summary="n" * (12 * 1024 * 1024))
+        act.mark(project, IDS[2], "note", summary="n" * (12 * 1024 * 1024))
     nothing_written(project)
 
 
 @pytest.mark.parametrize("bad", ["a NUL \x00 inside", "a lone surrogate \ud800", "argv \udcff"])
 def test_mark_text_with_nul_or_lone_surrogate_is_refused(project, bad):
     with pytest.raises(BadArgument) as e:
-        refs.mark(project, IDS[2], "note", summary="fine", next_steps=bad)
+        act.mark(project, IDS[2], "note", summary="fine", next_steps=bad)
     assert "next_steps holds" in str(e.value)
     with pytest.raises(BadArgument, match="reason holds"):
-        refs.mark(project, IDS[2], "stale", reason=bad)
+        act.mark(project, IDS[2], "stale", reason=bad)
     nothing_written(project)
 
 
 def test_a_mark_whose_activity_row_fails_still_succeeds_and_is_written_once(project, caplog):
     (state(project) / "activity.jsonl").mkdir(parents=True)  # the activity log cannot be appended to
     with caplog.at_level(logging.WARNING, logger="c3async"):
-        mark, _ = refs.mark(project, IDS[2], "note", summary="written once")
+        mark, _ = act.mark(project, IDS[2], "note", summary="written once")
     assert mark.summary == "written once"
     (row,) = jsonl_rows(state(project) / "session_marks.jsonl")
     assert (row["id"], row["op"], row["summary"]) == (IDS[2], "note", "written once")
@@ -143,7 +144,7 @@ def test_a_mark_whose_activity_row_fails_still_succeeds_and_is_written_once(proj
 
 
 def test_the_activity_row_of_a_mark_bounds_its_strings(project):
-    refs.mark(project, IDS[2], "stale", reason="r" * marks.MAX_REASON)
+    act.mark(project, IDS[2], "stale", reason="r" * marks.MAX_REASON)
     (mark,) = jsonl_rows(state(project) / "session_marks.jsonl")
     assert mark["reason"] == "r" * marks.MAX_REASON  # the mark keeps it all
     (row,) = [r for r in jsonl_rows(state(project) / "activity.jsonl") if r["kind"] == "session_mark"]
@@ -165,9 +166,9 @@ def test_a_session_ref_with_a_newline_or_control_character_is_refused(project, r
         resolve(project, ref)
     assert isinstance(e.value, BadArgument) and "not a session id" in str(e.value)
     with pytest.raises(C3Error):
-        refs.mark(project, ref, "note", summary="x")
+        act.mark(project, ref, "note", summary="x")
     with pytest.raises(C3Error):
-        refs.mark(project, IDS[0], "stale", reason="x", successor=ref)
+        act.mark(project, IDS[0], "stale", reason="x", successor=ref)
     nothing_written(project)
     assert resolve(project, f"  {IDS[2][:6]} ").session_id == IDS[2]  # spaces around a pasted id are fine
 

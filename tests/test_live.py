@@ -19,11 +19,11 @@ import anyio
 import pytest
 from transcripts import simple_session
 
-from c3async import activity
 from c3async.live import heartbeat as hbmod
 from c3async.live.heartbeat import HeartbeatWriter, boot_id, live_dir
 from c3async.live.identity import HostIdentity, detect_ide
 from c3async.live.reader import ACTIVITY_WINDOW_S, _prune, live_sessions
+from c3async.stores import activity
 
 SPEC_FIELDS = {"session_id", "host_session_id", "ide", "pid", "ts"}
 IDES = {"vscode", "cursor", "windsurf", "jetbrains", "zed", "terminal", "unknown"}

@@ -95,7 +95,7 @@ def test_a_killed_claude_is_not_revived_by_its_hook_rows(claude, monkeypatch):
     file it left names a dead process: not live."""
     proj = claude.project("app")
     sid = simple_session(claude.folder(proj), proj, "killed mid-turn")
-    from c3async import activity
+    from c3async.stores import activity
 
     claude.activate(monkeypatch)
     activity.record(proj, "session_start", session_id=sid, source="startup")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from transcripts import Conversation, simple_session, write_session
 
-from c3async import marks
-from c3async.activity import read_rows
-from c3async.errors import AmbiguousSession, BadArgument, UnknownSession
-from c3async.sessions import refs
+from c3async.ground.errors import AmbiguousSession, BadArgument, UnknownSession
+from c3async.sessions import act
+from c3async.stores import marks
+from c3async.stores.activity import read_rows
 
 
 @pytest.fixture
@@ -35,55 +35,55 @@ def project(claude, monkeypatch):
 def test_stale_needs_a_reason(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="reason"):
-        refs.mark(proj, ids[0], "stale")
+        act.mark(proj, ids[0], "stale")
     with pytest.raises(BadArgument, match="reason"):
-        refs.mark(proj, ids[0], "stale", reason="   ")
+        act.mark(proj, ids[0], "stale", reason="   ")
 
 
 def test_unknown_op_and_by_are_refused(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="stale, unstale, note, keep, unkeep"):
-        refs.mark(proj, ids[0], "delete")
+        act.mark(proj, ids[0], "delete")
     with pytest.raises(BadArgument, match="agent"):
-        refs.mark(proj, ids[0], "note", summary="x", by="robot")
+        act.mark(proj, ids[0], "note", summary="x", by="robot")
 
 
 def test_prefix_resolves_and_ambiguity_names_candidates(project) -> None:
     proj, ids = project
-    mark, _ = refs.mark(proj, "bbbb", "note", summary="done")
+    mark, _ = act.mark(proj, "bbbb", "note", summary="done")
     assert mark.id == ids[2]
     with pytest.raises(AmbiguousSession) as err:
-        refs.mark(proj, "aaaa", "note", summary="x")
+        act.mark(proj, "aaaa", "note", summary="x")
     assert ids[0] in str(err.value) and ids[1] in str(err.value)
     with pytest.raises(BadArgument, match="4 characters"):
-        refs.mark(proj, "aaa", "note", summary="x")
+        act.mark(proj, "aaa", "note", summary="x")
 
 
 def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
     proj, _ids = project
     with pytest.raises(UnknownSession):
-        refs.mark(proj, "cccc", "note", summary="x")
+        act.mark(proj, "cccc", "note", summary="x")
     # A session of a colliding directory (my_app vs my-app share a folder) is not this project's.
     other = claude.project("app-x")
     mine = claude.project("app_x")
     foreign = simple_session(claude.folder(mine), other, "theirs")
     with pytest.raises(UnknownSession):
-        refs.mark(mine, foreign, "note", summary="x")
+        act.mark(mine, foreign, "note", summary="x")
 
 
 def test_successor_must_be_a_known_session(project) -> None:
     proj, ids = project
     with pytest.raises(UnknownSession):
-        refs.mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
+        act.mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
     with pytest.raises(BadArgument, match="own successor"):
-        refs.mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])
-    mark, _ = refs.mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
+        act.mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])
+    mark, _ = act.mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
     assert mark.successor == ids[2]
 
 
 def test_file_row_is_exactly_the_spec_row(project) -> None:
     proj, ids = project
-    refs.mark(proj, ids[0], "stale", reason="done", by="agent", host=ids[1])
+    act.mark(proj, ids[0], "stale", reason="done", by="agent", host=ids[1])
     line = marks.marks_path(proj).read_bytes().splitlines()[0]
     row = json.loads(line)
     assert list(row) == ["ts", "provider", "id", "op", "reason", "successor", "summary",
@@ -93,12 +93,12 @@ def test_file_row_is_exactly_the_spec_row(project) -> None:
 
 def test_fold_is_last_wins_and_every_mark_has_an_activity_row(project) -> None:
     proj, ids = project
-    refs.mark(proj, ids[0], "stale", reason="one")
-    refs.mark(proj, ids[0], "note", summary="s1", next_steps="n1")
-    refs.mark(proj, ids[0], "stale", reason="two")
-    refs.mark(proj, ids[1], "stale", reason="x")
-    refs.mark(proj, ids[1], "unstale")
-    refs.mark(proj, ids[0], "note", summary="s2")
+    act.mark(proj, ids[0], "stale", reason="one")
+    act.mark(proj, ids[0], "note", summary="s1", next_steps="n1")
+    act.mark(proj, ids[0], "stale", reason="two")
+    act.mark(proj, ids[1], "stale", reason="x")
+    act.mark(proj, ids[1], "unstale")
+    act.mark(proj, ids[0], "note", summary="s2")
     book = marks.MarkBook(proj).refresh()
     assert book.get(ids[0]).stale.reason == "two"
     assert book.get(ids[0]).note.summary == "s2" and book.get(ids[0]).note.next_steps is None
@@ -111,10 +111,10 @@ def test_fold_is_last_wins_and_every_mark_has_an_activity_row(project) -> None:
 def test_incremental_fold_reads_only_new_marks(project) -> None:
     proj, ids = project
     book = marks.MarkBook(proj)
-    refs.mark(proj, ids[0], "stale", reason="one")
+    act.mark(proj, ids[0], "stale", reason="one")
     book.refresh()
     offset = book.fold.tail.offset
-    refs.mark(proj, ids[0], "unstale")
+    act.mark(proj, ids[0], "unstale")
     book.refresh()
     assert book.fold.tail.offset > offset
     assert book.get(ids[0]).stale is None
@@ -123,13 +123,13 @@ def test_incremental_fold_reads_only_new_marks(project) -> None:
 def test_bad_lines_in_the_marks_file_are_skipped_and_counted(project) -> None:
     proj, ids = project
     path = marks.marks_path(proj)
-    refs.mark(proj, ids[0], "stale", reason="one")
+    act.mark(proj, ids[0], "stale", reason="one")
     with open(path, "ab") as f:
         f.write(b"not json at all\n")
         f.write(b'{"ts":1,"provider":"claude-code","id":"x","op":"explode","by":"user"}\n')
         f.write(b"\xff\xfe\x00binary\n")
         f.write(b'{"ts":2,"provider":"claude-code","id":"')  # torn
-    refs.mark(proj, ids[1], "note", summary="after the junk")
+    act.mark(proj, ids[1], "note", summary="after the junk")
     book = marks.MarkBook(proj).refresh()
     assert book.skipped == 4
     assert book.get(ids[0]).stale.reason == "one"
@@ -177,7 +177,7 @@ def test_cli_errors_go_to_stderr_with_status_1(claude) -> None:
 MARKER = textwrap.dedent(
     """
     import os, sys
-    from c3async.marks import write_mark
+    from c3async.stores.marks import write_mark
     proj, ids, w, n = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), int(sys.argv[4])
     ops = ["stale", "note", "unstale"]
     for i in range(n):

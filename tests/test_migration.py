@@ -17,8 +17,9 @@ import msgspec
 import pytest
 from test_state_root import git, repo, worktree
 
-from c3async import activity, jsonl, marks, paths, records, safefs, stateroot
+from c3async.ground import jsonl, paths, safefs, stateroot
 from c3async.pm import store
+from c3async.stores import activity, marks, records
 
 A = "aaaa1111-0000-4000-8000-000000000001"
 B = "bbbb2222-0000-4000-8000-000000000002"
@@ -28,8 +29,8 @@ C = "cccc3333-0000-4000-8000-000000000003"
 @pytest.fixture
 def world(claude, monkeypatch, tmp_path):
     claude.activate(monkeypatch)
-    for name in ("_roots", "_states", "_resolved", "_warned"):
-        monkeypatch.setattr(paths, name, type(getattr(paths, name))())
+    for module, name in ((paths, "_roots"), (stateroot, "_states"), (stateroot, "_resolved"), (paths, "_warned")):
+        monkeypatch.setattr(module, name, type(getattr(module, name))())
     base = tmp_path / "w"
     base.mkdir()
     return Path(os.path.realpath(base))
@@ -200,7 +201,7 @@ def test_a_fold_run_again_over_the_same_folder_adds_nothing(world, monkeypatch):
     assert Path(wt1, ".c3").is_dir() and Path(wt2, ".c3").is_dir()  # left in place
     after = root_files(main)
     for _ in range(2):  # a later process tries again: the same rows, tasks and records
-        paths._resolved.clear()
+        stateroot._resolved.clear()
         folds = stateroot.fold_worktrees(main)
         assert root_files(main) == after
         assert all(sum(f.lines.values()) == 0 and f.records == 0 and f.pm_items == 0 for f in folds)
@@ -217,10 +218,10 @@ start = Path(sys.argv[2])
 while not start.exists():
     time.sleep(0.001)
 if sys.argv[3] == "explicit":
-    from c3async import stateroot
+    from c3async.ground import stateroot
     stateroot.fold_worktrees(sys.argv[1])
 else:  # the first resolution of the root in this process folds
-    from c3async import activity
+    from c3async.stores import activity
     activity.record(sys.argv[1], "probe")
 """
 
@@ -245,7 +246,7 @@ def test_many_processes_fold_at_once_without_duplicates(world, claude):
 
 def test_the_first_resolution_in_a_new_process_folds(world, claude):
     main, wt1, wt2 = build(world)
-    code = f"from c3async import activity; activity.record({wt1!r}, 'session_start', session_id='after-upgrade')"
+    code = f"from c3async.stores import activity; activity.record({wt1!r}, 'session_start', session_id='after-upgrade')"
     proc = subprocess.run([sys.executable, "-c", code], env=claude.env(), capture_output=True, text=True, timeout=60,
                           check=False)
     assert proc.returncode == 0, proc.stderr
@@ -298,7 +299,7 @@ def test_a_corrupt_worktree_pm_leaves_the_folder_in_place_until_repaired(world, 
     assert any("does not parse" in r.getMessage() and wt1 in r.getMessage() for r in caplog.records)
     assert {t.id for t in store.load(main).tasks} == {"t1", "t3"}
     Path(wt1, ".c3", "pm", "pm.json").write_bytes(good)
-    paths._resolved.clear()
+    stateroot._resolved.clear()
     assert [f.done for f in stateroot.fold_worktrees(main)] == [True]
     check_folded(main, wt1, wt2)
 

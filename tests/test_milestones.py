@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from c3async.errors import BadArgument, C3Error
+from c3async.ground.errors import BadArgument, C3Error
 from c3async.pm import actions, store
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")

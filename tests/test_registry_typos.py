@@ -110,12 +110,12 @@ def test_projects_lists_forgets_and_prunes(claude):
 def test_a_missing_project_has_no_fallback_state(claude, monkeypatch):
     """In the library too: a write to a project folder that does not exist fails naming it; it
     never lands in $C3_HOME/state where the real project would never see it."""
-    from c3async import paths
+    from c3async.ground import stateroot
     from c3async.pm import actions
 
     claude.activate(monkeypatch)
     gone = str(claude.root / "work" / "typo")
-    assert paths.project_state(gone) == Path(gone, ".c3")
+    assert stateroot.project_state(gone) == Path(gone, ".c3")
     with pytest.raises(OSError):
         actions.run(gone, actions.Who(session=None, by="user"), "add", title="lost")
     assert not Path(gone).exists() and not (claude.c3home / "state").exists()

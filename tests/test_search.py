@@ -32,8 +32,8 @@ from transcripts import (
     write_session,
 )
 
-from c3async import safefs
-from c3async.errors import BadArgument, C3Error
+from c3async.ground import safefs
+from c3async.ground.errors import BadArgument, C3Error
 from c3async.search import index, store
 from c3async.search.query import parse
 from c3async.sessions import search as search_mod
@@ -827,7 +827,7 @@ def test_a_held_lock_does_not_make_search_wait(sandbox):
     indexed, _ = session_file(folder, ["the indexed meerkat"], cwd=app)
     index.update()
     later, _ = session_file(folder, ["the later meerkat"], cwd=app)
-    code = ("import sys, time\nfrom c3async.locking import locked\nfrom c3async.search import index\n"
+    code = ("import sys, time\nfrom c3async.ground.locking import locked\nfrom c3async.search import index\n"
             "with locked(index.lock_path()):\n    print('held', flush=True)\n    time.sleep(60)\n")
     holder = subprocess.Popen([sys.executable, "-c", code], env=sandbox.env(), stdout=subprocess.PIPE, text=True)
     try:

@@ -14,10 +14,10 @@ import msgspec
 import pytest
 from transcripts import Conversation, simple_session, text, write_session
 
-from c3async import activity, records
-from c3async.errors import AmbiguousSession, UnknownSession
+from c3async.ground.errors import AmbiguousSession, UnknownSession
 from c3async.pm import actions, store
-from c3async.sessions import detail, refs, view
+from c3async.sessions import act, detail, refs, view
+from c3async.stores import activity, records
 
 NOW = datetime.now(UTC)
 
@@ -52,7 +52,7 @@ def test_the_chain_joins_every_source_and_walks_to_both_ends(claude) -> None:
     b, _ = _session(folder, proj, ["b1", "b2", "b3"], start=start + timedelta(hours=1))
     c, c_end = _session(folder, proj, ["c1", "c2", "c3"], start=start + timedelta(hours=2))
     d, _ = _session(folder, proj, ["d1", "d2", "d3"], start=c_end + timedelta(seconds=0.2), first="clear")
-    refs.mark(proj, a, "stale", reason="superseded", successor=b)  # a judgement
+    act.mark(proj, a, "stale", reason="superseded", successor=b)  # a judgement
     activity.record(proj, "session_start", session_id=c, source="clear", predecessor=b)  # the hooks' fact
     # c -> d: only the timing says so (d began with /clear right after c's last line)
     rows = rows_of(proj)
@@ -64,7 +64,7 @@ def test_the_chain_joins_every_source_and_walks_to_both_ends(claude) -> None:
     shown = detail.render(detail.show(proj, b[:8]))
     assert f"predecessors: {a}" in shown and f"successors: {c}, {d}" in shown
     # A cycle (a mistaken mark) never loops and lists each session once.
-    refs.mark(proj, d, "stale", reason="went back", successor=a)
+    act.mark(proj, d, "stale", reason="went back", successor=a)
     rows = rows_of(proj)
     assert rows[b].chain.predecessors == [a, d, c] and rows[b].chain.successors == [c, d, a]
 
@@ -73,16 +73,16 @@ def test_a_first_turn_note_needs_no_transcript(claude) -> None:
     proj = claude.project("app")
     simple_session(claude.folder(proj), proj, "someone else's session")
     host = str(uuid.uuid4())  # Claude Code has not flushed this session's transcript yet
-    written, found = refs.mark(proj, None, "note", host=host, by="agent", summary="first turn", next_steps="more")
+    written, found = act.mark(proj, None, "note", host=host, by="agent", summary="first turn", next_steps="more")
     assert written.id == host and written.by_session == host and not found.elsewhere
-    written, _ = refs.mark(proj, host[:8], "stale", host=host, by="agent", reason="done early")
+    written, _ = act.mark(proj, host[:8], "stale", host=host, by="agent", reason="done early")
     assert written.id == host
-    task = refs.run_task(proj, actions.Who(session=host), "add", title="from the first turn")
-    linked = refs.run_task(proj, actions.Who(session=host), "link", task_id=task["id"], ref="current")
+    task = act.run_task(proj, actions.Who(session=host), "add", title="from the first turn")
+    linked = act.run_task(proj, actions.Who(session=host), "link", task_id=task["id"], ref="current")
     assert linked["sessions"] == [host]
     # A person's typed id still needs a transcript or a record.
     with pytest.raises(UnknownSession):
-        refs.mark(proj, str(uuid.uuid4()), "note", summary="typo")
+        act.mark(proj, str(uuid.uuid4()), "note", summary="typo")
     # Once the transcript appears, the row carries what was written before it existed.
     simple_session(claude.folder(proj), proj, "the first turn", session_id=host)
     row = rows_of(proj)[host]
@@ -105,13 +105,13 @@ def test_links_resolve_prefixes_once(claude) -> None:
     sid = simple_session(folder, proj, "the linked one")
     other = simple_session(folder, proj, "another")
     who = actions.Who(session=other)
-    task = refs.run_task(proj, who, "add", title="ship it")
-    linked = refs.run_task(proj, who, "link", task_id=task["id"], ref=sid[:8])
+    task = act.run_task(proj, who, "add", title="ship it")
+    linked = act.run_task(proj, who, "link", task_id=task["id"], ref=sid[:8])
     assert sid in linked["sessions"]  # stored as the full id
-    again = refs.run_task(proj, who, "link", task_id=task["id"], ref=sid)
+    again = act.run_task(proj, who, "link", task_id=task["id"], ref=sid)
     assert again["sessions"].count(sid) == 1  # no duplicate link
     with pytest.raises(UnknownSession):
-        refs.run_task(proj, who, "link", task_id=task["id"], ref="ffff0000")
+        act.run_task(proj, who, "link", task_id=task["id"], ref="ffff0000")
     # An earlier version stored the prefix as typed: it still shows on the row, once.
     path = store.pm_path(proj)
     doc = json.loads(path.read_bytes())
@@ -165,8 +165,8 @@ def test_the_catalog_imports_nothing_above_it() -> None:
             "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(eval(out))
-    for above in ("c3async.marks", "c3async.live", "c3async.pm", "c3async.records", "c3async.sessions",
-                  "c3async.activity"):
+    for above in ("c3async.stores.marks", "c3async.live", "c3async.pm", "c3async.stores.records", "c3async.sessions",
+                  "c3async.stores.activity"):
         assert not any(m == above or m.startswith(above + ".") for m in loaded), (above, loaded)
 
 

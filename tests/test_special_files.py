@@ -28,7 +28,7 @@ from transcripts import (
 
 from c3async.catalog import cache as catalog_cache
 from c3async.catalog.read import read_transcript
-from c3async.safefs import NotRegularFile, open_regular
+from c3async.ground.safefs import NotRegularFile, open_regular
 from c3async.usage import account as acc
 
 T0 = 1_700_000_000

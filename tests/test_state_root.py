@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from c3async import activity, paths, registry
+from c3async.ground import paths, stateroot
+from c3async.stores import activity, registry
 
 
 def git(*args: str, cwd: str | Path) -> None:
@@ -46,8 +47,8 @@ def world(claude, monkeypatch, tmp_path):
     """This process pointed at the sandbox, with paths' per-process caches empty."""
     claude.activate(monkeypatch)
     monkeypatch.setattr(paths, "_roots", {})
-    monkeypatch.setattr(paths, "_states", {})
-    monkeypatch.setattr(paths, "_resolved", set())
+    monkeypatch.setattr(stateroot, "_states", {})
+    monkeypatch.setattr(stateroot, "_resolved", set())
     monkeypatch.setattr(paths, "_warned", set())
     base = tmp_path / "w"
     base.mkdir()
@@ -65,7 +66,7 @@ def test_main_checkout_and_worktrees_share_the_main_checkout(world):
     assert paths.project_root(wt) == main
     assert paths.project_root(nested) == main
     assert paths.project_root(main + "/") == main
-    assert paths.project_state(wt) == paths.project_state(nested) == Path(main) / ".c3"
+    assert stateroot.project_state(wt) == stateroot.project_state(nested) == Path(main) / ".c3"
 
 
 def test_a_subdirectory_and_a_folder_outside_git_are_their_own_projects(world):
@@ -76,7 +77,7 @@ def test_a_subdirectory_and_a_folder_outside_git_are_their_own_projects(world):
     plain.mkdir()
     assert paths.project_root(str(sub)) == str(sub)
     assert paths.project_root(str(plain)) == str(plain)
-    assert paths.project_state(str(plain)) == plain / ".c3"
+    assert stateroot.project_state(str(plain)) == plain / ".c3"
 
 
 def test_relative_paths_and_symlinks_resolve_to_the_real_root(world, monkeypatch):
@@ -98,7 +99,7 @@ def test_bare_repository_with_worktrees_is_rooted_in_the_bare_folder(world):
     assert paths.project_root(str(world / "bwt-one")) == str(bare)
     assert paths.project_root(str(world / "bwt-two")) == str(bare)
     assert paths.project_root(str(bare)) == str(bare)
-    assert paths.project_state(str(world / "bwt-one")) == bare / ".c3"
+    assert stateroot.project_state(str(world / "bwt-one")) == bare / ".c3"
 
 
 def test_separate_git_dir_checkout_is_its_own_root(world, caplog):
@@ -153,7 +154,7 @@ def test_worktree_of_a_moved_or_deleted_main_checkout_keeps_its_own_state(world,
         shutil.rmtree(main)
     with caplog.at_level(logging.WARNING, logger="c3async"):
         assert paths.project_root(wt) == wt
-        assert paths.project_state(wt) == Path(wt) / ".c3"
+        assert stateroot.project_state(wt) == Path(wt) / ".c3"
         activity.record(wt, "session_start", session_id="s1")
     assert [r.kind for r in activity.read_rows(wt).records] == ["session_start"]
     said = [r.getMessage() for r in caplog.records if "moved or deleted" in r.getMessage()]
@@ -163,7 +164,7 @@ def test_worktree_of_a_moved_or_deleted_main_checkout_keeps_its_own_state(world,
         moved = str(world / "elsewhere")
         assert paths.project_root(wt) == moved
         assert [r.session_id for r in activity.read_rows(wt).records] == ["s1"]
-        assert paths.project_state(wt) == Path(moved, ".c3") and not Path(wt, ".c3").exists()
+        assert stateroot.project_state(wt) == Path(moved, ".c3") and not Path(wt, ".c3").exists()
 
 
 @pytest.mark.parametrize("content", [
@@ -180,7 +181,7 @@ def test_a_git_file_pointing_nowhere_or_garbage_is_its_own_project(world, conten
     folder.mkdir()
     (folder / ".git").write_bytes(content)
     assert paths.project_root(str(folder)) == str(folder)
-    assert paths.project_state(str(folder)) == folder / ".c3"
+    assert stateroot.project_state(str(folder)) == folder / ".c3"
 
 
 def test_a_git_fifo_or_unreadable_git_file_never_blocks(world):
@@ -285,8 +286,8 @@ def test_read_only_main_checkout_falls_back_to_c3_home_and_says_so(world, caplog
         try:
             fallback = Path(os.environ["C3_HOME"]) / "state" / paths.state_slug(main)
             with caplog.at_level(logging.WARNING, logger="c3async"):
-                assert paths.project_state(wt) == fallback
-                assert paths.project_state(main) == fallback
+                assert stateroot.project_state(wt) == fallback
+                assert stateroot.project_state(main) == fallback
                 activity.record(wt, "session_start", session_id="while-read-only")
             said = [r.getMessage() for r in caplog.records if "cannot be written" in r.getMessage()]
             assert len(said) == 1 and main in said[0] and str(fallback) in said[0]
@@ -296,9 +297,9 @@ def test_read_only_main_checkout_falls_back_to_c3_home_and_says_so(world, caplog
         finally:
             make_rw(main)
         # Writable again: a new process folds the fallback into the main checkout's .c3.
-        for name in ("_roots", "_states", "_resolved"):
-            monkeypatch.setattr(paths, name, type(getattr(paths, name))())
-        assert paths.project_state(wt) == Path(main) / ".c3"
+        for module, name in ((paths, "_roots"), (stateroot, "_states"), (stateroot, "_resolved")):
+            monkeypatch.setattr(module, name, type(getattr(module, name))())
+        assert stateroot.project_state(wt) == Path(main) / ".c3"
         assert [r.session_id for r in activity.read_rows(main).records] == ["while-read-only"]
         assert not fallback.exists()
         assert [p.name.startswith(fallback.name + ".folded-") for p in fallback.parent.iterdir()] == [True]

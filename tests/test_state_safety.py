@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from transcripts import simple_session
 
-from c3async import jsondoc, jsonl, safefs
-from c3async.errors import C3Error
+from c3async.ground import jsondoc, jsonl, safefs
+from c3async.ground.errors import C3Error
 from c3async.pm import actions, store
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

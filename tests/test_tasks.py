@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from transcripts import simple_session
 
-from c3async.errors import AmbiguousSession, BadArgument, C3Error
+from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error
 from c3async.pm import actions, store
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")

@@ -1,9 +1,12 @@
-"""The session catalog: one row per Claude Code session, read from transcript heads and tails.
+"""Floor 2, first: the session catalog, one record per Claude Code transcript, read from heads
+and tails.
 
 Stages, one module each: ``locate`` (transcript folders), ``listing`` (session files),
 ``read`` (windows), ``extract`` (facts from bytes), ``cache``, ``scan`` (the pipeline),
-``resolve`` (an id or prefix -> a transcript), ``gitrefs``. It knows nothing of marks, liveness,
-tasks or C3 records: the sessions view (``c3async.sessions``) joins those in.
+``resolve`` (an id or prefix -> a transcript), ``gitrefs``, ``forks``, ``conversation`` (the
+reader's turns), ``changes`` (files a session edited). May import only the ground: it knows
+nothing of marks, liveness, tasks or C3 records; the sessions view (``c3async.sessions``) joins
+those in.
 """
 
 from typing import Any

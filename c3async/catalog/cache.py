@@ -15,9 +15,9 @@ from pathlib import Path
 
 import msgspec
 
-from .. import safefs
-from ..errors import DECODE_ERRORS
-from ..jsondoc import write_atomic
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
+from ..ground.jsondoc import write_atomic
 from .read import Transcript
 
 __all__ = ("FORMAT", "VERSION", "load", "save")

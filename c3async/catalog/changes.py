@@ -13,8 +13,8 @@ from typing import Any
 
 import msgspec
 
-from ..errors import DECODE_ERRORS
-from ..safefs import open_regular, pread_all
+from ..ground.errors import DECODE_ERRORS
+from ..ground.safefs import open_regular, pread_all
 
 __all__ = ("EDIT_TOOLS", "WINDOW", "Changes", "changed_files")
 

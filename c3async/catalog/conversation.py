@@ -42,8 +42,8 @@ from typing import Any
 
 import msgspec
 
-from ..errors import DECODE_ERRORS, BadArgument
-from ..safefs import open_regular, pread_all
+from ..ground.errors import DECODE_ERRORS, BadArgument
+from ..ground.safefs import open_regular, pread_all
 from .extract import CLEAR_COMMANDS, _Block, _Message, classify_prompt
 from .extract import _Line as _PromptLine
 from .listing import regular_files

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..errors import DECODE_ERRORS
+from ..ground.errors import DECODE_ERRORS
 
 __all__ = ("PROMPT_CAP", "TITLE_CAP", "Facts", "classify_prompt", "classify_text", "prompt_title", "scan")
 

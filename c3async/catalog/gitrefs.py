@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..safefs import read_foreign
+from ..ground.safefs import read_foreign
 
 __all__ = ("branches", "common_dir", "current_branch")
 

@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import canonical, git_common_dir, linked_worktrees, project_root
+from ..ground.paths import canonical, git_common_dir, linked_worktrees, project_root
 
 __all__ = (
     "MAX_SLUG_LENGTH",

@@ -19,7 +19,7 @@ import os
 
 import msgspec
 
-from ..safefs import open_regular, pread_all
+from ..ground.safefs import open_regular, pread_all
 from .extract import HEAD as HEAD_MODE
 from .extract import TAIL, TITLES, WHOLE, Facts, epoch, prompt_title, scan
 

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import AmbiguousSession, BadArgument, UnknownSession, clip
+from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession, clip
 from .listing import Candidate, candidates
 from .locate import folders_under, locate, projects_root
 from .read import Transcript, read_transcript

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import workers
-from ..paths import project_state
-from ..safefs import NotRegularFile
+from ..ground import workers
+from ..ground.safefs import NotRegularFile
+from ..ground.stateroot import project_state
 from . import cache
 from .listing import Candidate, candidates
 from .locate import ProjectDirs, folders_under, locate, same_path

@@ -41,15 +41,16 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import registry, safefs
 from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
-from ..errors import DECODE_ERRORS, C3Error
-from ..paths import project_root
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.paths import project_root
+from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
-from ..sessions.refs import mark as mark_session
 from ..sessions.view import FILTERS, list_rows_sync, project_usage, row_for
+from ..stores import registry
 from .changes import ChangeFeed
 from .table import MAX_DEPTH, MAX_PAGE, PAGE, SORTS, Query, Table
 

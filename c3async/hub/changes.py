@@ -18,11 +18,12 @@ from collections.abc import Callable
 
 import anyio
 
-from .. import activity, marks, safefs
 from ..catalog.listing import candidates
 from ..catalog.locate import locate
+from ..ground import safefs
+from ..ground.stateroot import project_state
 from ..live.running import Snapshot, read_registry
-from ..paths import project_state
+from ..stores import activity, marks
 from ..usage import totals as usage_totals
 
 __all__ = ("POLL_S", "ChangeFeed", "position")

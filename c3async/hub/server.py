@@ -56,7 +56,7 @@ class HubFiles:
     following a symlink, so no file is ever written, read or removed through a link."""
 
     def __init__(self, port: int, url: str, token: str) -> None:
-        from ..paths import c3_home
+        from ..ground.home import c3_home
 
         self.port, self.url, self.token = port, url, token
         self.dir = c3_home() / "hub"

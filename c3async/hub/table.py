@@ -213,7 +213,7 @@ class Table:
         try:
             rows = list_rows_sync([project], processes=False, limit=depth)[1]
         except Exception as exc:  # one project's trouble is not the others'
-            from .. import safefs
+            from ..ground import safefs
 
             safefs.warn_once(exc)
             return have

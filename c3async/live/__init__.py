@@ -1,7 +1,8 @@
-"""Liveness v2: a live light that is a fact. Each MCP process writes a heartbeat file; readers
-trust its timestamp, prune dead files, and fall back to the activity log only where no heartbeat
-exists. Modules: ``heartbeat`` (the file and its writer), ``reader`` (who is live),
-``identity`` (which host session and IDE a server serves), ``hooks`` (Claude Code hook rows)."""
+"""Floor 2, a reader: who is live, from facts. Each MCP process writes a heartbeat file; Claude
+Code's own registry says which claude runs and whether it waits; the activity log is the last
+resort. Modules: ``heartbeat`` (the file and its writer), ``running`` (Claude Code's registry),
+``reader`` (who is live), ``identity`` (which host session and IDE a server serves), ``hooks``
+(Claude Code hook rows). May import the ground, the catalog and the stores."""
 
 from .reader import LiveSession as LiveSession
 from .reader import live_sessions as live_sessions

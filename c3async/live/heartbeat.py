@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
-from .. import safefs
-from ..jsondoc import write_atomic
-from ..paths import project_state
+from ..ground import safefs
+from ..ground.jsondoc import write_atomic
+from ..ground.stateroot import project_state
 
 __all__ = (
     "HEARTBEAT_INTERVAL_S",

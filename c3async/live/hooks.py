@@ -20,10 +20,11 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import activity, safefs
 from ..catalog.listing import is_session_id
-from ..errors import DECODE_ERRORS
-from ..paths import c3_home
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
+from ..ground.home import c3_home
+from ..stores import activity
 
 __all__ = ("CLEAR_LINK_S", "handle", "install", "main")
 

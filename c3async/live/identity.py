@@ -18,8 +18,8 @@ from pathlib import Path
 import msgspec
 
 from ..catalog.locate import config_home
-from ..errors import DECODE_ERRORS
-from ..safefs import read_foreign
+from ..ground.errors import DECODE_ERRORS
+from ..ground.safefs import read_foreign
 from .running import Registered, start_matches
 
 __all__ = ("HostIdentity", "detect_ide")

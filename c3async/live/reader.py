@@ -21,9 +21,10 @@ from pathlib import Path
 
 import msgspec
 
-from .. import activity, safefs
-from ..errors import DECODE_ERRORS
-from ..paths import project_root
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
+from ..ground.paths import project_root
+from ..stores import activity
 from .heartbeat import Heartbeat, boot_id, live_dir, ttl
 from .running import Running, Snapshot, read_registry
 

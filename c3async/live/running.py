@@ -21,9 +21,9 @@ from pathlib import Path
 
 import msgspec
 
-from .. import safefs
 from ..catalog.locate import config_home
-from ..errors import DECODE_ERRORS
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
 
 __all__ = (
     "STATES",

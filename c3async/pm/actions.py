@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 
 from ..catalog.listing import is_session_id
-from ..errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
+from ..ground.errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
 from . import store
 from .store import PM, Decision, Event, Milestone, Task, TimeEntry
 

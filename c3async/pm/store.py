@@ -15,9 +15,9 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from .. import jsondoc
-from ..jsondoc import CorruptDocument
-from ..paths import project_state
+from ..ground import jsondoc
+from ..ground.jsondoc import CorruptDocument
+from ..ground.stateroot import project_state
 
 __all__ = (
     "PM",

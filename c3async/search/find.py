@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from ..errors import BadArgument
-from ..safefs import open_regular, pread_all
+from ..ground.errors import BadArgument
+from ..ground.safefs import open_regular, pread_all
 from . import store
 from .passages import KINDS, TOOL, decode_line, line_texts
 from .query import Query, fold

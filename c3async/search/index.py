@@ -29,11 +29,11 @@ from typing import Any
 
 import msgspec
 
-from .. import safefs
 from ..catalog.listing import transcript_files
 from ..catalog.locate import projects_root
-from ..errors import DECODE_ERRORS
-from ..locking import try_locked
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
+from ..ground.locking import try_locked
 from . import store
 from .passages import TOOL, FileRead, Job, Passage, read_files
 
@@ -103,7 +103,7 @@ def scan_files() -> dict[str, Seen]:
 def _archived(root: Path, out: dict[str, Seen]) -> None:
     """Kept transcripts Claude Code deleted: indexed from the archive (one that is still in
     its folder is indexed there, never twice)."""
-    from ..archive import usable as archive_usable
+    from ..stores.archive import usable as archive_usable
 
     base = archive_usable()
     if base is None:
@@ -326,7 +326,7 @@ def forget_stamp() -> None:
 
 def rebuild(*, progress: Progress | None = None) -> Update:
     """Drop the index and build it again (waits for the lock: this was asked for)."""
-    from ..locking import locked
+    from ..ground.locking import locked
 
     with locked(lock_path()):
         forget_stamp()
@@ -356,7 +356,7 @@ def _run(plan: _Plan, result: Update, progress: Progress | None, processes: bool
     with ExitStack() as stack:  # the pool (if any) is killed on Ctrl-C: SQLite rolls its shards back
         stack.callback(tracker.close)
         if processes and plan.new_bytes >= PROCESS_MIN_BYTES and len(shards) > 1:
-            from .. import workers
+            from ..ground import workers
 
             _SHARED.reset(store.SHARDS)  # before the fork: the workers must inherit it
             pool, n = stack.enter_context(workers.pool(min(len(shards), store.SHARDS)))

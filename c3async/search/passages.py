@@ -25,8 +25,8 @@ import msgspec
 
 from ..catalog.extract import classify_text, prompt_title
 from ..catalog.listing import depth_in_folder, is_session_id
-from ..errors import DECODE_ERRORS
-from ..safefs import open_regular
+from ..ground.errors import DECODE_ERRORS
+from ..ground.safefs import open_regular
 
 __all__ = ("ASSISTANT", "TOOL", "USER", "FileRead", "Job", "Passage", "index_text", "line_texts", "read_file")
 
@@ -238,7 +238,7 @@ class _Reader:
         self.skipped = 0
 
     def piece(self, buf: bytearray, end: int, base: int) -> None:
-        from ..jsonl import has_blank_line
+        from ..ground.jsonl import has_blank_line
 
         count = buf.count(b"\n", 0, end)
         with memoryview(buf) as view:
@@ -318,7 +318,7 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
         with io.FileIO(fd, closefd=False) as f:
             if buf is None:
                 buf = bytearray(max(1, min(CHUNK, st.st_size - start)))
-            from ..jsonl import read_pieces  # here: a search that reads nothing does not load it
+            from ..ground.jsonl import read_pieces  # here: a search that reads nothing does not load it
 
             found.offset, found.bytes_read, found.searched = read_pieces(
                 f, start, st.st_size, reader, buf, max_line, job.searched if same else 0

@@ -20,7 +20,7 @@ import re
 
 import msgspec
 
-from ..errors import BadArgument, check_text
+from ..ground.errors import BadArgument, check_text
 from .passages import cjk, index_text
 
 __all__ = ("MAX_QUERY", "Query", "parse")

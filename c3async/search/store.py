@@ -33,9 +33,9 @@ from pathlib import Path
 
 import msgspec
 
-from .. import safefs
-from ..errors import C3Error
-from ..paths import c3_home
+from ..ground import safefs
+from ..ground.errors import C3Error
+from ..ground.home import c3_home
 
 __all__ = (
     "SHARDS",

@@ -1,7 +1,9 @@
-"""The sessions view: one row per Claude Code session, joined with everything c3async knows of
-it (marks, liveness, C3 records, tasks and decisions, hints, the chain), and one session's
-detail. The CLI, the MCP tools and the Hub ask here and nowhere else.
+"""Floor 3, the sessions view: one row per Claude Code session, joined with everything c3async
+knows of it (marks, liveness, C3 records, tasks and decisions, hints, the chain), and one
+session's detail. The CLI, the MCP tools and the Hub ask here and nowhere else.
 
-Modules: ``rows`` (the row), ``view`` (the join, filters, listings), ``hints``, ``chain``,
-``refs`` (what was typed -> a session; marks), ``detail`` (one session expanded).
+Modules, bottom up: ``rows`` (the row), ``resume``, ``chain``, ``hints``, ``keep`` (kept rows
+and the archive), ``view`` (the join, filters, listings), ``refs`` (what was typed -> a session),
+``act`` (marking, linking, resuming one), ``detail``, ``brief``, ``board`` (live sessions),
+``search``. May import floors 1 and 2, never a door.
 """

@@ -13,10 +13,10 @@ import time
 
 import msgspec
 
-from .. import registry
+from ..ground.paths import project_root
 from ..live.reader import LiveSession, live_sessions
 from ..live.running import read_registry
-from ..paths import project_root
+from ..stores import registry
 from .rows import iso
 from .view import list_rows_sync
 

@@ -24,12 +24,12 @@ import re
 import time
 from typing import NamedTuple
 
-from .. import records
 from ..catalog.changes import changed_files
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import epoch
-from ..errors import AmbiguousSession, BadArgument, C3Error, UnknownSession
-from ..term import inert, inert_line
+from ..ground.errors import AmbiguousSession, BadArgument, C3Error, UnknownSession
+from ..ground.term import inert, inert_line
+from ..stores import records
 from .detail import usage_line
 from .rows import Row, age
 from .view import list_rows_sync

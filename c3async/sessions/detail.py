@@ -12,11 +12,11 @@ import os
 
 import msgspec
 
-from .. import records
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
-from ..errors import C3Error
-from ..safefs import open_regular
+from ..ground.errors import C3Error
+from ..ground.safefs import open_regular
+from ..stores import records
 from .rows import Row
 
 __all__ = (

@@ -17,16 +17,13 @@ import logging
 import os
 import shlex
 import time
-from pathlib import Path
 
-import msgspec
-
-from .. import archive, config, retention
-from ..errors import C3Error
-from .resume import resume_command
+from ..ground.errors import C3Error
+from ..stores import archive, config, retention
+from ..stores.marks import MarkBook
 from .rows import Row
 
-__all__ = ("POLICIES", "ResumePlan", "apply", "kept_by_policy", "on_mark", "prepare_resume")
+__all__ = ("POLICIES", "apply", "kept_by_policy")
 
 log = logging.getLogger("c3async.sessions")
 
@@ -79,84 +76,10 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
             row.hints.append(f"expires in {left}d")
 
 
-def check_unkeep(project: str, session_id: str, by: str) -> None:
-    """Refuse an unkeep that would delete the only copy left of a transcript (Claude Code deleted
-    the original) unless it says so: a person confirms (``--release``, the Hub's dialog); an
-    agent cannot."""
-    from .view import row_for
-
-    row = row_for(project, session_id)
-    if row is not None and (row.archived or archive.only_copy(row.path, session_id)):
-        how = "run `c3async mark unkeep ID --release` or use the Hub" if by == "agent" else "add --release"
-        why = "Claude Code already deleted" if row.archived else "Claude Code's folder has a shorter or different"
-        raise C3Error(
-            f"{why} {session_id}: the archive holds the only whole copy, and unkeep would "
-            f"delete it for good. To do that, {how}."
-        )
-
-
-def on_mark(project: str, session_id: str, op: str) -> None:
-    """Right after a keep mark: preserve the session now (not at the next listing); after an
-    unkeep: release its archive entry. The mark is written either way; a failure here says so."""
-    from .view import row_for
-
-    row = row_for(project, session_id)
-    if row is None:
-        return
-    try:
-        if op == "keep":
-            if not row.archived:
-                archive.preserve(row.path, row.id)
-        else:
-            archive.release(os.path.basename(os.path.dirname(row.path)), row.id)
-    except (OSError, ValueError, C3Error) as exc:
-        what = "preserve it in the archive" if op == "keep" else "remove its archive entry"
-        raise C3Error(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
-
-
-class ResumePlan(msgspec.Struct):
-    session: str
-    cwd: str
-    restored: list[str]  # files put back (or, for a dry run, that would be) into Claude Code's folder
-    project: str = ""  # the project the session belongs to
-    elsewhere: bool = False  # not the project asked for
-
-
-def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePlan:
-    """What ``c3async resume`` runs: the session's folder and id, after putting an archived
-    transcript (and its sub-agents' files) back where Claude Code looks for it. Nothing there is
-    overwritten; a folder that is gone is an error that says how to bring it back. ``dry_run``:
-    only say what would be put back (``resume --print``). The session may be another
-    project's (a registered one, or any of Claude Code's folders)."""
-    from ..catalog.locate import projects_root
-    from .refs import find
-    from .view import row_for
-
-    found = find(project, ref, anywhere=True)
-    session, home = found.id, found.project
-    row = row_for(home, session)
-    if row is None:
-        raise C3Error(f"no transcript of session {session} in {home} or in the archive")
-    if row.cwd_gone or not os.path.isdir(row.cwd):
-        raise C3Error(
-            f"{row.cwd} is gone; bring it back first: {resume_command(row.cwd, session, row.branch, gone=True)}"
-        )
-    restored: list[str] = []
-    if row.archived:
-        folder = projects_root() / os.path.basename(os.path.dirname(row.path))
-        try:
-            restored = archive.restore(Path(row.path), folder, session, dry_run=dry_run)
-        except OSError as exc:
-            raise C3Error(f"could not put {session} back into {folder}: {exc}") from None
-    return ResumePlan(session, row.cwd, restored, home, found.elsewhere)
-
-
 def _still_kept(project: str, session_id: str) -> bool:
     """Asked under the archive's lock, just before a listing preserves a row it judged kept: an
     unkeep written since (by another process, which then releases the entry under that lock)
     wins, so a listing never puts back what an unkeep took out."""
-    from ..marks import MarkBook
-
     state = MarkBook(project).refresh().get(session_id)
     return state is None or state.keep is None or state.keep.keep
 

@@ -1,4 +1,4 @@
-"""What a person or an agent typed, turned into one session, and the marks written on it.
+"""What a person or an agent typed, turned into one session.
 
 A ref is a full session id or a unique prefix of 4+ characters, found first among the project's
 transcripts (every checkout's, removed worktrees' too), then among every other registered
@@ -16,16 +16,15 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .. import archive, records, registry
 from ..catalog.listing import is_session_id
 from ..catalog.resolve import anywhere as anywhere_matches
 from ..catalog.resolve import check_ref, matches, resolve
-from ..errors import AmbiguousSession, BadArgument, UnknownSession
-from ..marks import Mark, write_mark
-from ..paths import project_root
+from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession
+from ..ground.paths import project_root
+from ..stores import archive, records, registry
 from .view import extra_cwds
 
-__all__ = ("CURRENT", "Found", "Marked", "find", "mark", "resolve_ref", "run_task")
+__all__ = ("CURRENT", "Found", "find", "resolve_ref")
 
 CURRENT = "current"
 
@@ -105,75 +104,3 @@ def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> st
     if found.elsewhere:
         raise UnknownSession((ref or "").strip(), project, [found.where()])
     return found.id
-
-
-class Marked(NamedTuple):
-    """A mark written, and where its session was found (its project's marks hold it)."""
-
-    mark: Mark
-    found: Found
-
-
-def mark(
-    project: str,
-    ref: str | None,
-    op: str,
-    *,
-    host: str | None = None,
-    by: str = "user",
-    reason: str | None = None,
-    successor: str | None = None,
-    summary: str | None = None,
-    next_steps: str | None = None,
-    release: bool = False,
-) -> Marked:
-    """Find ``ref`` (and ``successor``), in this project or any registered one, and write the
-    mark in the marks of the session's own project; ``by_session`` is the host. ``release``: an
-    unkeep may delete the archive's copy of a transcript Claude Code deleted, the only one left
-    (refused without it)."""
-    from ..marks import check_mark_text
-
-    # The cheap checks first, so a bad call costs no listing of the transcripts.
-    check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=ref)
-    found = find(project, ref, host=host)
-    successor = (successor or "").strip(" \t") or None
-    if successor is not None:
-        successor = find(project, successor, host=host).id
-    home = found.project
-    if op == "unkeep" and not release:
-        from .keep import check_unkeep
-
-        check_unkeep(home, found.id, by)
-    written = write_mark(
-        home,
-        found.id,
-        op,
-        reason=reason,
-        successor=successor,
-        summary=summary,
-        next_steps=next_steps,
-        by=by,
-        by_session=host,
-    )
-    if op in ("keep", "unkeep"):
-        from .keep import on_mark
-
-        on_mark(home, found.id, op)
-    return Marked(written, found)
-
-
-def run_task(project: str, who, action: str, **args: str) -> dict:
-    """A ``c3_task`` action for a door: a session ``ref`` of ``link`` resolves like every other
-    id (a unique prefix, ``current``, the host session before its transcript exists, a session
-    of another registered project), then the task store acts on the full id. A session found in
-    another project is said in ``session_project``."""
-    from ..pm import actions
-
-    found = None
-    if (action or "").strip().lower() == "link" and (args.get("link_type") or "session").strip() == "session":
-        found = find(project, args.get("ref"), host=who.session)
-        args["ref"] = found.id
-    result = actions.run(project, who, action, **args)
-    if found is not None and found.elsewhere:
-        result["session_project"] = found.project
-    return result

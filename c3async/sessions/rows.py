@@ -11,7 +11,7 @@ import msgspec
 
 from ..catalog.extract import epoch
 from ..catalog.scan import Session
-from ..marks import Note, Stale
+from ..stores.marks import Note, Stale
 from .resume import ago, resume_command
 
 __all__ = (

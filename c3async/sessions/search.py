@@ -19,13 +19,13 @@ from pathlib import Path
 
 import msgspec
 
-from .. import archive
 from ..catalog.locate import folders_under, locate
-from ..errors import BadArgument
+from ..ground.errors import BadArgument
 from ..search import index
 from ..search.find import Filters, Hit, find
 from ..search.passages import KINDS
 from ..search.query import parse
+from ..stores import archive
 from .resume import ago, resume_command
 
 __all__ = ("INLINE_BYTES", "IndexState", "Result", "SearchResult", "parse_when", "search")
@@ -103,7 +103,7 @@ def _roles(role: str | None) -> tuple[int, ...]:
 
 @cache
 def _project_of(cwd: str) -> str:
-    from ..paths import canonical, project_root
+    from ..ground.paths import canonical, project_root
 
     try:
         return project_root(canonical(cwd))

@@ -16,7 +16,6 @@ from collections.abc import Iterable
 
 import msgspec
 
-from .. import activity, archive, checkouts, config, records, registry
 from ..catalog.forks import fork_parents
 from ..catalog.gitrefs import branches
 from ..catalog.scan import (
@@ -26,11 +25,12 @@ from ..catalog.scan import (
     scan_projects,
     scan_projects_sync,
 )
-from ..errors import C3Error
+from ..ground.errors import C3Error
+from ..ground.paths import project_root
 from ..live.reader import live_sessions
-from ..marks import MarkBook
-from ..paths import project_root
 from ..pm import store as pm_store
+from ..stores import activity, archive, checkouts, config, records, registry
+from ..stores.marks import MarkBook
 from ..usage import totals as usage_totals
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs

@@ -42,15 +42,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .. import jsonl, safefs, workers
 from ..catalog import cache as catalog_cache
 from ..catalog.forks import ancestors, fork_parents
 from ..catalog.listing import transcript_files
 from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
-from ..errors import DECODE_ERRORS
-from ..jsondoc import write_atomic
-from ..paths import project_state
+from ..ground import jsonl, safefs, workers
+from ..ground.errors import DECODE_ERRORS
+from ..ground.jsondoc import write_atomic
+from ..ground.stateroot import project_state
 from .prices import PriceTable, load_prices
 from .reader import FileScan, Hit, Job, Tokens, better, cost, read_files, read_files_packed, unpack
 from .totals import SessionTotals, latest, latest_totals, stats_path

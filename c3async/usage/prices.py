@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from .. import safefs
-from ..errors import DECODE_ERRORS, C3Error
-from ..paths import c3_home
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.home import c3_home
 
 __all__ = ("Price", "PriceTable", "PricesError", "load_prices")
 

@@ -28,10 +28,10 @@ from typing import Protocol
 
 import msgspec
 
-from .. import jsonl
 from ..catalog.listing import depth_in_folder
-from ..errors import DECODE_ERRORS
-from ..safefs import open_regular
+from ..ground import jsonl
+from ..ground.errors import DECODE_ERRORS
+from ..ground.safefs import open_regular
 from .prices import TIER_TOKENS, Price, PriceTable
 
 __all__ = (

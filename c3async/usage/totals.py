@@ -16,9 +16,9 @@ from pathlib import Path
 
 import msgspec
 
-from .. import jsonl
-from ..folds import LogFold, fold_for
-from ..paths import project_state
+from ..ground import jsonl
+from ..ground.folds import LogFold, fold_for
+from ..ground.stateroot import project_state
 
 __all__ = ("SessionTotals", "latest", "latest_totals", "stats_fold", "stats_path")
 

@@ -17,9 +17,10 @@ import time
 
 import msgspec
 
-from . import jsondoc
-from .errors import BadArgument
-from .paths import c3_home, canonical, project_root
+from ..ground import jsondoc
+from ..ground.errors import BadArgument
+from ..ground.home import c3_home
+from ..ground.paths import canonical, project_root
 
 __all__ = ("Project", "Registry", "entries", "forget", "missing", "projects", "prune", "register")
 

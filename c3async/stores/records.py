@@ -13,10 +13,10 @@ from pathlib import Path
 
 import msgspec
 
-from . import safefs
-from .errors import DECODE_ERRORS
-from .jsondoc import write_atomic
-from .paths import project_state
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
+from ..ground.jsondoc import write_atomic
+from ..ground.stateroot import project_state
 
 __all__ = ("Event", "SessionRecord", "Snapshot", "load_all", "record_path", "save")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
-from . import jsondoc
-from .paths import c3_home
+from ..ground import jsondoc
+from ..ground.home import c3_home
 
 __all__ = ("remember", "remembered")
 

@@ -38,11 +38,11 @@ from pathlib import Path
 
 import msgspec
 
-from . import safefs
-from .catalog.listing import MAX_DEPTH, is_session_id, regular_files
-from .errors import C3Error
-from .locking import locked
-from .paths import c3_home
+from ..catalog.listing import MAX_DEPTH, is_session_id, regular_files
+from ..ground import safefs
+from ..ground.errors import C3Error
+from ..ground.home import c3_home
+from ..ground.locking import locked
 
 __all__ = (
     "ArchiveStatus",

@@ -10,10 +10,10 @@ from typing import Any
 
 import msgspec
 
-from . import jsonl
-from .errors import clip
-from .folds import LogFold, fold_for
-from .paths import project_state
+from ..ground import jsonl
+from ..ground.errors import clip
+from ..ground.folds import LogFold, fold_for
+from ..ground.stateroot import project_state
 
 MAX_LOGGED = 4096  # characters of one string field of a row (a path fits)
 OPEN_KEPT_S = 7 * 86400  # a started session with no activity for this long is dropped from the fold

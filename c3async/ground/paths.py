@@ -34,19 +34,16 @@ import os
 import re
 import stat
 import unicodedata
-from pathlib import Path
+
+from . import safefs
 
 __all__ = (
     "STATE_SLUG_LENGTH",
-    "c3_home",
     "canonical",
     "default_project",
-    "fallback_state",
     "git_common_dir",
     "linked_worktrees",
     "project_root",
-    "project_state",
-    "root_state",
     "state_slug",
     "warn_once",
 )
@@ -59,11 +56,6 @@ MAX_WORKTREES = 1000  # of one repository: more are not a person's
 _WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 _COMMENT = re.compile(r"\s[#;]")  # where an unquoted value of git's config ends
-
-
-def c3_home() -> Path:
-    value = os.environ.get("C3_HOME")
-    return Path(value) if value else Path.home() / ".c3"
 
 
 def default_project() -> str:
@@ -95,8 +87,6 @@ def warn_once(message: str) -> None:
 def _read_git_file(path: str) -> str | None:
     """The first line of one of git's small text files, stripped; None when it is missing,
     unreadable, not a regular file (a FIFO is never opened blocking) or empty."""
-    from . import safefs  # safefs imports this module: import at call time
-
     try:
         text = safefs.read_foreign(path, limit=_GIT_FILE_LIMIT)
     except (OSError, ValueError):  # ValueError: a NUL in a path
@@ -181,8 +171,6 @@ def _is_dir(path: str) -> bool:
 def _core_config(common: str) -> tuple[bool | None, str | None]:
     """``core.bare`` and ``core.worktree`` of a repository's ``config`` (None: not set, or the
     file is unreadable). A small reader of git's INI dialect: enough for these two keys."""
-    from . import safefs
-
     try:
         text = safefs.read_foreign(os.path.join(common, "config"), limit=_GIT_FILE_LIMIT)
     except (OSError, ValueError):
@@ -337,76 +325,3 @@ def state_slug(root: str) -> str:
 
     digest = hashlib.sha256(root.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return _NON_ALNUM.sub("-", root)[: STATE_SLUG_LENGTH - 17] + "-" + digest
-
-
-def fallback_state(root: str) -> Path:
-    """Where the state of ``root`` lives when its folder cannot be written."""
-    return c3_home() / "state" / state_slug(root)
-
-
-def _writable(root: str) -> str | None:
-    """None when ``<root>/.c3`` can be used, else why not."""
-    own = os.path.join(root, ".c3")
-    try:
-        st = os.lstat(own)
-    except FileNotFoundError:
-        st = None
-    except (OSError, ValueError):
-        return "it cannot be examined"
-    if st is not None:
-        if not stat.S_ISDIR(st.st_mode):
-            return None  # a link or a file named .c3: safefs refuses it by name, never routed around
-        return None if os.access(own, os.W_OK | os.X_OK) else f"{own} is read-only"
-    if not _is_dir(root):
-        return None  # nothing to fall back from: reads find no state, writes fail and say so
-    return None if os.access(root, os.W_OK | os.X_OK) else "it is read-only"
-
-
-_states: dict[str, tuple[tuple[int, int, int, int] | None, Path]] = {}
-_resolved: set[str] = set()
-
-
-def project_state(project: str | os.PathLike[str]) -> Path:
-    """The state folder of ``project``: ``<project_root(project)>/.c3``, or its fallback under
-    ``$C3_HOME/state`` when the root cannot be written (warned once). The first call for a root
-    in a process folds older state of its worktrees into it."""
-    root = project_root(project)
-    state = root_state(root)
-    if root not in _resolved:
-        _resolved.add(root)  # first: the fold below resolves paths of this root too
-        _first_use(root, state)
-    return state
-
-
-def root_state(root: str) -> Path:
-    """The state folder of a root as ``project_root`` returns it (no fold is started here)."""
-    try:
-        st = os.lstat(root)
-        ident: tuple[int, int, int, int] | None = (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
-    except (OSError, ValueError):
-        ident = None
-    hit = _states.get(root)
-    if hit is not None and hit[0] == ident:
-        state = hit[1]
-    else:
-        why = _writable(root)
-        if why is None:
-            state = Path(root) / ".c3"
-        else:
-            state = fallback_state(root)
-            warn_once(
-                f"the project folder {root} cannot be written ({why}): c3async keeps its state in "
-                f"{state} instead of {Path(root) / '.c3'}."
-            )
-        _states[root] = (ident, state)
-    return state
-
-
-def _first_use(root: str, state: Path) -> None:
-    """Fold what earlier versions left in the root's worktrees (never fails the caller)."""
-    try:
-        from . import stateroot
-
-        stateroot.fold_into(root, state)
-    except Exception:  # a migration must never break a listing or a write
-        log.warning("could not fold older c3async state into %s", state, exc_info=True)

@@ -1,9 +1,12 @@
-"""Folding state that earlier versions wrote elsewhere into a project's one state root.
+"""A project's state folder, and folding into it what earlier versions wrote elsewhere.
+
+``project_state`` is where a project's files live: ``<project_root>/.c3``, or its fallback under
+``$C3_HOME/state/<slug>`` when the root cannot be written (warned once a process).
 
 Before a repository and its worktrees shared one state root (``paths.project_root``), each
 worktree kept its own ``<worktree>/.c3``; and a root that could not be written keeps its state
 under ``$C3_HOME/state/<slug>`` until it can. The first time a process resolves a root
-(``paths.project_state``), or when a door asks (``fold_worktrees``), every such folder is folded
+(``project_state``), or when a door asks (``fold_worktrees``), every such folder is folded
 into the root's state, under the root's ``fold`` lock, and then renamed aside to
 ``<name>.folded-<UTC time>`` (never deleted), so each is folded once. What is folded:
 
@@ -45,18 +48,12 @@ import msgspec
 
 from . import jsonl, safefs
 from .errors import DECODE_ERRORS
+from .home import c3_home
 from .jsondoc import backup_path
 from .locking import locked
-from .paths import (
-    fallback_state,
-    git_common_dir,
-    linked_worktrees,
-    project_root,
-    root_state,
-    warn_once,
-)
+from .paths import git_common_dir, linked_worktrees, project_root, state_slug, warn_once
 
-__all__ = ("LOGS", "Fold", "fold_into", "fold_worktrees", "merge_pm")
+__all__ = ("LOGS", "Fold", "fallback_state", "fold_into", "fold_worktrees", "merge_pm", "project_state", "root_state")
 
 log = logging.getLogger("c3async.stateroot")
 
@@ -516,3 +513,77 @@ def _union_time(a: list[Any], b: list[Any]) -> list[Any]:
         if held is None or (held.get("end") is None and entry.get("end") is not None):
             out[key] = entry
     return list(out.values())
+
+
+# ---------------------------------------------------------------- the state folder
+
+
+def fallback_state(root: str) -> Path:
+    """Where the state of ``root`` lives when its folder cannot be written."""
+    return c3_home() / "state" / state_slug(root)
+
+
+def _writable(root: str) -> str | None:
+    """None when ``<root>/.c3`` can be used, else why not."""
+    own = os.path.join(root, ".c3")
+    try:
+        st = os.lstat(own)
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError):
+        return "it cannot be examined"
+    if st is not None:
+        if not stat.S_ISDIR(st.st_mode):
+            return None  # a link or a file named .c3: safefs refuses it by name, never routed around
+        return None if os.access(own, os.W_OK | os.X_OK) else f"{own} is read-only"
+    if not os.path.isdir(root):
+        return None  # nothing to fall back from: reads find no state, writes fail and say so
+    return None if os.access(root, os.W_OK | os.X_OK) else "it is read-only"
+
+
+_states: dict[str, tuple[tuple[int, int, int, int] | None, Path]] = {}
+_resolved: set[str] = set()
+
+
+def project_state(project: str | os.PathLike[str]) -> Path:
+    """The state folder of ``project``: ``<project_root(project)>/.c3``, or its fallback under
+    ``$C3_HOME/state`` when the root cannot be written (warned once). The first call for a root
+    in a process folds older state of its worktrees into it."""
+    root = project_root(project)
+    state = root_state(root)
+    if root not in _resolved:
+        _resolved.add(root)  # first: the fold below resolves paths of this root too
+        _first_use(root, state)
+    return state
+
+
+def root_state(root: str) -> Path:
+    """The state folder of a root as ``project_root`` returns it (no fold is started here)."""
+    try:
+        st = os.lstat(root)
+        ident: tuple[int, int, int, int] | None = (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
+    except (OSError, ValueError):
+        ident = None
+    hit = _states.get(root)
+    if hit is not None and hit[0] == ident:
+        state = hit[1]
+    else:
+        why = _writable(root)
+        if why is None:
+            state = Path(root) / ".c3"
+        else:
+            state = fallback_state(root)
+            warn_once(
+                f"the project folder {root} cannot be written ({why}): c3async keeps its state in "
+                f"{state} instead of {Path(root) / '.c3'}."
+            )
+        _states[root] = (ident, state)
+    return state
+
+
+def _first_use(root: str, state: Path) -> None:
+    """Fold what earlier versions left in the root's worktrees (never fails the caller)."""
+    try:
+        fold_into(root, state)
+    except Exception:  # a migration must never break a listing or a write
+        log.warning("could not fold older c3async state into %s", state, exc_info=True)

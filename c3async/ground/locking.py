@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from . import safefs  # the lock file lives in our state: opened without following links
+
 __all__ = ("locked", "try_locked")
 
 if sys.platform == "win32":
@@ -60,10 +62,6 @@ else:
 @contextmanager
 def locked(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the lock for ``path`` (the file ``<path>.lock`` is created beside it)."""
-    from . import (
-        safefs,  # the lock file lives in our state: opened without following links
-    )
-
     fd = safefs.open_file(os.fspath(path) + ".lock", os.O_RDWR | os.O_CREAT, create_dirs=True)
     try:
         _acquire(fd)
@@ -79,8 +77,6 @@ def locked(path: str | os.PathLike[str]) -> Iterator[None]:
 def try_locked(path: str | os.PathLike[str]) -> Iterator[bool]:
     """Take the lock for ``path`` if it is free right now: yields True holding it, False (not
     held) when another process has it. For work that can be left to whoever holds it."""
-    from . import safefs
-
     fd = safefs.open_file(os.fspath(path) + ".lock", os.O_RDWR | os.O_CREAT, create_dirs=True)
     try:
         got = _try_acquire(fd)

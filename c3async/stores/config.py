@@ -13,9 +13,10 @@ from typing import Any
 
 import msgspec
 
-from . import safefs
-from .errors import DECODE_ERRORS, C3Error
-from .paths import c3_home, project_state
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.home import c3_home
+from ..ground.stateroot import project_state
 
 MAX_BYTES = 1 << 20
 MAX_IDLE_DAYS = 36_500  # a hundred years

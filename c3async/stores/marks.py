@@ -21,11 +21,12 @@ from typing import Literal, cast
 
 import msgspec
 
-from . import activity, jsonl, safefs
-from .catalog.listing import is_session_id
-from .errors import DECODE_ERRORS, BadArgument, check_text, clip
-from .folds import LogFold, fold_for
-from .paths import project_state
+from ..catalog.listing import is_session_id
+from ..ground import jsonl, safefs
+from ..ground.errors import DECODE_ERRORS, BadArgument, check_text, clip
+from ..ground.folds import LogFold, fold_for
+from ..ground.stateroot import project_state
+from . import activity
 
 __all__ = (
     "MAX_NEXT_STEPS",
@@ -232,7 +233,7 @@ def write_mark(
     by_session: str | None = None,
 ) -> Mark:
     """Validate and append one mark (and its activity row) on ``session_id``, a full id (the
-    sessions view resolves what was typed: ``c3async.sessions.refs.mark``). ``successor`` is a
+    sessions view resolves what was typed: ``c3async.sessions.act.mark``). ``successor`` is a
     full id too. Raises a C3Error on bad input.
 
     Once the mark's line is appended the call succeeds: an activity row that cannot be written

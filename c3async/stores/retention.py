@@ -20,9 +20,9 @@ from pathlib import Path
 
 import msgspec
 
-from . import safefs
-from .catalog.locate import config_home
-from .errors import DECODE_ERRORS
+from ..catalog.locate import config_home
+from ..ground import safefs
+from ..ground.errors import DECODE_ERRORS
 
 __all__ = ("DEFAULT_DAYS", "WARN_DAYS", "Retention", "days_left", "effective", "settings_files")
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import C3Error
-from .paths import c3_home
+from .home import c3_home
 
 __all__ = (
     "TEMP_NAME",

@@ -1,0 +1,11 @@
+"""Floor 1, the ground: where files live and how they are touched, knowing nothing of sessions.
+
+``home`` ($C3_HOME), ``paths`` (a project's root across git worktrees, read from git's own
+files), ``stateroot`` (a project's state folder, and folding older state into it), ``safefs``
+(opening our files without following links), ``locking``, ``jsonl`` (append, tolerant read,
+tail), ``jsondoc`` (locked read-modify-write), ``folds`` (checkpoints of folded logs),
+``errors`` (every error a user can see), ``term`` (text made inert for a terminal), ``stop``
+(Ctrl-C and SIGTERM end a command at once), ``workers`` (process pools).
+
+Imports nothing of c3async outside this package (``tests/test_layout.py`` checks it).
+"""

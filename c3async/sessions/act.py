@@ -1,0 +1,150 @@
+"""What a door does to one session once it is found: mark it (a keep also preserves it in the
+archive, an unkeep may release its entry), link it to a task, and bring it back to resume it.
+Above ``refs`` (what was typed -> a session) and ``view`` (its row)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import msgspec
+
+from ..catalog.locate import projects_root
+from ..ground.errors import C3Error
+from ..pm import actions
+from ..stores import archive
+from ..stores.marks import Mark, check_mark_text, write_mark
+from .refs import Found, find
+from .resume import resume_command
+from .view import row_for
+
+__all__ = ("Marked", "ResumePlan", "check_unkeep", "mark", "on_mark", "prepare_resume", "run_task")
+
+
+class Marked(NamedTuple):
+    """A mark written, and where its session was found (its project's marks hold it)."""
+
+    mark: Mark
+    found: Found
+
+
+def mark(
+    project: str,
+    ref: str | None,
+    op: str,
+    *,
+    host: str | None = None,
+    by: str = "user",
+    reason: str | None = None,
+    successor: str | None = None,
+    summary: str | None = None,
+    next_steps: str | None = None,
+    release: bool = False,
+) -> Marked:
+    """Find ``ref`` (and ``successor``), in this project or any registered one, and write the
+    mark in the marks of the session's own project; ``by_session`` is the host. ``release``: an
+    unkeep may delete the archive's copy of a transcript Claude Code deleted, the only one left
+    (refused without it)."""
+    # The cheap checks first, so a bad call costs no listing of the transcripts.
+    check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=ref)
+    found = find(project, ref, host=host)
+    successor = (successor or "").strip(" \t") or None
+    if successor is not None:
+        successor = find(project, successor, host=host).id
+    home = found.project
+    if op == "unkeep" and not release:
+        check_unkeep(home, found.id, by)
+    written = write_mark(
+        home,
+        found.id,
+        op,
+        reason=reason,
+        successor=successor,
+        summary=summary,
+        next_steps=next_steps,
+        by=by,
+        by_session=host,
+    )
+    if op in ("keep", "unkeep"):
+        on_mark(home, found.id, op)
+    return Marked(written, found)
+
+
+def run_task(project: str, who, action: str, **args: str) -> dict:
+    """A ``c3_task`` action for a door: a session ``ref`` of ``link`` resolves like every other
+    id (a unique prefix, ``current``, the host session before its transcript exists, a session
+    of another registered project), then the task store acts on the full id. A session found in
+    another project is said in ``session_project``."""
+    found = None
+    if (action or "").strip().lower() == "link" and (args.get("link_type") or "session").strip() == "session":
+        found = find(project, args.get("ref"), host=who.session)
+        args["ref"] = found.id
+    result = actions.run(project, who, action, **args)
+    if found is not None and found.elsewhere:
+        result["session_project"] = found.project
+    return result
+
+
+def check_unkeep(project: str, session_id: str, by: str) -> None:
+    """Refuse an unkeep that would delete the only copy left of a transcript (Claude Code deleted
+    the original) unless it says so: a person confirms (``--release``, the Hub's dialog); an
+    agent cannot."""
+    row = row_for(project, session_id)
+    if row is not None and (row.archived or archive.only_copy(row.path, session_id)):
+        how = "run `c3async mark unkeep ID --release` or use the Hub" if by == "agent" else "add --release"
+        why = "Claude Code already deleted" if row.archived else "Claude Code's folder has a shorter or different"
+        raise C3Error(
+            f"{why} {session_id}: the archive holds the only whole copy, and unkeep would "
+            f"delete it for good. To do that, {how}."
+        )
+
+
+def on_mark(project: str, session_id: str, op: str) -> None:
+    """Right after a keep mark: preserve the session now (not at the next listing); after an
+    unkeep: release its archive entry. The mark is written either way; a failure here says so."""
+    row = row_for(project, session_id)
+    if row is None:
+        return
+    try:
+        if op == "keep":
+            if not row.archived:
+                archive.preserve(row.path, row.id)
+        else:
+            archive.release(os.path.basename(os.path.dirname(row.path)), row.id)
+    except (OSError, ValueError, C3Error) as exc:
+        what = "preserve it in the archive" if op == "keep" else "remove its archive entry"
+        raise C3Error(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
+
+
+class ResumePlan(msgspec.Struct):
+    session: str
+    cwd: str
+    restored: list[str]  # files put back (or, for a dry run, that would be) into Claude Code's folder
+    project: str = ""  # the project the session belongs to
+    elsewhere: bool = False  # not the project asked for
+
+
+def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePlan:
+    """What ``c3async resume`` runs: the session's folder and id, after putting an archived
+    transcript (and its sub-agents' files) back where Claude Code looks for it. Nothing there is
+    overwritten; a folder that is gone is an error that says how to bring it back. ``dry_run``:
+    only say what would be put back (``resume --print``). The session may be another
+    project's (a registered one, or any of Claude Code's folders)."""
+    found = find(project, ref, anywhere=True)
+    session, home = found.id, found.project
+    row = row_for(home, session)
+    if row is None:
+        raise C3Error(f"no transcript of session {session} in {home} or in the archive")
+    if row.cwd_gone or not os.path.isdir(row.cwd):
+        raise C3Error(
+            f"{row.cwd} is gone; bring it back first: {resume_command(row.cwd, session, row.branch, gone=True)}"
+        )
+    restored: list[str] = []
+    if row.archived:
+        folder = projects_root() / os.path.basename(os.path.dirname(row.path))
+        try:
+            restored = archive.restore(Path(row.path), folder, session, dry_run=dry_run)
+        except OSError as exc:
+            raise C3Error(f"could not put {session} back into {folder}: {exc}") from None
+    return ResumePlan(session, row.cwd, restored, home, found.elsewhere)
