@@ -297,7 +297,7 @@ def search(c: Caller, target: str = "", data: str = "", **_: str) -> str:
     lines.append(f"{found.total} session(s) match {target!r}; best first:")
     for n, r in enumerate(found.results, 1):
         lines.append(
-            f"{n}. {r.session[:8]}  {r.age}  {r.branch or '-'}  {' '.join((r.title or '(untitled)').split())[:80]}"
+            f"{n}. {r.id[:8]}  {r.age}  {r.branch or '-'}  {' '.join((r.title or '(untitled)').split())[:80]}"
             f"  [{r.project}]  {r.hits} hit(s)"
         )
         for sn in r.snippets:

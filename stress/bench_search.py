@@ -375,7 +375,7 @@ class Truth:
 
     def check(self, doc: dict, what: str, tools: bool, failures: list[str]) -> int:
         """Compare one search answer (the JSON shape) with the plants; returns sessions found."""
-        results = {r["session"]: r for r in doc.get("results", [])}
+        results = {r["id"]: r for r in doc.get("results", [])}
         found = set(results)
         for problem in doc.get("problems", []):
             failures.append(f"{what}: problem reported: {problem}")
@@ -727,7 +727,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
     want_appended = {a.session for a in appends}
     for marker in markers:
         res = search(marker, limit=50)
-        got = {r.session for r in res.results}
+        got = {r.id for r in res.results}
         inc_found.append(len(got & want_appended))
         if got != want_appended:
             failures.append(f"search {marker!r} after the incremental updates: found {len(got & want_appended)} of "

@@ -128,8 +128,8 @@ def test_a_hit_in_copied_text_is_shown_once_on_the_parent(claude):
         return json.loads(proc.stdout)["results"]
 
     copied = found("zanzibar")
-    assert [(r["session"], r["also_in"]) for r in copied] == [(parent, [fork])]
+    assert [(r["id"], r["also_in"]) for r in copied] == [(parent, [fork])]
     own = found("quokka")
-    assert [(r["session"], r["also_in"]) for r in own] == [(fork, [])]
+    assert [(r["id"], r["also_in"]) for r in own] == [(fork, [])]
     text = claude.run("search", "zanzibar", "--project", proj).stdout
     assert f"also in its fork {fork[:8]}" in text

@@ -1084,8 +1084,8 @@ def test_conversation_pages_forward_backward_and_at(conv_hub, conv_world):
     assert r.status_code == 200, r.text
     _check_csp(r)
     first = r.json()
-    assert set(first) == {"items", "start", "end", "size", "prev", "next", "target", "changed", "session", "agent"}
-    assert (first["session"], first["agent"], first["start"], first["prev"]) == (w.sid, None, 0, None)
+    assert set(first) == {"items", "start", "end", "size", "prev", "next", "target", "changed", "id", "agent"}
+    assert (first["id"], first["agent"], first["start"], first["prev"]) == (w.sid, None, 0, None)
     assert first["size"] == w.path.stat().st_size and not first["changed"]
     assert [i["kind"] for i in first["items"]] == ["user", "assistant"] * 3 + ["user"]
     assert first["items"][0]["text"] == f"prompt 0 {CONV_HTML}"  # as text, in JSON: the page sets textContent
@@ -1172,7 +1172,7 @@ PHRASE = "zebra_quokka_budget"
 SEARCH_HTML = "<img src=x onerror=alert(1)>"
 SEARCH_KEYS = {"query", "total", "seconds", "problems", "index", "results"}
 INDEX_KEYS = {"files", "updating", "done_bytes", "total_bytes", "pending_bytes", "indexed_now", "seconds"}
-RESULT_KEYS = {"session", "project", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "age",
+RESULT_KEYS = {"id", "project", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "age",
                "resume", "score", "hits", "snippets", "also_in"}
 SNIPPET_KEYS = {"text", "marks", "role", "sidechain", "ts", "offset", "agent"}
 
@@ -1216,7 +1216,7 @@ def _search(hub, **params) -> httpx.Response:
 def _found(hub, **params) -> dict[str, dict]:
     r = _search(hub, **params)
     assert r.status_code == 200, r.text
-    return {x["session"]: x for x in r.json()["results"]}
+    return {x["id"]: x for x in r.json()["results"]}
 
 
 def test_search_needs_the_token(search_hub, search_world):
@@ -1259,7 +1259,7 @@ def test_search_results_shape_marks_and_resume(search_hub, search_world):
     assert set(data) == SEARCH_KEYS and set(data["index"]) == INDEX_KEYS
     assert data["query"] == PHRASE and data["problems"] == [] and not data["index"]["updating"]
     assert data["index"]["files"] == 3
-    found = {x["session"]: x for x in data["results"]}
+    found = {x["id"]: x for x in data["results"]}
     assert set(found) == {w.prompted, w.other} and data["total"] == 2  # not the tool output
     hit = found[w.prompted]
     assert set(hit) == RESULT_KEYS

@@ -25,7 +25,7 @@ from transcripts import Conversation, append_lines, simple_session, write_sessio
 
 DAY = 86_400
 STATUS_KEYS = {"path", "sessions", "files", "bytes", "held_bytes"}
-KEPT_KEYS = {"folder", "session", "files", "bytes", "held_bytes"}
+KEPT_KEYS = {"folder", "id", "files", "bytes", "held_bytes"}
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -171,7 +171,7 @@ def test_keep_links_follows_appends_and_outlives_deletion(world) -> None:
     # The search index reads the archive's copy, the appended bytes too.
     for word in ("zebracorn", "quokka"):
         found = json.loads(ok(sb.run("search", word, "--project", proj, "--json")).stdout)
-        assert [r["session"] for r in found["results"]] == [sid], word
+        assert [r["id"] for r in found["results"]] == [sid], word
         assert found["results"][0]["path"] == str(arch)
 
     # Marks still resolve a prefix to the archived session.
@@ -286,7 +286,7 @@ def test_subagents_and_tool_results_are_preserved_and_restored(world) -> None:
         assert kept.exists(), kept
         assert os.path.samefile(kept, p)
     st = status(sb)
-    assert [(k["session"], k["files"]) for k in st["sessions"]] == [(conv.id, 3)]
+    assert [(k["id"], k["files"]) for k in st["sessions"]] == [(conv.id, 3)]
     assert st["bytes"] == sum(len(d) for d in originals.values())
 
     # a sub-agent started after the keep: the next listing preserves it too
@@ -597,7 +597,7 @@ def test_two_processes_keep_the_same_session_at_once(world, device, request) -> 
     for c in convs:
         assert (rows[c.id]["kept"], rows[c.id]["kept_by"]) == (True, "mark")
     st = status(sb, env)
-    assert sorted(k["session"] for k in st["sessions"]) == sorted(c.id for c in convs)
+    assert sorted(k["id"] for k in st["sessions"]) == sorted(c.id for c in convs)
 
 
 # ---------------------------------------------------------------- 8. unkeep, status, no deletion
@@ -618,7 +618,7 @@ def test_unkeep_status_and_nothing_deleted_from_claude_folders(world) -> None:
     assert set(st) == STATUS_KEYS and all(set(k) == KEPT_KEYS for k in st["sessions"])
     assert st["path"] == str(sb.c3home / "archive")
     assert (st["files"], st["bytes"], st["held_bytes"]) == (2, size_a + size_b, 0)
-    assert {k["session"]: (k["folder"], k["files"], k["bytes"], k["held_bytes"]) for k in st["sessions"]} == {
+    assert {k["id"]: (k["folder"], k["files"], k["bytes"], k["held_bytes"]) for k in st["sessions"]} == {
         a.id: (folder.name, 1, size_a, 0),
         b.id: (folder.name, 1, size_b, 0),
     }
@@ -652,7 +652,7 @@ def test_unkeep_status_and_nothing_deleted_from_claude_folders(world) -> None:
     ok(sb.run("mark", "unkeep", a.id[:8], "--release", "--project", proj))
     assert_untouched(tree, claude_tree(sb))
     st = status(sb)
-    assert [k["session"] for k in st["sessions"]] == [b.id]
+    assert [k["id"] for k in st["sessions"]] == [b.id]
     assert (st["files"], st["bytes"], st["held_bytes"]) == (1, size_b, 0)
     assert a.id not in sb.rows_by_id(proj)
     assert not (archive_of(sb.c3home, folder) / a.id).exists()
@@ -895,7 +895,7 @@ def test_search_result_of_an_archived_session_resumes_through_c3async(world) -> 
     os.unlink(orig)
     found = json.loads(ok(sb.run("search", "wombat", "--project", proj, "--json")).stdout)
     (hit,) = found["results"]
-    assert hit["session"] == conv.id
+    assert hit["id"] == conv.id
     assert hit["resume"] in archived_resume(proj, conv.id)
 
 
@@ -955,4 +955,4 @@ def test_project_search_finds_an_archived_session_after_claude_code_removed_its_
     shutil.rmtree(folder)  # Claude Code removes empty session folders too
     proc = ok(sb.run("search", "wombat", "--project", proj, "--json"))
     [hit] = json.loads(proc.stdout)["results"]
-    assert hit["session"] == conv.id and hit["resume"].endswith(f"c3async resume {conv.id}")
+    assert hit["id"] == conv.id and hit["resume"].endswith(f"c3async resume {conv.id}")

@@ -146,6 +146,6 @@ def test_every_door_handles_a_project_of_pathological_transcripts(claude):
         assert "the real question" in proc.stdout
     proc = claude.run("search", "real question", "--project", project, "--json")
     assert proc.returncode == 0, proc.stderr
-    assert {r["session"] for r in json.loads(proc.stdout)["results"]} == set(ids)
+    assert {r["id"] for r in json.loads(proc.stdout)["results"]} == set(ids)
     proc = claude.run("stats", "--project", project, "--json")
     assert proc.returncode == 0, proc.stderr

@@ -32,7 +32,7 @@ def test_a_compaction_sub_agent_is_not_searched(claude, project):
     write_session(folder / c.id / "subagents", "agent-acompact-1a2b3c", [comp.prompt(prompt),
                                                                           *comp.reply()])
     assert _search(claude, project, "zanzibarquux")["results"] == []  # Claude Code's own prompt
-    assert _search(claude, project, "parser")["results"][0]["session"] == c.id
+    assert _search(claude, project, "parser")["results"][0]["id"] == c.id
     rows = claude.rows_by_id(project)
     assert list(rows) == [c.id]  # the compaction marks the session; its sub-agent is no row
     assert "continued from a previous conversation" in COMPACT_SUMMARY
@@ -46,7 +46,7 @@ def test_an_orphaned_sub_agent_folder_is_no_hit(claude, project):
     live = Conversation(project)
     write_session(folder, live.id, [live.permission_mode(), *live.exchange("the flurbnik that is here")])
     found = _search(claude, project, "flurbnik")
-    assert [r["session"] for r in found["results"]] == [live.id] and found["total"] == 1
+    assert [r["id"] for r in found["results"]] == [live.id] and found["total"] == 1
 
 
 def test_hits_in_flat_agent_files_and_inline_sidechains_open_on_their_item(claude, project):
@@ -69,7 +69,7 @@ def test_hits_in_flat_agent_files_and_inline_sidechains_open_on_their_item(claud
             found = wait_for(lambda q=query: c.get("/api/search", params={"q": q, "project": project}).json()["results"],
                              timeout=30)
             (hit,) = found
-            assert hit["session"] == sid
+            assert hit["id"] == sid
             sn = hit["snippets"][0]
             params = {"at": sn["offset"], "project": project}
             if sn.get("agent"):

@@ -68,7 +68,7 @@ def session_file(folder: Path, prompts: list[str], *, sid: str | None = None, st
 
 
 def ids(result) -> list[str]:
-    return [r.session for r in result.results]
+    return [r.id for r in result.results]
 
 
 def marked(snippet) -> list[str]:
@@ -86,7 +86,7 @@ def shard_mtimes() -> dict[str, int]:
 
 
 def hits_summary(result) -> list[tuple]:
-    return [(r.session, r.score, r.hits, [(s.text, s.marks, s.role, s.sidechain) for s in r.snippets])
+    return [(r.id, r.score, r.hits, [(s.text, s.marks, s.role, s.sidechain) for s in r.snippets])
             for r in result.results]
 
 
@@ -480,7 +480,7 @@ def test_results_carry_age_and_resume(corpus):
     (r,) = search("quokka").results
     assert r.age.endswith("d") and int(r.age[:-1]) >= 100  # May 2026, searched months later
     assert r.resume == f"cd {corpus.app} && claude --resume {corpus.ids['big']}"
-    assert r.folder == claude_slug(corpus.app) and r.session == corpus.ids["big"]
+    assert r.folder == claude_slug(corpus.app) and r.id == corpus.ids["big"]
 
 
 # ------------------------------------------------------------------------------------ 3b. ranking
@@ -533,7 +533,7 @@ def test_identical_text_scores_alike_across_shards(sandbox):
     new, _ = session_file(folder, ["rotate the signing keys"], sid=id_in_shard(folder, 3), cwd=app,
                           start=T0 + timedelta(days=5))
     found = search("signing keys")
-    scores = {r.session: r.score for r in found.results}
+    scores = {r.id: r.score for r in found.results}
     assert set(scores) == {new, old}
     assert 0.75 < scores[new] / scores[old] < 1.34, scores
 
@@ -907,7 +907,7 @@ def test_cli_search_text_output(corpus):
     here = c.run("search", "lynx", cwd=corpus.docs)
     assert here.returncode == 0 and corpus.ids["lynx_docs"] in here.stdout and corpus.ids["lynx_app"] not in here.stdout
     every = c.run("search", "lynx", "--all", "--json")
-    assert {r["session"] for r in json.loads(every.stdout)["results"]} == {corpus.ids["lynx_app"], corpus.ids["lynx_docs"]}
+    assert {r["id"] for r in json.loads(every.stdout)["results"]} == {corpus.ids["lynx_app"], corpus.ids["lynx_docs"]}
     sub = c.run("search", "heliotrope", "--project", corpus.app)
     assert "user (sub-agent): " in sub.stdout and "«heliotrope»" in sub.stdout
     none = c.run("search", "nosuchwordanywhere", "--project", corpus.app)
@@ -933,8 +933,8 @@ def test_cli_search_json_shape(corpus):
     assert set(doc["index"]) >= {"files", "updating", "pending_bytes", "indexed_now"}
     assert doc["index"]["files"] == len(corpus.paths) and doc["index"]["updating"] is False
     (r,) = doc["results"]
-    assert r["session"] == corpus.ids["role_user"]
-    assert {"session", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "score", "hits",
+    assert r["id"] == corpus.ids["role_user"]
+    assert {"id", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "score", "hits",
             "snippets", "project", "age", "resume"} <= set(r)
     assert r["project"] == corpus.app and r["title_source"] == "prompt"
     (sn,) = r["snippets"]
@@ -943,9 +943,9 @@ def test_cli_search_json_shape(corpus):
     for flag, value in (("--since", "2026-06-01"), ("--until", "2026-04-01"), ("--branch", "feature/axo")):
         got = json.loads(corpus.claude.run("search", "chinchilla OR axolotl", "--all", "--json", flag, value).stdout)
         expect = {"--since": {"june"}, "--until": {"march"}, "--branch": {"on_feature"}}[flag]
-        assert {r["session"] for r in got["results"]} == {corpus.ids[n] for n in expect}, flag
+        assert {r["id"] for r in got["results"]} == {corpus.ids[n] for n in expect}, flag
     tools = json.loads(corpus.claude.run("search", "zanzibar", "--all", "--json", "--tools").stdout)
-    assert [r["session"] for r in tools["results"]] == [corpus.ids["tool"]]
+    assert [r["id"] for r in tools["results"]] == [corpus.ids["tool"]]
 
 
 @pytest.mark.parametrize("argv", [

@@ -488,7 +488,7 @@ async def api_conversation(request: Request) -> Response:
         what = f"the sub-agent transcript {agent}" if agent else "the transcript"
         return _error(404, f"{what} of session {sid} cannot be read (gone, or not a regular file)")
     out = msgspec.structs.asdict(page)
-    out.update(session=sid, agent=agent)
+    out.update(id=sid, agent=agent)
     return _json(out)
 
 

@@ -45,7 +45,7 @@ class Snippet(msgspec.Struct):
 
 
 class Hit(msgspec.Struct):
-    session: str
+    id: str  # the session's id
     folder: str  # Claude Code's project folder (the slug of the cwd)
     path: str | None  # the session's own transcript (None: only its sub-agents' files are known)
     cwd: str | None
@@ -222,7 +222,7 @@ def find(
     ranked.sort(key=lambda t: (-t[0], -t[1], t[2]))
     hits = [_hit(session, score, matches, files, mains) for score, _, session, matches in ranked[:limit]]
     for hit in hits:
-        hit.also_in = sorted(carried.get(hit.session, ()))
+        hit.also_in = sorted(carried.get(hit.id, ()))
     if snippets:
         marker, folded = query.marker(), query.marker(folded=True)
         for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
@@ -288,7 +288,7 @@ def _hit(
     elif src.first_prompt:
         title, source = src.first_prompt, "prompt"
     return Hit(
-        session=session,
+        id=session,
         folder=src.folder,
         path=main.path if main is not None else None,
         cwd=src.cwd,

@@ -193,11 +193,11 @@ def search(
         gone = bool(cwd) and not os.path.isdir(cwd)
         archived = hit.path is not None and hit.path.startswith(archive_base)
         if archived and cwd:  # Claude Code deleted it: c3async puts it back first
-            resume = f"cd {shlex.quote(cwd)} && c3async resume {hit.session}"
+            resume = f"cd {shlex.quote(cwd)} && c3async resume {hit.id}"
         elif cwd:
-            resume = resume_command(cwd, hit.session, hit.branch, gone=gone)
+            resume = resume_command(cwd, hit.id, hit.branch, gone=gone)
         else:
-            resume = f"claude --resume {hit.session}"
+            resume = f"claude --resume {hit.id}"
         results.append(
             Result(
                 **{f: getattr(hit, f) for f in hit.__struct_fields__},

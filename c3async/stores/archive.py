@@ -451,7 +451,7 @@ class Kept(msgspec.Struct):
     """One archived session."""
 
     folder: str
-    session: str
+    id: str  # the session's id
     files: int
     bytes: int
     held_bytes: int  # bytes only the archive holds (the original is gone, or this is a copy)

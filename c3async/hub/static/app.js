@@ -987,12 +987,12 @@ function resultNode(r) {
   // no cwd known: `project` is Claude Code's folder name, not a registered path (the API then finds the session)
   const project = r.cwd ? r.project : "";
   const words = queryWords($("#search").value);
-  const open = (sn) => openConversation(project, r.session, sn ? { at: sn.offset, agent: sn.agent, words } : {});
+  const open = (sn) => openConversation(project, r.id, sn ? { at: sn.offset, agent: sn.agent, words } : {});
   const li = el("li", { class: "result" });
-  li.dataset.session = r.session;
+  li.dataset.session = r.id;
   li.dataset.project = project;
-  const title = el("button", { type: "button", class: "title", title: `${r.session}: open the conversation at its best hit`,
-                               text: r.title || `session ${r.session.slice(0, 8)}`, onclick: () => open(r.snippets[0]) });
+  const title = el("button", { type: "button", class: "title", title: `${r.id}: open the conversation at its best hit`,
+                               text: r.title || `session ${r.id.slice(0, 8)}`, onclick: () => open(r.snippets[0]) });
   if (r.title_source === "prompt") title.classList.add("from-prompt");
   li.append(el("div", { class: "line" }, title,
     el("span", { class: "hits", text: plural(r.hits, "hit") }),
