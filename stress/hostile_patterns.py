@@ -40,7 +40,7 @@ from .harness import (
     user_line,
 )
 
-# How the code applies each module-level pattern. (The README's design notes say why each is
+# How the code applies each module-level pattern. (docs/design.md's design notes say why each is
 # linear; this table is what makes the claim checked.)
 AUDIT: dict[str, str] = {
     "c3async.catalog.extract._TAG_START": "match",
