@@ -32,11 +32,13 @@ from .errors import C3Error
 from .home import c3_home
 
 __all__ = (
+    "GITIGNORE",
     "TEMP_NAME",
     "NotRegularFile",
     "UnsafeState",
     "append_fd",
     "ensure_dir",
+    "ignore_in_git",
     "link_fd",
     "listdir",
     "lstat",
@@ -65,6 +67,21 @@ _DIR_FD = sys.platform != "win32" and os.open in os.supports_dir_fd and os.mkdir
 # The temp files write_atomic makes: ".<name>.<16 hex>.tmp". Cleanup deletes only such names.
 TEMP_NAME = re.compile(r"\.[^/\\]+\.[0-9a-f]{16}\.tmp")
 STATE_DIR_NAME = ".c3"
+# What a project's .c3 holds from its creation: it stays out of git (a person's sessions, live
+# files and caches are not the repository's) unless someone edits this file to share some of it.
+GITIGNORE = b"""# Written by c3async: this folder stays out of git. c3async never rewrites this file, so to
+# share the project's tasks, decisions and session notes through the repository, replace the
+# "*" line below with these lines (and commit the folder):
+#   /*
+#   !/.gitignore
+#   !/pm/
+#   /pm/*
+#   !/pm/pm.json
+#   !/session_marks.jsonl
+#   !/config.json
+# Deleting this file only brings it back; edit it instead.
+*
+"""
 
 
 class UnsafeState(C3Error, OSError):
@@ -184,16 +201,19 @@ def _descend(fd: int, here: Path, parts: tuple[str, ...], create: bool, mode: in
             except FileNotFoundError:
                 if not create:
                     raise
+                made = True
                 try:
                     os.mkdir(name, mode, dir_fd=fd)
                 except FileExistsError:
-                    pass  # another process made it (or a link appeared): the open below decides
+                    made = False  # another process made it (or a link appeared): the open below decides
                 try:
                     nfd = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         raise refuse(fd, name, here, True) from None
                     raise
+                if made and name == STATE_DIR_NAME and mode != 0o700:  # a project's, not under $C3_HOME
+                    ignore_in_git(nfd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise refuse(fd, name, here, True) from None
@@ -204,6 +224,25 @@ def _descend(fd: int, here: Path, parts: tuple[str, ...], create: bool, mode: in
         os.close(fd)
         raise
     return fd
+
+
+def ignore_in_git(dir_fd: int, text: bytes = GITIGNORE) -> bool:
+    """Put a ``.gitignore`` holding ``text`` in the folder ``dir_fd``, unless one is there (of
+    any kind: a person's own file, or a link, is left as it is). Best effort: False when not
+    written."""
+    try:
+        fd = os.open(
+            ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=dir_fd
+        )
+    except OSError:
+        return False
+    try:
+        os.write(fd, text)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:

@@ -223,21 +223,20 @@ def _ignore_all(folder: Path) -> None:
     """A ``.gitignore`` of ``*`` in the renamed folder: a checkout that ignores ``.c3/`` must not
     show it as untracked, nor have ``git worktree remove`` refuse because of it (its content is
     folded into the root). Best effort: an existing file is never replaced."""
+    _with_gitignore(folder, b"# c3async: this state was folded into the project's root .c3; kept as a backup\n*\n")
+
+
+def _with_gitignore(folder: Path, text: bytes = safefs.GITIGNORE) -> None:
+    """``safefs.ignore_in_git`` for ``folder``, opened without following a link."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     if not nofollow or os.open not in os.supports_dir_fd:
         return
-    try:  # the folder itself is opened without following a link swapped in since the rename
+    try:
         dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow)
     except OSError:
         return
     try:
-        fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o644, dir_fd=dfd)
-        try:
-            os.write(fd, b"# c3async: this state was folded into the project's root .c3; kept as a backup\n*\n")
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+        safefs.ignore_in_git(dfd, text)
     finally:
         os.close(dfd)
 
@@ -583,6 +582,8 @@ def root_state(root: str) -> Path:
 
 def _first_use(root: str, state: Path) -> None:
     """Fold what earlier versions left in the root's worktrees (never fails the caller)."""
+    if state == Path(root) / ".c3" and os.path.isdir(state):
+        _with_gitignore(state)  # a .c3 made before c3async wrote one: out of git from now on
     try:
         fold_into(root, state)
     except Exception:  # a migration must never break a listing or a write

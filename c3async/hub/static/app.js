@@ -608,7 +608,9 @@ function fillRow(li, row) {
   p.tokens.title = p.cost.title = breakdown;
   p.size.textContent = bytes(row.size);
   p.size.title = `${num(row.size || 0)} bytes of transcript`;
-  p.age.textContent = age(row.last_activity || row.mtime);
+  // The age says what the list is sorted by: its creation when sorted by Created, else its last activity.
+  const byCreated = list.sort === "created" && row.created_at;
+  p.age.textContent = age(byCreated ? row.created_at : row.last_activity || row.mtime);
   p.age.title = `last activity ${row.last_activity || ""}${row.created_at ? `; created ${row.created_at}` : ""}`;
   p.resume.onclick = () => showResume(li, row);
   if (state.open.has(row.id) && $(".detail", li).hidden) openDetail(li, row);

@@ -1,0 +1,36 @@
+"""The Hub's age column says what the list is sorted by (Chromium against the real ``c3async
+hub``): last activity by default, the session's creation once sorted by Created."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from browser import WAIT_MS, expect, needs_chromium
+from hubproc import Hub
+from transcripts import Conversation, write_session
+
+pytestmark = needs_chromium
+
+
+def test_the_age_follows_the_sort_order(claude, browser):
+    proj = claude.project("app")
+    now = datetime.now(UTC)
+    conv = Conversation(proj, start=now - timedelta(days=5))
+    lines = [conv.permission_mode(), *conv.exchange("started five days ago")]
+    conv.clock = now - timedelta(hours=30)  # picked up again yesterday
+    lines += conv.exchange("and carried on today")
+    write_session(claude.folder(proj), conv.id, lines, mtime=conv.clock.timestamp())
+    assert claude.run("sessions", "--project", proj).returncode == 0
+    with Hub(claude) as hub:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            pg = context.new_page()
+            pg.goto(hub.login_url)
+            cell = pg.locator(f'#rows li[data-id="{conv.id}"] .age')
+            expect(cell).to_have_text("1d ago", timeout=WAIT_MS)
+            pg.click('#columns button[data-sort="created"]')
+            expect(cell).to_have_text("5d ago", timeout=WAIT_MS)
+            pg.click('#columns button[data-sort="activity"]')
+            expect(cell).to_have_text("1d ago", timeout=WAIT_MS)
+        finally:
+            context.close()
