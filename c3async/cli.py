@@ -5,7 +5,7 @@ Errors go to stderr with exit status 1; usage errors exit 2; ``--json`` output i
 
 Text printed for a person (tables, lists, messages, errors, argparse's own usage errors and log
 lines) goes through :mod:`c3async.ground.term`, so a title, branch, note, task or path cannot drive the
-terminal. ``--json`` (and the JSON that ``tasks`` prints for changes) goes through
+terminal. ``--json`` goes through
 :func:`~c3async.ground.term.json_inert`: the same data to any parser, with DEL, C1 and bidi/format
 characters written as ``\\u`` escapes. Text options the user types are refused (exit 2, naming the
 option) if they hold bytes that are not UTF-8; stdout and stderr never fail to encode.
@@ -328,7 +328,7 @@ def cmd_keep(args: argparse.Namespace) -> int:
     )
     for k in st.sessions:
         only = f", {k.held_bytes / mib:.1f} MiB only here" if k.held_bytes else ""
-        print(f"  {inert_line(k.session)}  {inert_line(k.folder)}  {k.files} files, {k.bytes / mib:.1f} MiB{only}")
+        print(f"  {inert_line(k.id)}  {inert_line(k.folder)}  {k.files} files, {k.bytes / mib:.1f} MiB{only}")
     return 0
 
 
@@ -410,7 +410,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         _write_json(msgspec.json.encode(rows))
         return 0
     if not rows:
-        _err(f"no live sessions {'in any project' if args.all else f'in {project}'}")
+        _err(f"c3async: no live sessions {'in any project' if args.all else f'in {project}'}")
         return 0
     from .status import live_table
 
@@ -451,10 +451,20 @@ def cmd_hook(args: argparse.Namespace) -> int:
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
-    from .live.hooks import install, settings_path
+    from .live.hooks import install, settings_path, uninstall
 
     target = settings_path(None if args.user else _project_dir(args.project), args.user)
     try:
+        if args.remove:
+            removed = uninstall(target)
+            print(
+                inert(
+                    f"removed the {', '.join(removed)} hooks from {target.path}"
+                    if removed
+                    else f"no c3async hooks in {target.path}"
+                )
+            )
+            return 0
         added = install(target)
     except ValueError as exc:
         _err(f"c3async: error: {exc}")
@@ -466,63 +476,254 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
+# `c3async tasks` ACTION: (one line for `tasks --help`, an example, what it takes). What it takes:
+# c3_task's argument names, given as --flags, and the positionals ID (a task, required), ID? (a
+# task, optional), MILESTONE (an id or name), SESSION? (default: the current one), DECISION
+# (an id), and NAME (a milestone's name, --title or --name). `tasks` alone is `tasks list`.
+_TASK_ACTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "list": (
+        "the tasks, filtered (the default action)",
+        "c3async tasks list --status in_progress,blocked --tags ui",
+        ("status", "priority", "tags", "milestone", "due"),
+    ),
+    "board": ("the tasks by status, then each open milestone's", "c3async tasks board", ()),
+    "get": ("one task in full, with its decisions", "c3async tasks show 1a2b", ("ID",)),
+    "add": (
+        "add a task",
+        'c3async tasks add --title "ship it" --priority p1 --tags release',
+        ("title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by"),
+    ),
+    "update": (
+        "change a task's title, status, priority, due date, tags, milestone or blockers",
+        "c3async tasks update 1a2b --status done",
+        ("ID", "title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by"),
+    ),
+    "delete": (
+        "delete a task (the tasks it blocked and the decisions about it keep no link to it)",
+        "c3async tasks delete 1a2b",
+        ("ID",),
+    ),
+    "link": ("link a task to a session", "c3async tasks link 1a2b 5e6f7a8b", ("ID", "SESSION?")),
+    "report": ("what is blocking, ready to unblock, still blocked, overdue", "c3async tasks report", ()),
+    "history": ("the log of changes, of every task or of one", "c3async tasks history 1a2b", ("ID?",)),
+    "time_start": ("start a task's timer", "c3async tasks time_start 1a2b", ("ID",)),
+    "time_stop": ("stop a task's timer", "c3async tasks time_stop 1a2b", ("ID",)),
+    "time_report": ("the time tracked, per task", "c3async tasks time_report", ("ID?",)),
+    "decide": (
+        "record a decision and why",
+        'c3async tasks decide --text "use SSE" --reasoning "simpler than websockets" --task-id 1a2b',
+        ("text", "reasoning", "task_id"),
+    ),
+    "decisions": ("the decisions, all or one task's", "c3async tasks decisions 1a2b", ("ID?",)),
+    "decision_delete": ("delete a decision", "c3async tasks decision_delete 9c0d", ("DECISION",)),
+    "milestones": ("the milestones with their task counts", "c3async tasks milestones --status all", ("status",)),
+    "milestone_add": ("add a milestone", "c3async tasks milestone_add --title v1 --due 2026-06-01", ("NAME", "due")),
+    "milestone_complete": (
+        "complete a milestone (once all its tasks are done)",
+        "c3async tasks milestone_complete v1",
+        ("MILESTONE",),
+    ),
+    "milestone_reopen": ("reopen a completed milestone", "c3async tasks milestone_reopen v1", ("MILESTONE",)),
+    "milestone_archive": (
+        "archive a milestone and detach its tasks",
+        "c3async tasks milestone_archive v1",
+        ("MILESTONE",),
+    ),
+    "milestone_delete": (
+        "delete a milestone and detach its tasks",
+        "c3async tasks milestone_delete v1",
+        ("MILESTONE",),
+    ),
+}
+_TASK_FLAG_HELP = {
+    "title": "the task's title",
+    "description": "what it is about",
+    "status": "backlog, in_progress, blocked or done (default backlog)",
+    "priority": "p0 (first) to p3 (default p2)",
+    "due": "a date, YYYY-MM-DD",
+    "tags": "comma-separated",
+    "milestone": "a milestone id or name",
+    "blocked_by": "the tasks it waits on: comma-separated ids",
+    "text": "the decision",
+    "reasoning": "why",
+    "task_id": "the task it is about (an id or a unique prefix)",
+    "update.status": "backlog, in_progress, blocked or done",
+    "update.priority": "p0 (first) to p3",
+    "update.due": "a date, YYYY-MM-DD, or none",
+    "update.milestone": "a milestone id or name, or none",
+    "update.blocked_by": "comma-separated task ids, or none",
+    "list.status": "backlog, in_progress, blocked, done or all, comma-separated (default: all but the done "
+    "tasks of closed milestones)",
+    "list.priority": "p0 to p3, comma-separated",
+    "list.tags": "tasks with any of these (comma-separated)",
+    "list.milestone": "only this milestone's tasks (an id or name)",
+    "list.due": "due on or before this date, YYYY-MM-DD",
+    "milestones.status": "open, completed, archived or all, comma-separated (default open)",
+}
+_TASK_METAVARS = {
+    "title": "TEXT",
+    "description": "TEXT",
+    "text": "TEXT",
+    "reasoning": "TEXT",
+    "priority": "P",
+    "due": "DATE",
+    "blocked_by": "IDS",
+    "task_id": "ID",
+}
+_TASK_ID_HELP = "a task id or a unique prefix (4+ characters)"
+# The positionals: (dest, metavar, the c3_task argument it fills, help). All optional to argparse:
+# the old flag may give it instead, and the action itself says what is missing.
+_TASK_POSITIONALS = {
+    "ID": ("id", "ID", "task_id", _TASK_ID_HELP),
+    "ID?": ("id", "ID", "task_id", _TASK_ID_HELP + " (default: every task)"),
+    "MILESTONE": ("milestone_ref", "MILESTONE", "milestone", "a milestone id or its name"),
+    "SESSION?": ("session", "SESSION", "ref", "a session id or a unique prefix (default: the current session)"),
+    "DECISION": ("decision", "DECISION", "ref", "a decision id or a unique prefix (4+ characters)"),
+}
+# The spellings of earlier versions, still accepted (not shown in --help): c3_task argument -> flag.
+_TASK_OLD_FLAGS = {"task_id": "--task-id", "milestone": "--milestone", "ref": "--ref"}
+
+
+class _TaskWords:
+    """How the CLI words a task error (pm.errors.Door): `tasks add needs --title`."""
+
+    def action(self, action: str) -> str:
+        return f"tasks {action}"
+
+    def arg(self, action: str, name: str) -> str:
+        for item in _TASK_ACTIONS.get(action, ("", "", ()))[2]:
+            if item in _TASK_POSITIONALS and _TASK_POSITIONALS[item][2] == name:
+                return _TASK_POSITIONALS[item][1]
+            if item == "NAME" and name == "milestone":
+                return "--title"
+        return "--" + name.replace("_", "-")
+
+    def call(self, action: str, args: tuple[tuple[str, str], ...] = ()) -> str:
+        return " ".join(["c3async tasks", action, *(f"{self.arg(action, name)} {value}" for name, value in args)])
+
+
+def _task_parsers(sub) -> None:
+    """`tasks` and one subparser per action, each with only what the action takes."""
+    tk = sub.add_parser(
+        "tasks",
+        help="durable tasks, milestones and decisions (the c3_task actions)",
+        description="Durable tasks, milestones and decisions of the project (.c3/pm/pm.json), the ones\n"
+        "the c3_task MCP tool keeps. Without an action: list. `c3async tasks ACTION --help` says\n"
+        "what an action takes.",
+        epilog='Examples:\n  c3async tasks\n  c3async tasks add --title "ship it"\n  c3async tasks update 1a2b --status done',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _project_and_json(tk, "print JSON (what c3_task returns)")
+    tk.set_defaults(func=cmd_tasks, task_action="list", task_inputs=())
+    actions = tk.add_subparsers(metavar="ACTION", title="actions")
+    for name, (line, example, takes) in _TASK_ACTIONS.items():
+        p = actions.add_parser(
+            name,
+            aliases=["show"] if name == "get" else [],
+            help=line,
+            description=line[0].upper() + line[1:] + ".",
+            epilog=f"Example:\n  {example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        # SUPPRESS: given before the action (`tasks --json list`), the value is not reset here
+        p.add_argument("--project", metavar="DIR", default=argparse.SUPPRESS, help="the project directory")
+        p.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON (what c3_task returns)"
+        )
+        inputs = [spelled for item in takes for spelled in _task_input(p, name, item)]
+        p.set_defaults(task_action=name, task_inputs=tuple(inputs))
+
+
+def _task_input(p: argparse.ArgumentParser, action: str, item: str) -> list[tuple[str, str, str]]:
+    """Add what ``item`` of ``_TASK_ACTIONS`` stands for to ``p``: (dest, c3_task argument, as typed) each."""
+    if item == "NAME":
+        p.add_argument("--title", "--name", dest="name", metavar="NAME", type=_text, help="the milestone's name")
+        p.add_argument("--milestone", dest="old_milestone", type=_text, help=argparse.SUPPRESS)
+        return [("name", "milestone", "--title"), ("old_milestone", "milestone", "--milestone")]
+    if item not in _TASK_POSITIONALS:
+        flag = "--" + item.replace("_", "-")
+        help_text = _TASK_FLAG_HELP.get(f"{action}.{item}", _TASK_FLAG_HELP[item])
+        p.add_argument(flag, dest=item, metavar=_TASK_METAVARS.get(item, item.upper()), type=_text, help=help_text)
+        return [(item, item, flag)]
+    dest, metavar, arg, help_text = _TASK_POSITIONALS[item]
+    p.add_argument(dest, metavar=metavar, nargs="?", type=_text, help=help_text)
+    spelled = [(dest, arg, metavar)]
+    if item != "DECISION":  # a new action: no earlier spelling
+        old = _TASK_OLD_FLAGS[arg]
+        p.add_argument(old, dest="old_" + arg, type=_text, help=argparse.SUPPRESS)
+        spelled.append(("old_" + arg, arg, old))
+    if item == "SESSION?":
+        p.add_argument("--link-type", type=_text, help=argparse.SUPPRESS)
+        spelled.append(("link_type", "link_type", "--link-type"))
+    return spelled
+
+
+def _task_args(args: argparse.Namespace) -> dict[str, str]:
+    """The c3_task arguments typed, by their c3_task names; one given two ways must agree."""
+    from .ground.errors import UsageError
+
+    given: dict[str, tuple[str, str]] = {}  # c3_task argument -> (value, as typed)
+    for dest, arg, typed in args.task_inputs:
+        value = getattr(args, dest, None)
+        if not value:
+            continue
+        if arg in given and given[arg][0] != value:
+            raise UsageError(f"tasks {args.task_action} takes {given[arg][1]} once (got {given[arg][1]} and {typed})")
+        given[arg] = (value, typed)
+    return {arg: value for arg, (value, _) in given.items()}
+
+
 def cmd_tasks(args: argparse.Namespace) -> int:
     import msgspec
 
-    from .pm import actions
+    from .pm import actions, text
+    from .pm.errors import TaskArgError, TaskError
     from .sessions.act import run_task
 
+    action = args.task_action
+    given = _task_args(args)
     project = _projects(args)[0]
     who = actions.Who(session=_env_session(), by="user")
-    fields = (
-        "task_id",
-        "title",
-        "description",
-        "status",
-        "priority",
-        "due",
-        "tags",
-        "milestone",
-        "blocked_by",
-        "text",
-        "reasoning",
-        "link_type",
-        "ref",
-    )
-    result = run_task(project, who, args.action, **{f: getattr(args, f) or "" for f in fields})
-    if args.json or args.action not in ("list", "board"):
-        # Changes and the other reads print indented JSON, for people and scripts alike: JSON
-        # escapes C0 controls, json_inert the rest, and the data stays exactly what was stored.
+    try:
+        result = run_task(project, who, action, **given)
+    except TaskError as exc:
+        _err(f"c3async: error: {exc.worded(_TaskWords())}")
+        return 2 if isinstance(exc, TaskArgError) else 1
+    if args.json:
         _write_json(msgspec.json.format(msgspec.json.encode(result), indent=2))
-    elif args.action == "list":
-        for t in result["tasks"]:
-            due = f" due {inert_line(t['due'])}" if t["due"] else ""
-            tags = f" #{' #'.join(inert_line(tag) for tag in t['tags'])}" if t["tags"] else ""
-            print(
-                f"{inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['status']):<11}  "
-                f"{inert_line(t['title'])}{due}{tags}"
-            )
-        if not result["tasks"]:
-            _err("no tasks")
+    elif action in actions.READ_ACTIONS:
+        lines, empty = text.shown(action, result, given)
+        if lines:
+            print("\n".join(lines))
+        if empty:
+            _err(empty)
     else:
-        for column, tasks in result["columns"].items():
-            print(f"{inert_line(column)} ({len(tasks)})")
-            for t in tasks:
-                print(f"  {inert_line(t['id'][:8])}  {inert_line(t['priority'])}  {inert_line(t['title'])}")
-        for ms in result.get("milestones", []):
-            due = f" due {inert_line(ms['due'])}" if ms.get("due") else ""
-            print(f"\nmilestone {inert_line(ms['name'])}{due}")
-            for column, tasks in ms["columns"].items():
-                if tasks:
-                    names = ", ".join(inert_line(t["title"]) for t in tasks)
-                    print(f"  {inert_line(column)} ({len(tasks)}): {names}")
+        print(text.said(action, result, given))
     return 0
 
 
 def cmd_hub(args: argparse.Namespace) -> int:
+    if args.url:
+        return _hub_url(args)
     from .hub.server import run_hub
 
     return run_hub(args.host, args.port, args.open)
+
+
+def _hub_url(args: argparse.Namespace) -> int:
+    """``hub --url``: the running Hubs' URLs (with their tokens), the newest first."""
+    import msgspec
+
+    from .hub.server import running_hubs
+
+    hubs = running_hubs()
+    if args.json:
+        _write_json(msgspec.json.encode([h._asdict() for h in hubs]))
+    for hub in hubs if not args.json else ():
+        print(inert_line(hub.url))
+    if not hubs:
+        _err("c3async: no Hub is running; start one with `c3async hub`")
+    return 0 if hubs else 1
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -543,9 +744,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _styled() -> bool:
+    """Bold and colour only on a terminal that wants them (https://no-color.org: a NO_COLOR that
+    is set and not empty turns them off, as does TERM=dumb)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
 def _marked(text: str, marks: list[tuple[int, int]], tty: bool) -> str:
-    """A snippet with its hits shown: bold on a terminal, else between « and »; each piece is
-    made inert first, so a hit's marker is never inside an escape."""
+    """A snippet with its hits shown: bold where styling is wanted, else between « and »; each
+    piece is made inert first, so a hit's marker is never inside an escape."""
     on, off = ("\033[1m", "\033[0m") if tty else ("\u00ab", "\u00bb")
     out, pos = [], 0
     for a, b in marks:
@@ -587,9 +794,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         _write_json(msgspec.json.encode(found))
         return 0
     if not found.results:
-        _err(f"no session matches {inert_line(args.query)!s}")
+        _err(f"c3async: no session matches {inert_line(args.query)!s}")
         return 0
-    tty = sys.stdout.isatty()
+    tty = _styled()
     shown = len(found.results)
     more = f", showing {shown}" if found.total > shown else ""
     print(f"{found.total} session{'s' if found.total != 1 else ''} match{more} ({found.seconds:.2f} s)")
@@ -636,6 +843,14 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 1 if done.errors else 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    """The shell's completion script for ``c3async`` (argcomplete writes it: bash, zsh, fish)."""
+    import argcomplete
+
+    sys.stdout.write(argcomplete.shellcode(["c3async"], shell=args.shell))
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import gc
 
@@ -665,6 +880,54 @@ def _project_and_json(parser: _P, json_help: str) -> _P:
     parser.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     parser.add_argument("--json", action="store_true", help=json_help)
     return parser
+
+
+# Shown under each command's --help: what a person types first.
+_EXAMPLES = {
+    "": ["c3async sessions", "c3async show 1a2b", "c3async search 'retry budget' --all", "c3async hub --open"],
+    "sessions": [
+        "c3async sessions --filter likely",
+        "c3async sessions --all --search parser --limit 20",
+        "c3async sessions --json | jq '.[0].id'",
+    ],
+    "show": ["c3async show 1a2b --turns 4", "c3async show --json"],
+    "mark": [
+        'c3async mark stale 1a2b --reason "superseded" --successor 5e6f',
+        'c3async mark note --summary "parser done"',
+    ],
+    "mark stale": ['c3async mark stale 1a2b --reason "finished" --successor 5e6f'],
+    "mark unstale": ["c3async mark unstale 1a2b"],
+    "mark note": ['c3async mark note 1a2b --summary "parser done" --next "wire the CLI"'],
+    "keep": ["c3async keep 1a2b", "c3async keep --status"],
+    "mark keep": ['c3async mark keep 1a2b --reason "the design discussion"'],
+    "mark unkeep": ["c3async mark unkeep 1a2b"],
+    "projects": ["c3async projects", "c3async projects --prune"],
+    "resume": ["c3async resume 1a2b", "c3async resume 1a2b --print", "c3async resume 1a2b -- -p 'carry on'"],
+    "live": ["c3async live", "c3async live --all --json"],
+    "stats": ["c3async stats", "c3async stats --all", "c3async stats --json"],
+    "search": ['c3async search "retry budget"', "c3async search 'pars*' --all --role user --since 7d"],
+    "index": ["c3async index", "c3async index --rebuild --quiet"],
+    "serve": ["claude mcp add c3 -- $(command -v c3async) serve"],
+    "hub": ["c3async hub --open", "c3async hub --url", "c3async hub --port 0"],
+    "hook": [  # Claude Code runs it from the hooks install-hooks adds; by hand, to see it record
+        'echo \'{"hook_event_name": "SessionStart", "session_id": "1a2b", "cwd": "\'$PWD\'"}\' | c3async hook'
+    ],
+    "install-hooks": ["c3async install-hooks", "c3async install-hooks --user", "c3async install-hooks --remove"],
+    "completion": ["c3async completion bash > ~/.local/share/bash-completion/completions/c3async"],
+}
+
+
+def _add_examples(parser: argparse.ArgumentParser, name: str = "") -> None:
+    """Give ``parser`` and its subcommands an Examples section (one they set themselves stays)."""
+    examples = _EXAMPLES.get(name)
+    if examples and parser.epilog is None:
+        parser.epilog = "Examples:\n" + "\n".join(f"  {line}" for line in examples)
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child, sub in action.choices.items():
+                if sub is not parser:
+                    _add_examples(sub, f"{name} {child}".strip())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -755,51 +1018,19 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     rs.set_defaults(func=cmd_resume)
 
-    tk = sub.add_parser("tasks", help="durable tasks, milestones and decisions (the c3_task actions)")
-    tk.add_argument(
-        "action",
-        type=_text,
-        metavar="ACTION",
-        help=(
-            "add, update, link, decide, milestone_add, milestone_complete, milestone_reopen, "
-            "milestone_archive, time_start, time_stop; reads: get, list, board, report, history, "
-            "decisions, time_report, milestones"
-        ),
-    )
-    _project_and_json(tk, "print JSON (reads and changes alike)")
-    for flag, text in (
-        ("--task-id", "a task id or unique prefix (4+ characters)"),
-        ("--title", None),
-        ("--description", None),
-        (
-            "--status",
-            "backlog, in_progress, blocked, done (list: also all; milestones: open, completed, archived, all)",
-        ),
-        ("--priority", "p0 to p3"),
-        ("--due", "YYYY-MM-DD"),
-        ("--tags", "comma-separated"),
-        ("--milestone", "milestone id or name"),
-        ("--blocked-by", "comma-separated task ids"),
-        ("--text", "a decision"),
-        ("--reasoning", "why"),
-        ("--link-type", "session"),
-        ("--ref", "a session id, or 'current'"),
-    ):
-        tk.add_argument(flag, type=_text, help=text)
-    tk.set_defaults(func=cmd_tasks)
+    _task_parsers(sub)
 
     lv = sub.add_parser(
         "live",
         help="the live sessions (busy, idle or waiting for you), waiting first",
-        description="The sessions running now, waiting for you first (the longest waiting first). "
-        "Example: c3async live --all",
+        description="The sessions running now, waiting for you first (the longest waiting first).",
     )
     _project_and_json(lv, "print JSON")
     lv.add_argument("--all", action="store_true", help="every project, registered or where a claude runs now")
     lv.set_defaults(func=cmd_live)
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
-    _project_and_json(st, "print JSON")
+    _project_and_json(st, "print a JSON array of rows (id, project, tokens, cost_usd, unpriced_models...)")
     st.set_defaults(func=cmd_stats)
 
     se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")
@@ -827,16 +1058,33 @@ def build_parser() -> argparse.ArgumentParser:
     hb.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks a free one)")
     hb.add_argument("--host", type=_text, default="127.0.0.1", help="a loopback address; anything else is refused")
     hb.add_argument("--open", action="store_true", help="open the page in a browser")
+    hb.add_argument(
+        "--url", action="store_true", help="print the running Hub's URL (and token) instead of starting one"
+    )
+    hb.add_argument("--json", action="store_true", help="with --url: print the running Hubs as JSON")
     hb.set_defaults(func=cmd_hub)
+
+    co = sub.add_parser(
+        "completion",
+        help="print the shell completion script (bash, zsh or fish)",
+        description="Print the script that makes your shell complete c3async's commands and options. "
+        "bash: save it as ~/.local/share/bash-completion/completions/c3async; zsh: as _c3async in a "
+        'folder of $fpath (or `eval "$(c3async completion zsh)"` in ~/.zshrc); fish: as '
+        "~/.config/fish/completions/c3async.fish.",
+    )
+    co.add_argument("shell", choices=("bash", "zsh", "fish"), help="your shell")
+    co.set_defaults(func=cmd_completion)
 
     hk = sub.add_parser("hook", help="(for Claude Code) record a hook event read from stdin")
     hk.set_defaults(func=cmd_hook)
 
     ih = sub.add_parser("install-hooks", help="add the SessionStart/SessionEnd hooks to Claude Code's settings")
+    ih.add_argument("--remove", action="store_true", help="take out the hooks install-hooks added (nothing else)")
     where = ih.add_mutually_exclusive_group()
     where.add_argument("--project", metavar="DIR", help="this project's .claude/settings.local.json (default)")
     where.add_argument("--user", action="store_true", help="your user settings (every project)")
     ih.set_defaults(func=cmd_install_hooks)
+    _add_examples(parser)
     return parser
 
 
@@ -944,6 +1192,10 @@ def _main(argv: list[str]) -> int:
     handler.setFormatter(_InertFormatter("c3async: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (see `c3async completion`)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
     passed: list[str] = []
     if argv[:1] == ["resume"] and "--" in argv:  # what follows -- is claude's, whatever precedes it
         cut = argv.index("--")

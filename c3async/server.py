@@ -539,7 +539,7 @@ async def c3_session(
     annotations=ToolAnnotations(
         title="Project tasks, milestones and decisions",
         read_only_hint=False,  # changes .c3/pm.json; the read actions never write
-        destructive_hint=False,  # nothing is deleted: tasks change status, milestones are archived
+        destructive_hint=True,  # delete, milestone_delete and decision_delete remove what they name
         idempotent_hint=False,
         open_world_hint=False,
     ),
@@ -565,16 +565,19 @@ async def c3_task(
     """Durable project tasks, milestones and decisions (they outlive every conversation).
 
     Changes: add (title; description, status backlog|in_progress|blocked|done, priority p0-p3,
-    due YYYY-MM-DD, tags a,b, milestone, blocked_by ids), update (task_id + fields), link
-    (task_id, link_type='session', ref='current' or a session id), decide (text, reasoning,
-    task_id), milestone_add (milestone, due), milestone_complete / milestone_reopen /
-    milestone_archive (milestone: id or name), time_start / time_stop (task_id).
+    due YYYY-MM-DD, tags a,b, milestone, blocked_by ids), update (task_id + fields), delete
+    (task_id; its blocked_by and decision links go too), link (task_id, link_type='session',
+    ref='current' or a session id), decide (text, reasoning, task_id), decision_delete (ref: the
+    decision id), milestone_add (milestone or title: its name; due), milestone_complete /
+    milestone_reopen / milestone_archive / milestone_delete (milestone: id or name; archive and
+    delete detach its tasks), time_start / time_stop (task_id).
     Reads (never write): get, list (filters status, priority, tags, milestone, due), board,
     report (blocking / ready to unblock), history, decisions, time_report, milestones (status:
     open by default, or completed, archived, all; each with task counts and open tasks). Done
     tasks of a completed milestone leave the default list and board but keep their link.
     Task ids accept a unique prefix of 4+ characters. Changes write .c3/pm.json (tasks and
-    decisions changed here are linked to the current session); nothing is ever deleted. Text limits (characters): title 500, description 20,000,
+    decisions changed here are linked to the current session) and its event log, which keeps
+    what a delete removed. Text limits (characters): title 500, description 20,000,
     decision text and reasoning 8,000 each, milestone name 200, up to 50 tags of 64. No NUL.
     """
     state: ServerState = ctx.request_context.lifespan_context

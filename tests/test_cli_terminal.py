@@ -256,7 +256,12 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     doc = json.loads(pm.read_text())
     doc["tasks"][0]["title"] = titles[doc["tasks"][0]["id"]] = HOSTILE["nul"] + ARGV_SAFE["mix"]
     pm.write_text(json.dumps(doc))
-    for action in ("list", "board"):
+    first = doc["tasks"][0]["id"]
+    actions.run(project, who, "milestone_add", milestone=ARGV_SAFE["osc8_link"])
+    actions.run(project, who, "decide", text=ARGV_SAFE["csi_clear"], reasoning=ARGV_SAFE["cr_overwrite"],
+                task_id=first)
+    actions.run(project, who, "time_start", task_id=first)
+    for action in ("list", "board", "report", "history", "decisions", "time_report", "milestones"):
         code, out, err = run(claude, "tasks", action, "--project", project)
         assert code == 0, err
         assert_clean_output(out, err)
@@ -267,16 +272,32 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     assert_inert(out, newlines=True)
     assert {t["id"]: t["title"] for t in json.loads(out)["tasks"]} == titles
 
-    # A change prints indented JSON: escaped (bidi and C1 too), and the same data when decoded.
+    # A change prints one line for a person; --json the data, escaped (bidi and C1 too), the
+    # same data when decoded.
     text = ARGV_SAFE["mix"]
     code, out, err = run(claude, "tasks", "add", "--project", project, "--title", text,
                          "--description", HOSTILE["bidi_override"])
     assert code == 0, err
     assert_clean_output(out, err)
+    assert out.startswith("added task ") and len(out.splitlines()) == 1
+    code, out, err = run(claude, "tasks", "add", "--project", project, "--title", text,
+                         "--description", HOSTILE["bidi_override"], "--json")
+    assert code == 0, err
+    assert_clean_output(out, err)
     task = json.loads(out)
     assert (task["title"], task["description"]) == (text, HOSTILE["bidi_override"])
-    code, out, err = run(claude, "tasks", "get", "--project", project, "--task-id", task["id"])
+    code, out, err = run(claude, "tasks", "get", "--project", project, "--task-id", task["id"], "--json")
     assert code == 0 and json.loads(out)["title"] == text
+    for shown in (task["id"], first):
+        code, out, err = run(claude, "tasks", "show", shown, "--project", project)
+        assert code == 0, err
+        assert_clean_output(out, err)
+    code, out, err = run(claude, "tasks", "update", task["id"], "--status", "done", "--project", project)
+    assert code == 0 and out.startswith(f"task {task['id'][:8]} ") and out.endswith(" is done\n")
+    assert_clean_output(out, err)
+    code, out, err = run(claude, "tasks", "delete", first, "--project", project)
+    assert code == 0 and out.startswith(f"deleted task {first[:8]} ") and "unlinked from 1 decision" in out
+    assert_clean_output(out, err)
 
 
 def test_live_lines_are_inert(claude):
@@ -311,7 +332,7 @@ def test_error_messages_and_path_messages_are_inert(claude):
     assert code == 0 and "no live sessions" in err
     assert_clean_output(out, err)
     code, out, err = run(claude, "tasks", "get", "--project", project, "--task-id", ARGV_SAFE["mix"])
-    assert code == 1 and "c3async: error:" in err
+    assert code == 2 and "c3async: error:" in err  # a malformed id: a usage error
     assert_clean_output(out, err)
     code, out, err = run(claude, "install-hooks", "--project", project)
     assert code == 0, err
@@ -335,7 +356,6 @@ NOT_UTF8 = "\udcff"  # what Python makes of the argv byte 0xff (surrogateescape)
     (("tasks", "add", "--title", NOT_UTF8), "--title"),
     (("tasks", "add", "--title", "x", "--tags", NOT_UTF8), "--tags"),
     (("tasks", "decide", "--text", "x", "--reasoning", NOT_UTF8), "--reasoning"),
-    (("tasks", NOT_UTF8), "ACTION"),
     (("sessions", "--search", NOT_UTF8), "--search"),
     (("hub", "--host", NOT_UTF8), "--host"),
 ])
@@ -348,6 +368,14 @@ def test_text_that_is_not_utf8_is_a_usage_error_naming_the_option(claude, args, 
     assert f"argument {option}: is not UTF-8 text (byte 0xff" in err
     assert_clean_output(out, err)
     assert not (Path(project) / ".c3" / "session_marks.jsonl").exists()
+    assert not store.pm_path(project).exists()
+
+
+def test_a_task_action_that_is_not_utf8_is_an_invalid_choice(claude):
+    project = claude.project("app")
+    code, out, err = run(claude, "tasks", NOT_UTF8, "--project", project)
+    assert code == 2 and "argument ACTION: invalid choice: '\\udcff'" in err  # the actions are argparse's choices
+    assert_clean_output(out, err)
     assert not store.pm_path(project).exists()
 
 

@@ -195,5 +195,7 @@ def test_cli_tasks_milestones_json(claude):
     assert [(m["name"], m["status"]) for m in shown] == [("v1", "open"), ("v0", "completed")]
     assert shown[1]["tasks"] == {"total": 1, "done": 1, "open": 0}
     proc = claude.run("tasks", "milestones", "--project", proj, "--status", "nope")
-    assert proc.returncode == 1 and "open, completed, archived or all" in proc.stderr and proc.stdout == ""
+    # a bad argument is a usage error (2), worded with the CLI's flag
+    assert proc.returncode == 2 and "--status for milestones must be one of open, completed, archived or all" in (
+        proc.stderr) and proc.stdout == ""
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before

@@ -576,6 +576,19 @@ async def test_every_change_logs_its_row_and_reads_after_it_do_not(client, world
     ]
 
 
+async def test_c3_task_deletes_through_the_shared_actions_and_words_errors_its_way(client, world):
+    task = json.loads(ok(await client.call_tool("c3_task", {"action": "add", "title": "doomed"})))
+    gone = json.loads(ok(await client.call_tool("c3_task", {"action": "delete", "task_id": task["id"][:6]})))
+    assert (gone["id"], gone["unlinked"]) == (task["id"], {"blocked_by": [], "decisions": []})
+    assert json.loads(ok(await client.call_tool("c3_task", {"action": "list"}))) == {"tasks": []}
+    m = json.loads(ok(await client.call_tool("c3_task", {"action": "milestone_add", "title": "v1"})))
+    assert m["name"] == "v1"
+    assert err(await client.call_tool("c3_task", {"action": "add"})) == "c3_task(action='add') needs title"
+    text = err(await client.call_tool("c3_task", {"action": "delete", "task_id": task["id"]}))
+    assert text == f"no task has the id {task['id']!r} (`c3_task(action='list')` shows them)"
+    assert ("c3_task", "delete", HOST) in tool_rows(world)
+
+
 async def test_unknown_actions_and_views_log_no_row(client, world):
     for tool, args in [("c3_session", {"action": "bogus"}), ("c3_task", {"action": "bogus"}),
                        ("c3_status", {"view": "bogus"}), ("c3_session", {"action": "list", "target": "x" * 501})]:

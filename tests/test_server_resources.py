@@ -209,9 +209,10 @@ async def test_handoff_and_triage(client, world):
 async def test_tools_have_titles_and_truthful_annotations(client):
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["c3_status"].annotations.read_only_hint is True
+    assert tools["c3_session"].annotations.destructive_hint is False
+    assert tools["c3_task"].annotations.destructive_hint is True  # delete, milestone_delete, decision_delete
     for name in ("c3_session", "c3_task"):
         assert tools[name].annotations.read_only_hint is False
-        assert tools[name].annotations.destructive_hint is False
         assert tools[name].title
         assert "Changes" in tools[name].description
     assert all(len(t.description.encode()) < 2048 for t in tools.values())

@@ -14,6 +14,7 @@ from transcripts import simple_session
 
 from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error
 from c3async.pm import actions, store
+from c3async.pm.errors import TaskArgError, TaskError
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 
@@ -127,6 +128,97 @@ def test_link_decide_time_and_history(tmp_path):
     assert all(e["session"] == WHO.session for e in events)
 
 
+def test_delete_leaves_no_dangling_link_and_the_log_keeps_the_task(tmp_path):
+    m = run(tmp_path, "milestone_add", milestone="v1")
+    gone = run(tmp_path, "add", title="API", milestone="v1", tags="backend")
+    other = run(tmp_path, "add", title="other")
+    waits = run(tmp_path, "add", title="UI", blocked_by=f"{gone['id']},{other['id']}", status="blocked")
+    d = run(tmp_path, "decide", text="REST", task_id=gone["id"])
+    run(tmp_path, "time_start", task_id=gone["id"])
+    out = run(tmp_path, "delete", task_id=gone["id"][:5])
+    assert (out["id"], out["title"]) == (gone["id"], "API")
+    assert out["unlinked"] == {"blocked_by": [waits["id"]], "decisions": [d["id"]]}
+    pm = store.load(str(tmp_path))
+    assert gone["id"] not in {t.id for t in pm.tasks}
+    assert next(t for t in pm.tasks if t.id == waits["id"]).blocked_by == [other["id"]]
+    assert [(x.id, x.text, x.task) for x in pm.decisions] == [(d["id"], "REST", None)]  # the note stays
+    assert run(tmp_path, "milestones")["milestones"][0]["tasks"]["total"] == 0
+    run(tmp_path, "milestone_complete", milestone=m["id"])  # nothing of it is left open
+    event = next(e for e in pm.events if e.action == "delete")
+    assert (event.target, event.session, event.changes["title"]) == (gone["id"], WHO.session, "API")
+    kept = event.changes["task"]
+    assert (kept["title"], kept["milestone"], kept["tags"], kept["time"][0]["end"]) == ("API", m["id"], ["backend"], None)
+    assert [r["id"] for r in run(tmp_path, "report")["still_blocked"]] == [waits["id"]]  # waits on `other` only
+    with pytest.raises(C3Error, match="no task has the id"):
+        run(tmp_path, "delete", task_id=gone["id"])
+    with pytest.raises(BadArgument, match=r"c3_task\(action='delete'\) needs task_id"):
+        run(tmp_path, "delete")
+
+
+def test_milestone_and_decision_delete(tmp_path):
+    m = run(tmp_path, "milestone_add", milestone="v1", due="2026-01-01")
+    t = run(tmp_path, "add", title="x", milestone="v1", status="done")
+    run(tmp_path, "milestone_complete", milestone="v1")
+    out = run(tmp_path, "milestone_delete", milestone="V1")  # by name, any status
+    assert (out["id"], out["status"], out["detached"]) == (m["id"], "completed", [t["id"]])
+    assert run(tmp_path, "get", task_id=t["id"])["milestone"] is None
+    assert run(tmp_path, "milestones", status="all")["milestones"] == []
+    run(tmp_path, "milestone_add", milestone="v1")  # the name is free again
+    d = run(tmp_path, "decide", text="keep it simple", reasoning="fewer parts")
+    assert run(tmp_path, "decision_delete", ref=d["id"][:4])["text"] == "keep it simple"
+    assert run(tmp_path, "decisions")["decisions"] == []
+    with pytest.raises(C3Error, match=r"no decision has the id .*c3_task\(action='decisions'\)"):
+        run(tmp_path, "decision_delete", ref=d["id"])
+    events = {e.action: e for e in store.load(str(tmp_path)).events}
+    assert events["milestone_delete"].changes["milestone"]["due"] == "2026-01-01"
+    assert events["decision_delete"].changes["decision"]["reasoning"] == "fewer parts"
+
+
+def test_milestone_add_takes_its_name_as_title_too(tmp_path):
+    assert run(tmp_path, "milestone_add", title="v1")["name"] == "v1"
+    assert run(tmp_path, "milestone_add", title="v2", milestone="v2")["name"] == "v2"
+    with pytest.raises(BadArgument, match="takes one name: give milestone or title, not both"):
+        run(tmp_path, "milestone_add", title="v3", milestone="v4")
+    with pytest.raises(BadArgument, match=r"^title is too long: 201 characters, the limit is 200"):
+        run(tmp_path, "milestone_add", title="m" * 201)  # a milestone's limit, not a task title's
+    with pytest.raises(BadArgument, match=r"^c3_task\(action='milestone_add'\) needs milestone: its name$"):
+        run(tmp_path, "milestone_add")
+
+
+class Flags:
+    """A door of our own: arguments as --flags, actions as commands."""
+
+    def action(self, action):
+        return f"do {action}"
+
+    def arg(self, action, name):
+        return "--" + name
+
+    def call(self, action, args=()):
+        return " ".join(["do", action, *(f"--{k} {v}" for k, v in args)])
+
+
+def test_a_refusal_is_written_once_and_each_door_words_it(tmp_path):
+    with pytest.raises(TaskArgError) as e:
+        run(tmp_path, "add")
+    assert str(e.value) == "c3_task(action='add') needs title"  # the MCP tool's words, as before
+    assert (e.value.action, e.value.worded(Flags())) == ("add", "do add needs --title")
+    with pytest.raises(TaskArgError) as e:
+        run(tmp_path, "add", title="x", tags="ok," + "{t}" * 30)  # braces from a caller stay text
+    assert e.value.worded(Flags()).startswith("--tags: the tag '{t}{t}")
+    with pytest.raises(TaskArgError) as e:
+        run(tmp_path, "update", task_id="ab")
+    assert e.value.worded(Flags()) == "--task_id needs at least 4 characters of a task id, got 'ab'"
+    with pytest.raises(TaskError) as e:
+        run(tmp_path, "milestone_complete", milestone="v9")
+    assert not isinstance(e.value, BadArgument)  # not an argument's fault: the CLI exits 1
+    assert str(e.value) == "no milestone 'v9' (`c3_task(action='milestone_add', milestone='...')` creates one)"
+    assert e.value.worded(Flags()) == "no milestone 'v9' (`do milestone_add --milestone ...` creates one)"
+    with pytest.raises(TaskArgError) as e:
+        actions.validate("add", title="t" * 501)
+    assert e.value.worded(Flags()).startswith("--title is too long: 501 characters")
+
+
 def test_reads_never_write(tmp_path):
     run(tmp_path, "add", title="x")
     path = store.pm_path(str(tmp_path))
@@ -171,8 +263,8 @@ def test_cli_errors_exit_1_on_stderr(claude):
     proj = claude.project("app")
     proc = claude.run("tasks", "get", "--project", proj, "--task-id", "zzzz")
     assert proc.returncode == 1 and "no task" in proc.stderr and proc.stdout == ""
-    proc = claude.run("tasks", "explode", "--project", proj)
-    assert proc.returncode == 1 and "unknown action" in proc.stderr
+    proc = claude.run("tasks", "explode", "--project", proj)  # the actions are argparse's choices now
+    assert proc.returncode == 2 and "invalid choice: 'explode'" in proc.stderr
 
 
 WRITER = textwrap.dedent(

@@ -12,6 +12,7 @@ redirects to the URL.
 from __future__ import annotations
 
 import asyncio
+import errno
 import html
 import ipaddress
 import json
@@ -23,8 +24,11 @@ import socket
 import stat
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-__all__ = ("HubFiles", "is_loopback", "run_hub")
+from ..ground.term import inert_line
+
+__all__ = ("HubFiles", "RunningHub", "is_loopback", "run_hub", "running_hubs")
 
 _OURS = re.compile(r"^hub-(\d{1,5})(?:\.json|-open\.html)$")  # the only names this module deletes
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -210,6 +214,84 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class RunningHub(NamedTuple):
+    url: str
+    port: int
+    pid: int
+
+
+def running_hubs() -> list[RunningHub]:
+    """The Hubs of this account that run now (their token file names a live process that
+    listens on its port), the newest first. Reads ``$C3_HOME/hub`` as ``HubFiles`` does: never
+    through a link, only a private directory of ours; creates nothing."""
+    from ..ground.home import c3_home
+
+    folder = c3_home() / "hub"
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return []
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) & 0o077:
+        return []
+    found: list[tuple[float, RunningHub]] = []
+    reader = HubFiles(0, "", "")
+    try:
+        for name in os.listdir(folder):
+            m = _OURS.match(name)
+            if not m or not name.endswith(".json"):
+                continue
+            try:
+                doc = json.loads(reader._read(name) or b"null")
+                hub = RunningHub(str(doc["url"]), int(doc["port"]), int(doc["pid"]))
+                when = os.lstat(folder / name).st_mtime
+            except (OSError, ValueError, TypeError, KeyError, RecursionError):
+                continue
+            if hub.port == int(m.group(1)) and hub.pid > 0 and _alive(hub.pid) and _listening(hub.url, hub.port):
+                found.append((when, hub))
+    except (OSError, HubFileError):
+        return []
+    finally:
+        reader.remove()
+    return [hub for _, hub in sorted(found, reverse=True)]
+
+
+def _listening(url: str, port: int) -> bool:
+    host = url.split("//", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0].strip("[]") or "127.0.0.1"
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _holder(port: int) -> str:
+    """Who listens on ``port``, in words: one of our Hubs, a named process, or unknown."""
+    for hub in running_hubs():
+        if hub.port == port:
+            return f"another c3async Hub (pid {hub.pid}) is serving on it; `c3async hub --url` prints its URL"
+    import psutil
+
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+                try:
+                    name = psutil.Process(conn.pid).name()
+                except psutil.Error:
+                    name = "a process"
+                return f"{inert_line(name)} (pid {conn.pid}) listens on it"
+    except (OSError, psutil.Error):
+        pass
+    return "another program listens on it (one this account cannot see)"
+
+
+def _browser_can_open() -> bool:
+    """Whether ``webbrowser`` may find a graphical browser: on Linux and the BSDs, a display
+    or $BROWSER is needed (without one it would run a text browser in the Hub's terminal)."""
+    if sys.platform in ("darwin", "win32") or os.environ.get("BROWSER"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 class _Stopped(Exception):
     pass
 
@@ -309,6 +391,20 @@ def _connection_cap() -> int:
     return MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(16, min(MAX_CONNECTIONS, soft // 2))
 
 
+def _open(files: HubFiles) -> None:
+    """``--open``: the opener page in a browser, or say there is none (the URL is printed)."""
+    import webbrowser
+
+    opened = False
+    try:
+        opened = _browser_can_open() and webbrowser.open(files.write_opener().as_uri())
+    except (OSError, HubFileError, webbrowser.Error) as exc:
+        print(f"c3async: could not open a browser ({exc}); open the URL above", file=sys.stderr)
+        return
+    if not opened:
+        print("c3async: no browser found to open (no display, no $BROWSER); open the URL above", file=sys.stderr)
+
+
 def run_hub(host: str, port: int, open_browser: bool) -> int:
     if not is_loopback(host):
         print(
@@ -331,7 +427,14 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
         sock.bind((host.strip("[]"), port))
     except (OSError, OverflowError) as exc:
         sock.close()
-        print(f"c3async: error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            print(
+                f"c3async: error: port {port} on {host} is in use: {_holder(port)}. "
+                "Give another with --port N (--port 0 picks a free one).",
+                file=sys.stderr,
+            )
+        else:
+            print(f"c3async: error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
         return 1
     bound = sock.getsockname()[1]
     _raise_file_limit()
@@ -358,12 +461,7 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
             flush=True,
         )
         if open_browser:
-            import webbrowser
-
-            try:
-                webbrowser.open(files.write_opener().as_uri())
-            except (OSError, HubFileError) as exc:
-                print(f"c3async: could not open a browser ({exc}); open the URL above", file=sys.stderr)
+            _open(files)
         config = uvicorn.Config(
             create_app(token),
             http=guarded_protocol(),

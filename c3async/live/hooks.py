@@ -190,18 +190,21 @@ def _snippet(command: str) -> str:
     return json.dumps({"hooks": {event: [hook] for event in EVENTS}})
 
 
-def install(target: SettingsFile, command: str | None = None) -> list[str]:
-    """Add our SessionStart and SessionEnd hooks to the settings file, keeping everything else.
-    Idempotent. Returns the events it added (empty when all were there). A settings file that
-    is not valid JSON is left untouched, and one that is a link (or any folder on the way below
-    the trusted one) is never written through: ValueError names it and shows what to add."""
-    command = command or hook_command()
+def _ours(hook: Any) -> bool:
+    """A hook entry install wrote (any Python's ``-m c3async hook``, or a plugin's launcher)."""
+    command = str(hook.get("command", "")) if isinstance(hook, dict) else ""
+    return "c3async" in command and "hook" in command
+
+
+def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+    """The settings file's bytes, its object and its ``hooks`` object (made empty where absent).
+    A file that is not valid JSON, or is reached through a link, is a ValueError that says what
+    to do instead."""
     path = target.path
     if target.make_trusted:
         target.trusted.mkdir(parents=True, exist_ok=True)
     elif not target.trusted.is_dir():  # a project folder is never created
         raise ValueError(f"{target.trusted} is not a directory")
-    # No lock: Claude Code writes this file without one; the atomic replace keeps readers safe.
     try:
         data = safefs.read_bytes(path, limit=MAX_SETTINGS + 1, trusted=target.trusted)
     except FileNotFoundError:
@@ -209,7 +212,7 @@ def install(target: SettingsFile, command: str | None = None) -> list[str]:
     except safefs.UnsafeState as exc:
         raise ValueError(
             f"{exc.path} is {exc.what}: c3async never writes through one. "
-            f"Add the hooks to the file it leads to yourself: {_snippet(command)}"
+            f"Change the file it leads to yourself; the hooks are: {_snippet(command)}"
         ) from None
     if len(data) > MAX_SETTINGS:
         raise ValueError(f"{path} is larger than {MAX_SETTINGS >> 20} MiB: not a settings file; fix it first")
@@ -220,30 +223,79 @@ def install(target: SettingsFile, command: str | None = None) -> list[str]:
         raise ValueError(f"{path} is not valid JSON ({exc}); fix it and run install-hooks again") from None
     if not isinstance(settings, dict):
         raise ValueError(f"{path} does not hold a JSON object; fix it and run install-hooks again")
-    hooks = settings.setdefault("hooks", {})
+    hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ValueError(f"{path}: 'hooks' is not an object; fix it and run install-hooks again")
+    return data, settings, hooks
+
+
+def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: str) -> None:
+    """Write the settings back (the previous file kept as ``.bak``), never through a link."""
+    try:
+        if data:
+            safefs.write_atomic(target.path.with_name(target.path.name + ".bak"), data, trusted=target.trusted)
+        encoded = (json.dumps(settings, indent=2) + "\n").encode("utf-8")
+        safefs.write_atomic(target.path, encoded, trusted=target.trusted)
+    except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
+        raise ValueError(
+            f"{exc.path} is {exc.what}: c3async never writes through one. Change the hooks yourself: {_snippet(command)}"
+        ) from None
+
+
+def install(target: SettingsFile, command: str | None = None) -> list[str]:
+    """Add our SessionStart and SessionEnd hooks to the settings file, keeping everything else.
+    Idempotent. Returns the events it added (empty when all were there). A settings file that
+    is not valid JSON is left untouched, and one that is a link (or any folder on the way below
+    the trusted one) is never written through: ValueError names it and shows what to add."""
+    command = command or hook_command()
+    # No lock: Claude Code writes this file without one; the atomic replace keeps readers safe.
+    data, settings, hooks = _load(target, command)
     added = []
     for event in EVENTS:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
-            raise ValueError(f"{path}: hooks.{event} is not a list; fix it and run install-hooks again")
-        present = any(
-            isinstance(h, dict) and "c3async" in str(h.get("command", "")) and "hook" in str(h.get("command", ""))
-            for g in groups
-            if isinstance(g, dict)
-            for h in g.get("hooks", []) or []
-        )
+            raise ValueError(f"{target.path}: hooks.{event} is not a list; fix it and run install-hooks again")
+        present = any(_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [])
         if not present:
             groups.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
             added.append(event)
     if added:
-        try:
-            if data:
-                safefs.write_atomic(path.with_name(path.name + ".bak"), data, trusted=target.trusted)
-            safefs.write_atomic(path, (json.dumps(settings, indent=2) + "\n").encode("utf-8"), trusted=target.trusted)
-        except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
-            raise ValueError(
-                f"{exc.path} is {exc.what}: c3async never writes through one. Add the hooks yourself: {_snippet(command)}"
-            ) from None
+        settings["hooks"] = hooks
+        _save(target, data, settings, command)
     return added
+
+
+def uninstall(target: SettingsFile) -> list[str]:
+    """Take out what ``install`` added: our hook entries, the groups and event lists that held
+    only them, and ``hooks`` if nothing else is left; every other hook and setting stays.
+    Returns the events it took ours out of (empty: there were none, and nothing is written)."""
+    if not target.path.parent.exists() and not target.make_trusted:
+        return []  # no .claude folder: nothing to undo, and nothing is created
+    data, settings, hooks = _load(target, hook_command())
+    removed = []
+    for event in EVENTS:
+        groups = hooks.get(event)
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(inner, list) and any(_ours(h) for h in inner):
+                rest = [h for h in inner if not _ours(h)]
+                if rest:
+                    kept.append({**group, "hooks": rest})
+                continue
+            kept.append(group)
+        if len(kept) != len(groups) or kept != groups:
+            removed.append(event)
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if removed:
+        if hooks:
+            settings["hooks"] = hooks
+        else:
+            settings.pop("hooks", None)
+        _save(target, data, settings, hook_command())
+    return removed

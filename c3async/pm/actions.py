@@ -4,6 +4,8 @@ Each takes the project, a ``Who`` (which host session and C3 session act, agent 
 string arguments as a tool receives them, and returns a plain dict (JSON for scripts; the
 front ends render it). Read actions never write: they are safe in plan mode. Every change is
 recorded as an Event, and a task or decision changed from a session is linked to that session.
+A delete leaves no link behind (blockers, milestones, decisions) and its event keeps what was
+deleted. Refusals are ``errors.TaskError``: written once, worded by each door in its syntax.
 
 Limits, in characters: a task title ``MAX_TITLE`` (500), a description ``MAX_DESCRIPTION``
 (20,000), a decision's text and reasoning ``MAX_DECISION_TEXT`` / ``MAX_DECISION_REASONING``
@@ -27,6 +29,7 @@ import msgspec
 from ..catalog.listing import is_session_id
 from ..ground.errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
 from . import store
+from .errors import Arg, Call, TaskArgError, TaskError, about
 from .store import PM, Decision, Event, Milestone, Task, TimeEntry
 
 __all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run", "validate")
@@ -72,32 +75,60 @@ def _shown(value: str, limit: int = 60) -> str:
     return repr(clip(value, limit))
 
 
-def _task_ref(ref: str) -> str:
+def _id_ref(ref: str, arg: str, kind: str, listing: str) -> str:
+    """A typed id or id prefix of a ``kind`` (task, decision), checked; ``arg`` is the argument
+    that held it and ``listing`` the read action that shows the ids."""
     ref = (ref or "").strip(" \t").lower()  # spaces around a pasted id; never a newline
+    parts: dict[str, str | Arg | Call] = {
+        "arg": Arg(arg),
+        "kind": kind,
+        "least": str(MIN_PREFIX),
+        "got": _shown(ref),
+        "listing": Call(listing),
+    }
+    if not ref:
+        raise TaskArgError("{action} needs {arg}: a {kind} id or a unique prefix of {least}+ characters", **parts)
     if len(ref) < MIN_PREFIX:
-        raise BadArgument(f"task_id needs at least {MIN_PREFIX} characters of a task id, got {_shown(ref)}")
+        raise TaskArgError("{arg} needs at least {least} characters of a {kind} id, got {got}", **parts)
     if _TASK_REF.fullmatch(ref) is None:
-        raise BadArgument(
-            f"{_shown(ref)} is not a task id: task ids are letters, digits, '-' and '_' "
-            "(`c3_task(action='list')` shows them)"
+        raise TaskArgError(
+            "{got} is not a {kind} id: {kind} ids are letters, digits, '-' and '_' (`{listing}` shows them)", **parts
         )
     return ref
 
 
-def _task(pm: PM, ref: str) -> Task:
-    ref = _task_ref(ref)
+def _task(pm: PM, ref: str, arg: str = "task_id") -> Task:
+    ref = _id_ref(ref, arg, "task", "list")
     found = [t for t in pm.tasks if t.id.startswith(ref)]
     if len(found) > 1:
         raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
     if not found:
-        raise C3Error(f"no task has the id {ref!r} (`c3_task(action='list')` shows them)")
+        raise TaskError("no task has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("list"))
+    return found[0]
+
+
+def _decision(pm: PM, ref: str) -> Decision:
+    ref = _id_ref(ref, "ref", "decision", "decisions")
+    found = [d for d in pm.decisions if d.id.startswith(ref)]
+    if len(found) > 1:
+        names = ", ".join(f"{d.id} ({clip(d.text, 40)})" for d in found[:10])
+        raise TaskError(
+            "the id prefix {ref} matches {n} decisions: {names}. Give more characters.",
+            ref=repr(ref),
+            n=str(len(found)),
+            names=names,
+        )
+    if not found:
+        raise TaskError(
+            "no decision has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("decisions")
+        )
     return found[0]
 
 
 def _milestone(pm: PM, ref: str) -> Milestone:
     ref = (ref or "").strip(" \t")  # never strip a newline from a ref
     if not ref:
-        raise BadArgument("milestone is required: a milestone id or its unique name")
+        raise TaskArgError("{action} needs {arg}: a milestone id or its unique name", arg=Arg("milestone"))
     by_id = [m for m in pm.milestones if m.id == ref or (len(ref) >= MIN_PREFIX and m.id.startswith(ref.lower()))]
     if len(by_id) == 1:
         return by_id[0]
@@ -107,13 +138,17 @@ def _milestone(pm: PM, ref: str) -> Milestone:
     if len(by_id) + len(by_name) > 1:
         names = ", ".join(f"{m.id} ({m.name}, {m.status})" for m in by_id + by_name)
         raise C3Error(f"milestone {ref!r} is ambiguous: {names}; use the id")
-    raise C3Error(f"no milestone {ref!r} (`c3_task(action='milestone_add', milestone='...')` creates one)")
+    raise TaskError(
+        "no milestone {ref} (`{add}` creates one)", ref=repr(ref), add=Call("milestone_add", (("milestone", "..."),))
+    )
 
 
 def _choice(value: str, allowed: tuple[str, ...], name: str) -> str:
     value = value.strip().lower()
     if value not in allowed:
-        raise BadArgument(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        raise TaskArgError(
+            "{arg} must be one of {allowed}, got {got}", arg=Arg(name), allowed=", ".join(allowed), got=repr(value)
+        )
     return value
 
 
@@ -122,28 +157,32 @@ def _due(value: str) -> str | None:
     if not value or value.lower() == "none":
         return None
     if _DATE.fullmatch(value) is None:
-        raise BadArgument(f"due must be a date YYYY-MM-DD, got {_shown(value)}")
+        raise TaskArgError("{arg} must be a date YYYY-MM-DD, got {got}", arg=Arg("due"), got=_shown(value))
     try:
         date.fromisoformat(value)
     except ValueError:
-        raise BadArgument(f"due is not a real date: {value!r}") from None
+        raise TaskArgError("{arg} is not a real date: {got}", arg=Arg("due"), got=repr(value)) from None
     return value
 
 
 def _tags(value: str) -> list[str]:
     tags = sorted({t.strip().lower() for t in value.split(",") if t.strip()})
     if len(tags) > MAX_TAGS:
-        raise BadArgument(f"tags: {len(tags)} given, the limit is {MAX_TAGS}")
+        raise TaskArgError("{arg}: " + f"{len(tags)} given, the limit is {MAX_TAGS}", arg=Arg("tags"))
     for tag in tags:
         if len(tag) > MAX_TAG:
-            raise BadArgument(f"tags: the tag {_shown(tag)} is {len(tag)} characters long, the limit is {MAX_TAG}")
+            raise TaskArgError(
+                "{arg}: the tag {tag} " + f"is {len(tag)} characters long, the limit is {MAX_TAG}",
+                arg=Arg("tags"),
+                tag=_shown(tag),
+            )
     return tags
 
 
 def _refs(value: str) -> list[str]:
     refs = [r for r in value.split(",") if r.strip()]
     if len(refs) > MAX_BLOCKED_BY:
-        raise BadArgument(f"blocked_by: {len(refs)} tasks given, the limit is {MAX_BLOCKED_BY}")
+        raise TaskArgError("{arg}: " + f"{len(refs)} tasks given, the limit is {MAX_BLOCKED_BY}", arg=Arg("blocked_by"))
     return refs
 
 
@@ -155,16 +194,23 @@ def validate(action: str, **args: str) -> str:
     name = (action or "").strip().lower()
     if name not in _CHANGES and name not in _READS:
         raise BadArgument(f"unknown action {_shown(name)}: use one of {', '.join(ACTIONS)}")
-    for arg, value in args.items():
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise BadArgument(f"c3_task {arg} must be text")
-        check_text(value, arg, LIMITS.get(arg, MAX_SHORT))
-    if args.get("tags"):
-        _tags(args["tags"])
-    if args.get("blocked_by"):
-        _refs(args["blocked_by"])
+    try:
+        for arg, value in args.items():
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise BadArgument(f"c3_task {arg} must be text")
+            try:
+                check_text(value, arg, LIMITS.get(arg, MAX_SHORT))
+            except BadArgument as exc:
+                raise about(arg, exc) from None
+        if args.get("tags"):
+            _tags(args["tags"])
+        if args.get("blocked_by"):
+            _refs(args["blocked_by"])
+    except TaskError as exc:
+        exc.action = name
+        raise
     return name
 
 
@@ -214,7 +260,7 @@ def add(
 ) -> dict:
     title = title.strip()
     if not title:
-        raise BadArgument("c3_task(action='add') needs title")
+        raise TaskArgError("{action} needs {arg}", arg=Arg("title"))
 
     def fn(pm: PM) -> dict:
         task = Task(
@@ -229,13 +275,16 @@ def add(
         )
         if milestone.strip():
             task.milestone = _milestone(pm, milestone).id
-        task.blocked_by = [_task(pm, ref).id for ref in _refs(blocked_by)]
+        task.blocked_by = [_task(pm, ref, "blocked_by").id for ref in _refs(blocked_by)]
         _touch(task, who)
         pm.tasks.append(task)
         _event(pm, who, "add", task.id, title=task.title, status=task.status, priority=task.priority)
         return _view(task)
 
     return store.change(project, fn)
+
+
+_UPDATABLE = ("title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by")
 
 
 def update(
@@ -272,11 +321,12 @@ def update(
             changes["milestone"] = task.milestone
         if blocked_by.strip():
             refs = [] if blocked_by.strip().lower() == "none" else _refs(blocked_by)
-            changes["blocked_by"] = task.blocked_by = [_task(pm, r).id for r in refs]
+            changes["blocked_by"] = task.blocked_by = [_task(pm, r, "blocked_by").id for r in refs]
         if not changes:
-            raise BadArgument(
-                "c3_task(action='update') changed nothing: give title, description, status, "
-                "priority, due, tags, milestone or blocked_by"
+            raise TaskArgError(
+                "{action} changed nothing: give {title}, {description}, {status}, {priority}, {due}, {tags}, "
+                "{milestone} or {blocked_by}",
+                **{name: Arg(name) for name in _UPDATABLE},
             )
         _touch(task, who)
         _event(pm, who, "update", task.id, **changes)
@@ -287,16 +337,18 @@ def update(
 
 def link(project: str, who: Who, task_id: str = "", link_type: str = "session", ref: str = "", **_: str) -> dict:
     if (link_type or "session").strip() != "session":
-        raise BadArgument(f"link_type must be 'session', got {link_type!r}")
+        raise TaskArgError("{arg} must be 'session', got {got}", arg=Arg("link_type"), got=repr(link_type))
     ref = ref.strip(" \t")
     if ref in ("", "current"):
         if not who.session:
-            raise BadArgument("ref='current' needs a current session; give a session id")
+            raise TaskArgError("{arg}='current' needs a current session; give a session id", arg=Arg("ref"))
         session = who.session
     elif is_session_id(ref):
         session = ref.lower()
     else:
-        raise BadArgument(f"ref must be 'current' or a full session id (a UUID), got {_shown(ref)}")
+        raise TaskArgError(
+            "{arg} must be 'current' or a full session id (a UUID), got {got}", arg=Arg("ref"), got=_shown(ref)
+        )
 
     def fn(pm: PM) -> dict:
         task = _task(pm, task_id)
@@ -304,7 +356,7 @@ def link(project: str, who: Who, task_id: str = "", link_type: str = "session", 
             task.sessions.append(session)
         task.updated = store.now()
         _event(pm, who, "link", task.id, session=session)
-        return _view(task)
+        return {**_view(task), "session": session}  # the session linked
 
     return store.change(project, fn)
 
@@ -312,7 +364,7 @@ def link(project: str, who: Who, task_id: str = "", link_type: str = "session", 
 def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id: str = "", **_: str) -> dict:
     text = text.strip()
     if not text:
-        raise BadArgument("c3_task(action='decide') needs text: the decision")
+        raise TaskArgError("{action} needs {arg}: the decision", arg=Arg("text"))
 
     def fn(pm: PM) -> dict:
         task = _task(pm, task_id).id if task_id.strip() else None
@@ -326,10 +378,22 @@ def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id:
     return store.change(project, fn)
 
 
-def milestone_add(project: str, who: Who, milestone: str = "", due: str = "", **_: str) -> dict:
-    name = milestone.strip()
+def milestone_add(project: str, who: Who, milestone: str = "", title: str = "", due: str = "", **_: str) -> dict:
+    """A new open milestone named by ``milestone`` or ``title`` (what a task is named by)."""
+    name, other = milestone.strip(), title.strip()
+    if name and other and name != other:
+        raise TaskArgError(
+            "{action} takes one name: give {milestone} or {title}, not both",
+            milestone=Arg("milestone"),
+            title=Arg("title"),
+        )
+    name = name or other
     if not name:
-        raise BadArgument("c3_task(action='milestone_add') needs milestone: its name")
+        raise TaskArgError("{action} needs {arg}: its name", arg=Arg("milestone"))
+    try:  # a title may be longer than a milestone's name
+        check_text(name, "milestone" if milestone.strip() else "title", MAX_MILESTONE_NAME)
+    except BadArgument as exc:
+        raise about("milestone" if milestone.strip() else "title", exc) from None
 
     def fn(pm: PM) -> dict:
         if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in pm.milestones):
@@ -414,6 +478,58 @@ def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
         _touch(task, who)
         _event(pm, who, "time_stop", task.id, seconds=round(entry.end - entry.start, 1))
         return _view(task)
+
+    return store.change(project, fn)
+
+
+def delete(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+    """Remove a task and every link to it: other tasks' ``blocked_by`` lose it, decisions about
+    it keep their text and lose the task. The event keeps the whole task, so what was deleted
+    can still be read in the log."""
+
+    def fn(pm: PM) -> dict:
+        task = _task(pm, task_id)
+        waited = [t for t in pm.tasks if task.id in t.blocked_by]
+        for t in waited:
+            t.blocked_by = [b for b in t.blocked_by if b != task.id]
+            t.updated = store.now()
+        about_it = [d for d in pm.decisions if d.task == task.id]
+        for d in about_it:
+            d.task = None
+        pm.tasks.remove(task)
+        unlinked = {"blocked_by": [t.id for t in waited], "decisions": [d.id for d in about_it]}
+        _event(pm, who, "delete", task.id, title=task.title, task=msgspec.to_builtins(task), unlinked=unlinked)
+        return {**_view(task), "unlinked": unlinked}
+
+    return store.change(project, fn)
+
+
+def milestone_delete(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+    """Remove a milestone, whatever its status, and detach its tasks (they stay)."""
+
+    def fn(pm: PM) -> dict:
+        m = _milestone(pm, milestone)
+        detached = [t for t in pm.tasks if t.milestone == m.id]
+        for t in detached:
+            t.milestone = None
+            t.updated = store.now()
+        pm.milestones.remove(m)
+        shown = msgspec.to_builtins(m)
+        _event(pm, who, "milestone_delete", m.id, name=m.name, milestone=shown, detached=[t.id for t in detached])
+        return {**shown, "detached": [t.id for t in detached]}
+
+    return store.change(project, fn)
+
+
+def decision_delete(project: str, who: Who, ref: str = "", **_: str) -> dict:
+    """Remove a decision note (``ref``: its id or a unique prefix); the event keeps its text."""
+
+    def fn(pm: PM) -> dict:
+        d = _decision(pm, ref)
+        pm.decisions.remove(d)
+        shown = msgspec.to_builtins(d)
+        _event(pm, who, "decision_delete", d.id, decision=shown)
+        return shown
 
     return store.change(project, fn)
 
@@ -576,9 +692,12 @@ def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
         for part in status.split(","):
             part = part.strip().lower()
             if part not in (*MILESTONE_STATUSES, "all"):
-                raise BadArgument(
-                    f"status for milestones must be one of {', '.join(MILESTONE_STATUSES)} or all "
-                    f"(comma-separated), got {_shown(part)}"
+                raise TaskArgError(
+                    "{arg} for milestones must be one of "
+                    + f"{', '.join(MILESTONE_STATUSES)} or all (comma-separated), got "
+                    + "{got}",
+                    arg=Arg("status"),
+                    got=_shown(part),
                 )
             wanted |= set(MILESTONE_STATUSES) if part == "all" else {part}
     pm = store.load(project)
@@ -623,6 +742,9 @@ _CHANGES: dict[str, Callable[..., dict]] = {
     "milestone_archive": milestone_archive,
     "time_start": time_start,
     "time_stop": time_stop,
+    "delete": delete,
+    "milestone_delete": milestone_delete,
+    "decision_delete": decision_delete,
 }
 _READS: dict[str, Callable[..., dict]] = {
     "get": get,
@@ -639,7 +761,12 @@ READ_ACTIONS = tuple(_READS)
 
 
 def run(project: str, who: Who, action: str, **args: str) -> dict:
+    """Raises C3Error; a TaskError says which action failed (``action``) for a door to word."""
     args = {k: (v or "") for k, v in args.items()}
     action = validate(action, **args)
     fn = _CHANGES.get(action) or _READS[action]  # validate() returned a known action
-    return fn(project, who, **args)
+    try:
+        return fn(project, who, **args)
+    except TaskError as exc:
+        exc.action = action
+        raise
