@@ -730,18 +730,31 @@ def cmd_stats(args: argparse.Namespace) -> int:
     import msgspec
 
     from .status import format_table
-    from .usage.account import account
+    from .usage.account import account_projects
+    from .usage.prices import current_prices
+    from .usage.totals import stats_rows
 
-    project = _projects(args)[0]
-    result = account(project)
-    rows = sorted(result.totals.values(), key=lambda r: r.last_ts or "", reverse=True)
+    projects = _projects(args)
+    table = current_prices()  # a prices.json that is no price table: said before anything is read
+    failed = []
+
+    def refused(project: str, exc: Exception) -> None:  # --all: one project's failure is its own
+        failed.append(project)
+        _err(f"c3async: error: {project}: {exc}")
+
+    results = account_projects(projects, on_error=refused if args.all else None)
+    rows = [row for r in results for row in stats_rows(r.project, r.totals, table)]
+    if args.all:  # the most recently active first, whatever the project
+        rows.sort(key=lambda r: r.last_ts or "", reverse=True)
     if args.json:
         _write_json(msgspec.json.encode(rows))
     elif rows:
-        print(inert(format_table(rows)))  # format_table makes each cell inert; this is a backstop
-    else:
-        _err(f"no token usage found in {project}'s transcripts")
-    return 0
+        # format_table makes each cell inert; this is a backstop
+        print(inert(format_table(rows, show_project=args.all)))
+    elif projects and not failed:
+        where = f"{projects[0]}'s transcripts" if not args.all else f"the transcripts of {len(projects)} projects"
+        _err(f"no token usage found in {where}")
+    return 1 if failed else 0
 
 
 def _styled() -> bool:
@@ -1031,6 +1044,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
     _project_and_json(st, "print a JSON array of rows (id, project, tokens, cost_usd, unpriced_models...)")
+    st.add_argument("--all", action="store_true", help="every registered project, read in one pass")
     st.set_defaults(func=cmd_stats)
 
     se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")

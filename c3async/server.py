@@ -173,7 +173,7 @@ async def _fold_marks(state: ServerState) -> None:
 
 
 def _account_once(project: str) -> None:
-    from .usage.account import account  # and the price tables: loaded by the first run
+    from .usage.account import account  # loaded by the first run
 
     account(project, processes=False)  # this process has threads: never fork it
     _refresh_archive(project)

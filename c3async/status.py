@@ -8,57 +8,96 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .ground.errors import BadArgument
 from .ground.term import inert_line
 
 if TYPE_CHECKING:
     from .sessions.board import LiveRow
-    from .usage.account import SessionTotals
+    from .usage.totals import StatsRow
 
-__all__ = ("VIEWS", "run")
+__all__ = ("UNPRICED", "VIEWS", "format_table", "run", "unpriced_note")
 
 VIEWS = ("sessions", "live")
 
 
 def sessions_view(project: str) -> str:
-    from .usage.account import latest_totals, session_titles, stats_path  # not for a `live` view
+    from .usage.account import session_titles  # not for a `live` view
+    from .usage.prices import current_prices
+    from .usage.totals import latest, stats_path, stats_rows
 
-    latest = latest_totals(project)
-    if not latest:
+    found = latest(project)
+    if not found:
         return (
             f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
             "it accounts for transcripts; `c3async stats` computes it on demand)"
         )
+    rows = stats_rows(project, found, current_prices())
     titles = None
-    for row in latest.values():
+    for row in rows:
         if not row.title:  # accounted before the catalog knew the session: ask it now
             titles = titles if titles is not None else session_titles(project)
-            row.title = titles.get(row.session_id)
-    return format_table(list(latest.values()))
+            row.title = titles.get(row.id)
+    return format_table(rows)
 
 
-def format_table(rows: list[SessionTotals]) -> str:
-    lines = ["session      input   output   cache-w     cache-r      cost  title"]
-    total: dict[str, Any] = {"input": 0, "output": 0, "cw": 0, "cr": 0, "cost": 0.0}
-    for r in sorted(rows, key=lambda r: r.last_ts or "", reverse=True):
+UNPRICED = "+"  # after a cost: plus the usage of models with no price, which is not in it
+
+
+def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
+    """Tokens and cost per session (the most recent first, as given), a total row, and, when
+    some usage has no price, a footnote naming those models and how to price them. A cost
+    followed by ``+`` leaves out the usage of models with no price, as everywhere else."""
+    proj_w = min(20, max([len(_project_name(r.project)) for r in rows] + [7])) if show_project else 0
+    project_head = f"{'PROJECT':{proj_w}}  " if show_project else ""
+    lines = [f"{'ID':8}  {project_head}{'INPUT':>8} {'OUTPUT':>8} {'CACHE-W':>9} {'CACHE-R':>11} {'COST':>10}   TITLE"]
+    total = [0, 0, 0, 0]
+    cost = 0.0
+    unpriced: dict[str, int] = {}  # model -> its tokens
+    for r in rows:
         cw = r.cache_write_5m + r.cache_write_1h
-        unpriced = ", ".join(inert_line(m) for m in r.unknown_models)
+        project = f"{_clip(_project_name(r.project), proj_w):{proj_w}}  " if show_project else ""
         lines.append(
-            f"{inert_line(r.session_id[:8])}  {r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
-            f"{r.cost_usd:>9.2f}  {inert_line(r.title or '')}"
-            + (f"  (unpriced: {unpriced})" if r.unknown_models else "")
+            f"{inert_line(r.id[:8]):8}  {project}{r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
+            f"{_cost(r.cost_usd, bool(r.unpriced_models))}  {inert_line(r.title or '')}".rstrip()
         )
-        total["input"] += r.input
-        total["output"] += r.output
-        total["cw"] += cw
-        total["cr"] += r.cache_read
-        total["cost"] += r.cost_usd
+        for i, n in enumerate((r.input, r.output, cw, r.cache_read)):
+            total[i] += n
+        cost += r.cost_usd
+        for m in r.unpriced_models:
+            unpriced[m] = unpriced.get(m, 0) + r.tokens_by_model.get(m, 0)
+    pad = " " * (proj_w + 2) if show_project else ""
     lines.append(
-        f"total     {total['input']:>8} {total['output']:>8} {total['cw']:>9} {total['cr']:>11} {total['cost']:>9.2f}"
+        f"total     {pad}{total[0]:>8} {total[1]:>8} {total[2]:>9} {total[3]:>11} {_cost(cost, bool(unpriced))}"
     )
+    if unpriced:
+        lines.append(unpriced_note(unpriced))
     return "\n".join(lines)
+
+
+def unpriced_note(unpriced: dict[str, int]) -> str:
+    """The footnote of a ``+``: which models have no price, their tokens, and where to give one."""
+    from .usage.prices import normalise, prices_path
+
+    models = ", ".join(f"{inert_line(m)} ({n:,} tokens)" if n else inert_line(m) for m, n in unpriced.items())
+    example = inert_line(normalise(next(iter(unpriced))))
+    return (
+        f"{UNPRICED} not in the cost: the usage of models with no price: {models}. Price them in "
+        f'{inert_line(str(prices_path()))}, USD per million tokens: {{"{example}": {{"input": IN, "output": OUT}}}}'
+    )
+
+
+def _cost(usd: float, unpriced: bool) -> str:
+    return f"{usd:>10.2f}{UNPRICED if unpriced else ' '}"
+
+
+def _project_name(project: str) -> str:
+    return inert_line(os.path.basename(project.rstrip("/")) or project)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "\u2026"
 
 
 def live_table(rows: list[LiveRow], *, show_project: bool = False, now: float | None = None) -> str:

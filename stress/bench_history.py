@@ -783,7 +783,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
             xi = ratio([r.wall for r in tok_incr], [r.wall for r in ok_runs])
             t.add("  incremental pass / ccusage, wall", f"{xi:.2f}x")
         if cc_rows is not None:
-            ours = {r["session_id"]: r for r in final_stats}
+            ours = {r["id"]: r for r in final_stats}
             bad = [c["sessionId"] for c in cc_rows if c.get("sessionId") not in ours or (
                 ours[c["sessionId"]]["input"], ours[c["sessionId"]]["output"],
                 ours[c["sessionId"]]["cache_write_5m"] + ours[c["sessionId"]]["cache_write_1h"],

@@ -1,18 +1,20 @@
 """Token accounting benchmark: the first accounting and an incremental update on a generated
-1,000-transcript corpus, and (when a ccusage binary is given) ccusage on the same files, run by
-run side by side (so both see the same load), with a comparison of the per-session token totals
-and costs. Prints figures (medians of ``--runs``, [min-max]); asserts nothing about time.
+1,000-transcript corpus spread over several projects, and (when a ccusage binary is given)
+ccusage on the same files, run by run side by side (so both see the same load), with a
+comparison of the per-session token totals and costs. Prints figures (medians of ``--runs``,
+[min-max]); asserts nothing about time.
 
     python -m stress.bench_stats [--transcripts 1000] [--projects 5] [--runs 5] [--ccusage PATH]
 
-Figures: the first accounting of every project, in-process, with worker processes (the CLI's
-way) and in this process only (the MCP server's way: it owns threads, so it never forks); the
-same as whole ``c3async stats --project P --json`` processes (one per project, summed: the CLI
-accounts one project a run, while ccusage reads every project in one process, so with
-``--projects 1`` the two read exactly the same files in one process each); an incremental pass
-after one response is appended per project; bytes read and decoded; CPU seconds (user + system,
-workers included) and the largest process's peak RSS, which say what the wall times mean on a
-loaded machine.
+The budget (DESIGN.md §7): one cold ``c3async stats --all --json`` process, which accounts every
+registered project in one pass, no slower than one ``ccusage session --json`` process, which
+reads every project too. Figures: that whole process cold (no state: every byte read) and warm
+(state kept, nothing new: a stat per file), each with its ratio to ccusage, run by run; the first
+accounting in-process, with worker processes (the CLI's way) and in this process only (the MCP
+server's way: it owns threads, so it never forks); an incremental pass after one response is
+appended per project, in-process and as a whole process; bytes read and decoded; CPU seconds
+(user + system, workers included) and the largest process's peak RSS, which say what the wall
+times mean on a loaded machine.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def main() -> int:
     try:
         corpus = generate(root, transcripts=args.transcripts, projects=args.projects, big_sizes=True)
         os.environ.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(root / "c3home"))
-        from c3async.usage.account import account
+        from c3async.stores import registry
+        from c3async.usage.account import account_projects
 
         env = dict(
             os.environ,
@@ -78,31 +81,31 @@ def main() -> int:
         )
         out = root / "out.json"
         projects = corpus.project_dirs
+        for p in projects:  # what `stats --all` reads: the registered projects
+            registry.register(p)
 
         def reset() -> None:
             for p in projects:
                 shutil.rmtree(Path(p, ".c3"), ignore_errors=True)
 
-        def stats_processes() -> tuple[float, float, int]:
-            wall = cpu = 0.0
-            rss = 0
-            for p in projects:
-                w, c, r = _run([sys.executable, "-m", "c3async", "stats", "--project", p, "--json"], env, out)
-                wall, cpu, rss = wall + w, cpu + c, max(rss, r)
-            return wall, cpu, rss
+        def stats_all() -> tuple[float, float, int]:
+            return _run([sys.executable, "-m", "c3async", "stats", "--all", "--json"], env, out)
+
+        def ccusage() -> tuple[float, float, int]:
+            assert args.ccusage
+            return _run([args.ccusage, "claude", "session", "--json", "--offline"], env, out)
 
         fig: dict[str, list[float]] = {}
 
         def note(name: str, value: float) -> None:
             fig.setdefault(name, []).append(value)
 
-        workers = read_first = decoded = read_incr = grown = 0
-        cc_out = ""
+        workers = read_first = decoded = read_incr = grown = sessions = 0
         for _ in range(args.runs):
             # ours in-process, worker processes allowed (as the CLI runs it)
             reset()
             c0, t0 = _cpu(), time.perf_counter()
-            results = [account(p) for p in projects]
+            results = account_projects(projects)
             note("first", time.perf_counter() - t0)
             note("first_cpu", _cpu() - c0)
             workers = max(r.workers for r in results)
@@ -111,27 +114,30 @@ def main() -> int:
             # ours in-process, this process only (as the MCP server runs it)
             reset()
             c0, t0 = _cpu(), time.perf_counter()
-            for p in projects:
-                account(p, processes=False)
+            account_projects(projects, processes=False)
             note("first_alone", time.perf_counter() - t0)
             note("first_alone_cpu", _cpu() - c0)
-            # ours, whole processes
+            # ours, one whole `stats --all` process: cold, then warm (its state kept, nothing new)
             reset()
-            w, c, r = stats_processes()
+            w, c, r = stats_all()
+            sessions = len(json.loads(out.read_bytes()))
             note("cli", w)
             note("cli_cpu", c)
             note("cli_rss", r / 1024)
+            w, c, _ = stats_all()
+            note("cli_warm", w)
+            note("cli_warm_cpu", c)
             # ccusage, whole process, on the same files
             if args.ccusage:
-                w, c, r = _run([args.ccusage, "claude", "session", "--json", "--offline"], env, out)
-                cc_out = out.read_text()
+                w, c, r = ccusage()
                 note("cc", w)
                 note("cc_cpu", c)
                 note("cc_rss", r / 1024)
                 note("ratio_first", fig["first"][-1] / w)
                 note("ratio_cli", fig["cli"][-1] / w)
+                note("ratio_cli_warm", fig["cli_warm"][-1] / w)
             # grow one transcript per project by one response, then account again
-            results = [account(p) for p in projects]
+            results = account_projects(projects)
             grown = 0
             for res in results:
                 sid = next(iter(res.totals))
@@ -157,52 +163,57 @@ def main() -> int:
                     f.write(line)
                 grown += len(line)
             t0 = time.perf_counter()
-            results = [account(p) for p in projects]
+            results = account_projects(projects)
             note("incr", time.perf_counter() - t0)
             read_incr = sum(r.bytes_read for r in results)
-            with open(path, "a") as f:  # and once more, as whole processes
+            with open(path, "a") as f:  # and once more, as a whole process
                 f.write(line.replace('"req_', '"req_x'))
-            note("cli_incr", stats_processes()[0])
+            note("cli_incr", stats_all()[0])
 
         mib = 2**20
         n = len(projects)
         print(
             f"c3async token accounting ({corpus.files} transcripts, {corpus.total_bytes / mib:.0f} MiB, {n} "
-            f"project{'s' * (n > 1)}; {len(os.sched_getaffinity(0))} cores; page cache warm; "
-            f"medians of {args.runs} runs [min-max])"
+            f"project{'s' * (n > 1)}, {sessions} sessions; {len(os.sched_getaffinity(0))} cores; page cache "
+            f"warm; medians of {args.runs} runs [min-max])"
+        )
+        print(
+            f"`c3async stats --all --json`, cold, whole process {_med(fig['cli'])}   "
+            f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB"
+        )
+        print(
+            f"`c3async stats --all --json`, warm, whole process {_med(fig['cli_warm'])}   "
+            f"CPU {statistics.median(fig['cli_warm_cpu']):.2f} s"
         )
         print(
             f"first accounting, in-process, {workers} worker processes {_med(fig['first'])}   "
             f"CPU {statistics.median(fig['first_cpu']):.2f} s"
         )
         print(
-            f"first accounting, in-process, this process only {_med(fig['first_alone'])}   "
+            f"first accounting, in-process, this process only  {_med(fig['first_alone'])}   "
             f"CPU {statistics.median(fig['first_alone_cpu']):.2f} s"
-        )
-        print(
-            f"first accounting, whole `c3async stats` x{n}       {_med(fig['cli'])}   "
-            f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB"
         )
         print(f"  read {read_first / mib:.0f} MiB, decoded {decoded / mib:.0f} MiB (the lines holding usage)")
         print(
             f"incremental, one response appended/project, in-process {_med(fig['incr'])}   "
             f"read {read_incr} B (appended {grown} B)"
         )
-        print(f"incremental, whole `c3async stats` x{n}         {_med(fig['cli_incr'])}")
+        print(f"incremental, whole `c3async stats --all` process    {_med(fig['cli_incr'])}")
         if not args.ccusage:
             print("ccusage comparison skipped (give --ccusage PATH)")
             return 0
         print(
-            f"ccusage session --json, whole process           {_med(fig['cc'])}   "
+            f"ccusage session --json, whole process              {_med(fig['cc'])}   "
             f"CPU {statistics.median(fig['cc_cpu']):.2f} s, peak RSS {statistics.median(fig['cc_rss']):.0f} MiB"
         )
-        print(f"ratio first in-process / ccusage, per run       {_med(fig['ratio_first'], 'x')}")
-        print(f"ratio first whole processes / ccusage, per run  {_med(fig['ratio_cli'], 'x')}")
+        print(f"ratio `stats --all` cold / ccusage, per run         {_med(fig['ratio_cli'], 'x')}  (budget: <= 1)")
+        print(f"ratio `stats --all` warm / ccusage, per run         {_med(fig['ratio_cli_warm'], 'x')}")
+        print(f"ratio first in-process / ccusage, per run           {_med(fig['ratio_first'], 'x')}")
         # ccusage's last run read the files as the last in-process pass did (the append after
         # it was for the whole-process pass): account once more so both saw the same bytes
-        w, _, _ = _run([args.ccusage, "claude", "session", "--json", "--offline"], env, out)
+        ccusage()
         cc_out = out.read_text()
-        totals = {sid: t for p in projects for sid, t in account(p).totals.items()}
+        totals = {sid: t for r in account_projects(projects) for sid, t in r.priced().items()}
         cc = {s["sessionId"]: s for s in json.loads(cc_out)["sessions"]}
         tok_bad = [
             s

@@ -15,9 +15,9 @@ ROW_KEYS = {
     "id", "title", "title_source", "first_prompt", "first_prompt_truncated", "last_prompt",
     "last_prompt_truncated", "branch", "cwd", "project", "created_at", "last_activity", "mtime", "size",
     "user_turns", "user_turns_exact", "began_with_clear", "entrypoint", "path", "resume", "live", "mcp_count",
-    "hints", "stale", "note", "links", "tokens", "cost_usd",
+    "hints", "stale", "note", "links", "tokens", "cost_usd", "unpriced_models",
 }
-TOKEN_KEYS = {"input", "output", "cache_write", "cache_read", "total", "unpriced", "as_of"}
+TOKEN_KEYS = {"input", "output", "cache_write", "cache_read", "total", "as_of"}
 
 
 def test_row_has_every_key(claude):
@@ -53,7 +53,7 @@ def test_rows_and_show_carry_what_the_accountant_wrote(claude):
     assert set(row["tokens"]) == TOKEN_KEYS
     t = row["tokens"]
     assert (t["input"], t["output"], t["cache_write"], t["cache_read"]) == (9, 84, 9888, 33993)
-    assert t["total"] == 9 + 84 + 9888 + 33993 and t["unpriced"] == [] and t["as_of"] > T0
+    assert t["total"] == 9 + 84 + 9888 + 33993 and row["unpriced_models"] == [] and t["as_of"] > T0
     expected = 3 * (3 * 5 + 28 * 25 + 3296 * 6.25 + 11331 * 0.5) / 1e6
     assert abs(row["cost_usd"] - expected) < 1e-6
     show = claude.run("show", c.id, "--project", project)

@@ -91,7 +91,7 @@ def test_copied_responses_count_once_toward_the_parent(claude, first):
         pytest.fail(f"no fork id is listed {first} first")
     assert claude.run("sessions", "--project", proj).returncode == 0
     stats = json.loads(claude.run("stats", "--project", proj, "--json").stdout)
-    by_id = {s["session_id"]: s for s in stats}
+    by_id = {s["id"]: s for s in stats}
     assert set(by_id) == {parent, fork}
     # the parent's two replies count toward it; the fork has its own one (the copies: once)
     assert (by_id[parent]["responses"], by_id[fork]["responses"]) == (2, 1)

@@ -70,7 +70,7 @@ def test_forks_of_the_real_cli_sit_under_their_parent(claude, tmp_path):
         assert (sources[fork], sources[branch]) == ("fork", "fork"), sources  # as the hook recorded it
 
         stats = json.loads(claude.run("stats", "--project", project, "--json").stdout)
-        ours = {s["session_id"]: s for s in stats}
+        ours = {s["id"]: s for s in stats}
         assert {parent, fork} <= set(ours)
         if CCUSAGE is None:
             pytest.skip("ccusage is not installed (set C3_CCUSAGE): the token comparison is skipped")

@@ -782,7 +782,7 @@ def test_rows_detail_and_rail_carry_tokens_and_cost(client, world):
         row = rows[getattr(world, name)]
         tokens = row["tokens"]
         assert {k: tokens[k] for k in PER_REPLY} == {k: v * replies for k, v in PER_REPLY.items()}, name
-        assert tokens["total"] == sum(PER_REPLY.values()) * replies and tokens["unpriced"] == []
+        assert tokens["total"] == sum(PER_REPLY.values()) * replies and row["unpriced_models"] == []
         assert abs(row["cost_usd"] - PER_REPLY_USD * replies) < 1e-6, name
     # The detail carries the same figures; the rail sums the project's sessions.
     d = client.get(f"/api/sessions/{world.secret}", params={"project": world.alpha}).json()
@@ -792,7 +792,7 @@ def test_rows_detail_and_rail_carry_tokens_and_cost(client, world):
     assert usage["sessions"] == len(rows) == 6
     assert usage["tokens"]["total"] == sum(r["tokens"]["total"] for r in rows.values())
     assert abs(usage["cost_usd"] - sum(r["cost_usd"] for r in rows.values())) < 1e-6
-    assert set(projects[world.beta]["usage"]) == {"sessions", "tokens", "cost_usd"}
+    assert set(projects[world.beta]["usage"]) == {"sessions", "tokens", "cost_usd", "unpriced_models"}
 
 
 def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monkeypatch):

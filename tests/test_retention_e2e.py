@@ -247,7 +247,7 @@ def test_before_the_sweep_kept_rows_are_preserved_and_the_doomed_one_warned(worl
     assert (fresh["kept"], fresh["expires_in_days"]) == (False, 1), fresh
     assert "expires in 1d" in fresh["hints"], fresh["hints"]
     # c3async stats counted every real session (the kept and noted ones among them).
-    counted = {r["session_id"] for r in world.stats}
+    counted = {r["id"] for r in world.stats}
     assert {world.ids["kept"], world.ids["noted"]} <= counted, world.stats
 
 

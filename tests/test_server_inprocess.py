@@ -488,7 +488,7 @@ async def _stats_table(client, sessions: int = 3) -> list[str]:
 
 async def test_status_sessions_view(client, world):
     lines = await _stats_table(client)
-    assert lines[0].split() == ["session", "input", "output", "cache-w", "cache-r", "cost", "title"]
+    assert lines[0].split() == ["ID", "INPUT", "OUTPUT", "CACHE-W", "CACHE-R", "COST", "TITLE"]
     # each transcript holds one reply written as two lines (thinking, text): counted once
     by_id = {line.split()[0]: line.split() for line in lines[1:-1]}
     assert set(by_id) == {HOST[:8], OLD[:8], DOCS[:8]}
@@ -505,9 +505,13 @@ async def test_status_sessions_view(client, world):
         f.write('not json\n{"session_id": "torn')
     lines = lines_of(ok(await client.call_tool("c3_status", {"view": "sessions"})))
     mine = next(line for line in lines if line.startswith(HOST[:8]))
-    assert mine.split()[:7] == [HOST[:8], "100", "20", "7", "5", "1.50", "retry"]
-    assert mine.endswith("(unpriced: claude-next)")
-    assert lines[-1].split()[:5] == ["total", "106", "76", "6599", "22667"]
+    # a row written before rows kept tokens per model: the cost it stored, and "+" for the
+    # usage of a model with no price, named in the footnote under the total (as the CLI shows it)
+    assert mine.split()[:7] == [HOST[:8], "100", "20", "7", "5", "1.50+", "retry"]
+    # 1.50 and the other two sessions' one opus reply each ($0.027)
+    assert lines[-2].split()[:6] == ["total", "106", "76", "6599", "22667", "1.55+"]
+    assert lines[-1].startswith("+ not in the cost: the usage of models with no price: claude-next.")
+    assert "prices.json" in lines[-1]
 
 
 async def test_status_sessions_view_titles_rows_accounted_before_the_catalog_knew_them(world):

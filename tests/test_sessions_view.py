@@ -189,7 +189,7 @@ def _expect(row, replies: int) -> None:
     t = row.tokens
     assert t is not None and row.cost_usd is not None
     assert (t.input, t.output, t.cache_write, t.cache_read) == tuple(n * replies for n in PER_REPLY)
-    assert t.total == sum(PER_REPLY) * replies and t.unpriced == []
+    assert t.total == sum(PER_REPLY) * replies and row.unpriced_models == []
     assert abs(row.cost_usd - PER_REPLY_USD * replies) < 1e-6
 
 
@@ -243,10 +243,10 @@ def test_an_unpriced_model_shows_its_tokens_but_no_cost(claude) -> None:
     write_session(claude.folder(proj), conv.id, lines, mtime=conv.clock.timestamp())
     account(proj, processes=False)
     row = rows_of(proj)[conv.id]
-    assert row.tokens is not None and row.tokens.unpriced == ["claude-future-9"] and row.cost_usd == 0.0
+    assert row.tokens is not None and row.unpriced_models == ["claude-future-9"] and row.cost_usd == 0.0
     assert row.tokens.total == sum(PER_REPLY)
     shown = detail.render(detail.show(proj, conv.id))
-    assert "cost $0.00 (without claude-future-9: no price known)" in shown
+    assert "cost $0.00+ (not counting claude-future-9: no price known; prices.json gives one)" in shown
 
 
 def test_a_listing_never_loads_the_accountant(claude) -> None:
@@ -257,4 +257,5 @@ def test_a_listing_never_loads_the_accountant(claude) -> None:
             "print(sorted(m for m in sys.modules if m.startswith('c3async.usage')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=claude.env()).stdout
-    assert eval(out) == ["c3async.usage", "c3async.usage.totals"]
+    # the totals and the price table (a listing prices them), never the accountant or its reader
+    assert eval(out) == ["c3async.usage", "c3async.usage.prices", "c3async.usage.totals"]

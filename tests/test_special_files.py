@@ -63,7 +63,7 @@ def stats(claude, project: str) -> dict[str, dict]:
     proc = run(claude, "stats", "--project", project, "--json")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    return {row["session_id"]: row for row in json.loads(proc.stdout)}
+    return {row["id"]: row for row in json.loads(proc.stdout)}
 
 
 def sessions(claude, project: str) -> dict[str, dict]:

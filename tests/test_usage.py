@@ -101,7 +101,7 @@ def test_costs_follow_the_price_table_with_tiers(project):
         usage_line("m1", "r1", model="claude-opus-4-5-20251101", inp=1_000_000, out=0, w5=0, w1h=1_000_000, read=0),
         usage_line("m2", "r2", model="claude-sonnet-4-5-20250929", inp=300_000, out=0, w5=0, read=0),
     ])
-    t = acc.account(proj).totals[SID]
+    t = acc.account(proj).priced()[SID]
     opus = 5.0 + 10.0  # input, and the 1-hour cache write at twice the input price
     sonnet = 200_000 * 3 / 1e6 + 100_000 * 6 / 1e6  # above 200k tokens, the long-context rate
     assert t.cost_by_model["claude-opus-4-5-20251101"] == pytest.approx(opus)
@@ -113,7 +113,7 @@ def test_recorded_cost_wins_and_unknown_models_are_reported(project):
     proj, folder = project
     write(folder / f"{SID}.jsonl", [usage_line("m1", "r1", cost=1.25),
                                     usage_line("m2", "r2", model="gpt-9-turbo")])
-    t = acc.account(proj).totals[SID]
+    t = acc.account(proj).priced()[SID]
     assert t.cost_usd == pytest.approx(1.25)
     assert t.unknown_models == ["gpt-9-turbo"]
 
@@ -198,7 +198,7 @@ def test_stats_cli_and_status_view(project, claude):
     proc = claude.run("stats", "--project", proj, "--json")
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
-    assert rows[0]["session_id"] == SID and rows[0]["output"] == 20
+    assert rows[0]["id"] == SID and rows[0]["output"] == 20 and rows[0]["project"] == proj
     table = claude.run("stats", "--project", proj)
     assert table.stdout.splitlines()[-1].split()[0] == "total"
     from c3async.status import run as status_run
@@ -218,7 +218,7 @@ def test_status_view_without_stats(project):
 
 def _totals(result):
     return {sid: (t.input, t.output, t.cache_write_5m, t.cache_write_1h, t.cache_read, t.responses, t.cost_usd,
-                  t.first_ts, t.last_ts, t.tokens_by_model) for sid, t in result.totals.items()}
+                  t.first_ts, t.last_ts, t.tokens_by_model, t.models) for sid, t in result.priced().items()}
 
 
 def _mixed_lines(n=40):
@@ -240,8 +240,8 @@ def test_any_piece_size_gives_the_same_totals(project, monkeypatch, size):
     whole = _totals(acc.account(proj, write=False))
     real = reader.read_files
 
-    def small(jobs, prices):  # every file through a buffer of ``size`` bytes (it grows per long line)
-        return [(i, reader.read_file(job, prices, bytearray(size))) for i, job in jobs]
+    def small(jobs):  # every file through a buffer of ``size`` bytes (it grows per long line)
+        return [(i, reader.read_file(job, bytearray(size))) for i, job in jobs]
 
     monkeypatch.setattr(acc, "read_files", small)
     assert _totals(acc.account(proj, write=False)) == whole
@@ -254,14 +254,13 @@ def test_a_line_longer_than_the_limit_is_skipped_in_bounded_memory(tmp_path):
     big["message"]["content"] = [{"type": "text", "text": "y" * 5000}]
     lines = [usage_line("m1", "r1"), json.dumps(big, separators=(",", ":")), usage_line("m2", "r2")]
     path.write_text("".join(line + "\n" for line in lines))
-    scan = reader.read_file(reader.Job(str(path), SID), load_prices(), bytearray(256), max_line=1024)
+    scan = reader.read_file(reader.Job(str(path), SID), bytearray(256), max_line=1024)
     assert [h.key for h in scan.best] == ["m1:r1", "m2:r2"] and scan.skipped == 1
     assert scan.offset == path.stat().st_size
     # unfinished at the end of the file: the next pass starts at that line again, not inside it
     with open(path, "a") as f:
         f.write(json.dumps(big, separators=(",", ":"))[:3000])
-    again = reader.read_file(reader.Job(str(path), SID, scan.offset, scan.ino), load_prices(), bytearray(256),
-                             max_line=1024)
+    again = reader.read_file(reader.Job(str(path), SID, scan.offset, scan.ino), bytearray(256), max_line=1024)
     assert again.offset == scan.offset and again.best == [] and again.bytes_read == 3000
 
 

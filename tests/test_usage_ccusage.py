@@ -48,7 +48,7 @@ def test_totals_match_ccusage(claude, monkeypatch, tmp_path, mode):
     write(folder / f"{THIRD}.jsonl", [usage_line(None, "r", session=THIRD)] * 2)  # no message.id
     result = acc.account(proj)
     assert result.workers == 0 if mode == "this process" else result.workers >= 2
-    ours = result.totals
+    ours = result.priced()
     out = subprocess.run([CCUSAGE, "claude", "session", "--json", "--offline"], capture_output=True, text=True,
                          env={**os.environ, "HOME": str(tmp_path)}, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -663,7 +663,7 @@ async def _crash(request: Request, exc: Exception) -> Response:
 
 
 def _account_once(project: str) -> None:
-    from ..usage.account import account  # and the price tables: loaded by the first run
+    from ..usage.account import account  # loaded by the first run
 
     try:
         account(project, processes=False)  # this process has threads: never fork it

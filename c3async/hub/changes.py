@@ -5,9 +5,9 @@ Four times a second the watcher asks each registered project for its position: C
 registry of running processes (who runs, busy, idle or waiting), the marks, activity and
 token-totals folds (which read only the bytes appended since, and keep their state
 in memory for the listings too; the totals move when an accountant, the Hub's own or a
-server's, writes new ones), the heartbeat names and times, and, once a second, the catalog's stat
-pass (each session file's size and mtime; no transcript is read). When a project's position moves, its version
-goes up and every stream waiting on it (all projects, or that one) sends a ``change`` event.
+server's, writes new ones), ``prices.json`` (a new price re-prices every row), the heartbeat
+names and times, and, once a second, the catalog's stat pass (each session file's size and
+mtime; no transcript is read). When a project's position moves, its version goes up and every stream waiting on it (all projects, or that one) sends a ``change`` event.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..ground.stateroot import project_state
 from ..live.running import Snapshot, read_registry
 from ..stores import activity, marks
 from ..usage import totals as usage_totals
+from ..usage.prices import prices_signature
 
 __all__ = ("POLL_S", "ChangeFeed", "position")
 
@@ -34,10 +35,13 @@ POLL_S = 0.25  # marks, the activity log, token totals and heartbeats: a tail ch
 FILES_EVERY = 4  # polls between two stat passes over the transcripts (the costly part: one stat a file)
 
 
-def position(project: str, files: tuple | None = None, registry: Snapshot | None = None) -> tuple:
+def position(
+    project: str, files: tuple | None = None, registry: Snapshot | None = None, prices: tuple | None = None
+) -> tuple:
     """Everything whose change should refresh the project's rows, cheaply. ``files``: the
     transcripts' part as last taken (None: take it now, a stat per transcript); ``registry``:
-    Claude Code's registry of running processes as read for this poll (None: read it now)."""
+    Claude Code's registry of running processes as read for this poll (None: read it now);
+    ``prices``: ``prices.json``'s signature, as taken for this poll (None: take it now)."""
     book = marks.MarkBook(project).refresh()
     facts = activity.log_fold(project)
     facts.refresh()
@@ -75,6 +79,7 @@ def position(project: str, files: tuple | None = None, registry: Snapshot | None
         stats.tail.offset,
         beats,
         files,
+        (prices_signature() or ()) if prices is None else prices,
     )
 
 
@@ -110,11 +115,12 @@ class ChangeFeed:
         moved = []
         self.polls += 1
         registry = read_registry()  # once a poll, for every project
+        prices = prices_signature() or ()
         for project in self.projects():
             try:
                 if self.polls % FILES_EVERY == 1 or project not in self.files:
                     self.files[project] = transcripts(project)
-                now = position(project, self.files[project], registry)
+                now = position(project, self.files[project], registry, prices)
             except Exception as exc:
                 safefs.warn_once(exc)
                 continue

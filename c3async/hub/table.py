@@ -66,6 +66,7 @@ def slim(row: Row) -> dict[str, Any]:
         "links": {"tasks": len(links.tasks), "decisions": len(links.decisions), "snapshot": links.snapshot is not None},
         "tokens": None if row.tokens is None else msgspec.to_builtins(row.tokens),
         "cost_usd": row.cost_usd,
+        "unpriced_models": row.unpriced_models,
         "resume": row.resume,
         "kept": row.kept,
         "kept_by": row.kept_by,

@@ -144,8 +144,8 @@ def usage_line(row: Row) -> str:
     if t is None:
         return "tokens: not accounted yet (`c3async stats` counts them; the server does every minute)"
     cost = usd(row.cost_usd or 0.0)
-    if t.unpriced:
-        cost += f" (without {', '.join(t.unpriced)}: no price known)"
+    if row.unpriced_models:  # the "+" of every report: plus the usage of models with no price
+        cost += f"+ (not counting {', '.join(row.unpriced_models)}: no price known; prices.json gives one)"
     return (
         f"tokens: {t.total:,} (input {t.input:,}, output {t.output:,}, cache write {t.cache_write:,}, "
         f"cache read {t.cache_read:,}); cost {cost}"

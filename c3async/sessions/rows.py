@@ -61,7 +61,6 @@ class Chain(msgspec.Struct):
 class RowTokens(msgspec.Struct):
     """A session's tokens as the accountant last wrote them (``.c3/session_stats.jsonl``; its
     sub-agents count toward it). ``cache_write``: 5-minute and 1-hour cache writes together.
-    ``unpriced``: models with no price, whose tokens are here but not in the row's ``cost_usd``.
     ``as_of``: when the accountant wrote these (epoch seconds)."""
 
     input: int
@@ -69,7 +68,6 @@ class RowTokens(msgspec.Struct):
     cache_write: int
     cache_read: int
     total: int
-    unpriced: list[str] = msgspec.field(default_factory=list)
     as_of: float = 0.0
 
 
@@ -107,7 +105,10 @@ class Row(msgspec.Struct):
     chain: Chain = msgspec.field(default_factory=Chain)
     cwd_gone: bool = False  # the folder it ran in (a removed worktree) no longer exists
     tokens: RowTokens | None = None  # None: not accounted yet (the accountant has not run since)
-    cost_usd: float | None = None  # of the priced models (see ``tokens.unpriced``); None as tokens
+    # priced when listed, from the price table of the moment: the cost of the priced models,
+    # and the models whose tokens count but have no price (not in ``cost_usd``); None as tokens
+    cost_usd: float | None = None
+    unpriced_models: list[str] = msgspec.field(default_factory=list)
     kept: bool = False  # preserved past Claude Code's cleanup (a keep mark, or the keep policy)
     kept_by: str | None = None  # "mark", or "policy: noted|linked|snapshot|all"
     archived: bool = False  # Claude Code deleted its transcript: this row is read from the archive

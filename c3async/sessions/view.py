@@ -25,6 +25,7 @@ from ..catalog.scan import (
     scan_projects,
     scan_projects_sync,
 )
+from ..ground import safefs
 from ..ground.errors import C3Error
 from ..ground.paths import project_root
 from ..live.reader import live_sessions
@@ -32,6 +33,7 @@ from ..pm import store as pm_store
 from ..stores import activity, archive, checkouts, config, records, registry
 from ..stores.marks import MarkBook
 from ..usage import totals as usage_totals
+from ..usage.prices import PricesError, PriceTable, current_prices
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
 from .rows import (
@@ -57,6 +59,7 @@ __all__ = (
     "list_rows_sync",
     "project_overview",
     "project_usage",
+    "report_prices",
     "row_for",
 )
 
@@ -222,8 +225,9 @@ def _join_links(project: str, rows: list[Row]) -> None:
 
 
 def _join_usage(project: str, rows: list[Row]) -> None:
-    """Tokens and cost as the accountant last wrote them (never run here: a listing shows what
-    it found). The stats log is folded, so a warm listing reads only rows appended since."""
+    """Tokens as the accountant last wrote them (never run here: a listing shows what it
+    found), priced with the table of the moment. The stats log is folded, so a warm listing
+    reads only rows appended since."""
     try:
         latest = usage_totals.latest(project)
     except OSError as exc:  # no permission...: the listing goes on without the figures
@@ -231,23 +235,37 @@ def _join_usage(project: str, rows: list[Row]) -> None:
         return
     if not latest:
         return
+    table = report_prices()
     for row in rows:
         t = latest.get(row.id)
         if t is not None:
             cache_write = t.cache_write_5m + t.cache_write_1h
             total = t.input + t.output + cache_write + t.cache_read
-            row.tokens = RowTokens(t.input, t.output, cache_write, t.cache_read, total, list(t.unknown_models), t.ts)
-            row.cost_usd = t.cost_usd
+            row.tokens = RowTokens(t.input, t.output, cache_write, t.cache_read, total, t.ts)
+            cost = usage_totals.cost_of(t, table)
+            row.cost_usd, row.unpriced_models = cost.usd, list(cost.unpriced)
+
+
+def report_prices() -> PriceTable:
+    """The price table for a listing: a ``prices.json`` that is not one is said (once) and
+    prices nothing, so every model shows as unpriced rather than at a price nobody set."""
+    try:
+        return current_prices()
+    except PricesError as exc:
+        safefs.warn_once(exc)
+        return PriceTable({})
 
 
 class ProjectUsage(msgspec.Struct):
     """A project's tokens and cost: the sum over every session the accountant has counted (those
     whose transcripts are gone or older than the listing's newest too). ``tokens`` and
-    ``cost_usd`` are None until the accountant has written anything."""
+    ``cost_usd`` are None until the accountant has written anything; ``unpriced_models`` as a
+    row's."""
 
     sessions: int = 0
     tokens: RowTokens | None = None
     cost_usd: float | None = None
+    unpriced_models: list[str] = msgspec.field(default_factory=list)
 
 
 def project_usage(project: str) -> ProjectUsage:
@@ -258,6 +276,7 @@ def project_usage(project: str) -> ProjectUsage:
         return ProjectUsage()
     if not latest:
         return ProjectUsage()
+    table = report_prices()
     inp = out = cw = cr = 0
     cost = 0.0
     as_of = 0.0
@@ -267,11 +286,12 @@ def project_usage(project: str) -> ProjectUsage:
         out += t.output
         cw += t.cache_write_5m + t.cache_write_1h
         cr += t.cache_read
-        cost += t.cost_usd
+        c = usage_totals.cost_of(t, table)
+        cost += c.usd
         as_of = max(as_of, t.ts)
-        unpriced.update(dict.fromkeys(t.unknown_models))
-    tokens = RowTokens(inp, out, cw, cr, inp + out + cw + cr, list(unpriced), as_of)
-    return ProjectUsage(len(latest), tokens, round(cost, 6))
+        unpriced.update(dict.fromkeys(c.unpriced))
+    tokens = RowTokens(inp, out, cw, cr, inp + out + cw + cr, as_of)
+    return ProjectUsage(len(latest), tokens, round(cost, 6), list(unpriced))
 
 
 class ProjectOverview(msgspec.Struct):

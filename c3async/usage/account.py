@@ -21,7 +21,13 @@ kept, as ccusage keeps it (a main-chain copy over a sidechain replay, then the h
 total, which drops a streaming partial); lines with no ``message.id`` are never merged.
 Results go to ``.c3/session_stats.jsonl``: one row of running totals per host session whose
 totals changed (all of a run's rows in one locked append); the last row of a session is its
-total.
+total. A row keeps each model's tokens per kind, not a cost: reports price them with the table
+of the moment (``totals.cost_of``), so the accountant needs no price table at all.
+
+``account_projects`` accounts several projects in one pass (``c3async stats --all``): every
+project's new bytes are read together, so a first accounting of many small projects forks one
+pool for all of them and keeps every core busy, where a pass a project would fork a pool for
+each (or none: each under ``PROCESS_MIN_BYTES``).
 
 Only regular files are read, each opened without following a symlink and without blocking (a
 FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async stats`` or a server's
@@ -35,8 +41,8 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,19 +54,29 @@ from ..catalog.listing import transcript_files
 from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
 from ..ground import jsonl, safefs, workers
-from ..ground.errors import DECODE_ERRORS
+from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.jsondoc import write_atomic
 from ..ground.stateroot import project_state
-from .prices import PriceTable, load_prices
-from .reader import FileScan, Hit, Job, Tokens, better, cost, read_files, read_files_packed, unpack
-from .totals import SessionTotals, latest, latest_totals, stats_path
+from .prices import TIER_TOKENS, current_prices
+from .reader import FileScan, Hit, Job, Tokens, better, read_files, read_files_packed, unpack
+from .totals import NO_TOKENS, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ("Result", "SessionTotals", "account", "cost", "latest_totals", "session_titles", "stats_path")
+__all__ = (
+    "Result",
+    "SessionTotals",
+    "account",
+    "account_projects",
+    "latest_totals",
+    "session_titles",
+    "stats_path",
+)
 
-STATE_VERSION = 2  # 2: a copy a fork shares with its parent counts toward the parent
+# 2: a copy a fork shares with its parent counts toward the parent; 3: an entry's cost is only
+# what its line recorded (the rest is priced by each report), and rows keep tokens per model
+STATE_VERSION = 3
 WORKERS = 4  # at most this many worker processes for a big first pass
 PROCESS_MIN_BYTES = 64 * 1024 * 1024  # new bytes to read before worker processes pay for themselves
 HANDOFF_BYTES = 16 * 1024 * 1024  # about this many new bytes per hand-off to a worker...
@@ -76,7 +92,7 @@ class _Entry(msgspec.Struct, array_like=True):
     session: str
     model: str
     tokens: Tokens
-    cost: float | None  # None: unpriced model
+    cost: float | None  # what the line recorded (``costUSD``); None: priced when reported
     sidechain: bool
     ts: str | None
 
@@ -97,6 +113,9 @@ class _State(msgspec.Struct):
 
 @dataclass
 class Result:
+    """One project's pass. ``totals``: each session's row as written (tokens, no cost: see
+    ``priced``)."""
+
     totals: dict[str, SessionTotals]
     files: int
     files_read: int
@@ -106,6 +125,13 @@ class Result:
     workers: int = 0  # worker processes that read (0: this process did)
     bytes_decoded: int = 0  # bytes of the lines holding usage, the only ones decoded
     lines_skipped: int = 0  # lines holding the marker that did not decode (torn, hostile)
+    project: str = ""
+
+    def priced(self) -> dict[str, SessionTotals]:
+        """``totals`` with their costs, from the price table as it is now (PricesError for a
+        ``prices.json`` that is not one)."""
+        table = current_prices()
+        return {sid: priced(t, table) for sid, t in self.totals.items()}
 
 
 def _state_path(project: str) -> Path:
@@ -121,8 +147,12 @@ def _files(project: str) -> Iterator[tuple[Path, str | None]]:
 
 def session_titles(project: str) -> dict[str, str]:
     """Session titles from the catalog's cache (no transcript is read for them)."""
+    return _titles(catalog_cache.load(catalog_cache_path(project)))
+
+
+def _titles(catalog: dict) -> dict[str, str]:
     out = {}
-    for path, rec in catalog_cache.load(catalog_cache_path(project)).items():
+    for path, rec in catalog.items():
         title, _ = rec.title()
         if title:
             out[Path(path).stem.lower()] = title
@@ -130,31 +160,67 @@ def session_titles(project: str) -> dict[str, str]:
 
 
 def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, SessionTotals]:
+    """Each session's totals, from every counted response. Summed per (session, model) first,
+    in one tight loop (a warm pass with nothing new still sums every response of the project):
+    the 5 kinds of the responses priced later, their responses, and those that recorded a cost
+    (a recorded cost); a response above the long-context tier adds its part above it."""
+    sums: dict[tuple[str, str], list] = {}
+    spans: dict[str, list] = {}  # session -> [first ts, last ts]
+    tier = TIER_TOKENS
+    for entries in (state.seen.values(), *(fs.loose for fs in state.files.values())):
+        for e in entries:
+            key = (e.session, e.model)
+            m = sums.get(key)
+            if m is None:
+                m = sums[key] = [0, 0, 0, 0, 0, 0, None, None]
+            i, o, w5, w1, r = tok = e.tokens
+            if e.cost is None:
+                m[0] += i
+                m[1] += o
+                m[2] += w5
+                m[3] += w1
+                m[4] += r
+                m[5] += 1
+                if i > tier or o > tier or w5 > tier or w1 > tier or r > tier:  # long sessions: often
+                    above = m[6] = m[6] or [0, 0, 0, 0, 0]
+                    above[0] += i - tier if i > tier else 0
+                    above[1] += o - tier if o > tier else 0
+                    above[2] += w5 - tier if w5 > tier else 0
+                    above[3] += w1 - tier if w1 > tier else 0
+                    above[4] += r - tier if r > tier else 0
+            else:  # a recorded cost (rare): its own tokens and USD
+                rec = m[7] = m[7] or [0, 0, 0, 0, 0, 0.0, 0]
+                for k in range(5):
+                    rec[k] += tok[k]
+                rec[5] += e.cost
+                rec[6] += 1
+            ts = e.ts
+            if ts:
+                span = spans.get(e.session)
+                if span is None:
+                    spans[e.session] = [ts, ts]
+                elif ts < span[0]:
+                    span[0] = ts
+                elif ts > span[1]:
+                    span[1] = ts
     totals: dict[str, SessionTotals] = {}
-    entries = list(state.seen.values()) + [e for fs in state.files.values() for e in fs.loose]
-    for e in entries:
-        t = totals.get(e.session)
+    for (session, model), m in sums.items():
+        t = totals.get(session)
         if t is None:
-            t = totals[e.session] = SessionTotals(session_id=e.session, ts=now, title=titles.get(e.session))
-        t.input += e.tokens[0]
-        t.output += e.tokens[1]
-        t.cache_write_5m += e.tokens[2]
-        t.cache_write_1h += e.tokens[3]
-        t.cache_read += e.tokens[4]
-        t.responses += 1
-        t.tokens_by_model[e.model] = t.tokens_by_model.get(e.model, 0) + sum(e.tokens)
-        if e.cost is None:
-            if e.model not in t.unknown_models:
-                t.unknown_models.append(e.model)
-        else:
-            t.cost_usd += e.cost
-            t.cost_by_model[e.model] = t.cost_by_model.get(e.model, 0.0) + e.cost
-        if e.ts:
-            t.first_ts = e.ts if t.first_ts is None or e.ts < t.first_ts else t.first_ts
-            t.last_ts = e.ts if t.last_ts is None or e.ts > t.last_ts else t.last_ts
-    for t in totals.values():
-        t.cost_usd = round(t.cost_usd, 6)
-        t.cost_by_model = {m: round(c, 6) for m, c in t.cost_by_model.items()}
+            span = spans.get(session) or [None, None]
+            t = totals[session] = SessionTotals(
+                session_id=session, ts=now, title=titles.get(session), first_ts=span[0], last_ts=span[1]
+            )
+        rec = m[7] or (0, 0, 0, 0, 0, 0.0, 0)
+        t.input += m[0] + rec[0]
+        t.output += m[1] + rec[1]
+        t.cache_write_5m += m[2] + rec[2]
+        t.cache_write_1h += m[3] + rec[3]
+        t.cache_read += m[4] + rec[4]
+        t.responses += m[5] + rec[6]
+        t.tokens_by_model[model] = sum(m[0:5]) + sum(rec[0:5])
+        above = tuple(m[6]) if m[6] else NO_TOKENS
+        t.models[model] = ModelTokens((m[0], m[1], m[2], m[3], m[4]), above, m[5], rec[5], rec[6])
     return totals
 
 
@@ -173,31 +239,85 @@ def _same(old: SessionTotals, new: SessionTotals) -> bool:
     return msgspec.structs.replace(old, ts=0.0, title=None) == msgspec.structs.replace(new, ts=0.0, title=None)
 
 
+@dataclass
+class _Pass:
+    """One project's part of a pass: its state, and the files with new bytes to read."""
+
+    project: str
+    state_file: Path
+    state: _State
+    present: int = 0
+    dirty: bool = False
+    todo: list[tuple[_FileState, Job]] = field(default_factory=list)
+
+
 def account(project: str, *, write: bool = True, processes: bool = True) -> Result:
     """Bring the project's usage up to date; append a stats row for each session that changed.
 
     A big pass reads in worker processes when ``processes`` allows it (the CLI); a process
     that runs threads of its own (the MCP server) passes False, and a call made while any other
     thread runs never forks anyway."""
+    return account_projects([project], write=write, processes=processes)[0]
+
+
+def account_projects(
+    projects: list[str],
+    *,
+    write: bool = True,
+    processes: bool = True,
+    on_error: Callable[[str, Exception], None] | None = None,
+) -> list[Result]:
+    """``account`` for several projects, their new bytes read in one pass (see the module's
+    docstring). ``on_error``: told of a project that cannot be accounted (its state refused, a
+    read-only checkout), which is then left out of the results; without it, that raises."""
     started = time.perf_counter()
-    prices = load_prices()
+    passes = []
+    for project in projects:
+        try:
+            passes.append(_plan(project))
+        except (OSError, C3Error) as exc:
+            if on_error is None:
+                raise
+            on_error(project, exc)
+    jobs = [job for p in passes for _, job in p.todo]
+    scans, n = _read(jobs, processes)
+    results = []
+    at = 0
+    for p in passes:
+        mine = scans[at : at + len(p.todo)]
+        at += len(p.todo)
+        try:
+            results.append(_finish(p, mine, n, write, started))
+        except (OSError, C3Error) as exc:
+            if on_error is None:
+                raise
+            on_error(p.project, exc)
+    return results
+
+
+def _plan(project: str) -> _Pass:
+    """The project's state, and what each of its files has to read since."""
     state_file = _state_path(project)
-    state = _load_state(state_file)
-    present: set[str] = set()
-    todo: list[tuple[_FileState, Job]] = []
-    dirty = not state.files
+    p = _Pass(project, state_file, _load_state(state_file))
+    files = p.state.files
+    p.dirty = not files
     for path, session in _files(project):
         key = str(path)
-        present.add(key)
-        fs = state.files.get(key)
+        p.present += 1
+        fs = files.get(key)
         if fs is None:
-            fs = state.files[key] = _FileState(session=session)
-            dirty = True
+            fs = files[key] = _FileState(session=session)
+            p.dirty = True
         new = _new_bytes(key, fs)
         if new:
-            todo.append((fs, Job(key, fs.session, fs.offset, fs.ino, new, fs.searched)))
-    scans, workers = _read([job for _, job in todo], prices, processes)
-    done = [(fs, job, scan) for (fs, job), scan in zip(todo, scans) if scan is not None]
+            p.todo.append((fs, Job(key, fs.session, fs.offset, fs.ino, new, fs.searched)))
+    return p
+
+
+def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, started: float) -> Result:
+    """Merge what was read into the project's state, and write its changed rows and state."""
+    project, state, dirty = p.project, p.state, p.dirty
+    done = [(fs, job, scan) for (fs, job), scan in zip(p.todo, scans) if scan is not None]
     # A file replaced or shrunk since (another inode, or smaller than where we stopped) is read
     # again from 0: first drop what it contributed, all such files in one sweep.
     replaced = {job.path for fs, job, scan in done if scan.start == 0 and fs.offset}
@@ -205,11 +325,10 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
         for gone in [k for k, e in state.seen.items() if e.file in replaced]:
             del state.seen[gone]
     seen = state.seen
+    catalog = catalog_cache.load(catalog_cache_path(project))
     # A fork copies its parent's lines, responses included: a copy counts once (the key), and
     # where the copies are equal, toward the session where it was said (the fork's ancestor).
-    parents = fork_parents(
-        (Path(path).stem.lower(), rec) for path, rec in catalog_cache.load(catalog_cache_path(project)).items()
-    )
+    parents = fork_parents((Path(path).stem.lower(), rec) for path, rec in catalog.items())
     descendants: dict[str, set[str]] = {}
     for fork in parents:
         for up in ancestors(parents, fork):
@@ -237,7 +356,7 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
         fs.loose.extend(_entry(job.path, hit) for hit in scan.loose)
     # A transcript deleted since (Claude Code's 30-day cleanup) keeps its place in the state:
     # what it spent was spent.
-    totals = _totals(state, session_titles(project), time.time())
+    totals = _totals(state, _titles(catalog), time.time())
     changed = []
     if write:
         before = latest(project)  # read only
@@ -249,19 +368,20 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
         _append_rows(stats_path(project), rows)
         if dirty:
             try:
-                write_atomic(state_file, msgspec.json.encode(state), fsync=False)
+                write_atomic(p.state_file, msgspec.json.encode(state), fsync=False)
             except OSError:
                 pass  # the state is a cache: the next run reads from 0
     return Result(
         totals,
-        len(present),
+        p.present,
         files_read,
         read_bytes,
         changed,
         time.perf_counter() - started,
-        workers=workers,
+        workers=workers if p.todo else 0,
         bytes_decoded=decoded,
         lines_skipped=skipped,
+        project=project,
     )
 
 
@@ -295,23 +415,23 @@ def _new_bytes(path: str, fs: _FileState) -> int:
     return st.st_size - max(fs.offset, fs.searched)  # an unterminated giant line: from where it was left
 
 
-def _read(jobs: list[Job], prices: PriceTable, processes: bool) -> tuple[list[FileScan | None], int]:
+def _read(jobs: list[Job], processes: bool) -> tuple[list[FileScan | None], int]:
     """Read every job: in this process, or, for a big pass, in
     worker processes. Finding markers and decoding hold the GIL, so threads would keep to one
     core. Returns the scans in job order and the number of worker processes used (0: none)."""
     if not (processes and len(jobs) > 1 and sum(job.new for job in jobs) >= PROCESS_MIN_BYTES):
-        return [scan for _, scan in read_files(list(enumerate(jobs)), prices)], 0
+        return [scan for _, scan in read_files(list(enumerate(jobs)))], 0
     with workers.pool(WORKERS) as (pool, n):  # killed, not waited for, on Ctrl-C
         if pool is None:
-            return [scan for _, scan in read_files(list(enumerate(jobs)), prices)], 0
-        return _read_in(pool, jobs, prices), n
+            return [scan for _, scan in read_files(list(enumerate(jobs)))], 0
+        return _read_in(pool, jobs), n
 
 
-def _read_in(pool: ProcessPoolExecutor, jobs: list[Job], prices: PriceTable) -> list[FileScan | None]:
+def _read_in(pool: ProcessPoolExecutor, jobs: list[Job]) -> list[FileScan | None]:
     """The jobs read by the pool's workers, in hand-offs (see ``_handoffs``), in job order."""
     out: list[FileScan | None] = [None] * len(jobs)
     handoffs = _handoffs(jobs)
-    futures = [pool.submit(read_files_packed, h, prices) for h in handoffs]
+    futures = [pool.submit(read_files_packed, h) for h in handoffs]
     broken = False
     for handoff, fut in zip(handoffs, futures):
         if not broken:
@@ -321,7 +441,7 @@ def _read_in(pool: ProcessPoolExecutor, jobs: list[Job], prices: PriceTable) -> 
                 log.warning("worker processes failed (%s); reading in this process", exc)
                 broken = True
         if broken:
-            results = read_files(handoff, prices)
+            results = read_files(handoff)
         for i, scan in results:
             out[i] = scan
     return out

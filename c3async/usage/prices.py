@@ -5,13 +5,19 @@ published multipliers). Families with a long context price tokens above 200k per
 higher rate, as Anthropic bills them. A user file, ``$C3_HOME/prices.json`` (same shape,
 ``{"family-prefix": {"input": ..., "output": ..., ...}}``), adds or overrides families. A model
 no family matches is reported as unpriced, never silently priced at zero.
+
+Costs are worked out when a report is made, from the tokens counted (``totals.ModelTokens``),
+so a price added or changed in ``prices.json`` re-prices what was counted before it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import msgspec
 
@@ -19,7 +25,7 @@ from ..ground import safefs
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.home import c3_home
 
-__all__ = ("Price", "PriceTable", "PricesError", "load_prices")
+__all__ = ("Price", "PriceTable", "PricesError", "current_prices", "load_prices", "prices_path", "prices_signature")
 
 TIER_TOKENS = 200_000
 MAX_BYTES = 1 << 20  # a price table of ours is a few KiB
@@ -41,6 +47,23 @@ class Price(msgspec.Struct, kw_only=True):
 
     def read(self) -> float:
         return self.cache_read if self.cache_read is not None else self.input * 0.1
+
+    def rates(self) -> tuple[float, float, float, float, float]:
+        """USD per million tokens of each kind: input, output, cache write 5m and 1h, cache read."""
+        return (self.input, self.output, self.w5(), self.w1h(), self.read())
+
+    def usd(self, tokens: tuple[int, ...], above: tuple[int, ...] | None = None) -> float:
+        """USD for tokens of each kind (``rates`` order) summed over responses; ``above``: the
+        part of each kind above 200k tokens in a response, summed the same way, which a
+        family with a long-context rate prices at that rate. Exact: a response's tiered cost
+        is linear in its tokens and in its part above the tier, so sums price as the responses
+        would one by one."""
+        base = self.rates()
+        total = sum(n * r for n, r in zip(tokens, base))
+        hi = self.above_200k
+        if hi is not None and above:
+            total += sum(n * (h - r) for n, h, r in zip(above, hi.rates(), base))
+        return total / 1_000_000
 
 
 def _p(inp: float, out: float, long: tuple[float, float] | None = None) -> Price:
@@ -121,12 +144,47 @@ def _price_problem(price: Price) -> str | None:
     return None
 
 
+def prices_path() -> Path:
+    return c3_home() / "prices.json"
+
+
+_current: tuple[tuple[int, int, int, str] | None, PriceTable] | None = None
+_current_lock = threading.Lock()
+
+
+def prices_signature(path: Path | None = None) -> tuple[int, int, int, str] | None:
+    """What tells one ``prices.json`` from another (None: there is none): a change of it
+    re-prices every report (the Hub's change feed watches it)."""
+    path = prices_path() if path is None else path
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, str(path))
+
+
+def current_prices() -> PriceTable:
+    """The table as ``prices.json`` says now: loaded again only when the file changed (one
+    ``stat`` a report otherwise), so every report prices with the newest table. Raises
+    PricesError as ``load_prices`` does."""
+    global _current
+    path = prices_path()
+    sig = prices_signature(path)
+    held = _current
+    if held is not None and held[0] == sig:
+        return held[1]
+    with _current_lock:
+        table = load_prices()
+        _current = (sig, table)
+    return table
+
+
 def load_prices() -> PriceTable:
     """The shipped table with ``$C3_HOME/prices.json`` over it. A file that is not a price table
     (not JSON, a value of the wrong type, a price out of range) is a PricesError naming the file
     and the key: a price someone set must never be silently replaced."""
     families = dict(SHIPPED)
-    path = c3_home() / "prices.json"
+    path = prices_path()
     try:
         # A state file of ours: never a link, a FIFO or a device (safefs refuses them, clearly).
         data = safefs.read_bytes(path, limit=MAX_BYTES + 1)

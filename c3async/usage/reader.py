@@ -32,7 +32,6 @@ from ..catalog.listing import depth_in_folder
 from ..ground import jsonl
 from ..ground.errors import DECODE_ERRORS
 from ..ground.safefs import open_regular
-from .prices import TIER_TOKENS, Price, PriceTable
 
 __all__ = (
     "CHUNK",
@@ -40,7 +39,6 @@ __all__ = (
     "FileScan",
     "Hit",
     "Job",
-    "cost",
     "read_file",
     "read_files",
     "read_files_packed",
@@ -98,7 +96,7 @@ class Hit(msgspec.Struct, array_like=True, gc=False):
     session: str
     model: str
     tokens: Tokens
-    cost: float | None  # None: an unpriced model
+    cost: float | None  # what the line recorded (``costUSD``, older Claude Code); None: priced when reported
     sidechain: bool
     ts: str | None
 
@@ -128,28 +126,6 @@ class FileScan(msgspec.Struct, array_like=True, gc=False):
     decoded: int = 0  # bytes of those lines handed to the decoder
     skipped: int = 0  # lines holding the marker that did not decode, or over MAX_LINE
     searched: int = 0  # see ``jsonl.Pieces``
-
-
-def _tier(tokens: int, base: float, high: float | None) -> float:
-    if high is None or tokens <= TIER_TOKENS:
-        return tokens * base
-    return TIER_TOKENS * base + (tokens - TIER_TOKENS) * high
-
-
-def cost(price: Price, t: Tokens) -> float:
-    """USD for one response: each kind of token priced, above 200k at the long-context rate."""
-    hi = price.above_200k
-    if hi is None or max(t) <= TIER_TOKENS:  # no tier applies: the same sums, in the same order
-        return (
-            t[0] * price.input + t[1] * price.output + t[2] * price.w5() + t[3] * price.w1h() + t[4] * price.read()
-        ) / 1_000_000
-    return (
-        _tier(t[0], price.input, hi.input)
-        + _tier(t[1], price.output, hi.output)
-        + _tier(t[2], price.w5(), hi.w5())
-        + _tier(t[3], price.w1h(), hi.w1h())
-        + _tier(t[4], price.read(), hi.read())
-    ) / 1_000_000
 
 
 class Copy(Protocol):
@@ -232,33 +208,12 @@ class _Reader:
                 ):
                     continue
             # cost: a recorded costUSD (legacy lines) wins, as in ccusage's auto mode; the
-            # others are priced once deduplicated (see ``price``)
+            # others are priced when a report is made, from the price table of the moment
             hit = Hit(key, sid, msg.model, tokens, line.costUSD, sidechain, line.timestamp)
             if key is None:
                 self.loose.append(hit)
             else:
                 best[key] = hit
-
-    def price(self, prices: PriceTable) -> None:
-        """Price the kept responses that recorded no cost (each copy once, not every line)."""
-        found: dict[str, tuple[Price, tuple[float, float, float, float, float]] | None] = {}
-        for hit in (*self.best.values(), *self.loose):
-            if hit.cost is not None:
-                continue
-            model = hit.model
-            try:
-                rates = found[model]
-            except KeyError:
-                p = prices.find(model)
-                rates = found[model] = None if p is None else (p, (p.input, p.output, p.w5(), p.w1h(), p.read()))
-            if rates is None:
-                continue
-            t = hit.tokens
-            if rates[0].above_200k is None or max(t) <= TIER_TOKENS:  # as ``cost`` does, without the call
-                r = rates[1]
-                hit.cost = (t[0] * r[0] + t[1] * r[1] + t[2] * r[2] + t[3] * r[3] + t[4] * r[4]) / 1_000_000
-            else:
-                hit.cost = cost(rates[0], t)
 
 
 def _decode_or_none(line: bytes | bytearray) -> _Line | None:
@@ -268,7 +223,7 @@ def _decode_or_none(line: bytes | bytearray) -> _Line | None:
         return None
 
 
-def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_line: int = MAX_LINE) -> FileScan | None:
+def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) -> FileScan | None:
     """Read ``job.path`` from where the last pass stopped (from 0 when the file was replaced or
     shrank) to its size now, a piece of ``len(buf)`` bytes at a time (``buf``: a buffer to reuse,
     ``CHUNK`` bytes when none is given). None when it cannot be read (vanished, no longer a
@@ -293,7 +248,6 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
         return None
     finally:
         os.close(fd)
-    reader.price(prices)
     return FileScan(
         st.st_ino,
         start,
@@ -308,21 +262,21 @@ def read_file(job: Job, prices: PriceTable, buf: bytearray | None = None, max_li
     )
 
 
-def read_files(jobs: list[tuple[int, Job]], prices: PriceTable) -> list[tuple[int, FileScan | None]]:
+def read_files(jobs: list[tuple[int, Job]]) -> list[tuple[int, FileScan | None]]:
     """Several files (a worker process's hand-off), each read on its own (see ``read_file``),
     through one buffer."""
     buf = bytearray(max(1, min(CHUNK, max((job.new for _, job in jobs), default=1))))
-    return [(i, read_file(job, prices, buf)) for i, job in jobs]
+    return [(i, read_file(job, buf)) for i, job in jobs]
 
 
 _packer = msgspec.msgpack.Encoder()
 _unpacker = msgspec.msgpack.Decoder(list[tuple[int, FileScan | None]])
 
 
-def read_files_packed(jobs: list[tuple[int, Job]], prices: PriceTable) -> bytes:
+def read_files_packed(jobs: list[tuple[int, Job]]) -> bytes:
     """``read_files`` in a worker process: the answer as MessagePack, which crosses to the
     parent several times faster than a pickle of the same structs."""
-    return _packer.encode(read_files(jobs, prices))
+    return _packer.encode(read_files(jobs))
 
 
 def unpack(data: bytes) -> list[tuple[int, FileScan | None]]:

@@ -6,26 +6,69 @@ session whose totals changed at every run (a live session: one a minute), so it 
 marks and the activity log are (``folds.LogFold``): a long-running process (the server, the Hub)
 keeps the fold in memory and reads only the rows appended since; a new process starts from the
 checkpoint ``.c3/cache/session_stats.fold``. A listing reads it without importing the
-accountant (its reader and price tables), and never runs it.
+accountant (its reader), and never runs it.
+
+Rows keep each model's tokens per kind (``models``), not a cost: every report prices them with
+the price table as it is then (``cost_of``), so a price added to ``prices.json`` re-prices what
+was counted before, and no transcript is read again for it. Rows written before (no ``models``)
+keep the cost they stored. A report names a session ``id`` (``StatsRow``), as every listing
+does; the rows on disk keep ``session_id``, so files written before read as they did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
 from ..ground import jsonl
 from ..ground.folds import LogFold, fold_for
 from ..ground.stateroot import project_state
+from .prices import PriceTable, current_prices
 
-__all__ = ("SessionTotals", "latest", "latest_totals", "stats_fold", "stats_path")
+__all__ = (
+    "Cost",
+    "ModelTokens",
+    "SessionTotals",
+    "StatsRow",
+    "cost_of",
+    "latest",
+    "latest_totals",
+    "priced",
+    "stats_fold",
+    "stats_path",
+    "stats_rows",
+)
 
-FOLD_VERSION = 1  # bump when SessionTotals or _apply change meaning: checkpoints are then refolded
+# bump when SessionTotals or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 2  # 2: tokens per model and kind (``models``), priced at report time
+
+Kinds = tuple[int, int, int, int, int]  # input, output, cache write 5m, cache write 1h, cache read
+NO_TOKENS: Kinds = (0, 0, 0, 0, 0)
 
 
-class SessionTotals(msgspec.Struct, kw_only=True):
+class ModelTokens(msgspec.Struct, omit_defaults=True):
+    """One model's share of a session, as much as pricing it later needs. ``tokens``: each kind
+    (``Kinds``) summed over the responses that recorded no cost of their own (``responses``);
+    ``above_200k``: of those, the part of each kind above 200k tokens in one response (billed at
+    the long-context rate where a family has one; nearly always zeros). ``recorded_usd``: what
+    the responses that recorded a cost (``costUSD``, older Claude Code; ``recorded`` of them)
+    said they cost, which wins over the table, as in ccusage."""
+
+    tokens: Kinds = NO_TOKENS
+    above_200k: Kinds = NO_TOKENS
+    responses: int = 0
+    recorded_usd: float = 0.0
+    recorded: int = 0
+
+
+class SessionTotals(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One row of ``.c3/session_stats.jsonl``: a session's running totals. ``cost_usd``,
+    ``cost_by_model`` and ``unknown_models`` are stored only by rows written before ``models``
+    was; ``priced`` fills them in from the price table of the moment."""
+
     session_id: str
     ts: float = 0.0  # when this row was written
     title: str | None = None
@@ -41,6 +84,96 @@ class SessionTotals(msgspec.Struct, kw_only=True):
     responses: int = 0
     first_ts: str | None = None
     last_ts: str | None = None
+    models: dict[str, ModelTokens] = msgspec.field(default_factory=dict)
+
+
+class Cost(NamedTuple):
+    """A session's cost under one price table: of the priced models (``usd``, and per model),
+    and the models with no price, whose tokens are counted but not in ``usd``."""
+
+    usd: float
+    by_model: dict[str, float]
+    unpriced: list[str]
+
+
+def cost_of(t: SessionTotals, table: PriceTable) -> Cost:
+    if not t.models:  # written before rows kept tokens per model: the cost it stored
+        return Cost(t.cost_usd, t.cost_by_model, t.unknown_models)
+    total = 0.0
+    by_model: dict[str, float] = {}
+    unpriced: list[str] = []
+    for model, m in t.models.items():
+        usd = m.recorded_usd
+        if m.responses:
+            price = table.find(model)
+            if price is not None:
+                usd += price.usd(m.tokens, m.above_200k)
+            else:
+                unpriced.append(model)
+                if not m.recorded:
+                    continue
+        by_model[model] = round(usd, 6)
+        total += usd
+    return Cost(round(total, 6), by_model, unpriced)
+
+
+def priced(t: SessionTotals, table: PriceTable) -> SessionTotals:
+    """A copy of ``t`` with its cost fields worked out from ``table``."""
+    c = cost_of(t, table)
+    return msgspec.structs.replace(t, cost_usd=c.usd, cost_by_model=c.by_model, unknown_models=c.unpriced)
+
+
+class StatsRow(msgspec.Struct):
+    """A session's tokens and cost as the reports give them (``c3async stats --json``, the
+    ``c3_status`` sessions view): ``id`` and ``project`` as in every listing; ``cost_usd`` is
+    of the priced models, ``unpriced_models`` the models whose tokens are counted but have no
+    price (``prices.json`` gives them one); ``as_of``: when the accountant counted these."""
+
+    id: str
+    project: str
+    title: str | None
+    input: int
+    output: int
+    cache_write_5m: int
+    cache_write_1h: int
+    cache_read: int
+    cost_usd: float
+    unpriced_models: list[str]
+    responses: int
+    first_ts: str | None
+    last_ts: str | None
+    cost_by_model: dict[str, float]
+    tokens_by_model: dict[str, int]
+    as_of: float
+
+
+def stats_rows(project: str, totals: Mapping[str, SessionTotals], table: PriceTable) -> list[StatsRow]:
+    """``totals`` as report rows, priced with ``table``, the most recently active first."""
+    rows = []
+    for t in totals.values():
+        c = cost_of(t, table)
+        rows.append(
+            StatsRow(
+                t.session_id,
+                project,
+                t.title,
+                t.input,
+                t.output,
+                t.cache_write_5m,
+                t.cache_write_1h,
+                t.cache_read,
+                c.usd,
+                list(c.unpriced),
+                t.responses,
+                t.first_ts,
+                t.last_ts,
+                dict(c.by_model),
+                dict(t.tokens_by_model),
+                t.ts,
+            )
+        )
+    rows.sort(key=lambda r: r.last_ts or "", reverse=True)
+    return rows
 
 
 class Latest(msgspec.Struct):
@@ -78,5 +211,7 @@ def latest(project: str) -> Mapping[str, SessionTotals]:
 
 
 def latest_totals(project: str) -> dict[str, SessionTotals]:
-    """Each session's newest row, as copies the caller may change."""
-    return {sid: msgspec.structs.replace(row) for sid, row in latest(project).items()}
+    """Each session's newest row, priced with the price table as it is now, as copies the
+    caller may change. Raises PricesError for a ``prices.json`` that is not a price table."""
+    table = current_prices()
+    return {sid: priced(row, table) for sid, row in latest(project).items()}

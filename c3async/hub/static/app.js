@@ -64,34 +64,38 @@ function usd(c) {
   if (c < 0.005) return "<$0.01";
   return c >= 1000 ? `$${num(Math.round(c))}` : `$${c.toFixed(2)}`;
 }
-function usageFigure(tokens, cost) {
-  return tokens ? `${compact(tokens.total)} tok · ${usd(cost)}${tokens.unpriced.length ? "+" : ""}` : "";
+// A cost followed by "+", as in every report: plus the usage of models with no price
+// (`unpriced_models`), which is not in it; prices.json gives them one.
+function costFigure(cost, unpriced) { return `${usd(cost)}${unpriced && unpriced.length ? "+" : ""}`; }
+function usageFigure(tokens, cost, unpriced) {
+  return tokens ? `${compact(tokens.total)} tok · ${costFigure(cost, unpriced)}` : "";
 }
-function usageBreakdown(tokens, cost) {
+function usageBreakdown(tokens, cost, unpriced) {
   if (!tokens) return "tokens: not accounted yet";
   const n = num;
   let text = `input ${n(tokens.input)} · output ${n(tokens.output)} · cache write ${n(tokens.cache_write)} · ` +
-    `cache read ${n(tokens.cache_read)} · total ${n(tokens.total)} tokens · cost ${usd(cost)}`;
-  if (tokens.unpriced.length) text += ` (without ${tokens.unpriced.join(", ")}: no price known)`;
+    `cache read ${n(tokens.cache_read)} · total ${n(tokens.total)} tokens · cost ${costFigure(cost, unpriced)}`;
+  if (unpriced && unpriced.length) text += ` (not counting ${unpriced.join(", ")}: no price known; prices.json gives one)`;
   return text;
 }
 function sumUsage(list) {
   const known = list.filter(u => u && u.tokens);
   if (!known.length) return null;
-  const tokens = { input: 0, output: 0, cache_write: 0, cache_read: 0, total: 0, unpriced: [] };
+  const tokens = { input: 0, output: 0, cache_write: 0, cache_read: 0, total: 0 };
+  const unpriced = [];
   let cost = 0, sessions = 0;
   for (const u of known) {
     for (const k of ["input", "output", "cache_write", "cache_read", "total"]) tokens[k] += u.tokens[k];
-    for (const m of u.tokens.unpriced) if (!tokens.unpriced.includes(m)) tokens.unpriced.push(m);
+    for (const m of u.unpriced_models || []) if (!unpriced.includes(m)) unpriced.push(m);
     cost += u.cost_usd || 0;
     sessions += u.sessions || 0;
   }
-  return { sessions, tokens, cost_usd: cost };
+  return { sessions, tokens, cost_usd: cost, unpriced_models: unpriced };
 }
 function railUsage(u) {
   if (!u || !u.tokens) return null;
-  return el("span", { class: "rail-usage", title: `${u.sessions} session${u.sessions === 1 ? "" : "s"} accounted: ${usageBreakdown(u.tokens, u.cost_usd)}`,
-                      text: usageFigure(u.tokens, u.cost_usd) });
+  return el("span", { class: "rail-usage", title: `${u.sessions} session${u.sessions === 1 ? "" : "s"} accounted: ${usageBreakdown(u.tokens, u.cost_usd, u.unpriced_models)}`,
+                      text: usageFigure(u.tokens, u.cost_usd, u.unpriced_models) });
 }
 
 function renderRail() {
@@ -602,9 +606,9 @@ function fillRow(li, row) {
   forkButton.title = open ? "hide its forks" : "show the sessions forked from this one (/branch, --fork-session)";
   forkButton.onclick = () => toggleForks(row.id);
   li.classList.toggle("fork-child", !!row._under);
-  const t = row.tokens, breakdown = usageBreakdown(t, row.cost_usd);
+  const t = row.tokens, breakdown = usageBreakdown(t, row.cost_usd, row.unpriced_models);
   p.tokens.textContent = t ? compact(t.total) : "";
-  p.cost.textContent = t ? `${usd(row.cost_usd)}${t.unpriced.length ? "+" : ""}` : "";
+  p.cost.textContent = t ? costFigure(row.cost_usd, row.unpriced_models) : "";
   p.tokens.title = p.cost.title = breakdown;
   p.size.textContent = bytes(row.size);
   p.size.title = `${num(row.size || 0)} bytes of transcript`;
@@ -658,7 +662,7 @@ function detailNodes(d, li) {
   const out = [];
   out.push(...section("Where", el("div", { class: "where", text: [`project ${r.project}`, r.branch ? `branch ${r.branch}` : "",
     `cwd ${r.cwd}`, `created ${r.created_at || "?"}`, `last activity ${r.last_activity || r.mtime}`, bytes(r.size),
-    usageFigure(r.tokens, r.cost_usd)].filter(Boolean).join(" · ") })));
+    usageFigure(r.tokens, r.cost_usd, r.unpriced_models)].filter(Boolean).join(" · ") })));
   out.push(...section("First prompt", el("pre", { text: r.first_prompt || "—" })));
   out.push(...section("Last prompt", el("pre", { text: r.last_prompt || "—" })));
   if (r.note) out.push(...section("Note", el("pre", { text: `${r.note.summary || ""}${r.note.next_steps ? "\nNext: " + r.note.next_steps : ""}` })));
@@ -675,7 +679,7 @@ function detailNodes(d, li) {
   }
   if (d.turns.length) out.push(...section("Last turns", ...d.turns.map(t => el("div", { class: "turn" }, el("b", { text: t.role }), document.createTextNode(t.text)))));
   out.push(...conversationSection(r));
-  out.push(...section("Tokens and cost", el("div", { class: "usage-detail", text: usageBreakdown(r.tokens, r.cost_usd) +
+  out.push(...section("Tokens and cost", el("div", { class: "usage-detail", text: usageBreakdown(r.tokens, r.cost_usd, r.unpriced_models) +
     (r.tokens && r.tokens.as_of ? ` (counted ${age(new Date(r.tokens.as_of * 1000).toISOString())})` : "") })));
   out.push(...section("Resume", el("code", { class: "cmd", text: r.resume }),
     ...(r.archived ? [el("p", { class: "counts archived-note", text: "Claude Code deleted this transcript; c3async kept it. This command puts it back, then resumes it." })] : [])));
