@@ -61,8 +61,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def stop(args: list[str], env: dict[str, str], delay: float, how: str, cwd: str | None = None) -> Stop:
-    """Run ``c3async ARGS`` in a pseudo-terminal, stop it ``delay`` seconds in, ``how``."""
+def stop(
+    args: list[str], env: dict[str, str], delay: float, how: str, cwd: str | None = None, workers: bool = False
+) -> Stop:
+    """Run ``c3async ARGS`` in a pseudo-terminal, stop it ``delay`` seconds in, ``how``;
+    ``workers``: then, at the moment it first has worker processes (if it gets any in 5 s)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session of its own with the pty as its terminal
         try:
@@ -84,6 +87,10 @@ def stop(args: list[str], env: dict[str, str], delay: float, how: str, cwd: str 
 
     drain(time.monotonic() + delay)
     kids = _children(pid)
+    until = time.monotonic() + 5.0
+    while workers and not kids and time.monotonic() < until and os.waitpid(pid, os.WNOHANG) == (0, 0):
+        drain(time.monotonic() + 0.002)
+        kids = _children(pid)
     sent = time.monotonic()
     if how.startswith("ctrl-c"):
         os.write(fd, b"\x03")  # the terminal sends SIGINT to the foreground process group
@@ -116,19 +123,29 @@ def stop(args: list[str], env: dict[str, str], delay: float, how: str, cwd: str 
     return Stop(" ".join(args), how, delay, seconds, status, b"Traceback" in out, len(kids), left, bytes(out))
 
 
-def duration(args: list[str], env: dict[str, str]) -> float:
-    """How long the command takes when let run (its caches cold, by the caller)."""
+def duration(args: list[str], env: dict[str, str]) -> tuple[float, tuple[float, float] | None]:
+    """How long the command takes when let run (its caches cold, by the caller), and when in
+    that run it had worker processes (first and last moment seen; None: it never had any)."""
     t0 = time.monotonic()
-    subprocess.run([PY, "-m", "c3async", *args], env=env, capture_output=True, timeout=600)
-    return time.monotonic() - t0
+    proc = subprocess.Popen([PY, "-m", "c3async", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    seen: list[float] = []
+    while proc.poll() is None:
+        if _children(proc.pid):
+            seen.append(time.monotonic() - t0)
+        time.sleep(0.005)
+    return time.monotonic() - t0, (seen[0], seen[-1]) if seen else None
 
 
 def moments(args: list[str], env: dict[str, str], c3home: Path, projects: list[str], fractions: list[float]) -> list[float]:
-    """When to stop the command: these fractions of its cold run (never in the interpreter's
-    own first 0.12 s, before any of c3async's code runs: a signal there is Python's)."""
+    """When to stop the command: these fractions of the part of its cold run that has worker
+    processes (of the whole run where it has none), so a stop lands while they run whatever the
+    machine's speed; never in the interpreter's own first 0.12 s, before any of c3async's code
+    runs (a signal there is Python's)."""
     cold(c3home, projects)
-    whole = duration(args, env)
-    return [max(0.12, whole * f) for f in fractions]
+    whole, workers = duration(args, env)
+    start, length = (workers[0], workers[1] - workers[0]) if workers else (0.0, whole)
+    return [max(0.12, start + length * f) for f in fractions]
 
 
 def make_corpus(root: Path, transcripts: int) -> tuple[Path, Path, list[str]]:

@@ -76,9 +76,27 @@ def code_of(exc: BaseException) -> int | None:
     return None
 
 
+def _swallowed(unraisable: sys.UnraisableHookArgs) -> None:
+    """A signal that landed in a weakref callback or a ``__del__`` is swallowed there ("Exception
+    ignored in ..."), and the command would run on: deliver it again, quietly, so it is raised
+    where the command is (the budget's alarm still ends the process if it keeps landing there)."""
+    global _stopping
+    exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt | Stopped) and _stopping:
+        import threading
+
+        _stopping = False
+        signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+        # From another thread, a moment later: sent from here, it would be raised in this hook.
+        threading.Timer(0.002, os.kill, (os.getpid(), signum)).start()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def install() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
+    sys.unraisablehook = _swallowed
 
 
 def uninstall() -> None:
