@@ -611,7 +611,7 @@ def _task_parsers(sub) -> None:
         "the c3_task MCP tool keeps. Without an action: list. `c3async tasks ACTION --help` says\n"
         "what an action takes.",
         epilog='Examples:\n  c3async tasks\n  c3async tasks add --title "ship it"\n  c3async tasks update 1a2b --status done',
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_ExamplesHelp,
     )
     _project_and_json(tk, "print JSON (what c3_task returns)")
     tk.set_defaults(func=cmd_tasks, task_action="list", task_inputs=())
@@ -623,7 +623,7 @@ def _task_parsers(sub) -> None:
             help=line,
             description=line[0].upper() + line[1:] + ".",
             epilog=f"Example:\n  {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_ExamplesHelp,
         )
         # SUPPRESS: given before the action (`tasks --json list`), the value is not reset here
         p.add_argument("--project", metavar="DIR", default=argparse.SUPPRESS, help="the project directory")
@@ -930,12 +930,22 @@ _EXAMPLES = {
 }
 
 
+class _ExamplesHelp(argparse.HelpFormatter):
+    """argparse's help, with a text that starts "Example" kept line by line (a command line is
+    never rewrapped) and every other text wrapped to the terminal as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("Example"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 def _add_examples(parser: argparse.ArgumentParser, name: str = "") -> None:
     """Give ``parser`` and its subcommands an Examples section (one they set themselves stays)."""
     examples = _EXAMPLES.get(name)
     if examples and parser.epilog is None:
         parser.epilog = "Examples:\n" + "\n".join(f"  {line}" for line in examples)
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.formatter_class = _ExamplesHelp
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child, sub in action.choices.items():

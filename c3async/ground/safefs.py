@@ -237,12 +237,17 @@ def ignore_in_git(dir_fd: int, text: bytes = GITIGNORE) -> bool:
     except OSError:
         return False
     try:
-        os.write(fd, text)
+        done = os.write(fd, text) == len(text)
     except OSError:
-        return False
+        done = False
     finally:
         os.close(fd)
-    return True
+    if not done:  # a short write (a full disk) must not stay: the next run tries again
+        try:
+            os.unlink(".gitignore", dir_fd=dir_fd)
+        except OSError:
+            pass
+    return done
 
 
 def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:

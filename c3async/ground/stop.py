@@ -41,18 +41,23 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+_again = False  # a swallowed signal is being delivered again: the budget already runs
+
+
 def _on_signal(signum: int, frame: object) -> None:
-    global _stopping
+    global _stopping, _again
     code = 128 + signum
-    if _stopping:
+    if _stopping and not _again:
         exit_now(code)
-    _stopping = True
-    # What the interruption leaves behind in an event loop (a task that ended with it) is not
-    # worth a traceback on the terminal of someone who pressed Ctrl-C.
-    logging.getLogger("asyncio").disabled = True
-    if hasattr(signal, "setitimer"):
-        signal.signal(signal.SIGALRM, lambda *_: exit_now(code))
-        signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
+    if not _stopping:
+        _stopping = True
+        # What the interruption leaves behind in an event loop (a task that ended with it) is
+        # not worth a traceback on the terminal of someone who pressed Ctrl-C.
+        logging.getLogger("asyncio").disabled = True
+        if hasattr(signal, "setitimer"):
+            signal.signal(signal.SIGALRM, lambda *_: exit_now(code))
+            signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
+    _again = False
     raise KeyboardInterrupt if signum == signal.SIGINT else Stopped()
 
 
@@ -76,27 +81,38 @@ def code_of(exc: BaseException) -> int | None:
     return None
 
 
+_previous_hook = sys.__unraisablehook__
+
+
 def _swallowed(unraisable: sys.UnraisableHookArgs) -> None:
     """A signal that landed in a weakref callback or a ``__del__`` is swallowed there ("Exception
     ignored in ..."), and the command would run on: deliver it again, quietly, so it is raised
     where the command is (the budget's alarm still ends the process if it keeps landing there)."""
-    global _stopping
-    exc = unraisable.exc_value
-    if isinstance(exc, KeyboardInterrupt | Stopped) and _stopping:
-        import threading
+    global _again
+    try:
+        exc = unraisable.exc_value
+        if isinstance(exc, KeyboardInterrupt | Stopped) and _stopping:
+            import threading
 
-        _stopping = False
-        signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
-        # From another thread, a moment later: sent from here, it would be raised in this hook.
-        threading.Timer(0.002, os.kill, (os.getpid(), signum)).start()
-        return
-    sys.__unraisablehook__(unraisable)
+            _again = True  # the budget's alarm set by the first delivery keeps running
+            signum = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+            # From another thread, a moment later: sent from here, it would be raised in this hook.
+            again = threading.Timer(0.002, os.kill, (os.getpid(), signum))
+            again.daemon = True  # never holds up the exit of a command that ended meanwhile
+            again.start()
+            return
+        _previous_hook(unraisable)
+    except BaseException:  # a signal landing in this hook itself: the alarm ends the process
+        pass
 
 
 def install() -> None:
+    global _previous_hook
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
-    sys.unraisablehook = _swallowed
+    if sys.unraisablehook is not _swallowed:
+        _previous_hook = sys.unraisablehook
+        sys.unraisablehook = _swallowed
 
 
 def uninstall() -> None:

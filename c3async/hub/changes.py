@@ -84,7 +84,11 @@ def position(
 
 
 def transcripts(project: str) -> tuple:
-    return tuple((c.session_id, c.size, c.mtime_ns) for c in candidates([f for f, _ in locate(project).folders]))
+    # The path too: a kept transcript Claude Code deleted is then read from the archive, a hard
+    # link with the same size and mtime; only its path says the row changed (it is archived).
+    return tuple(
+        (c.session_id, c.path, c.size, c.mtime_ns) for c in candidates([f for f, _ in locate(project).folders])
+    )
 
 
 class ChangeFeed:

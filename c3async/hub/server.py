@@ -246,13 +246,27 @@ def running_hubs() -> list[RunningHub]:
                 when = os.lstat(folder / name).st_mtime
             except (OSError, ValueError, TypeError, KeyError, RecursionError):
                 continue
-            if hub.port == int(m.group(1)) and hub.pid > 0 and _alive(hub.pid) and _listening(hub.url, hub.port):
+            if hub.port == int(m.group(1)) and _ours_running(hub.pid, when) and _listening(hub.url, hub.port):
                 found.append((when, hub))
     except (OSError, HubFileError):
         return []
     finally:
         reader.remove()
     return [hub for _, hub in sorted(found, reverse=True)]
+
+
+def _ours_running(pid: int, written: float) -> bool:
+    """The Hub's process still runs: a process of this account with that pid, started before it
+    wrote its file (a pid reused since, or another account's process, is not it)."""
+    import psutil
+
+    if not 0 < pid < 1 << 31:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        return proc.uids().real == os.getuid() and proc.create_time() <= written + 1.0
+    except (psutil.Error, AttributeError, OSError):
+        return False
 
 
 def _listening(url: str, port: int) -> bool:

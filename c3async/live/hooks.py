@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 import sys
 import time
 from pathlib import Path
@@ -191,9 +192,19 @@ def _snippet(command: str) -> str:
 
 
 def _ours(hook: Any) -> bool:
-    """A hook entry install wrote (any Python's ``-m c3async hook``, or a plugin's launcher)."""
-    command = str(hook.get("command", "")) if isinstance(hook, dict) else ""
-    return "c3async" in command and "hook" in command
+    """A hook entry install wrote: ``<any python> -m c3async hook`` (or the console script's
+    ``<path>/c3async hook``). Matched on the parsed command, so a person's own hook that merely
+    mentions c3async (``notify 'c3async hook fired'``) is never taken for ours."""
+    command = hook.get("command") if isinstance(hook, dict) else None
+    if not isinstance(command, str) or len(command) > 4096:
+        return False
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return False
+    if argv[-1:] != ["hook"]:
+        return False
+    return argv[-3:-1] == ["-m", "c3async"] or (len(argv) == 2 and os.path.basename(argv[0]) == "c3async")
 
 
 def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
@@ -230,12 +241,18 @@ def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], di
 
 
 def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: str) -> None:
-    """Write the settings back (the previous file kept as ``.bak``), never through a link."""
+    """Write the settings back (the previous file kept as ``.bak``, private), never through a
+    link, keeping the file's own mode (settings can hold an API key in ``env``)."""
+    try:
+        mode = stat.S_IMODE(os.lstat(target.path).st_mode) if data else 0o600
+    except OSError:
+        mode = 0o600
     try:
         if data:
-            safefs.write_atomic(target.path.with_name(target.path.name + ".bak"), data, trusted=target.trusted)
+            bak = target.path.with_name(target.path.name + ".bak")
+            safefs.write_atomic(bak, data, mode=0o600, trusted=target.trusted)
         encoded = (json.dumps(settings, indent=2) + "\n").encode("utf-8")
-        safefs.write_atomic(target.path, encoded, trusted=target.trusted)
+        safefs.write_atomic(target.path, encoded, mode=mode, trusted=target.trusted)
     except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
         raise ValueError(
             f"{exc.path} is {exc.what}: c3async never writes through one. Change the hooks yourself: {_snippet(command)}"
@@ -269,8 +286,8 @@ def uninstall(target: SettingsFile) -> list[str]:
     """Take out what ``install`` added: our hook entries, the groups and event lists that held
     only them, and ``hooks`` if nothing else is left; every other hook and setting stays.
     Returns the events it took ours out of (empty: there were none, and nothing is written)."""
-    if not target.path.parent.exists() and not target.make_trusted:
-        return []  # no .claude folder: nothing to undo, and nothing is created
+    if not target.path.parent.is_dir():
+        return []  # no .claude (or config) folder: nothing to undo, and nothing is created
     data, settings, hooks = _load(target, hook_command())
     removed = []
     for event in EVENTS:
