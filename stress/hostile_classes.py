@@ -421,7 +421,7 @@ def real_transcripts(res: Result, sb, quick: bool) -> None:
 
         for word, sid in (("quasarfluxzz", flat_parent), ("blorptanglezz", inline)):
             results = get("/api/search", q=word, project=project)["results"]
-            ok = len(results) == 1 and results[0]["session"] == sid
+            ok = len(results) == 1 and results[0]["id"] == sid
             res.check(ok, "a hit names its session", f"{word}: {results}")
             if not ok:
                 continue

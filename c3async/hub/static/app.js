@@ -1163,6 +1163,9 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#rows").addEventListener("focusin", (e) => { const li = rowOf(e.target); if (li) list.focused = li.dataset.id; });
   load().then(() => {  // the change stream once the first rows are up
     const events = new EventSource("/api/events");
+    // The stream's baseline is taken when it opens: a change between the first rows and then
+    // (or while it was cut off) would be missed, so each opening reloads what the page shows.
+    events.addEventListener("open", () => applyChange({ rows: null }));
     events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
   });
 });
