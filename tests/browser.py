@@ -8,13 +8,30 @@ missing (``stress.chromium.missing`` says why), Playwright's ``expect``, and how
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from stress.chromium import missing
 
-__all__ = ("WAIT_MS", "expect", "needs_chromium")
+__all__ = ("WAIT_MS", "expect", "hub_page", "needs_chromium")
 
 needs_chromium = pytest.mark.skipif(missing() is not None, reason=missing() or "")
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 expect = sync_api.expect
 WAIT_MS = 15_000
+
+
+@contextmanager
+def hub_page(browser, url: str, width: int = 1400, height: int = 900, init_script: str | None = None) -> Iterator:
+    """A page of its own browser context at ``url`` (a Hub's login URL), closed afterwards."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        page = context.new_page()
+        if init_script:
+            page.add_init_script(init_script)
+        page.goto(url)
+        yield page
+    finally:
+        context.close()

@@ -1,6 +1,6 @@
 """The CLI as a new user meets it: examples in every --help, NO_COLOR, the Hub's port in use,
-``hub --url``, ``hub --open`` without a browser, ``install-hooks --remove``, ``.c3/`` kept out
-of git, and shell completion. Each runs the real command as a subprocess."""
+``hub --url``, ``hub --open`` without a browser, ``.c3/`` kept out of git, and shell completion.
+Each runs the real command as a subprocess. (``install-hooks --remove`` is in test_hooks.py.)"""
 
 from __future__ import annotations
 
@@ -127,43 +127,6 @@ def test_hub_open_without_a_browser_says_so_and_with_one_opens_the_private_page(
 
 
 # ---------------------------------------------------------------- hooks, git, completion
-
-
-def test_install_hooks_remove_takes_out_only_what_it_added(claude) -> None:
-    proj = claude.project("app")
-    path = Path(proj) / ".claude" / "settings.local.json"
-    path.parent.mkdir(parents=True)
-    original = {
-        "model": "opus",
-        "hooks": {
-            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "other-tool start"}]}],
-            "SessionEnd": [{"hooks": [{"type": "command", "command": "notify 'c3async hook fired'"}]}],
-            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
-        },
-        "env": {"ANTHROPIC_API_KEY": "sk-private"},
-    }
-    path.write_text(json.dumps(original))
-    path.chmod(0o600)
-    assert claude.run("install-hooks", "--project", proj).returncode == 0
-    assert "-m c3async hook" in path.read_text()  # a hook that only mentions c3async is not ours
-    assert path.stat().st_mode & 0o777 == 0o600 and path.with_name(path.name + ".bak").stat().st_mode & 0o777 == 0o600
-    removed = claude.run("install-hooks", "--project", proj, "--remove")
-    assert removed.returncode == 0, removed.stderr
-    assert "removed the SessionStart, SessionEnd hooks" in removed.stdout
-    assert json.loads(path.read_text()) == original and path.stat().st_mode & 0o777 == 0o600
-    again = claude.run("install-hooks", "--project", proj, "--remove")
-    assert again.returncode == 0 and "no c3async hooks" in again.stdout
-    # Installed into an empty file, removed: no hooks object is left behind.
-    path.write_text("{}")
-    claude.run("install-hooks", "--project", proj)
-    claude.run("install-hooks", "--project", proj, "--remove")
-    assert json.loads(path.read_text()) == {}
-    bare = claude.project("bare")
-    nothing = claude.run("install-hooks", "--project", bare, "--remove")
-    assert nothing.returncode == 0 and not (Path(bare) / ".claude").exists()  # nothing created
-    no_config = claude.root / "no-config-yet"
-    user = claude.run("install-hooks", "--user", "--remove", env=claude.env(CLAUDE_CONFIG_DIR=str(no_config)))
-    assert user.returncode == 0 and not no_config.exists()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

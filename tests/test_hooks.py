@@ -246,10 +246,16 @@ def test_install_hooks_is_idempotent(claude) -> None:
     assert len(ours(settings, "SessionStart")) == 1 and len(ours(settings, "SessionEnd")) == 1
 
 
-def test_install_hooks_keeps_other_settings_and_hooks(claude) -> None:
+def project_settings(claude, settings: dict) -> tuple[str, Path]:
+    """A project "app" whose .claude/settings.local.json holds ``settings``: (project, file)."""
     proj = claude.project("app")
     path = Path(proj) / ".claude" / "settings.local.json"
     path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(settings, indent=2))
+    return proj, path
+
+
+def test_install_hooks_keeps_other_settings_and_hooks(claude) -> None:
     original = {
         "model": "opus",
         "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(./.env)"]},
@@ -259,7 +265,7 @@ def test_install_hooks_keeps_other_settings_and_hooks(claude) -> None:
             "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "other-tool start"}]}],
         },
     }
-    path.write_text(json.dumps(original, indent=2))
+    proj, path = project_settings(claude, original)
     proc = claude.run("install-hooks", "--project", proj)
     assert proc.returncode == 0, proc.stderr
     settings = json.loads(path.read_text())
@@ -273,6 +279,40 @@ def test_install_hooks_keeps_other_settings_and_hooks(claude) -> None:
     again = path.read_bytes()
     assert claude.run("install-hooks", "--project", proj).returncode == 0
     assert path.read_bytes() == again
+
+
+def test_install_hooks_remove_takes_out_only_what_it_added(claude) -> None:
+    original = {
+        "model": "opus",
+        "hooks": {
+            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "other-tool start"}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "notify 'c3async hook fired'"}]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh"}]}],
+        },
+        "env": {"ANTHROPIC_API_KEY": "sk-private"},
+    }
+    proj, path = project_settings(claude, original)
+    path.chmod(0o600)
+    assert claude.run("install-hooks", "--project", proj).returncode == 0
+    assert "-m c3async hook" in path.read_text()  # a hook that only mentions c3async is not ours
+    assert path.stat().st_mode & 0o777 == 0o600 and path.with_name(path.name + ".bak").stat().st_mode & 0o777 == 0o600
+    removed = claude.run("install-hooks", "--project", proj, "--remove")
+    assert removed.returncode == 0, removed.stderr
+    assert "removed the SessionStart, SessionEnd hooks" in removed.stdout
+    assert json.loads(path.read_text()) == original and path.stat().st_mode & 0o777 == 0o600
+    again = claude.run("install-hooks", "--project", proj, "--remove")
+    assert again.returncode == 0 and "no c3async hooks" in again.stdout
+    # Installed into an empty file, removed: no hooks object is left behind.
+    path.write_text("{}")
+    claude.run("install-hooks", "--project", proj)
+    claude.run("install-hooks", "--project", proj, "--remove")
+    assert json.loads(path.read_text()) == {}
+    bare = claude.project("bare")
+    nothing = claude.run("install-hooks", "--project", bare, "--remove")
+    assert nothing.returncode == 0 and not (Path(bare) / ".claude").exists()  # nothing created
+    no_config = claude.root / "no-config-yet"
+    user = claude.run("install-hooks", "--user", "--remove", env=claude.env(CLAUDE_CONFIG_DIR=str(no_config)))
+    assert user.returncode == 0 and not no_config.exists()
 
 
 def test_install_hooks_completes_a_partial_install(claude) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from browser import WAIT_MS, expect, needs_chromium
+from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
 from transcripts import Conversation, write_session
 
@@ -21,16 +21,10 @@ def test_the_age_follows_the_sort_order(claude, browser):
     lines += conv.exchange("and carried on today")
     write_session(claude.folder(proj), conv.id, lines, mtime=conv.clock.timestamp())
     assert claude.run("sessions", "--project", proj).returncode == 0
-    with Hub(claude) as hub:
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        try:
-            pg = context.new_page()
-            pg.goto(hub.login_url)
-            cell = pg.locator(f'#rows li[data-id="{conv.id}"] .age')
-            expect(cell).to_have_text("1d ago", timeout=WAIT_MS)
-            pg.click('#columns button[data-sort="created"]')
-            expect(cell).to_have_text("5d ago", timeout=WAIT_MS)
-            pg.click('#columns button[data-sort="activity"]')
-            expect(cell).to_have_text("1d ago", timeout=WAIT_MS)
-        finally:
-            context.close()
+    with Hub(claude) as hub, hub_page(browser, hub.login_url) as pg:
+        cell = pg.locator(f'#rows li[data-id="{conv.id}"] .age')
+        expect(cell).to_have_text("1d ago", timeout=WAIT_MS)
+        pg.click('#columns button[data-sort="created"]')
+        expect(cell).to_have_text("5d ago", timeout=WAIT_MS)
+        pg.click('#columns button[data-sort="activity"]')
+        expect(cell).to_have_text("1d ago", timeout=WAIT_MS)

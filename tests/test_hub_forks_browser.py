@@ -5,7 +5,7 @@ count says every session either way."""
 
 from __future__ import annotations
 
-from browser import WAIT_MS, expect, needs_chromium
+from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
 from test_forks import fork_of, parent_session
 from transcripts import Conversation, write_session
@@ -30,10 +30,7 @@ def test_forks_sit_under_their_root(claude, browser):
             assert root["fork_count"] == 2 and root["root"] is None
             under = c.get("/api/rows", params={"forks_of": parent}).json()
             assert {r["id"] for r in under["rows"]} == {one, two} and all(r["root"] == parent for r in under["rows"])
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        try:
-            pg = context.new_page()
-            pg.goto(hub.login_url)
+        with hub_page(browser, hub.login_url) as pg:
             expect(pg.locator("#progress")).to_have_text("4 sessions", timeout=WAIT_MS)
             row = pg.locator(f'#rows li[data-id="{parent}"]')
             toggle = row.locator(".fork-toggle")
@@ -53,5 +50,3 @@ def test_forks_sit_under_their_root(claude, browser):
             alone = pg.locator(f'#rows li[data-id="{one}"]')
             expect(alone.locator(".chip.fork")).to_have_text(f"fork of {parent[:8]}")
             expect(alone.locator(".fork-toggle")).to_be_hidden()
-        finally:
-            context.close()

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import WAIT_MS, expect, needs_chromium
+from browser import WAIT_MS, expect, hub_page, needs_chromium
 from transcripts import simple_session
 
 pytestmark = needs_chromium
@@ -171,10 +171,7 @@ def test_a_row_changes_in_place_and_the_page_keeps_its_place(page, world, module
 
 @pytest.mark.parametrize("width", [760, 1100, 1400, 2560])
 def test_every_width_keeps_titles_readable_and_nothing_cut_off(browser, hub, width, tmp_path):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        pg = context.new_page()
-        pg.goto(hub.login_url)
+    with hub_page(browser, hub.login_url, width) as pg:
         expect(pg.locator("#rows li").first).to_be_visible(timeout=WAIT_MS)
         pg.wait_for_timeout(300)
         widths = pg.eval_on_selector_all("#rows li .title", "els => els.slice(0, 20).map(e => e.getBoundingClientRect().width)")
@@ -185,5 +182,3 @@ def test_every_width_keeps_titles_readable_and_nothing_cut_off(browser, hub, wid
         path = Path(tmp_path, f"hub-{width}.png")
         pg.screenshot(path=str(path))
         print(f"screenshot: {path}")
-    finally:
-        context.close()

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from browser import WAIT_MS, expect, needs_chromium
+from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
 from test_live_registry import registry_file
 from transcripts import simple_session
@@ -45,33 +45,26 @@ def test_waiting_sessions_stand_out_and_arrive_live(claude, browser, claudes):
     registry_file(claude.config, claudes[0].pid, asks, north, status="waiting", since_ms=(now - 240) * 1000)
     registry_file(claude.config, claudes[1].pid, works, north, status="busy")
     registry_file(claude.config, claudes[2].pid, later, south, status="idle")
-    with Hub(claude) as hub:
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        try:
-            pg = context.new_page()
-            pg.add_init_script(RECORD_NOTIFICATIONS)
-            pg.goto(hub.login_url)
-            row = pg.locator(f'#rows li[data-id="{asks}"]')
-            expect(row.locator(".state-pill")).to_have_text("waiting 4m", timeout=WAIT_MS)
-            expect(pg.locator(f'#rows li[data-id="{works}"] .state-pill')).to_have_text("busy")
-            expect(pg.locator(f'#rows li[data-id="{later}"] .state-pill')).to_be_hidden()  # idle: no pill
-            expect(pg).to_have_title("(1) Sessions · c3async Hub")
-            expect(pg.locator('#filters button[data-filter="waiting"] .filter-n')).to_have_text(" 1")
-            expect(pg.locator("#projects .rail-waiting")).to_have_text(["1 waiting"], timeout=WAIT_MS)
-            pg.locator("#notify").click()
-            expect(pg.locator("#notify")).to_have_attribute("aria-pressed", "true")
+    with Hub(claude) as hub, hub_page(browser, hub.login_url, init_script=RECORD_NOTIFICATIONS) as pg:
+        row = pg.locator(f'#rows li[data-id="{asks}"]')
+        expect(row.locator(".state-pill")).to_have_text("waiting 4m", timeout=WAIT_MS)
+        expect(pg.locator(f'#rows li[data-id="{works}"] .state-pill')).to_have_text("busy")
+        expect(pg.locator(f'#rows li[data-id="{later}"] .state-pill')).to_be_hidden()  # idle: no pill
+        expect(pg).to_have_title("(1) Sessions · c3async Hub")
+        expect(pg.locator('#filters button[data-filter="waiting"] .filter-n')).to_have_text(" 1")
+        expect(pg.locator("#projects .rail-waiting")).to_have_text(["1 waiting"], timeout=WAIT_MS)
+        pg.locator("#notify").click()
+        expect(pg.locator("#notify")).to_have_attribute("aria-pressed", "true")
 
-            registry_file(claude.config, claudes[2].pid, later, south, status="waiting")
-            t0 = time.monotonic()
-            expect(pg.locator(f'#rows li[data-id="{later}"] .state-pill')).to_have_text("waiting 0s", timeout=WAIT_MS)
-            arrived = time.monotonic() - t0
-            expect(pg).to_have_title("(2) Sessions · c3async Hub")
-            assert pg.evaluate("window.__notes") == [["A session waits for you", "will ask later (south)"]]
-            assert arrived < 5, arrived  # the stream delivers it (about 1 s): a loose bound, not a budget
+        registry_file(claude.config, claudes[2].pid, later, south, status="waiting")
+        t0 = time.monotonic()
+        expect(pg.locator(f'#rows li[data-id="{later}"] .state-pill')).to_have_text("waiting 0s", timeout=WAIT_MS)
+        arrived = time.monotonic() - t0
+        expect(pg).to_have_title("(2) Sessions · c3async Hub")
+        assert pg.evaluate("window.__notes") == [["A session waits for you", "will ask later (south)"]]
+        assert arrived < 5, arrived  # the stream delivers it (about 1 s): a loose bound, not a budget
 
-            pg.locator('#filters button[data-filter="waiting"]').click()
-            expect(pg.locator("#progress")).to_have_text("2 of 3 sessions", timeout=WAIT_MS)
-            ids = pg.evaluate("list.rows.map(r => r.id)")
-            assert sorted(ids) == sorted([asks, later])
-        finally:
-            context.close()
+        pg.locator('#filters button[data-filter="waiting"]').click()
+        expect(pg.locator("#progress")).to_have_text("2 of 3 sessions", timeout=WAIT_MS)
+        ids = pg.evaluate("list.rows.map(r => r.id)")
+        assert sorted(ids) == sorted([asks, later])
