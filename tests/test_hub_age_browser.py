@@ -15,7 +15,7 @@ pytestmark = needs_chromium
 def test_the_age_follows_the_sort_order(claude, browser):
     proj = claude.project("app")
     now = datetime.now(UTC)
-    conv = Conversation(proj, start=now - timedelta(days=5))
+    conv = Conversation(proj, start=now - timedelta(days=5, hours=12))  # mid-day: no rounding edge
     lines = [conv.permission_mode(), *conv.exchange("started five days ago")]
     conv.clock = now - timedelta(hours=30)  # picked up again yesterday
     lines += conv.exchange("and carried on today")
