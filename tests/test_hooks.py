@@ -302,11 +302,18 @@ def test_install_hooks_remove_takes_out_only_what_it_added(claude) -> None:
     assert json.loads(path.read_text()) == original and path.stat().st_mode & 0o777 == 0o600
     again = claude.run("install-hooks", "--project", proj, "--remove")
     assert again.returncode == 0 and "no c3async hooks" in again.stdout
-    # Installed into an empty file, removed: no hooks object is left behind.
+    # Installed into an empty file, removed: no hooks object is left behind, and a file that
+    # held nothing else goes, with its backup and the folder it alone was in.
     path.write_text("{}")
     claude.run("install-hooks", "--project", proj)
     claude.run("install-hooks", "--project", proj, "--remove")
-    assert json.loads(path.read_text()) == {}
+    assert not path.parent.exists()
+    fresh = claude.project("fresh")
+    (Path(fresh) / ".claude").mkdir()
+    (Path(fresh) / ".claude" / "commands.md").write_text("mine")
+    claude.run("install-hooks", "--project", fresh)
+    claude.run("install-hooks", "--project", fresh, "--remove")
+    assert os.listdir(Path(fresh) / ".claude") == ["commands.md"]  # the user's file, and only it
     bare = claude.project("bare")
     nothing = claude.run("install-hooks", "--project", bare, "--remove")
     assert nothing.returncode == 0 and not (Path(bare) / ".claude").exists()  # nothing created

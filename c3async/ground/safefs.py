@@ -493,11 +493,12 @@ def lstat(path: str | os.PathLike[str]) -> os.stat_result:
         return os.lstat(p.name, dir_fd=dfd) if dfd is not None else os.lstat(p)
 
 
-def unlink(path: str | os.PathLike[str]) -> None:
+def unlink(path: str | os.PathLike[str], *, trusted: Path | None = None) -> None:
     """Remove one of our files; a folder of the chain that is a link is refused, and the name
-    itself is unlinked (a link named like our file is removed as a link, never followed)."""
+    itself is unlinked (a link named like our file is removed as a link, never followed).
+    ``trusted``: as for ``open_dir``."""
     p = Path(path)
-    with open_dir(p.parent) as dfd:
+    with open_dir(p.parent, trusted=trusted) as dfd:
         if dfd is None:
             os.unlink(p)
         else:

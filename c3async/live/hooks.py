@@ -314,5 +314,28 @@ def uninstall(target: SettingsFile) -> list[str]:
             settings["hooks"] = hooks
         else:
             settings.pop("hooks", None)
-        _save(target, data, settings, hook_command())
+        if settings:
+            _save(target, data, settings, hook_command())
+        else:
+            _remove_empty(target)
     return removed
+
+
+def _remove_empty(target: SettingsFile) -> None:
+    """Our hooks were all the file held: remove it (an empty settings file means nothing), its
+    ``.bak`` (which held only our hooks, or an empty file) and a project's ``.claude`` folder
+    if nothing else is in it, so an install then a removal leaves the project as it was."""
+    try:
+        for path in (target.path.with_name(target.path.name + ".bak"), target.path):
+            try:
+                safefs.unlink(path, trusted=target.trusted)
+            except FileNotFoundError:
+                pass
+        if not target.make_trusted:
+            with safefs.open_dir(target.trusted, trusted=target.trusted) as dfd:
+                if dfd is None:
+                    os.rmdir(target.path.parent)
+                else:
+                    os.rmdir(target.path.parent.name, dir_fd=dfd)
+    except OSError:  # a folder that holds more, or one that became a link: left as it is
+        pass
