@@ -1258,4 +1258,45 @@ def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
         _part("hostile: Ctrl-C and SIGTERM", hostile_interrupt.run, sb, quick),
         _part("hostile: the Hub under a neighbour", hostile_neighbour.run, sb, quick),
         *(_part(f"hostile: {name}", fn, sb, quick) for name, fn in hostile_classes.SCENARIOS.items()),
+        *(_part(f"hostile: {mod.CLASS}", mod.check, sb, quick) for mod in class_modules()),
     ]
+
+
+def class_modules() -> list:
+    """The classes that have a module of their own: every ``stress/hostile_*.py`` that names its
+    class (``CLASS``, the title in the table) and checks it (``check(res, sb, quick)``), in name
+    order. A new class is a new module; nothing here changes."""
+    import importlib
+    import pkgutil
+
+    here = Path(__file__).resolve().parent
+    found = []
+    for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda i: i.name):
+        if not info.name.startswith("hostile_"):
+            continue
+        mod = importlib.import_module(f"{__package__}.{info.name}")
+        if isinstance(getattr(mod, "CLASS", None), str) and callable(getattr(mod, "check", None)):
+            found.append(mod)
+    return found
+
+
+if __name__ == "__main__":  # pragma: no cover - classes by hand: python -m stress.hostile [--full] NAME...
+    import sys
+
+    from .harness import Sandbox as _Sandbox
+    from .harness import print_table
+
+    wanted = [a for a in sys.argv[1:] if not a.startswith("--")]
+    quick_run = "--full" not in sys.argv
+    box = _Sandbox()
+    started_at = time.perf_counter()
+    try:
+        box.activate()
+        picked = [m for m in class_modules() if not wanted or any(w in m.__name__ for w in wanted)]
+        if not picked:
+            sys.exit(f"no class module matches {' '.join(wanted)}")
+        results = [_part(f"hostile: {m.CLASS}", m.check, box, quick_run) for m in picked]
+        print_table(results, "quick" if quick_run else "full", time.perf_counter() - started_at)
+    finally:
+        box.close()
+    sys.exit(0 if not any(r.breaks for r in results) else 1)
