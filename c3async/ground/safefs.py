@@ -11,7 +11,11 @@ Nothing here follows a link or opens anything but a regular file or directory:
 - files are opened with ``O_NOFOLLOW | O_NONBLOCK`` relative to that folder's descriptor, then
   ``fstat``-ed: a FIFO, socket or device is refused without ever blocking on it;
 - an entry of the wrong kind raises ``UnsafeState``, a C3Error (the doors print its message) and
-  an OSError (code that tolerates a missing or unreadable file tolerates it too).
+  an OSError (code that tolerates a missing or unreadable file tolerates it too);
+- what is ours is private: it holds first prompts, notes and summaries copied from transcripts
+  that Claude Code keeps private. Folders are made 0700 and files 0600; a ``.c3`` or ``$C3_HOME``
+  found open to other accounts (made by an older version, or by git) is closed (``chmod go-rwx``)
+  when it is ours, else said once.
 
 Where the platform has no ``dir_fd`` support (Windows), each component is ``lstat``-ed instead.
 """
@@ -67,6 +71,8 @@ _DIR_FD = sys.platform != "win32" and os.open in os.supports_dir_fd and os.mkdir
 # The temp files write_atomic makes: ".<name>.<16 hex>.tmp". Cleanup deletes only such names.
 TEMP_NAME = re.compile(r"\.[^/\\]+\.[0-9a-f]{16}\.tmp")
 STATE_DIR_NAME = ".c3"
+DIR_MODE = 0o700  # every folder c3async makes for its state
+FILE_MODE = 0o600  # every file, unless a caller keeps a file's own mode (a person's settings)
 # What a project's .c3 holds from its creation: it stays out of git (a person's sessions, live
 # files and caches are not the repository's) unless someone edits this file to share some of it.
 GITIGNORE = b"""# Written by c3async: this folder stays out of git. c3async never rewrites this file, so to
@@ -158,13 +164,51 @@ def _open_root(root: Path, create: bool) -> int:
     """The trusted root's descriptor. Only ``$C3_HOME`` is ever created: a project folder that
     does not exist (a typo'd ``--project``) stays absent, and writing its state fails."""
     flags = os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC
+    home = root == c3_home()
     try:
-        return os.open(root, flags)
+        fd = os.open(root, flags)
     except FileNotFoundError:
-        if not create or root != c3_home():
+        if not create or not home:
             raise
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return os.open(root, flags)
+        root.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+        fd = os.open(root, flags)
+    if home:
+        keep_private(fd, root)
+    return fd
+
+
+_private_seen: set[tuple[int, int]] = set()
+
+
+def keep_private(fd: int, path: Path) -> None:
+    """Close the folder ``fd`` (``path``, a ``.c3`` or ``$C3_HOME``) to other accounts: its group
+    and other bits are cleared when it is this account's; when it is not, that is said once (it
+    cannot be helped from here). A folder seen private once is not looked at again."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return
+    key = (st.st_dev, st.st_ino)
+    if key in _private_seen:
+        return
+    if not stat.S_IMODE(st.st_mode) & 0o077:
+        _private_seen.add(key)
+        return
+    if hasattr(os, "geteuid") and st.st_uid == os.geteuid():
+        try:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o700)
+            _private_seen.add(key)
+            return
+        except OSError as exc:
+            why = f"it could not be made private ({exc.strerror or exc})"
+    else:
+        why = f"it belongs to another account (uid {st.st_uid}), so c3async cannot make it private"
+    warn_once(
+        C3Error(
+            f"{path} can be read by other accounts (mode {stat.S_IMODE(st.st_mode):o}) and holds text copied "
+            f"from your sessions; {why}. Make it private (chmod go-rwx {path}) or move the project's state."
+        )
+    )
 
 
 @contextmanager
@@ -172,27 +216,29 @@ def open_dir(
     path: str | os.PathLike[str], *, create: bool = False, trusted: Path | None = None
 ) -> Iterator[int | None]:
     """A descriptor of the state folder ``path``, every component below the trusted root opened
-    without following links (created, mode 0700 in ``$C3_HOME`` and 0755 in a project, when
-    ``create``). Raises FileNotFoundError when missing and not ``create``, UnsafeState when a
+    without following links (created, mode 0700, when ``create``; a project's ``.c3`` on the way
+    is kept private). Raises FileNotFoundError when missing and not ``create``, UnsafeState when a
     component is a link or not a folder. Yields None where there is no ``dir_fd`` support."""
     root, parts = state_parts(path, trusted)
     if not _DIR_FD:
         _check_chain(root, parts, create)
         yield None
         return
-    mode = 0o700 if root == c3_home() else 0o755
-    fd = _descend(_open_root(root, create), root, parts, create, mode, _refuse_existing)
+    fd = _descend(_open_root(root, create), root, parts, create, DIR_MODE, _refuse_existing, state=trusted is None)
     try:
         yield fd
     finally:
         os.close(fd)
 
 
-def _descend(fd: int, here: Path, parts: tuple[str, ...], create: bool, mode: int, refuse) -> int:
+def _descend(
+    fd: int, here: Path, parts: tuple[str, ...], create: bool, mode: int, refuse, *, state: bool = False
+) -> int:
     """From the folder ``fd`` (at ``here``) down ``parts``, each opened with ``O_DIRECTORY |
     O_NOFOLLOW`` (made first, mode ``mode``, when missing and ``create``); returns the last
     one's descriptor, having closed the others (``fd`` too). A component that is a link or not
-    a folder raises ``refuse(parent fd, name, path, True)``."""
+    a folder raises ``refuse(parent fd, name, path, True)``. ``state``: the chain is c3async's
+    state, whose ``.c3`` folder is kept private and starts with its ``.gitignore``."""
     try:
         for name in parts:
             here = here / name
@@ -212,12 +258,14 @@ def _descend(fd: int, here: Path, parts: tuple[str, ...], create: bool, mode: in
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         raise refuse(fd, name, here, True) from None
                     raise
-                if made and name == STATE_DIR_NAME and mode != 0o700:  # a project's, not under $C3_HOME
+                if made and state and name == STATE_DIR_NAME:
                     ignore_in_git(nfd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise refuse(fd, name, here, True) from None
                 raise
+            if state and name == STATE_DIR_NAME:
+                keep_private(nfd, here)
             os.close(fd)
             fd = nfd
     except BaseException:
@@ -254,7 +302,7 @@ def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:
     if not root.is_dir():
         if not create or root != c3_home():
             raise FileNotFoundError(errno.ENOENT, "no such folder", os.fspath(root))
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        root.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     here = root
     for name in parts:
         here = here / name
@@ -263,7 +311,7 @@ def _check_chain(root: Path, parts: tuple[str, ...], create: bool) -> None:
         except FileNotFoundError:
             if not create:
                 raise
-            here.mkdir(exist_ok=True)
+            here.mkdir(mode=DIR_MODE, exist_ok=True)
             st = os.lstat(here)
         if not stat.S_ISDIR(st.st_mode):
             raise UnsafeState(here, _kind(st.st_mode))
@@ -278,7 +326,7 @@ def ensure_dir(path: str | os.PathLike[str]) -> None:
 def open_file(
     path: str | os.PathLike[str],
     flags: int,
-    mode: int = 0o644,
+    mode: int = FILE_MODE,
     *,
     create_dirs: bool = False,
     trusted: Path | None = None,
@@ -398,7 +446,7 @@ def _regular(fd: int, path: str | os.PathLike[str]) -> os.stat_result:
 
 def open_folder_below(path: str | os.PathLike[str], depth: int, *, create: bool = False) -> int:
     """A descriptor of the folder ``path``, whose last ``depth`` components are opened one by
-    one without following a link (created, mode 0755, when ``create``); the folder above them is
+    one without following a link (created, mode 0700, when ``create``); the folder above them is
     trusted as it is. NotRegularFile names a component that is a link or not a folder."""
     p = Path(path)
     parts = p.parts[len(p.parts) - depth :] if depth else ()
@@ -406,7 +454,7 @@ def open_folder_below(path: str | os.PathLike[str], depth: int, *, create: bool 
     if create:
         base.mkdir(parents=True, exist_ok=True)
     fd = os.open(base, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-    return _descend(fd, base, parts, create, 0o755, _not_followed)
+    return _descend(fd, base, parts, create, DIR_MODE, _not_followed)
 
 
 def _not_followed(dir_fd: int, name: str, path: Path, want_dir: bool) -> NotRegularFile:
@@ -528,7 +576,7 @@ def link(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
 
 
 def write_atomic(
-    path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mode: int = 0o644, trusted: Path | None = None
+    path: str | os.PathLike[str], data: bytes, *, fsync: bool = True, mode: int = FILE_MODE, trusted: Path | None = None
 ) -> None:
     """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix.
 
