@@ -295,7 +295,7 @@ def test_install_hooks_remove_takes_out_only_what_it_added(claude) -> None:
     path.chmod(0o600)
     assert claude.run("install-hooks", "--project", proj).returncode == 0
     assert "-m c3async hook" in path.read_text()  # a hook that only mentions c3async is not ours
-    assert path.stat().st_mode & 0o777 == 0o600 and path.with_name(path.name + ".bak").stat().st_mode & 0o777 == 0o600
+    assert path.stat().st_mode & 0o777 == 0o600 and path.with_name(path.name + ".c3async.bak").stat().st_mode & 0o777 == 0o600
     removed = claude.run("install-hooks", "--project", proj, "--remove")
     assert removed.returncode == 0, removed.stderr
     assert "removed the SessionStart, SessionEnd hooks" in removed.stdout
@@ -320,6 +320,25 @@ def test_install_hooks_remove_takes_out_only_what_it_added(claude) -> None:
     no_config = claude.root / "no-config-yet"
     user = claude.run("install-hooks", "--user", "--remove", env=claude.env(CLAUDE_CONFIG_DIR=str(no_config)))
     assert user.returncode == 0 and not no_config.exists()
+
+
+def test_install_hooks_never_touches_a_backup_it_did_not_write(claude) -> None:
+    """A person's own ``settings.local.json.bak`` survives an install and a removal byte for
+    byte; our backup, once it holds something a person wrote, is not removed either."""
+    proj, path = project_settings(claude, {})
+    theirs = path.with_name(path.name + ".bak")
+    theirs.write_bytes(b'{"model": "my old settings"}\n')
+    assert claude.run("install-hooks", "--project", proj).returncode == 0
+    assert claude.run("install-hooks", "--project", proj, "--remove").returncode == 0
+    assert theirs.read_bytes() == b'{"model": "my old settings"}\n'
+    assert sorted(os.listdir(path.parent)) == [theirs.name]  # ours went with the file that held only our hooks
+    # Installed over settings a person then emptied by hand: the backup is their only copy.
+    path.write_text(json.dumps({"model": "opus"}))
+    assert claude.run("install-hooks", "--project", proj).returncode == 0
+    path.write_text(json.dumps({"hooks": json.loads(path.read_text())["hooks"]}))
+    assert claude.run("install-hooks", "--project", proj, "--remove").returncode == 0
+    ours = path.with_name(path.name + ".c3async.bak")
+    assert json.loads(ours.read_text()) == {"model": "opus"} and theirs.exists()
 
 
 def test_install_hooks_completes_a_partial_install(claude) -> None:

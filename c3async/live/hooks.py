@@ -240,17 +240,23 @@ def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], di
     return data, settings, hooks
 
 
+BACKUP_SUFFIX = ".c3async.bak"  # ours alone: a person's own settings.json.bak is never touched
+
+
+def backup_path(target: SettingsFile) -> Path:
+    return target.path.with_name(target.path.name + BACKUP_SUFFIX)
+
+
 def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: str) -> None:
-    """Write the settings back (the previous file kept as ``.bak``, private), never through a
-    link, keeping the file's own mode (settings can hold an API key in ``env``)."""
+    """Write the settings back (the previous file kept as ``<name>.c3async.bak``, private),
+    never through a link, keeping the file's own mode (settings can hold an API key in ``env``)."""
     try:
         mode = stat.S_IMODE(os.lstat(target.path).st_mode) if data else 0o600
     except OSError:
         mode = 0o600
     try:
         if data:
-            bak = target.path.with_name(target.path.name + ".bak")
-            safefs.write_atomic(bak, data, mode=0o600, trusted=target.trusted)
+            safefs.write_atomic(backup_path(target), data, mode=0o600, trusted=target.trusted)
         encoded = (json.dumps(settings, indent=2) + "\n").encode("utf-8")
         safefs.write_atomic(target.path, encoded, mode=mode, trusted=target.trusted)
     except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
@@ -322,11 +328,15 @@ def uninstall(target: SettingsFile) -> list[str]:
 
 
 def _remove_empty(target: SettingsFile) -> None:
-    """Our hooks were all the file held: remove it (an empty settings file means nothing), its
-    ``.bak`` (which held only our hooks, or an empty file) and a project's ``.claude`` folder
-    if nothing else is in it, so an install then a removal leaves the project as it was."""
+    """Our hooks were all the file held: remove it (an empty settings file means nothing), our
+    backup when it holds nothing but our hooks either (else it is the only copy of something a
+    person wrote: it stays), and a project's ``.claude`` folder if nothing else is in it, so an
+    install then a removal leaves the project as it was."""
     try:
-        for path in (target.path.with_name(target.path.name + ".bak"), target.path):
+        doomed = [target.path]
+        if _only_ours(backup_path(target), target.trusted):
+            doomed.insert(0, backup_path(target))
+        for path in doomed:
             try:
                 safefs.unlink(path, trusted=target.trusted)
             except FileNotFoundError:
@@ -339,3 +349,26 @@ def _remove_empty(target: SettingsFile) -> None:
                     os.rmdir(target.path.parent.name, dir_fd=dfd)
     except OSError:  # a folder that holds more, or one that became a link: left as it is
         pass
+
+
+def _only_ours(path: Path, trusted: Path) -> bool:
+    """Whether the settings file at ``path`` holds nothing once our hooks are taken out (empty,
+    ``{}``, or our hooks alone)."""
+    try:
+        data = safefs.read_bytes(path, limit=MAX_SETTINGS + 1, trusted=trusted)
+        settings = json.loads(data.decode("utf-8", "replace")) if data.strip() else {}
+    except (OSError, *DECODE_ERRORS):
+        return False
+    if not isinstance(settings, dict) or set(settings) - {"hooks"}:
+        return False
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        return False
+    for groups in hooks.values():
+        if not isinstance(groups, list):
+            return False
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list) or not all(_ours(h) for h in inner) or set(group) - {"hooks"}:
+                return False
+    return True
