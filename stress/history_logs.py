@@ -228,7 +228,9 @@ def write_logs(project: str, config_dir: str, sessions: dict[str, float], *, row
 
     by_id = {s.sid: s for s in sess}
     for s in sess:
-        pid = rng.randint(1000, 4_000_000)
+        # A session still open names a claude that runs (pid 1 has run since boot: the fallback
+        # believes it); an ended one, a random pid (gone, or reused since: either way not it).
+        pid = 1 if s.end is None else rng.randint(1000, 4_000_000)
         tpath = os.path.join(tfolder, f"{s.sid}.jsonl")
         for i, (a, b) in enumerate(s.pairs):
             opened: dict = {"kind": "session_start", "session_id": s.sid,
@@ -537,6 +539,7 @@ def fold_live(records: list[dict], now: float) -> tuple[dict[str, float], dict[s
     ``session_start`` (Claude Code writes one on every resume, so real logs hardly hold these; a
     fold may fairly forget a session that quiet, so the check reports them apart)."""
     started: dict[str, float] = {}
+    holder: dict[str, tuple[int, float]] = {}  # the claude a session_start named, and when
     last: dict[str, float] = {}
     woken: set[str] = set()
     for rec in records:
@@ -546,6 +549,11 @@ def fold_live(records: list[dict], now: float) -> tuple[dict[str, float], dict[s
         kind = rec.get("kind")
         if kind == "session_start":
             started[sid] = ts
+            pid = rec.get("claude_pid")
+            if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 1 << 31:
+                holder[sid] = (pid, ts)
+            else:
+                holder.pop(sid, None)
             woken.discard(sid)
         elif kind == "session_end":
             started.pop(sid, None)
@@ -555,12 +563,27 @@ def fold_live(records: list[dict], now: float) -> tuple[dict[str, float], dict[s
         last[sid] = max(last.get(sid, 0.0), ts)
     live, near = {}, {}
     for sid in started:
+        if sid in holder and not _claude_runs(*holder[sid]):
+            continue  # the claude its hook named is gone (or its pid was reused since)
         age = now - last[sid]
         if abs(age - LIVE_WINDOW) < 60:
             near[sid] = last[sid]
         elif age <= LIVE_WINDOW:
             live[sid] = last[sid]
     return live, near, woken & set(live)
+
+
+def _claude_runs(pid: int, hooked_at: float) -> bool:
+    """A process with that pid runs, started before the hook named it (2 s of slack)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() <= hooked_at + 2 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True
 
 
 def fresh_heartbeats(project: str, now: float) -> set[str]:

@@ -87,7 +87,8 @@ def test_session_start_and_end_rows(claude) -> None:
 
 def test_hook_rows_drive_the_live_fallback(claude) -> None:
     proj = claude.project("app")
-    run_hook(claude, payload("SessionStart", "s-live", proj, source="startup"), project=proj)
+    # The claude the hook names must run: this test's own process stands in for it.
+    run_hook(claude, payload("SessionStart", "s-live", proj, source="startup"), project=proj, pid=str(os.getpid()))
     proc = claude.run("live", "--project", proj, "--json")
     assert [(e["id"], e["source"], e["mcp_count"]) for e in json.loads(proc.stdout)] == [
         (sid("s-live"), "activity", 0)]
@@ -107,9 +108,10 @@ def test_clear_links_the_new_session_to_the_old(claude) -> None:
     folder = claude.folder(proj)
     old = simple_session(folder, proj, "Refactor the parser")
     new = simple_session(folder, proj, "Now the tests")
-    run_hook(claude, payload("SessionStart", old, proj, source="startup"), project=proj, pid="5001")
-    run_hook(claude, payload("SessionEnd", old, proj, reason="clear"), project=proj, pid="5001")
-    proc, _ = run_hook(claude, payload("SessionStart", new, proj, source="clear"), project=proj, pid="5001")
+    me = str(os.getpid())  # the claude of both sessions: it must run for the new one to read live
+    run_hook(claude, payload("SessionStart", old, proj, source="startup"), project=proj, pid=me)
+    run_hook(claude, payload("SessionEnd", old, proj, reason="clear"), project=proj, pid=me)
+    proc, _ = run_hook(claude, payload("SessionStart", new, proj, source="clear"), project=proj, pid=me)
     assert proc.returncode == 0, proc.stderr
     start = rows(proj)[-1]
     assert start["kind"] == "session_start" and start["session_id"] == new

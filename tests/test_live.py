@@ -396,6 +396,30 @@ def test_session_start_without_end_reads_live_from_the_log(claude) -> None:
     assert set(live_sessions(proj)) == {"S1"}
 
 
+def test_the_log_never_calls_a_session_live_whose_claude_is_gone(claude) -> None:
+    """The hook names its claude (CLAUDE_PID): once that process has exited, the session is not
+    live, however recent its activity; a pid a newer process took since is not that claude."""
+    proj = claude.project("app")
+    claude_proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        activity.record(proj, "session_start", session_id="runs", source="startup", claude_pid=claude_proc.pid)
+        activity.record(proj, "session_start", session_id="nameless", source="startup")  # an older hook
+        # The same pid, named by a hook ten minutes before that process started: a pid reused.
+        activity.record(proj, "tool", session_id="reused")
+        write_rows(proj, [{"ts": time.time() - 600, "kind": "session_start", "session_id": "reused",
+                           "claude_pid": claude_proc.pid}])
+        live = live_sessions(proj)
+        assert live["runs"].source == "activity" and "nameless" in live
+        assert "reused" not in live
+    finally:
+        claude_proc.stdin.close()
+        claude_proc.wait()
+    live = live_sessions(proj)
+    assert "runs" not in live and "nameless" in live
+    proc = claude.run("live", "--project", proj, "--json")
+    assert proc.returncode == 0 and "runs" not in {e["id"] for e in json.loads(proc.stdout)}
+
+
 def test_session_start_older_than_the_window_is_not_live(claude) -> None:
     proj = claude.project("app")
     now = time.time()

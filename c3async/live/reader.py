@@ -187,11 +187,34 @@ def live_sessions(
     for sid, seen in facts.open.items():
         # The old inference, for host sessions no heartbeat or running process knows: a hook's
         # session_start with no session_end since, and activity within ACTIVITY_WINDOW_S (not
-        # when the registry shows its claude was killed). The fold covers the whole log (a
-        # session_start may sit far from the end of a busy log) at the cost of its tail.
-        if sid not in out and sid not in snapshot.ended and now - seen <= ACTIVITY_WINDOW_S:
-            out[sid] = LiveSession(sid, True, 0, "activity", last_seen=seen)
+        # when the registry shows its claude was killed, nor when the claude the hook named is
+        # gone). The fold covers the whole log (a session_start may sit far from the end of a
+        # busy log) at the cost of its tail.
+        if sid in out or sid in snapshot.ended or now - seen > ACTIVITY_WINDOW_S:
+            continue
+        holder = facts.holders.get(sid)
+        if holder is not None and not _still_runs(*holder):
+            continue
+        out[sid] = LiveSession(sid, True, 0, "activity", last_seen=seen)
     return out
+
+
+HOOK_SLACK_S = 2.0  # a process's start time and a hook's wall-clock time, compared
+
+
+def _still_runs(pid: int, hooked_at: float) -> bool:
+    """Whether the claude a hook named (``pid``, at ``hooked_at``) still runs: a process with
+    that pid that started before the hook ran (a pid reused since started later) and is no
+    zombie. Where the process table cannot say (another account's process), it is believed."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.create_time() <= hooked_at + HOOK_SLACK_S and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except (psutil.Error, OSError, OverflowError, ValueError):
+        return True
 
 
 def _belongs(run: Running, project: str) -> bool:

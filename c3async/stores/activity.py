@@ -88,6 +88,8 @@ class Facts(msgspec.Struct):
     length: it grows with sessions, not with rows."""
 
     open: dict[str, float] = msgspec.field(default_factory=dict)  # hook-started, not ended: last activity
+    # hook-started sessions whose hook named its claude: (that claude's pid, when the hook ran)
+    holders: dict[str, tuple[int, float]] = msgspec.field(default_factory=dict)
     cleared: dict[str, None] = msgspec.field(default_factory=dict)  # ended by /clear (hook)
     pairs: list[tuple[str, str]] = msgspec.field(default_factory=list)  # (predecessor, session) of a /clear
     # folders hook-started sessions ran in: absolute paths only, the MAX_CWDS most recent, newest last
@@ -95,7 +97,7 @@ class Facts(msgspec.Struct):
     newest: float = 0.0
 
 
-FOLD_VERSION = 2  # bump when Facts or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 3  # bump when Facts or _apply change meaning: checkpoints are then refolded
 MAX_CWDS = 1000  # folders kept in the fold, the most recently seen (a shipped log can name 200,000)
 
 
@@ -104,8 +106,8 @@ def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
     start says nothing of when the host session ends); any row naming an open session moves its
     last activity. A session started and never ended (killed) leaves the fold after a week.
     A new state is built (readers in other threads keep the old one)."""
-    facts = Facts(dict(old.open), dict(old.cleared), list(old.pairs), dict(old.cwds), old.newest)
-    opened = facts.open
+    facts = Facts(dict(old.open), dict(old.holders), dict(old.cleared), list(old.pairs), dict(old.cwds), old.newest)
+    opened, holders = facts.open, facts.holders
     for row in rows:
         facts.newest = max(facts.newest, row.ts)
         sid = row.session_id
@@ -113,6 +115,10 @@ def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
             continue
         if row.kind == "session_start":
             opened[sid] = max(opened.get(sid, row.ts), row.ts)
+            if isinstance(row.claude_pid, int) and 0 < row.claude_pid < 1 << 31:
+                holders[sid] = (row.claude_pid, row.ts)
+            else:
+                holders.pop(sid, None)  # started again by a claude that did not say which
             if row.predecessor:
                 facts.pairs.append((row.predecessor, sid))
             cwd = row.cwd
@@ -123,12 +129,14 @@ def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
                     del facts.cwds[next(iter(facts.cwds))]
         elif row.kind == "session_end":
             opened.pop(sid, None)
+            holders.pop(sid, None)
             if row.reason == "clear":
                 facts.cleared[sid] = None
         elif sid in opened:
             opened[sid] = max(opened[sid], row.ts)
     for sid in [s for s, last in opened.items() if facts.newest - last > OPEN_KEPT_S]:
         del opened[sid]
+        holders.pop(sid, None)
     return facts
 
 
