@@ -1,7 +1,21 @@
 """``python -m c3async`` and the ``c3async`` command. Ctrl-C and SIGTERM are handled from the
-first statement on (``stop``), before the command's modules are imported."""
+first statement on, before anything else is imported: until ``stop`` is in place a signal ends
+the process at once (nothing has been done yet), then ``stop`` takes over. What Python does
+before this file runs (its own start-up) is Python's."""
 
-from .ground import stop
+import _signal  # type: ignore[import-not-found]  # built in: importing it runs no Python code
+
+
+def _early(signum: int, frame: object) -> None:
+    import os  # loaded at interpreter start-up: no import happens here
+
+    os._exit(128 + signum)
+
+
+for _sig in (_signal.SIGINT, _signal.SIGTERM):
+    _signal.signal(_sig, _early)
+
+from .ground import stop  # noqa: E402 - after the handlers, on purpose
 
 stop.install()
 
@@ -9,9 +23,9 @@ stop.install()
 def main() -> int:
     """Run the command, then end the process at once (``stop.exit_now``): a Ctrl-C that comes
     while the interpreter would tear itself down can then not print anything."""
-    from .cli import run
-
     try:
+        from .cli import run  # inside the guard: a signal during the command's imports is quiet too
+
         code = run()
     except SystemExit as exc:  # argparse's usage errors and --help
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -105,3 +106,52 @@ def test_a_signal_that_lands_in_a_weakref_callback_still_stops_the_command_quiet
     done = subprocess.run([sys.executable, "-c", SWALLOWED, sig], env=env, capture_output=True, text=True, timeout=30)
     want = "KeyboardInterrupt" if sig == "SIGINT" else "Stopped"
     assert done.stdout == f"stopped where it was: {want}\n" and done.stderr == "", (done.stdout, done.stderr)
+
+
+# A signal at the n-th import once c3async's own start-up has begun (c3async/__main__.py is on
+# the stack): the import machinery asks every finder on sys.meta_path, so this one sees every
+# import boundary of the command's start-up, deterministically, whatever the machine's speed.
+AT_IMPORT = r"""
+import os, runpy, signal, sys
+n, sig, marker = int(sys.argv[1]), getattr(signal, sys.argv[2]), sys.argv[3]
+seen = 0
+
+class Kick:
+    def find_spec(self, name, path=None, target=None):
+        global seen
+        frame = sys._getframe(1)
+        while frame is not None and not frame.f_code.co_filename.endswith(os.path.join("c3async", "__main__.py")):
+            frame = frame.f_back
+        if frame is not None:
+            seen += 1
+            if seen == n:
+                open(marker, "w").write(name)
+                os.kill(os.getpid(), sig)
+        return None
+
+sys.meta_path.insert(0, Kick())
+sys.argv = ["c3async", *sys.argv[4:]]
+runpy.run_module("c3async", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_at_any_import_of_the_start_up_ends_the_command_quietly(tmp_path, sig):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
+    env.update(CLAUDE_CONFIG_DIR=str(tmp_path / "config"), C3_HOME=str(tmp_path / "home"),
+               PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    project = tmp_path / "app"
+    project.mkdir()
+    marker = tmp_path / "kicked"
+    hit, n = [], 1
+    while True:  # every 5th import boundary, from the first, until the command runs out of them
+        marker.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, "-c", AT_IMPORT, str(n), sig, str(marker), "sessions", "--project",
+                               str(project)], env=env, capture_output=True, text=True, timeout=60)
+        if not marker.exists():
+            break
+        hit.append(marker.read_text())
+        assert "Traceback" not in done.stderr and done.returncode == 128 + getattr(signal, sig), (
+            f"a {sig} at import {n} ({hit[-1]}): exit {done.returncode}\n{done.stderr[-2000:]}")
+        n += 5
+    assert len(hit) > 20, hit  # the command's start-up was really walked (the CLI imports that many)

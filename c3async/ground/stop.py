@@ -13,7 +13,6 @@ Ground floor: imports nothing from the package.
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -52,8 +51,12 @@ def _on_signal(signum: int, frame: object) -> None:
     if not _stopping:
         _stopping = True
         # What the interruption leaves behind in an event loop (a task that ended with it) is
-        # not worth a traceback on the terminal of someone who pressed Ctrl-C.
-        logging.getLogger("asyncio").disabled = True
+        # not worth a traceback on the terminal of someone who pressed Ctrl-C. (logging is not
+        # imported up front: a command's start-up stays short, and without it there is no loop.)
+        try:
+            sys.modules["logging"].getLogger("asyncio").disabled = True
+        except Exception:  # not imported, or half-imported when the signal came: nothing logs yet
+            pass
         if hasattr(signal, "setitimer"):
             signal.signal(signal.SIGALRM, lambda *_: exit_now(code))
             signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
