@@ -144,11 +144,13 @@ class HubFiles:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=dfd)
             except OSError:
                 pass
+            if disk.is_full(exc):
+                raise disk.full(self.dir) from exc
             raise
         self._written.append(name)
         return self.dir / name

@@ -245,9 +245,9 @@ class NoRoom(disk.DiskFull):
         self.session, self.need, self.cut = session, need, cut
         if cut:
             message = (
-                f"copying kept session {session} into the archive ({need:,} bytes) filled the disk holding "
-                f"{folder} ({free:,} bytes free; nothing half-copied is left); free space there: it is tried "
-                f"again once {need:,} more bytes are free, or in {RETRY_S / 3600:.0f} hour"
+                f"the disk holding {folder} is full: {free:,} bytes free; kept session {session} ({need:,} bytes) "
+                f"is not copied into the archive (nothing half-copied is left); it is tried again once "
+                f"{need:,} more bytes are free there, or in {RETRY_S / 3600:.0f} hour"
             )
         else:
             message = (
@@ -505,6 +505,8 @@ def release(folder: str, session: str) -> int:
             if st.st_nlink == 1:
                 freed += st.st_size
         _prune_dirs(base / session)
+    if session in _refusals():  # no longer kept: no copy to wait for
+        _record(session, None)
     return freed
 
 
