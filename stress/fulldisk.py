@@ -1,12 +1,15 @@
 """Real full file systems for the tests and the hostile suite: a small tmpfs mounted on a folder
 (root only: ``mounted`` yields None where mounting is not permitted), filled to the brim by a
-file holding all of its free space (``fill``), and given some of it back (``free_up``)."""
+file holding all of its free space (``fill``), and given some of it back (``free_up``); and a
+command killed in the middle of a write (``killed_halfway``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,3 +71,34 @@ def free_up(folder: Path, nbytes: int | None = None) -> None:
         return
     size = path.stat().st_size
     os.truncate(path, max(0, size - nbytes))
+
+
+# A c3async command held in the middle of writing a document (its temp file written, not yet
+# synced and renamed): os.fsync of a temp file says so and waits to be killed.
+_HELD = """
+import os, sys, time
+synced = os.fsync
+def held(fd):
+    if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+        print("writing", flush=True)
+        time.sleep(120)
+    synced(fd)
+os.fsync = held
+from c3async.cli import main
+main(sys.argv[1:])
+"""
+
+
+def killed_halfway(args: list[str], env: dict[str, str]) -> bool:
+    """Run ``c3async ARGS`` and SIGKILL it while it writes a document, as a power cut would;
+    False when it finished without writing one."""
+    proc = subprocess.Popen([sys.executable, "-c", _HELD, *args], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        held = proc.stdout.readline().strip() == "writing"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    return held

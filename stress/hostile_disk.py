@@ -28,25 +28,13 @@ import uuid
 from pathlib import Path
 
 from . import hostile_corpus as hc
-from .fulldisk import fill, free, free_up, mounted
+from .fulldisk import fill, free, free_up, killed_halfway, mounted
 from .harness import PY, Result, assistant_line, claude_slug, encode, user_line
 from .hostile_classes import Probe, _mcp, _probe
 from .hostile_neighbour import start_hub
 
 CLASS = "a full disk"
 FULL = ("is full", "bytes free")
-HELD_WRITE = """
-import os, sys, time
-synced = os.fsync
-def held(fd):
-    if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
-        print("writing", flush=True)
-        time.sleep(120)
-    synced(fd)
-os.fsync = held
-from c3async.cli import main
-main(["tasks", "add", "--title", "killed halfway", "--project", sys.argv[1]])
-"""
 
 
 def _transcript(p: Probe, project: str, prompt: str, filler: int = 0) -> tuple[str, Path]:
@@ -256,18 +244,8 @@ def _killed_writer(p: Probe, project: str) -> None:
     """``tasks add`` killed while its temp file is written: the temp stays (a killed writer cannot
     clean up), and the next write of pm.json removes it once it is an hour old."""
     res = p.res
-    writer = subprocess.Popen([PY, "-c", HELD_WRITE, project], env=p.env, stdout=subprocess.PIPE, text=True)
-    try:
-        res.check(
-            writer.stdout is not None and writer.stdout.readline().strip() == "writing",
-            "the writer is held halfway",
-            "",
-        )
-        writer.send_signal(signal.SIGKILL)
-    finally:
-        writer.wait()
-        if writer.stdout is not None:
-            writer.stdout.close()
+    held = killed_halfway(["tasks", "add", "--title", "killed halfway", "--project", project], p.env)
+    res.check(held, "the writer is held halfway", "it wrote no document")
     pm = Path(project, ".c3", "pm")
     left = [pm / n for n in os.listdir(pm) if n.endswith(".tmp")]
     res.check(len(left) == 1, "a killed writer leaves its temp file", str(left))

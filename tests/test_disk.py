@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -19,7 +15,7 @@ import pytest
 from transcripts import simple_session
 
 from c3async.ground import disk, safefs
-from stress.fulldisk import fill, free_up, mounted
+from stress.fulldisk import fill, free_up, killed_halfway, mounted
 
 HOUR = 3600
 
@@ -110,23 +106,6 @@ def test_a_full_disk_is_a_tool_error_over_mcp(claude, small_disk, monkeypatch):
 
 # ------------------------------------------------------------------ temp files of killed writes
 
-# A ``tasks add`` held in the middle of writing pm.json (its temp file written, not yet synced
-# and renamed), then killed: what a power cut or SIGKILL leaves.
-HELD_WRITE = textwrap.dedent(
-    """
-    import os, sys, time
-    synced = os.fsync
-    def held(fd):
-        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
-            print("writing", flush=True)
-            time.sleep(120)
-        synced(fd)
-    os.fsync = held
-    from c3async.cli import main
-    main(["tasks", "add", "--title", sys.argv[1], "--project", sys.argv[2]])
-    """
-)
-
 
 def test_a_write_killed_halfway_leaves_a_temp_file_the_next_write_removes(claude):
     """SIGKILL during ``tasks add``: pm.json is as it was and its temp file stays; an hour on,
@@ -136,15 +115,7 @@ def test_a_write_killed_halfway_leaves_a_temp_file_the_next_write_removes(claude
     assert claude.run("tasks", "add", "--title", "first", "--project", project).returncode == 0
     pm = Path(project, ".c3", "pm", "pm.json")
     before = pm.read_bytes()
-    writer = subprocess.Popen(
-        [sys.executable, "-c", HELD_WRITE, "halfway", project], env=claude.env(), stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert writer.stdout.readline().strip() == "writing"
-        writer.send_signal(signal.SIGKILL)
-    finally:
-        writer.wait()
-        writer.stdout.close()
+    assert killed_halfway(["tasks", "add", "--title", "halfway", "--project", project], claude.env())
     assert pm.read_bytes() == before
     [left] = [Path(p) for p in temps(pm.parent) if Path(p).name.startswith(".pm.json.")]
     assert safefs.TEMP_NAME.fullmatch(left.name) and b"halfway" in left.read_bytes()
