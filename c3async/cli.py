@@ -1240,8 +1240,9 @@ def _main(argv: list[str]) -> int:
         from .ground.errors import C3Error
 
         if isinstance(exc, (C3Error, OSError)):
+            from .ground.disk import said
             from .ground.errors import UsageError
 
-            _err(f"c3async: error: {exc}")
+            _err(f"c3async: error: {said(exc)}")
             return 2 if isinstance(exc, UsageError) else 1
         raise

@@ -51,7 +51,7 @@ from mcp.types import (
 
 from . import __version__
 from .catalog.gitrefs import current_branch
-from .ground import safefs
+from .ground import disk, safefs
 from .ground.errors import BadArgument, C3Error, clip
 from .ground.paths import canonical, default_project, project_root
 from .live.heartbeat import HeartbeatWriter
@@ -444,7 +444,7 @@ async def _call(
     try:
         text = await anyio.to_thread.run_sync(body)
     except OSError as exc:  # first: a refused state file (safefs.UnsafeState) is both
-        return _result(f"{tool}: could not read or write a file: {exc}", error=True)
+        return _result(f"{tool}: could not read or write a file: {disk.said(exc)}", error=True)
     except C3Error as exc:
         return _result(str(exc), error=True)
     except Exception:

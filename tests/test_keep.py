@@ -956,3 +956,141 @@ def test_project_search_finds_an_archived_session_after_claude_code_removed_its_
     proc = ok(sb.run("search", "wombat", "--project", proj, "--json"))
     [hit] = json.loads(proc.stdout)["results"]
     assert hit["id"] == conv.id and hit["resume"].endswith(f"c3async resume {conv.id}")
+
+
+# ------------------------------------------------------------------------ 10. a finite disk
+
+
+@pytest.fixture
+def small_home(claude):
+    """A C3_HOME on an 8 MiB tmpfs of its own (another filesystem: kept sessions are copies),
+    unmounted afterwards; a skip where mounting is not permitted."""
+    from stress.fulldisk import mounted
+
+    with mounted(claude.root / "small-home") as home:
+        if home is None:
+            pytest.skip("mounting a tmpfs needs root")
+        yield home
+
+
+def refusals(home: Path) -> list[dict]:
+    path = home / "archive" / ".refused.json"
+    return json.loads(path.read_text())["refused"] if path.exists() else []
+
+
+def temps(root: Path) -> list[str]:
+    return [os.path.join(d, n) for d, _, names in os.walk(root) for n in names if n.endswith(".tmp")]
+
+
+def big_session(folder: Path, proj: str, prompt: str) -> tuple[Conversation, Path]:
+    conv, path = session_conv(folder, proj, prompt)
+    append_lines(path, conv.filler(3000))  # ~100 KB
+    return conv, path
+
+
+def test_a_kept_session_bigger_than_the_free_space_waits_for_room(world, small_home) -> None:
+    """The archive's disk is filled to the brim but half the session's size: the listing that
+    would copy the kept session refuses, naming the session, the bytes and the free space;
+    nothing is written, the next listing does not try again (the back-off record stays as it
+    was), and once space is freed a listing copies it whole."""
+    from stress.fulldisk import fill, free_up
+
+    sb, proj, folder = world
+    env = sb.env(C3_HOME=str(small_home))
+    conv, orig = big_session(folder, proj, "keep me on a small disk")
+    size = orig.stat().st_size
+    ok(sb.run("sessions", "--project", proj, env=env))  # the home's own files, before the filler
+    fill(small_home, leave=size // 2)
+    ok(sb.run("mark", "note", conv.id, "--summary", "worth keeping", "--project", proj, env=env))  # kept: noted
+
+    first = ok(sb.run("sessions", "--project", proj, "--json", env=env))
+    row = {r["id"]: r for r in json.loads(first.stdout)}[conv.id]
+    assert (row["kept"], row["archived"]) == (True, False)
+    said = first.stderr
+    assert "Traceback" not in said and said.count("\n") == 1, said
+    assert conv.id in said and f"{size:,} bytes" in said and "bytes free" in said and "not copied" in said, said
+    kept = archive_of(small_home, folder) / f"{conv.id}.jsonl"
+    assert not kept.exists() and temps(small_home) == []
+    [record] = refusals(small_home)
+    assert (record["id"], record["need"], record["cut"], record["tries"]) == (conv.id, size, False, 1)
+
+    second = ok(sb.run("sessions", "--project", proj, "--json", env=env))
+    assert conv.id in second.stderr and "not copied" in second.stderr  # said again, not tried again
+    assert refusals(small_home) == [record] and not kept.exists()
+
+    free_up(small_home)
+    third = ok(sb.run("sessions", "--project", proj, "--json", env=env))
+    assert "not copied" not in third.stderr, third.stderr
+    assert kept.read_bytes() == orig.read_bytes() and refusals(small_home) == [] and temps(small_home) == []
+
+
+def test_keep_on_a_full_archive_disk_writes_the_mark_and_says_why_not_copied(world, small_home) -> None:
+    from stress.fulldisk import fill
+
+    sb, proj, folder = world
+    env = sb.env(C3_HOME=str(small_home))
+    conv, _orig = big_session(folder, proj, "keep me now")
+    ok(sb.run("sessions", "--project", proj, env=env))
+    fill(small_home)
+    proc = sb.run("mark", "keep", conv.id, "--project", proj, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "the keep mark is written" in proc.stderr and conv.id in proc.stderr
+    assert [m["id"] for m in marks_of(proj) if m["op"] == "keep"] == [conv.id]
+    assert not (archive_of(small_home, folder) / f"{conv.id}.jsonl").exists() and temps(small_home) == []
+
+
+def test_a_copy_the_disk_cuts_short_leaves_nothing_and_waits_for_its_bytes(world, small_home, monkeypatch) -> None:
+    """A quota the filesystem's numbers do not show (statvfs tells of 2 GiB more than there is):
+    the copy starts, the disk fills, the partial file is removed and the failure remembered; the
+    archive tries again only once the free space grew by the copy's bytes."""
+    from c3async.stores import archive
+    from stress.fulldisk import fill, free_up
+
+    sb, proj, folder = world
+    sb.activate(monkeypatch)
+    monkeypatch.setenv("C3_HOME", str(small_home))
+    conv, orig = big_session(folder, proj, "cut short by a quota")
+    size = orig.stat().st_size
+    fill(small_home, leave=size // 2)
+    real = os.statvfs
+
+    def unseen_quota(path):
+        st = list(real(path))
+        st[4] += (2 << 30) // st[1]  # f_bavail, in blocks of f_frsize
+        return os.statvfs_result(st)
+
+    monkeypatch.setattr(os, "statvfs", unseen_quota)
+    kept = archive_of(small_home, folder) / f"{conv.id}.jsonl"
+    with pytest.raises(archive.NoRoom) as err:
+        archive.preserve(orig, conv.id)
+    assert err.value.cut and conv.id in str(err.value) and "nothing half-copied" in str(err.value)
+    assert not kept.exists() and temps(small_home) == []
+    [record] = refusals(small_home)
+    assert (record["id"], record["need"], record["cut"], record["tries"]) == (conv.id, size, True, 1)
+
+    free_up(small_home, size // 4)  # some room, not the copy's bytes: still waiting
+    with pytest.raises(archive.NoRoom):
+        archive.preserve(orig, conv.id)
+    assert refusals(small_home) == [record]
+
+    free_up(small_home)
+    assert archive.preserve(orig, conv.id) == 1
+    assert kept.read_bytes() == orig.read_bytes() and refusals(small_home) == []
+
+
+def test_a_killed_copys_temp_file_goes_at_the_next_copy(world, small_home) -> None:
+    """A copy killed halfway leaves ``.<id>.jsonl.<16 hex>.tmp`` in the archive: the next copy
+    of that file removes it once it is an hour old; a younger one (a live copy's) stays."""
+    sb, proj, folder = world
+    env = sb.env(C3_HOME=str(small_home))
+    conv, orig = session_conv(folder, proj, "copied over a killed copy")
+    dest = archive_of(small_home, folder)
+    dest.mkdir(parents=True)
+    old, young = dest / f".{conv.id}.jsonl.{'a' * 16}.tmp", dest / f".{conv.id}.jsonl.{'b' * 16}.tmp"
+    for path in (old, young):
+        path.write_bytes(orig.read_bytes()[:100])
+    hours_ago = time.time() - 7200
+    os.utime(old, (hours_ago, hours_ago))
+    ok(sb.run("mark", "keep", conv.id, "--project", proj, env=env))
+    assert (dest / f"{conv.id}.jsonl").read_bytes() == orig.read_bytes()
+    assert not old.exists() and young.exists()

@@ -821,6 +821,53 @@ def test_a_symlink_in_place_of_a_shard_is_refused(sandbox):
     assert not victim.exists()
 
 
+def test_a_copy_put_aside_by_an_earlier_run_is_removed(sandbox):
+    _shard_with_data(sandbox, 0)
+    store.aside_path(0).write_bytes(b"a damaged shard an earlier run put aside")
+    decoy = sandbox.root / "decoy.db"
+    decoy.write_bytes(b"not ours")
+    os.symlink(decoy, store.aside_path(1))
+    done = sandbox.run("index")  # nothing to index: the copies go all the same
+    assert done.returncode == 0, done.stderr
+    assert not os.path.lexists(store.aside_path(0)) and not os.path.lexists(store.aside_path(1))
+    assert decoy.read_bytes() == b"not ours"
+
+
+@pytest.mark.parametrize("left", [0, 96 * 1024], ids=["brim-full", "full-while-writing"])
+def test_a_full_disk_is_said_and_a_healthy_shard_kept_as_it_is(claude, left):
+    """The index's disk full, to the brim or while a big transcript is written into a shard:
+    ``index`` and ``search`` say the disk is full (never that the index is damaged), no shard is
+    put aside or replaced, and both work once space is freed."""
+    from stress.fulldisk import fill, free_up, mounted
+
+    with mounted(claude.root / "small-home") as home:
+        if home is None:
+            pytest.skip("mounting a tmpfs needs root")
+        env = claude.env(C3_HOME=str(home))
+        app = claude.project("app")
+        folder = claude.folder(app)
+        first, _ = session_file(folder, ["the first lemur"], cwd=app)
+        assert claude.run("index", env=env).returncode == 0
+        shards = home / "search"
+        inodes = {k: (shards / f"index-{k}.db").stat().st_ino for k in range(store.SHARDS)}
+        fill(home, leave=left)
+        words = " ".join(f"lemur{i}x{uuid.uuid4().hex}" for i in range(20_000))  # ~900 KB to index
+        later, _ = session_file(folder, ["the later lemur", words], cwd=app)
+        for args in (["index"], ["search", "lemur", "--all"]) if not left else (["index"],):
+            done = claude.run(*args, env=env)
+            assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+            assert "is full" in done.stderr and "bytes free" in done.stderr, done.stderr
+            assert "damaged" not in done.stderr, done.stderr
+        assert not [n for n in os.listdir(shards) if "aside" in n]
+        assert {k: (shards / f"index-{k}.db").stat().st_ino for k in range(store.SHARDS)} == inodes
+        free_up(home)
+        assert claude.run("index", env=env).returncode == 0
+        done = claude.run("search", "lemur", "--all", "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        assert {r["id"] for r in json.loads(done.stdout)["results"]} == {first, later}
+        assert {k: (shards / f"index-{k}.db").stat().st_ino for k in range(store.SHARDS)} == inodes
+
+
 def test_a_held_lock_does_not_make_search_wait(sandbox):
     app = sandbox.project("app")
     folder = sandbox.folder(app)

@@ -3,7 +3,8 @@
 Writing: the whole line is ONE ``write()`` on an ``O_APPEND`` descriptor, under the sidecar lock
 (``<file>.lock``). Under that lock, a file that does not end in ``\\n`` (a writer was killed
 mid-line) first gets the ``\\n``, so a torn fragment never swallows the next good line. A write
-that fails part-way (disk full) is cut back off, so no half line is left to glue to the next.
+that fails part-way (disk full: ``disk.DiskFull``) is cut back off, so no half line is left to
+glue to the next.
 
 Reading: split on ``\\n``; the bytes after the last ``\\n`` are a write in flight or a torn one
 and are left for later; a line that does not decode is skipped and counted, never fatal.
@@ -24,7 +25,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import msgspec
 
-from . import safefs
+from . import disk, safefs
 from .errors import DECODE_ERRORS
 from .locking import locked
 
@@ -97,7 +98,7 @@ class Appender:
 @contextmanager
 def appending(path: Path) -> Iterator[Appender]:
     """Hold ``path`` for appending, under the lock every appender of it takes."""
-    with locked(path):
+    with disk.reported(path.parent), locked(path):
         fd = safefs.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, create_dirs=True)
         try:
             yield Appender(fd, os.fstat(fd).st_size)

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import disk
 from .errors import C3Error
 from .home import c3_home
 
@@ -581,10 +582,13 @@ def write_atomic(
     """Replace ``path`` with ``data``: readers see the old file or the new one, never a mix.
 
     The temp file is made in the same folder with ``O_EXCL | O_NOFOLLOW`` and renamed over the
-    name: a link at ``path`` is replaced as a name, never written through."""
+    name: a link at ``path`` is replaced as a name, never written through. Temp files of ``path``
+    that killed writers left are removed first (``disk.clear_stale_temps``); a full disk raises
+    ``disk.DiskFull`` naming the folder."""
     p = Path(path)
     tmp = f".{p.name}.{os.urandom(8).hex()}.tmp"
     with open_dir(p.parent, create=True, trusted=trusted) as dfd:
+        disk.clear_stale_temps(p.parent if dfd is None else dfd, p.name)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
         fd = os.open(p.parent / tmp, flags, mode) if dfd is None else os.open(tmp, flags, mode, dir_fd=dfd)
         try:
@@ -597,7 +601,7 @@ def write_atomic(
             finally:
                 os.close(fd)
             _replace(dfd, p, tmp)
-        except BaseException:
+        except BaseException as exc:
             try:
                 if dfd is None:
                     os.unlink(p.parent / tmp)
@@ -605,6 +609,8 @@ def write_atomic(
                     os.unlink(tmp, dir_fd=dfd)
             except OSError:
                 pass
+            if disk.is_full(exc):
+                raise disk.full(p.parent) from exc
             raise
         if fsync and dfd is not None:
             try:

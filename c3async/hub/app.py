@@ -45,6 +45,7 @@ from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
 from ..ground import safefs
+from ..ground.disk import DiskFull
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.paths import project_root
 from ..sessions.act import mark as mark_session
@@ -227,6 +228,12 @@ class Guard:
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _refusal(exc: C3Error) -> JSONResponse:
+    """A C3Error as JSON: 400, or 507 (Insufficient Storage) for a full disk: the request was
+    fine, the disk is not."""
+    return _error(507 if isinstance(exc, DiskFull) else 400, str(exc))
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -526,7 +533,7 @@ async def api_search(request: Request) -> Response:
             )
         )
     except C3Error as exc:
-        return _error(400, str(exc))
+        return _refusal(exc)
     return _json(found)
 
 
@@ -608,7 +615,7 @@ async def api_mark(request: Request) -> Response:
             lambda: mark_session(project, sid, op, by="user", release=release, **fields)
         )
     except C3Error as exc:
-        return _error(400, str(exc))
+        return _refusal(exc)
     except OSError as exc:
         log.warning("could not write a mark for %s in %s: %s", sid, project, exc)
         return _error(500, "could not write the mark; the Hub's terminal shows why")
@@ -654,7 +661,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _refused(request: Request, exc: Exception) -> Response:
     """A C3Error is a refusal meant for the user: a bad id, an unknown project, a bad mark."""
-    return _error(400, str(exc))
+    assert isinstance(exc, C3Error)
+    return _refusal(exc)
 
 
 async def _crash(request: Request, exc: Exception) -> Response:

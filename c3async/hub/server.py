@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from ..ground import disk
 from ..ground.term import inert_line
 
 __all__ = ("HubFiles", "RunningHub", "is_loopback", "run_hub", "running_hubs")
@@ -128,8 +129,10 @@ class HubFiles:
 
     def _write(self, name: str, data: bytes) -> Path:
         """Write ``name``: a private temp file (0600 from its creation, O_EXCL, no following a
-        link), then a rename over whatever was there (say, a file left by a killed Hub)."""
+        link), then a rename over whatever was there (say, a file left by a killed Hub), whose
+        temp files go too once they are old (``disk.clear_stale_temps``)."""
         tmp, dfd = self._at(f".{name}.{secrets.token_hex(8)}.tmp")
+        disk.clear_stale_temps(self.dir if dfd is None else dfd, name)
         dst, _ = self._at(name)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
@@ -141,11 +144,13 @@ class HubFiles:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, dst, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
+        except BaseException as exc:
             try:
                 os.unlink(tmp, dir_fd=dfd)
             except OSError:
                 pass
+            if disk.is_full(exc):
+                raise disk.full(self.dir) from exc
             raise
         self._written.append(name)
         return self.dir / name

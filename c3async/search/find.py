@@ -169,6 +169,9 @@ def find(
             problems.append(str(exc))
             damaged.append(k)
             continue
+        except store.Unavailable as exc:  # (a full disk is said as such by the caller's door)
+            problems.append(str(exc))
+            continue
         if conn is None:
             continue
         try:
@@ -184,14 +187,13 @@ def find(
                     chunk,
                 ):
                     shard_files[r[0]] = _File(*r)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             if "fts5" in str(exc) or "syntax" in str(exc):  # the query itself (too complex for FTS5)
                 raise BadArgument(f"this search cannot be run ({exc}): use fewer words or brackets") from None
-            problems.append(f"the search index {store.shard_path(k)} could not be read: {exc}")
-            continue
-        except sqlite3.DatabaseError as exc:
-            problems.append(f"the search index {store.shard_path(k)} is damaged: {exc}")
-            damaged.append(k)
+            why = store.failure(store.shard_path(k), exc)
+            problems.append(str(why))
+            if isinstance(why, store.Corrupt):
+                damaged.append(k)
             continue
         finally:
             conn.close()
@@ -309,7 +311,7 @@ def _main_file(session: str, sub: _File) -> _File | None:
     k = store.shard_of(path)
     try:
         conn = store.connect(k, create=False)
-    except store.Corrupt:
+    except (store.Corrupt, store.Unavailable):
         return None
     if conn is None:
         return None

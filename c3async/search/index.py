@@ -13,7 +13,8 @@ big pass (a first build) forks a worker per shard, as the cold catalog scan does
 progress (bytes read of bytes to read) to its caller and to ``progress.json`` for other
 processes (the Hub shows it). Each shard commits every ``COMMIT_BYTES`` read, so what was
 indexed is searchable during a build and survives an interrupted one; a full disk or a locked
-database stops that shard's pass with what it had (the next pass goes on from there).
+database stops that shard's pass with what it had (the next pass goes on from there), and says
+so (``store.failure``): only a damaged file is put aside and rebuilt.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import msgspec
 from ..catalog.listing import transcript_files
 from ..catalog.locate import projects_root
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS
+from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.locking import try_locked
 from . import store
 from .passages import TOOL, FileRead, Job, Passage, read_files
@@ -221,8 +222,10 @@ def _known(create: bool, counts: list[tuple[int, int]] | None = None) -> list[di
                 counts.append((int(dead), conn.execute("SELECT count(*) FROM passages").fetchone()[0]))
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if not create:
-                raise store.Corrupt(f"the search index {store.shard_path(k)} is damaged: {exc}") from None
+            why = store.failure(store.shard_path(k), exc)
+            if not create or not isinstance(why, store.Corrupt):
+                raise why from None
+            log.warning("%s; rebuilding it", why)
             store.remove(k)
             out.append({})
             store.connect(k, create=True)
@@ -240,6 +243,7 @@ def update(
     for another updater (a small update of its own soon done) before answering without."""
     started = time.perf_counter()
     store.check_fts5()
+    _clear_asides()
     seen = scan_files()
     result = Update(files=len(seen))
     stamp = _stamp(seen)
@@ -274,6 +278,14 @@ def update(
             _save_stamp(stamp)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _clear_asides() -> None:
+    """Copies of damaged shards that earlier runs put aside go (whoever takes the lock first)."""
+    if store.asides():
+        with try_locked(lock_path()) as got:
+            if got:
+                store.clear_asides()
 
 
 @contextmanager
@@ -330,8 +342,9 @@ def rebuild(*, progress: Progress | None = None) -> Update:
 
     with locked(lock_path()):
         forget_stamp()
+        store.clear_asides()
         for k in range(store.SHARDS):
-            store.remove(k)
+            store.remove(k, aside=False)
     return update(progress=progress)
 
 
@@ -387,7 +400,13 @@ def _merge(result: Update, part: _ShardResult) -> None:
     result.passages += part.passages
     result.skipped_lines += part.skipped
     result.pending_bytes += part.pending
-    result.errors += part.errors
+    said = {_gist(e) for e in result.errors}
+    result.errors += [e for e in part.errors if _gist(e) not in said]  # a full disk: said once, not per shard
+
+
+def _gist(error: str) -> str:
+    """An error without the free space it reports (which differs a little from shard to shard)."""
+    return error.removeprefix("indexing stopped: ").partition(" is full")[0]
 
 
 class _ShardResult(msgspec.Struct):
@@ -545,7 +564,7 @@ def _update_shard(
     try:
         conn = store.connect(k, create=True)
         assert conn is not None
-    except (store.Corrupt, OSError) as exc:
+    except (C3Error, OSError) as exc:
         out.errors.append(str(exc))
         out.pending = sum(j.new for j, _ in jobs)
         return out
@@ -553,8 +572,11 @@ def _update_shard(
         _write_shard(conn, jobs, gone, report, out)
     except sqlite3.Error as exc:  # a full disk, a lock held too long: keep what was committed
         if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        out.errors.append(f"indexing stopped: {exc}")
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # closing rolls back too
+        out.errors.append(f"indexing stopped: {store.failure(store.shard_path(k), exc, 'written')}")
     finally:
         conn.close()
     return out

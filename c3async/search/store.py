@@ -18,8 +18,11 @@ passages outnumber a third of its live ones is emptied (FTS5's ``delete-all``) a
 again.
 
 A file that is not ours (another application's database, a corrupt one, an older schema) is
-never trusted: it is deleted and rebuilt. A symlink, FIFO or device in its place is refused
-(``UnsafeState``), as everywhere in our state.
+never trusted: it is put aside (``.index-K.db.aside``, for whoever wants to look, until the next
+run removes it) and rebuilt. Only SQLite saying so makes a file damaged (``Corrupt``): a full
+disk (``disk.DiskFull``), a lock held too long or a failing disk (``Unavailable``) leave a healthy
+shard as it is. A symlink, FIFO or device in its place is refused (``UnsafeState``), as
+everywhere in our state.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import safefs
+from ..ground import disk, safefs
 from ..ground.errors import C3Error
 from ..ground.home import c3_home
 
@@ -41,8 +44,12 @@ __all__ = (
     "SHARDS",
     "Corrupt",
     "FileRow",
+    "Unavailable",
+    "aside_path",
     "check_fts5",
+    "clear_asides",
     "connect",
+    "failure",
     "files",
     "index_dir",
     "remove",
@@ -102,6 +109,31 @@ class Corrupt(C3Error):
     """A shard that is not a readable index of ours."""
 
 
+class Unavailable(C3Error):
+    """A shard that could not be read or written now (locked, a failing or read-only disk): not
+    damaged, so never rebuilt for it."""
+
+
+# SQLite's primary result codes that mean the file itself is bad (SQLITE_CORRUPT, SQLITE_NOTADB)
+_DAMAGED = (11, 26)
+_IOERR = 10
+NEARLY_FULL = 1 << 20  # an I/O error with less room than this is taken for a full disk
+
+
+def failure(path: Path, exc: sqlite3.Error, doing: str = "read") -> C3Error:
+    """What a SQLite error on the shard ``path`` means: Corrupt only when SQLite says the file is
+    damaged or not a database; a full disk (SQLITE_FULL, or an I/O error with next to no room
+    left: SQLite reports a shared-memory file it cannot grow so) a ``disk.DiskFull``; anything
+    else Unavailable."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in _DAMAGED:
+        return Corrupt(f"the search index {path} is damaged: {exc}")
+    if disk.is_full(exc) or (primary == _IOERR and (disk.free_bytes(path.parent) or 0) < NEARLY_FULL):
+        return disk.full(path.parent)
+    return Unavailable(f"the search index {path} could not be {doing}: {exc}")
+
+
 class NoFTS5(C3Error):
     pass
 
@@ -155,7 +187,7 @@ def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
     try:
         conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
-        raise Corrupt(f"cannot open the search index {path}: {exc}") from None
+        raise failure(path, exc, "opened") from None
     try:
         # Nothing in a schema runs a function of ours or the application's; a trigger or a view
         # someone planted is refused below before any statement could fire it.
@@ -180,7 +212,7 @@ def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
         raise Corrupt(f"{path} is not a c3async search index of this version")
     except sqlite3.Error as exc:
         conn.close()
-        raise Corrupt(f"the search index {path} is damaged: {exc}") from None
+        raise failure(path, exc, "opened") from None
     except Corrupt:
         conn.close()
         raise
@@ -217,19 +249,46 @@ def _create(conn: sqlite3.Connection) -> None:
         raise
 
 
-def remove(k: int) -> None:
-    """Put shard ``k`` (a damaged or foreign file in our folder) aside as ``.index-K.db.aside``,
-    replacing an older one, so the next pass builds it anew; held under the index lock."""
+def aside_path(k: int) -> Path:
     path = shard_path(k)
-    for name in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+    return path.with_name(f".{path.name}.aside")
+
+
+_put_aside: set[Path] = set()  # copies this process put aside: they stay for its run
+
+
+def remove(k: int, *, aside: bool = True) -> None:
+    """Take shard ``k`` (a damaged or foreign file in our folder) away so the next pass builds it
+    anew: put aside as ``.index-K.db.aside`` (replacing an older one), or deleted (``aside``
+    false: a rebuild asked for); held under the index lock."""
+    path = shard_path(k)
+    for name in (Path(f"{path}-wal"), Path(f"{path}-shm"), *(() if aside else (path,))):
         try:
             safefs.unlink(name)
         except FileNotFoundError:
             pass
+    if not aside:
+        return
     try:
-        safefs.rename(path, path.with_name(f".{path.name}.aside"))
+        safefs.rename(path, aside_path(k))
+        _put_aside.add(aside_path(k))
     except FileNotFoundError:
         pass
+
+
+def asides() -> list[int]:
+    """The shards with a copy put aside by an earlier run (one ``lstat`` each)."""
+    return [k for k in range(SHARDS) if aside_path(k) not in _put_aside and os.path.lexists(aside_path(k))]
+
+
+def clear_asides() -> None:
+    """Remove the copies earlier runs put aside (only our own names, a link as a link); held
+    under the index lock."""
+    for k in asides():
+        try:
+            safefs.unlink(aside_path(k))
+        except OSError:
+            pass
 
 
 class FileRow(msgspec.Struct, array_like=True, gc=False):

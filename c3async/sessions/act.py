@@ -11,10 +11,12 @@ from typing import NamedTuple
 import msgspec
 
 from ..catalog.locate import projects_root
+from ..ground.disk import DiskFull
 from ..ground.errors import C3Error
 from ..pm import actions
 from ..stores import archive
 from ..stores.marks import Mark, check_mark_text, write_mark
+from . import keep
 from .refs import Found, find
 from .resume import resume_command
 from .view import row_for
@@ -102,16 +104,20 @@ def check_unkeep(project: str, session_id: str, by: str) -> None:
 
 def on_mark(project: str, session_id: str, op: str) -> None:
     """Right after a keep mark: preserve the session now (not at the next listing); after an
-    unkeep: release its archive entry. The mark is written either way; a failure here says so."""
+    unkeep: release its archive entry. The mark is written either way; a failure here says so
+    (and only here: the listing that finds the row keeps quiet about it)."""
+    keep.hush(session_id)
     row = row_for(project, session_id)
     if row is None:
         return
     try:
         if op == "keep":
             if not row.archived:
-                archive.preserve(row.path, row.id)
+                archive.preserve(row.path, row.id, now=True)  # asked for: no back-off
         else:
             archive.release(os.path.basename(os.path.dirname(row.path)), row.id)
+    except archive.NoRoom as exc:  # it names the session, the bytes and the room
+        raise DiskFull(exc.where, exc.free, f"the keep mark is written, but {exc}") from None
     except (OSError, ValueError, C3Error) as exc:
         what = "preserve it in the archive" if op == "keep" else "remove its archive entry"
         raise C3Error(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None

@@ -8,7 +8,8 @@ Every listing brings the archive up to date for its kept rows (a link costs one 
 on another device gets its new bytes), so a session kept weeks ago is still current when Claude
 Code deletes its transcript; from then on the listing reads it from the archive
 (``archived: true``), with its marks, notes, links and totals, and resumes it through
-``c3async resume``.
+``c3async resume``. A copy the archive's disk has no room for is refused and backed off
+(``archive``): the listing says so once a process, and goes on.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..stores import archive, config, retention
 from ..stores.marks import MarkBook
 from .rows import Row
 
-__all__ = ("POLICIES", "apply", "kept_by_policy")
+__all__ = ("POLICIES", "apply", "hush", "kept_by_policy")
 
 log = logging.getLogger("c3async.sessions")
 
@@ -76,6 +77,12 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
             row.hints.append(f"expires in {left}d")
 
 
+def hush(session_id: str) -> None:
+    """No listing of this process warns that it could not preserve this session: the door that
+    just kept it says so itself."""
+    _warned.add(session_id)
+
+
 def _still_kept(project: str, session_id: str) -> bool:
     """Asked under the archive's lock, just before a listing preserves a row it judged kept: an
     unkeep written since (by another process, which then releases the entry under that lock)
@@ -88,7 +95,9 @@ def _preserve(project: str, row: Row) -> None:
     try:
         archive.preserve(row.path, row.id, still=lambda: _still_kept(project, row.id))
     except (OSError, ValueError, C3Error) as exc:
-        key = f"{row.id}:{type(exc).__name__}"
-        if key not in _warned:  # once a process: a full disk must not flood every listing
-            _warned.add(key)
-            log.warning("could not preserve kept session %s in the archive: %s", row.id, exc)
+        if row.id not in _warned:  # once a process: a full disk must not flood every listing
+            _warned.add(row.id)
+            if isinstance(exc, archive.NoRoom):  # it names the session, the bytes and the room
+                log.warning("%s", exc)
+            else:
+                log.warning("could not preserve kept session %s in the archive: %s", row.id, exc)

@@ -25,28 +25,40 @@ descriptor.
 The archive is used only while ``$C3_HOME`` and its ``archive`` folder are the user's own and
 no other account can write them (``trusted``): an entry planted there by someone else would be
 listed, searched and put back into Claude Code's folder.
+
+A disk is finite. A copy (or the new bytes of one) is made only when the archive's filesystem
+keeps ``disk.reserve`` free after it; else it is refused (``NoRoom``, naming the session, the
+bytes and the free space). A copy the disk still cut short (a quota, another writer) leaves
+nothing half-written. Either is remembered in ``.refused.json`` (the bytes, the free space then,
+the time) and later listings back off: a refused copy is tried again once the room is there, a
+cut-short one once the free space grew by its bytes; either after ``RETRY_S`` in any case. A
+full disk that keeps even that record from being written leaves it in the process's memory.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 
 from ..catalog.listing import MAX_DEPTH, is_session_id, regular_files
-from ..ground import safefs
-from ..ground.errors import C3Error
+from ..ground import disk, jsondoc, safefs
+from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.home import c3_home
 from ..ground.locking import locked
 
 __all__ = (
     "ArchiveStatus",
     "Kept",
+    "NoRoom",
     "UnsafeArchive",
     "preserve",
     "release",
@@ -61,6 +73,7 @@ log = logging.getLogger("c3async.archive")
 
 CHUNK = 8 * 1024 * 1024
 CHECK = 64  # bytes compared to recognise a copy as a prefix of its original
+RETRY_S = 3600.0  # a refused or cut-short copy is tried again after this at the latest
 
 
 def root() -> Path:
@@ -122,12 +135,20 @@ def _side_files(folder: Path) -> Iterator[tuple[Path, os.stat_result]]:
         yield Path(path), st
 
 
-def preserve(transcript: str | os.PathLike[str], session: str, still: Callable[[], bool] | None = None) -> int:
+def preserve(
+    transcript: str | os.PathLike[str],
+    session: str,
+    still: Callable[[], bool] | None = None,
+    *,
+    now: bool = False,
+) -> int:
     """Preserve a session's transcript and its session folder's files; returns how many files
     were linked, copied or brought up to date (0: all current). ``still``: asked under the
     folder's lock (which ``release`` takes too) whether the session is still to be kept.
-    Raises OSError (a full or read-only disk, UnsafeState), or UnsafeArchive, with the
-    originals untouched."""
+    ``now``: try even while backing off from a refused copy (a person just asked to keep it).
+    Raises NoRoom (a copy refused or cut short, remembered for the back-off: see the module's
+    docstring), OSError (a read-only disk, UnsafeState), or UnsafeArchive, with the originals
+    untouched."""
     if not is_session_id(session):
         raise ValueError(f"not a session id: {session!r}")
     src = Path(transcript)
@@ -137,16 +158,26 @@ def preserve(transcript: str | os.PathLike[str], session: str, still: Callable[[
     if _current(src, dst_dir, session):
         return 0
     trusted()
-    safefs.ensure_dir(dst_dir)
+    refused = _refusals().get(session)
+    if refused is not None and not now:
+        _back_off(session, refused)
     changed = 0
-    with locked(_lock(dst_dir)):
-        if still is not None and not still():
-            return 0
-        changed += _keep(src, 1, dst_dir / f"{session}.jsonl")
-        side = src.parent / session
-        for path, _st in _side_files(side):
-            rel = path.relative_to(side)
-            changed += _keep(path, 1 + len(rel.parts), dst_dir / session / rel)
+    with disk.reported(dst_dir):
+        safefs.ensure_dir(dst_dir)
+        with locked(_lock(dst_dir)):
+            if still is not None and not still():
+                return 0
+            try:
+                changed += _keep(src, 1, dst_dir / f"{session}.jsonl", session)
+                side = src.parent / session
+                for path, _st in _side_files(side):
+                    rel = path.relative_to(side)
+                    changed += _keep(path, 1 + len(rel.parts), dst_dir / session / rel, session)
+            except NoRoom as exc:
+                _remember(session, exc, refused)
+                raise
+    if refused is not None:
+        _record(session, None)
     return changed
 
 
@@ -163,9 +194,10 @@ def _current(src: Path, dst_dir: Path, session: str) -> bool:
     return not os.path.lexists(src.parent / session)
 
 
-def _keep(src: Path, depth: int, dst: Path) -> int:
+def _keep(src: Path, depth: int, dst: Path, session: str) -> int:
     """Bring ``dst`` (ours) up to date with ``src`` (Claude Code's; its last ``depth`` components
-    opened without following a link), from the one descriptor of ``src``."""
+    opened without following a link), from the one descriptor of ``src``. A copy, or the bytes
+    it lacks, only where there is room for them (NoRoom)."""
     try:
         fd, st = safefs.open_regular(src, depth=depth)
     except FileNotFoundError:
@@ -183,7 +215,8 @@ def _keep(src: Path, depth: int, dst: Path) -> int:
             if (have.st_dev, have.st_ino) == (st.st_dev, st.st_ino) or have.st_size == st.st_size:
                 return 0  # the same file (a link), or a copy that is current
             if have.st_size < st.st_size and _is_prefix(fd, dst, have.st_size):
-                _append(fd, dst, have.st_size, st.st_size)
+                with _room(dst.parent, st.st_size - have.st_size, session):
+                    _append(fd, dst, have.st_size, st.st_size)
                 return 1
             log.warning("%s differs from the archived copy %s (replaced?): the archive keeps its own", src, dst)
             return 0
@@ -197,10 +230,123 @@ def _keep(src: Path, depth: int, dst: Path) -> int:
                     return 0  # another process preserved it first
             elif _link_by_name(fd, src, dst):
                 return 1
-        _copy(fd, dst)
+        with _room(dst.parent, st.st_size, session):
+            _copy(fd, dst, st.st_size)
         return 1
     finally:
         os.close(fd)
+
+
+class NoRoom(disk.DiskFull):
+    """A copy into the archive refused for want of room (``cut`` false: nothing was written), or
+    cut short by a full disk (``cut``: what was written is removed)."""
+
+    def __init__(self, session: str, folder: Path, need: int, free: int, reserve: int, cut: bool) -> None:
+        self.session, self.need, self.cut = session, need, cut
+        if cut:
+            message = (
+                f"the disk holding {folder} is full: {free:,} bytes free; kept session {session} ({need:,} bytes) "
+                f"is not copied into the archive (nothing half-copied is left); it is tried again once "
+                f"{need:,} more bytes are free there, or in {RETRY_S / 3600:.0f} hour"
+            )
+        else:
+            message = (
+                f"kept session {session} is not copied into the archive: it needs {need:,} bytes and the disk "
+                f"holding {folder} has {free:,} bytes free, of which c3async leaves {reserve:,} for other uses; "
+                f"free space there and a later listing copies it"
+            )
+        super().__init__(folder, free, message)
+
+
+@contextmanager
+def _room(folder: Path, need: int, session: str) -> Iterator[None]:
+    """A copy of ``need`` bytes into ``folder``: refused (NoRoom) unless the filesystem keeps its
+    reserve after it; a full disk during the copy is a NoRoom too (the copy removes its part)."""
+    free, keep = disk.free_bytes(folder), disk.reserve(folder)
+    if free is not None and need + keep > free:
+        raise NoRoom(session, folder, need, free, keep, cut=False)
+    try:
+        yield
+    except OSError as exc:
+        if not disk.is_full(exc):
+            raise
+        raise NoRoom(session, folder, need, disk.free_bytes(folder) or 0, keep, cut=True) from exc
+
+
+# ------------------------------------------------------------------ backing off a refused copy
+
+
+class _Refusal(msgspec.Struct):
+    id: str  # the session's
+    need: int  # bytes the copy needed
+    free: int  # bytes free on the archive's filesystem then
+    at: float  # when (epoch seconds)
+    cut: bool  # the copy was cut short by a full disk (else refused before writing)
+    tries: int = 1
+
+
+class _Refusals(msgspec.Struct):
+    version: int = 1
+    refused: list[_Refusal] = msgspec.field(default_factory=list)
+
+
+_refused_here: dict[str, _Refusal] = {}  # what a full disk kept from being written
+
+
+def _refusals_path() -> Path:
+    return root() / ".refused.json"
+
+
+def _refusals() -> dict[str, _Refusal]:
+    """The remembered refusals, those of this process included; a bad entry counts for none."""
+    try:
+        found = jsondoc.read(_refusals_path(), _Refusals, _Refusals).refused
+    except (OSError, C3Error, *DECODE_ERRORS):
+        found = []
+    out = {
+        r.id: r
+        for r in found
+        if is_session_id(r.id) and r.need >= 0 and r.free >= 0 and r.tries >= 0 and math.isfinite(r.at)
+    }
+    for sid, r in _refused_here.items():
+        if sid not in out or out[sid].at < r.at:
+            out[sid] = r
+    return out
+
+
+def _back_off(session: str, r: _Refusal) -> None:
+    """Raise NoRoom (from the record) while the back-off rule says to wait; return to try."""
+    folder = root()
+    free, keep, now = disk.free_bytes(folder), disk.reserve(folder), time.time()
+    if free is None or not r.at <= now < r.at + RETRY_S:
+        return  # an hour has passed (or the clock went back)
+    if free >= (r.free + r.need if r.cut else r.need + keep):
+        return  # the room is there now (a cut-short copy: its bytes were freed since)
+    raise NoRoom(session, folder, r.need, free, keep, r.cut)
+
+
+def _remember(session: str, exc: NoRoom, before: _Refusal | None) -> None:
+    tries = (before.tries if before else 0) + 1
+    _record(session, _Refusal(session, exc.need, exc.free or 0, time.time(), exc.cut, tries))
+
+
+def _record(session: str, r: _Refusal | None) -> None:
+    """Remember a refused copy (None: forget it) in ``.refused.json``, and in this process, where
+    a full disk may keep that file from being written."""
+    if r is not None:
+        _refused_here[session] = r
+    else:
+        _refused_here.pop(session, None)
+        if not os.path.lexists(_refusals_path()):
+            return
+
+    def change(doc: _Refusals) -> None:
+        doc.refused = [x for x in doc.refused if x.id != session] + ([r] if r is not None else [])
+
+    try:
+        jsondoc.update(_refusals_path(), _Refusals, _Refusals, change)
+    except (OSError, C3Error, *DECODE_ERRORS):
+        pass  # a full disk, a damaged file: this process remembers
 
 
 _NO_LINK = (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP)
@@ -225,15 +371,17 @@ def _link_by_name(fd: int, src: Path, dst: Path) -> bool:
     return True
 
 
-def _copy(fd: int, dst: Path) -> bool:
-    """A copy into our state, whole or not at all: written under a temporary name beside
-    ``dst``, synced, then linked into place, never over a file that appeared meanwhile (False:
-    one did; another process copied first). A copy cut short (a full disk, Ctrl-C) leaves
-    nothing behind."""
+def _copy(fd: int, dst: Path, size: int) -> bool:
+    """A copy of the first ``size`` bytes into our state, whole or not at all: written under a
+    temporary name beside ``dst``, synced, then linked into place, never over a file that
+    appeared meanwhile (False: one did; another process copied first). A copy cut short (a full
+    disk, Ctrl-C) leaves nothing behind; one a killed process left goes at the next copy."""
     tmp = dst.parent / f".{dst.name}.{os.urandom(8).hex()}.tmp"
+    with safefs.open_dir(dst.parent) as dfd:
+        disk.clear_stale_temps(dst.parent if dfd is None else dfd, dst.name)
     out = safefs.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        _fill(fd, out)
+        _fill(fd, out, size)
         try:
             safefs.link(tmp, dst)
         except FileExistsError:
@@ -268,6 +416,7 @@ def _copy_into(fd: int, dfd: int, name: str) -> bool:
     """The same into a folder of Claude Code's (``dfd``, opened without following a link): a
     temporary name beside ``name``, synced, linked into place by descriptor, never over a file."""
     tmp = f".{name}.{os.urandom(8).hex()}.tmp"
+    disk.clear_stale_temps(dfd, name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     out = os.open(tmp, flags, 0o600, dir_fd=dfd)
     try:
@@ -284,11 +433,11 @@ def _copy_into(fd: int, dfd: int, name: str) -> bool:
             pass
 
 
-def _fill(src: int, out: int) -> None:
-    """All of ``src`` into the new file ``out``, synced, ``out`` closed (removing the half-made
-    file on failure is the caller's: it knows its name)."""
+def _fill(src: int, out: int, end: int | None = None) -> None:
+    """``src`` (up to ``end``; None: all of it) into the new file ``out``, synced, ``out``
+    closed (removing the half-made file on failure is the caller's: it knows its name)."""
     try:
-        _pump(src, out, 0, None)
+        _pump(src, out, 0, end)
         os.fsync(out)
     finally:
         os.close(out)
@@ -356,6 +505,8 @@ def release(folder: str, session: str) -> int:
             if st.st_nlink == 1:
                 freed += st.st_size
         _prune_dirs(base / session)
+    if session in _refusals():  # no longer kept: no copy to wait for
+        _record(session, None)
     return freed
 
 
