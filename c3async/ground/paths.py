@@ -22,6 +22,11 @@ Where the root's folder exists but cannot be written (read-only), the state live
 process: state is never split silently. A root that does not exist has no state: reads find
 none, and a write fails naming the folder (nothing is created for a typo).
 
+Git's files are a stranger's input (a cloned repository ships whatever it likes): each one is read
+at most 64 KiB (``_GIT_FILE_LIMIT``, only a regular file, never a FIFO or a device), at most
+MAX_WORKTREES entries of ``worktrees/`` are looked at, and a link chain too long to resolve or a
+loop is a path that leads nowhere, never an exception.
+
 ``project_state`` runs for every file access: it costs one ``lstat`` of ``<dir>/.git`` and one of
 the root while nothing changed. The first time a root is resolved in a process, state that
 earlier versions left in its worktrees is folded into it (``stateroot.fold_worktrees``).
@@ -40,12 +45,14 @@ from . import safefs
 __all__ = (
     "STATE_SLUG_LENGTH",
     "canonical",
+    "checkout_gitdir",
     "default_project",
     "git_common_dir",
     "linked_worktrees",
     "project_root",
     "state_slug",
     "warn_once",
+    "worktree_entries",
 )
 
 log = logging.getLogger("c3async")
@@ -65,10 +72,16 @@ def default_project() -> str:
 
 def canonical(path: str) -> str:
     """The form Claude Code records: realpath and NFC. A Windows path is kept as written.
-    (The same rule as ``catalog.locate.canonical``.)"""
+    (The same rule as ``catalog.locate.canonical``.) A chain of links too long to resolve (before
+    3.13, realpath recurses once per link: a folder can ship thousands) is left unresolved, as
+    realpath leaves a loop: the kernel would refuse to follow it anyway (ELOOP)."""
     if _WINDOWS_ABS.match(path):
         return unicodedata.normalize("NFC", path)
-    return unicodedata.normalize("NFC", os.path.realpath(path))
+    try:
+        real = os.path.realpath(path)
+    except RecursionError:
+        real = os.path.abspath(path)
+    return unicodedata.normalize("NFC", real)
 
 
 _warned: set[str] = set()
@@ -136,18 +149,31 @@ def _links_back(checkout: str, gitdir: str) -> bool:
         return False
 
 
+def worktree_entries(common: str) -> tuple[list[str], bool]:
+    """The entries of ``<common>/worktrees`` (one per linked worktree), sorted, and whether there
+    were more than MAX_WORKTREES: only that many names are ever read, however large the folder
+    (a repository can ship 100,000). Unreadable or missing: none."""
+    names: list[str] = []
+    try:
+        with os.scandir(os.path.join(common, "worktrees")) as it:
+            for entry in it:
+                if len(names) == MAX_WORKTREES:
+                    return sorted(names), True
+                names.append(entry.name)
+    except (OSError, ValueError):
+        pass
+    return sorted(names), False
+
+
 def linked_worktrees(common: str) -> list[str]:
     """The linked worktrees of the repository whose git dir is ``common``, canonical, each
     checked both ways (``<common>/worktrees/<name>/gitdir`` names the worktree's ``.git``, and
     that ``.git`` file names the entry back): a worktree whose folder is gone, or an entry that a
-    shipped ``.git`` folder made up to name another project, is not listed."""
+    shipped ``.git`` folder made up to name another project, is not listed. At most
+    MAX_WORKTREES entries are looked at."""
     folder = os.path.join(common, "worktrees")
-    try:
-        names = sorted(os.listdir(folder))
-    except (OSError, ValueError):
-        return []
     found = []
-    for name in names[:MAX_WORKTREES]:
+    for name in worktree_entries(common)[0]:
         entry = os.path.join(folder, name)
         line = _read_git_file(os.path.join(entry, "gitdir"))
         if line is None:
@@ -292,23 +318,31 @@ def project_root(path: str | os.PathLike[str]) -> str:
     return root
 
 
-def git_common_dir(root: str) -> str | None:
-    """The repository directory (git's common dir) of a state root: ``<root>/.git`` for a main
-    checkout, what a ``.git`` file leads to, the root itself for a bare repository; None
-    outside git."""
-    dot_git = os.path.join(root, ".git")
+def checkout_gitdir(checkout: str) -> str | None:
+    """The git dir of a checkout, canonical: its ``.git`` folder, or the folder its ``.git`` file
+    names (a worktree's entry in its repository); None outside git or where ``.git`` leads to no
+    folder."""
+    dot_git = os.path.join(checkout, ".git")
     try:
         st = os.stat(dot_git)
     except (OSError, ValueError):
-        st = None
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            return canonical(dot_git)
-        gitdir = _gitdir(root) if stat.S_ISREG(st.st_mode) else None
-        if gitdir is None or not _is_dir(gitdir):
-            return None
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return canonical(dot_git)
+    gitdir = _gitdir(checkout) if stat.S_ISREG(st.st_mode) else None
+    return gitdir if gitdir is not None and _is_dir(gitdir) else None
+
+
+def git_common_dir(root: str) -> str | None:
+    """The repository directory (git's common dir) of a state root: ``<root>/.git`` for a main
+    checkout, what a ``.git`` file leads to, the root itself for a bare repository; None
+    outside git, or where ``.git`` leads nowhere."""
+    gitdir = checkout_gitdir(root)
+    if gitdir is not None:  # a main checkout's .git has no commondir: it is the repository
         common = _commondir(gitdir)
         return common if common is not None and _is_dir(common) else gitdir
+    if os.path.exists(os.path.join(root, ".git")):
+        return None  # a .git that leads nowhere: not a bare repository either
     if os.path.isfile(os.path.join(root, "HEAD")) and _is_dir(os.path.join(root, "refs")):
         return root  # a bare repository
     return None
