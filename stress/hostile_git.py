@@ -8,7 +8,7 @@ door: ``c3async sessions`` in the trap, ``sessions --all`` with every trap regis
 The traps (``TRAPS``: a name, how to build it in an empty folder, and whether its rows must say
 ``git metadata unreadable``): a default branch 1,000 folders deep that HEAD names; a ``.git``
 file naming a symlink loop, and one naming a chain of 2,000 links; a ``.git`` that is a FIFO, and
-one of 1 GiB; a ``commondir`` naming ``/``, and one naming the clean repository; a 100 MB
+one of 1 GiB; a gitdir line of 64 KB; a ``commondir`` naming ``/``, and one naming the clean repository; a 100 MB
 ``packed-refs``; ``worktrees/`` with 100,000 entries (5,000 in quick mode); gitdir lines with a
 NUL or a newline; a HEAD linked to ``/dev/zero``, and one linked to itself; 100,001 packed
 branches; and a branch named with terminal control characters, which every door prints inert.
@@ -38,6 +38,7 @@ CLASS = "git metadata"
 HINT = "git metadata unreadable"
 EVIL_BRANCH = "evil\x1b]0;pwned\x07\x1b[2J"
 CONTROL_BRANCH = "a branch named with control characters"
+MAX_SAID = 4096  # bytes on stderr for one listing of a trap: its warnings, each naming a path
 _RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # what a terminal acts on (tab and newline aside)
 
 
@@ -160,6 +161,10 @@ def _gitdir_nul(folder: Path, clean: Path, big: bool) -> None:
     (folder / ".git").write_bytes(b"gitdir: " + str(clean).encode() + b"\x00/.git\n")
 
 
+def _gitdir_long(folder: Path, clean: Path, big: bool) -> None:
+    (folder / ".git").write_text("gitdir: " + "a/" * 32_000 + "\n")
+
+
 def _gitdir_newline(folder: Path, clean: Path, big: bool) -> None:
     (folder / ".git").write_bytes(b"gitdir: nowhere\n" + str(clean / ".git").encode() + b"\n")
 
@@ -196,6 +201,7 @@ TRAPS: dict[str, tuple[Callable[[Path, Path, bool], None], bool]] = {
     "worktrees/ with 100,000 entries": (_many_worktrees, True),
     "a gitdir line with a NUL": (_gitdir_nul, True),
     "a gitdir line with a newline": (_gitdir_newline, True),
+    "a gitdir line of 64 KB": (_gitdir_long, True),
     "HEAD linked to /dev/zero": (_head_dev_zero, True),
     "HEAD linked to itself": (_head_loop, True),
     CONTROL_BRANCH: (_control_branch, False),
@@ -271,6 +277,9 @@ def _doors(p: Probe, clean: Path, traps: dict[str, Path], quick: bool) -> None:
         t = time.perf_counter()
         proc = p.run(f"sessions in {name}", "sessions", "--json", cwd=str(folder))
         slowest = max(slowest, (time.perf_counter() - t, name))
+        res.check(
+            len(proc.stderr) < MAX_SAID, "what is said of a trap stays short", f"{name}: {len(proc.stderr):,} bytes"
+        )
         row = _listed(p, name, proc.stdout).get(sids[name])
         res.check(row is not None, "the trap's session is listed", name)
         if row is not None:

@@ -59,6 +59,7 @@ log = logging.getLogger("c3async")
 
 STATE_SLUG_LENGTH = 120  # the name of a root's folder under $C3_HOME/state
 _GIT_FILE_LIMIT = 64 * 1024  # a .git file, commondir, gitdir, config: small text files
+_PATH_MAX = 4096  # a path git's files name that is longer can name nothing (and costs realpath dearly)
 MAX_WORKTREES = 1000  # of one repository: more are not a person's
 _WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -85,6 +86,11 @@ def canonical(path: str) -> str:
 
 
 _warned: set[str] = set()
+_SHOWN = 200  # characters of a path git's files name that a warning shows (it can be 64 KiB long)
+
+
+def _shown(path: str) -> str:
+    return path if len(path) <= _SHOWN else f"{path[: _SHOWN - 40]}…{path[-39:]}"
 
 
 def warn_once(message: str) -> None:
@@ -99,13 +105,14 @@ def warn_once(message: str) -> None:
 
 def _read_git_file(path: str) -> str | None:
     """The first line of one of git's small text files, stripped; None when it is missing,
-    unreadable, not a regular file (a FIFO is never opened blocking) or empty."""
+    unreadable, not a regular file (a FIFO is never opened blocking), empty, or longer than a
+    path can be (each of these files holds one)."""
     try:
         text = safefs.read_foreign(path, limit=_GIT_FILE_LIMIT)
     except (OSError, ValueError):  # ValueError: a NUL in a path
         return None
     line = text.split("\n", 1)[0].strip()
-    return line or None
+    return line if line and len(line) <= len("gitdir: ") + _PATH_MAX else None
 
 
 def _gitdir(checkout: str) -> str | None:
@@ -221,7 +228,7 @@ def _core_config(common: str) -> tuple[bool | None, str | None]:
         value = value[1:].split('"', 1)[0] if quoted else _COMMENT.split(value, maxsplit=1)[0].strip()
         if key == "bare":
             bare = (not eq) or value.lower() in ("true", "yes", "on", "1")
-        elif key == "worktree" and value:
+        elif key == "worktree" and value and len(value) <= _PATH_MAX:
             worktree = value
     return bare, worktree
 
@@ -243,7 +250,7 @@ def _resolve_root(p: str) -> str:
         return p
     if not _is_dir(gitdir):
         warn_once(
-            f"{dot_git} names the git directory {gitdir}, which is not a folder (was the main "
+            f"{dot_git} names the git directory {_shown(gitdir)}, which is not a folder (was the main "
             f"checkout moved or deleted?): c3async keeps the state of {p} in its own .c3 folder. "
             "Run `git worktree repair` in the main checkout to re-link it."
         )
@@ -253,7 +260,7 @@ def _resolve_root(p: str) -> str:
         return p  # --separate-git-dir, or a submodule: the checkout is the repository's only one
     if not _is_dir(common):
         warn_once(
-            f"the git directory {gitdir} of {p} names the repository {common}, which does not "
+            f"the git directory {gitdir} of {p} names the repository {_shown(common)}, which does not "
             f"exist (moved or deleted?): c3async keeps the state of {p} in its own .c3 folder."
         )
         return p
