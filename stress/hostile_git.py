@@ -7,7 +7,8 @@ door: ``c3async sessions`` in the trap, ``sessions --all`` with every trap regis
 
 The traps (``TRAPS``: a name, how to build it in an empty folder, and whether its rows must say
 ``git metadata unreadable``): a default branch 1,000 folders deep that HEAD names; a ``.git``
-file naming a symlink loop, and one naming a chain of 2,000 links; a ``.git`` that is a FIFO, and
+file naming a symlink loop, one naming a chain of 2,000 links, and 1,000 worktree entries
+naming one; a ``.git`` that is a FIFO, and
 one of 1 GiB; a gitdir line of 64 KB; a ``commondir`` naming ``/``, and one naming the clean repository; a 100 MB
 ``packed-refs``; ``worktrees/`` with 100,000 entries (5,000 in quick mode); gitdir lines with a
 NUL or a newline; a HEAD linked to ``/dev/zero``, and one linked to itself; 100,001 packed
@@ -99,13 +100,29 @@ def _gitdir_loop(folder: Path, clean: Path, big: bool) -> None:
     (folder / ".git").write_text("gitdir: loop/x\n")
 
 
-def _gitdir_chain(folder: Path, clean: Path, big: bool) -> None:
+def _chain(folder: Path) -> Path:
+    """links/l0 -> l1 -> ... -> l2000, a folder; returns l0."""
     links = folder / "links"
     links.mkdir()
     for i in range(2000):
         (links / f"l{i}").symlink_to(f"l{i + 1}")
     (links / "l2000").mkdir()
+    return links / "l0"
+
+
+def _gitdir_chain(folder: Path, clean: Path, big: bool) -> None:
+    _chain(folder)
     (folder / ".git").write_text("gitdir: links/l0\n")
+
+
+def _worktrees_chained(folder: Path, clean: Path, big: bool) -> None:
+    """A thousand worktree entries, each naming a folder 2,000 links away."""
+    worktrees = repository(folder) / "worktrees"
+    worktrees.mkdir()
+    far = _chain(folder)
+    for i in range(1000):
+        (worktrees / f"w{i}").mkdir()
+        (worktrees / f"w{i}" / "gitdir").write_text(f"{far}/.git\n")
 
 
 def _git_fifo(folder: Path, clean: Path, big: bool) -> None:
@@ -192,6 +209,7 @@ TRAPS: dict[str, tuple[Callable[[Path, Path, bool], None], bool]] = {
     "a branch 1,000 folders deep": (_deep_branch, True),
     "a gitdir in a symlink loop": (_gitdir_loop, True),
     "a gitdir 2,000 links away": (_gitdir_chain, True),
+    "1,000 worktrees 2,000 links away": (_worktrees_chained, False),
     "a .git FIFO": (_git_fifo, True),
     "a .git of 1 GiB": (_git_huge, True),
     "a commondir of /": (_commondir_root, True),
@@ -289,8 +307,9 @@ def _doors(p: Probe, clean: Path, traps: dict[str, Path], quick: bool) -> None:
                 f"the rows say '{HINT}' exactly where git's files cannot be read",
                 f"{name}: {row['hints']}",
             )
-        text = p.run(f"sessions (text) in {name}", "sessions", cwd=str(folder))
-        _inert(p, f"sessions in {name}", text.stdout + text.stderr)
+        _inert(p, f"sessions --json in {name}", proc.stderr)
+    text = p.run("sessions (text) in the trap", "sessions", cwd=str(traps[CONTROL_BRANCH]))
+    _inert(p, "sessions in the trap", text.stdout + text.stderr)
     res.fig("slowest `sessions --json` in a trap", f"{slowest[0]:.2f} s (whole process: {slowest[1]})")
     every = p.run("sessions --all", "sessions", "--all", "--json")
     listed = _listed(p, "--all", every.stdout)
