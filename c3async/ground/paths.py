@@ -22,6 +22,11 @@ Where the root's folder exists but cannot be written (read-only), the state live
 process: state is never split silently. A root that does not exist has no state: reads find
 none, and a write fails naming the folder (nothing is created for a typo).
 
+Git's files are a stranger's input (a cloned repository ships whatever it likes): each one is read
+at most 64 KiB (``_GIT_FILE_LIMIT``, only a regular file, never a FIFO or a device), at most
+MAX_WORKTREES entries of ``worktrees/`` are looked at, and a link chain too long to resolve or a
+loop is a path that leads nowhere, never an exception.
+
 ``project_state`` runs for every file access: it costs one ``lstat`` of ``<dir>/.git`` and one of
 the root while nothing changed. The first time a root is resolved in a process, state that
 earlier versions left in its worktrees is folded into it (``stateroot.fold_worktrees``).
@@ -40,18 +45,21 @@ from . import safefs
 __all__ = (
     "STATE_SLUG_LENGTH",
     "canonical",
+    "checkout_gitdir",
     "default_project",
     "git_common_dir",
     "linked_worktrees",
     "project_root",
     "state_slug",
     "warn_once",
+    "worktree_entries",
 )
 
 log = logging.getLogger("c3async")
 
 STATE_SLUG_LENGTH = 120  # the name of a root's folder under $C3_HOME/state
 _GIT_FILE_LIMIT = 64 * 1024  # a .git file, commondir, gitdir, config: small text files
+_PATH_MAX = 4096  # a path git's files name that is longer can name nothing (and costs realpath dearly)
 MAX_WORKTREES = 1000  # of one repository: more are not a person's
 _WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -65,13 +73,24 @@ def default_project() -> str:
 
 def canonical(path: str) -> str:
     """The form Claude Code records: realpath and NFC. A Windows path is kept as written.
-    (The same rule as ``catalog.locate.canonical``.)"""
+    (The same rule as ``catalog.locate.canonical``.) A chain of links too long to resolve (before
+    3.13, realpath recurses once per link: a folder can ship thousands) is left unresolved, as
+    realpath leaves a loop: the kernel would refuse to follow it anyway (ELOOP)."""
     if _WINDOWS_ABS.match(path):
         return unicodedata.normalize("NFC", path)
-    return unicodedata.normalize("NFC", os.path.realpath(path))
+    try:
+        real = os.path.realpath(path)
+    except RecursionError:
+        real = os.path.abspath(path)
+    return unicodedata.normalize("NFC", real)
 
 
 _warned: set[str] = set()
+_SHOWN = 200  # characters of a path git's files name that a warning shows (it can be 64 KiB long)
+
+
+def _shown(path: str) -> str:
+    return path if len(path) <= _SHOWN else f"{path[: _SHOWN - 40]}…{path[-39:]}"
 
 
 def warn_once(message: str) -> None:
@@ -84,15 +103,28 @@ def warn_once(message: str) -> None:
 # ---------------------------------------------------------------- git's own files
 
 
+def _resolve(path: str) -> str:
+    """``canonical`` of a path git's files name. realpath reads every link of a chain itself,
+    and only then gives up on one the kernel refuses after 40 links (6 ms for a chain of 2,000:
+    6 s for a thousand worktree entries naming one): a path that leads nowhere is only
+    normalised, for one stat."""
+    if "\x00" in path:
+        raise ValueError("embedded null byte")  # as realpath says: callers treat it as no path
+    if os.path.exists(path):
+        return canonical(path)
+    return unicodedata.normalize("NFC", os.path.normpath(path))
+
+
 def _read_git_file(path: str) -> str | None:
     """The first line of one of git's small text files, stripped; None when it is missing,
-    unreadable, not a regular file (a FIFO is never opened blocking) or empty."""
+    unreadable, not a regular file (a FIFO is never opened blocking), empty, or longer than a
+    path can be (each of these files holds one)."""
     try:
         text = safefs.read_foreign(path, limit=_GIT_FILE_LIMIT)
     except (OSError, ValueError):  # ValueError: a NUL in a path
         return None
     line = text.split("\n", 1)[0].strip()
-    return line or None
+    return line if line and len(line) <= len("gitdir: ") + _PATH_MAX else None
 
 
 def _gitdir(checkout: str) -> str | None:
@@ -105,7 +137,7 @@ def _gitdir(checkout: str) -> str | None:
     if not target:
         return None
     try:
-        return canonical(os.path.join(checkout, target))
+        return _resolve(os.path.join(checkout, target))
     except ValueError:
         return None
 
@@ -117,7 +149,7 @@ def _commondir(gitdir: str) -> str | None:
     if line is None:
         return None
     try:
-        return canonical(os.path.join(gitdir, line))
+        return _resolve(os.path.join(gitdir, line))
     except ValueError:
         return None
 
@@ -131,29 +163,42 @@ def _links_back(checkout: str, gitdir: str) -> bool:
     if line is None:
         return False
     try:
-        return canonical(os.path.join(gitdir, line)) == canonical(os.path.join(checkout, ".git"))
+        return _resolve(os.path.join(gitdir, line)) == canonical(os.path.join(checkout, ".git"))
     except ValueError:
         return False
+
+
+def worktree_entries(common: str) -> tuple[list[str], bool]:
+    """The entries of ``<common>/worktrees`` (one per linked worktree), sorted, and whether there
+    were more than MAX_WORKTREES: only that many names are ever read, however large the folder
+    (a repository can ship 100,000). Unreadable or missing: none."""
+    names: list[str] = []
+    try:
+        with os.scandir(os.path.join(common, "worktrees")) as it:
+            for entry in it:
+                if len(names) == MAX_WORKTREES:
+                    return sorted(names), True
+                names.append(entry.name)
+    except (OSError, ValueError):
+        pass
+    return sorted(names), False
 
 
 def linked_worktrees(common: str) -> list[str]:
     """The linked worktrees of the repository whose git dir is ``common``, canonical, each
     checked both ways (``<common>/worktrees/<name>/gitdir`` names the worktree's ``.git``, and
     that ``.git`` file names the entry back): a worktree whose folder is gone, or an entry that a
-    shipped ``.git`` folder made up to name another project, is not listed."""
+    shipped ``.git`` folder made up to name another project, is not listed. At most
+    MAX_WORKTREES entries are looked at."""
     folder = os.path.join(common, "worktrees")
-    try:
-        names = sorted(os.listdir(folder))
-    except (OSError, ValueError):
-        return []
     found = []
-    for name in names[:MAX_WORKTREES]:
+    for name in worktree_entries(common)[0]:
         entry = os.path.join(folder, name)
         line = _read_git_file(os.path.join(entry, "gitdir"))
         if line is None:
             continue
         try:
-            checkout = os.path.dirname(canonical(os.path.join(entry, line)))
+            checkout = os.path.dirname(_resolve(os.path.join(entry, line)))
             if _gitdir(checkout) == canonical(entry) and checkout not in found:
                 found.append(checkout)
         except ValueError:
@@ -195,7 +240,7 @@ def _core_config(common: str) -> tuple[bool | None, str | None]:
         value = value[1:].split('"', 1)[0] if quoted else _COMMENT.split(value, maxsplit=1)[0].strip()
         if key == "bare":
             bare = (not eq) or value.lower() in ("true", "yes", "on", "1")
-        elif key == "worktree" and value:
+        elif key == "worktree" and value and len(value) <= _PATH_MAX:
             worktree = value
     return bare, worktree
 
@@ -217,7 +262,7 @@ def _resolve_root(p: str) -> str:
         return p
     if not _is_dir(gitdir):
         warn_once(
-            f"{dot_git} names the git directory {gitdir}, which is not a folder (was the main "
+            f"{dot_git} names the git directory {_shown(gitdir)}, which is not a folder (was the main "
             f"checkout moved or deleted?): c3async keeps the state of {p} in its own .c3 folder. "
             "Run `git worktree repair` in the main checkout to re-link it."
         )
@@ -227,7 +272,7 @@ def _resolve_root(p: str) -> str:
         return p  # --separate-git-dir, or a submodule: the checkout is the repository's only one
     if not _is_dir(common):
         warn_once(
-            f"the git directory {gitdir} of {p} names the repository {common}, which does not "
+            f"the git directory {gitdir} of {p} names the repository {_shown(common)}, which does not "
             f"exist (moved or deleted?): c3async keeps the state of {p} in its own .c3 folder."
         )
         return p
@@ -249,7 +294,7 @@ def _resolve_root(p: str) -> str:
     bare, core_worktree = _core_config(common)
     if core_worktree:  # a repository that names its main checkout (a submodule's, say)
         try:
-            main = canonical(os.path.join(common, core_worktree))
+            main = _resolve(os.path.join(common, core_worktree))
         except ValueError:
             main = ""
         # ...and the main checkout must name the repository back, as a submodule's does
@@ -292,23 +337,31 @@ def project_root(path: str | os.PathLike[str]) -> str:
     return root
 
 
-def git_common_dir(root: str) -> str | None:
-    """The repository directory (git's common dir) of a state root: ``<root>/.git`` for a main
-    checkout, what a ``.git`` file leads to, the root itself for a bare repository; None
-    outside git."""
-    dot_git = os.path.join(root, ".git")
+def checkout_gitdir(checkout: str) -> str | None:
+    """The git dir of a checkout, canonical: its ``.git`` folder, or the folder its ``.git`` file
+    names (a worktree's entry in its repository); None outside git or where ``.git`` leads to no
+    folder."""
+    dot_git = os.path.join(checkout, ".git")
     try:
         st = os.stat(dot_git)
     except (OSError, ValueError):
-        st = None
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            return canonical(dot_git)
-        gitdir = _gitdir(root) if stat.S_ISREG(st.st_mode) else None
-        if gitdir is None or not _is_dir(gitdir):
-            return None
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return canonical(dot_git)
+    gitdir = _gitdir(checkout) if stat.S_ISREG(st.st_mode) else None
+    return gitdir if gitdir is not None and _is_dir(gitdir) else None
+
+
+def git_common_dir(root: str) -> str | None:
+    """The repository directory (git's common dir) of a state root: ``<root>/.git`` for a main
+    checkout, what a ``.git`` file leads to, the root itself for a bare repository; None
+    outside git, or where ``.git`` leads nowhere."""
+    gitdir = checkout_gitdir(root)
+    if gitdir is not None:  # a main checkout's .git has no commondir: it is the repository
         common = _commondir(gitdir)
         return common if common is not None and _is_dir(common) else gitdir
+    if os.path.exists(os.path.join(root, ".git")):
+        return None  # a .git that leads nowhere: not a bare repository either
     if os.path.isfile(os.path.join(root, "HEAD")) and _is_dir(os.path.join(root, "refs")):
         return root  # a bare repository
     return None

@@ -414,15 +414,15 @@ def open_regular(
     read. ``depth``: how many of the path's last components are below the folder the caller
     trusts (2 for ``<folder>/<session>/x``): each is opened relative to the one above it, a
     folder with ``O_DIRECTORY | O_NOFOLLOW``, so a folder swapped for a link between a walk and
-    this open is refused too. ``lstat_first`` checks the name before opening, so a device is not
-    even opened (for paths no listing has vetted). Raises NotRegularFile, or the OSError of the
-    open."""
+    this open is refused too. ``lstat_first`` checks the name (with ``follow``, what it leads to)
+    before opening, so a device is not even opened (for paths no listing has vetted). Raises
+    NotRegularFile, or the OSError of the open."""
     if depth > 1 and not follow and _DIR_FD:
         return _open_below(Path(path), depth)
     nofollow = 0 if follow else _O_NOFOLLOW
     if lstat_first or (not follow and not _O_NOFOLLOW):
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) and not (follow and stat.S_ISLNK(st.st_mode)):
+        st = os.stat(path) if follow else os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(errno.EINVAL, _kind(st.st_mode), os.fspath(path))
     try:
         fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY | nofollow)
@@ -522,8 +522,10 @@ def pread_all(fd: int, offset: int, length: int) -> bytes:
 def read_foreign(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:
     """A small text file that is not ours (git's ``HEAD``, ``commondir``...): links are followed,
     as git follows them, but only a regular file is read, and never one that would block (a
-    FIFO named ``.git`` in a hostile checkout). At most ``limit`` bytes, decoded leniently."""
-    fd, _ = open_regular(path, follow=True)
+    FIFO named ``.git`` in a hostile checkout), nor a device a link names (``HEAD -> /dev/zero``:
+    some devices act when opened, so it is not even opened). At most ``limit`` bytes, decoded
+    leniently."""
+    fd, _ = open_regular(path, follow=True, lstat_first=True)
     try:
         return pread_all(fd, 0, limit).decode("utf-8", "replace")
     finally:

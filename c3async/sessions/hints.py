@@ -7,6 +7,8 @@ live session gets none.
 - ``branch gone``: the session's branch is no longer in the repository.
 - ``short``: fewer than 3 real prompts.
 - ``worktree gone``: the folder the session ran in (a git worktree) was removed.
+- ``git metadata unreadable``: the repository's files could not be read whole (a loop, a bound
+  reached: ``catalog.gitrefs``), so no branch is judged gone; the reason is logged once.
 """
 
 from __future__ import annotations
@@ -15,20 +17,23 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..catalog.gitrefs import Branches
 from ..catalog.scan import Session
+from ..ground.paths import warn_once
 from .rows import Row
 
-__all__ = ("CLEAR_GAP_S", "SHORT_TURNS", "HintContext", "add_hints", "clear_pairs")
+__all__ = ("CLEAR_GAP_S", "GIT_UNREADABLE", "SHORT_TURNS", "HintContext", "add_hints", "clear_pairs")
 
 CLEAR_GAP_S = 10.0  # /clear writes the new file ~100 ms after the old one's last write
 SHORT_TURNS = 3
+GIT_UNREADABLE = "git metadata unreadable"
 
 
 @dataclass(slots=True)
 class HintContext:
     now: float
     idle_days: int = 7
-    branches: set[str] | None = None  # None: not a git checkout, so no branch hints
+    branches: Branches | None = None  # None: not a git checkout, so no branch hints
     cleared: set[str] = field(default_factory=set)  # host ids ended by a /clear (hooks or timing)
 
 
@@ -83,6 +88,9 @@ def add_hints(rows: list[Row], sessions: list[Session], ctx: HintContext) -> Non
     """Fill ``row.hints`` for the rows of one project (``sessions`` in the same order)."""
     times = [_times(row, session) for row, session in zip(rows, sessions, strict=True)]
     cleared = ctx.cleared
+    refs = ctx.branches
+    if refs is not None and refs.unreadable is not None:
+        warn_once(f"{refs.unreadable}: sessions there say '{GIT_UNREADABLE}', and no branch is judged gone")
     for t in times:
         row = t.row
         if row.live:
@@ -96,7 +104,9 @@ def add_hints(rows: list[Row], sessions: list[Session], ctx: HintContext) -> Non
             hints.append(f"idle {idle_days}d")
         if row.id in cleared:
             hints.append("ended by /clear")
-        if ctx.branches is not None and row.branch and row.branch != "HEAD" and row.branch not in ctx.branches:
+        if refs is not None and refs.unreadable is not None:
+            hints.append(GIT_UNREADABLE)
+        elif refs is not None and row.branch and row.branch != "HEAD" and row.branch not in refs.names:
             hints.append("branch gone")
         if row.user_turns < SHORT_TURNS and row.user_turns_exact:
             hints.append("short")
