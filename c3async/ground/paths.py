@@ -74,10 +74,12 @@ def canonical(path: str) -> str:
 _warned: set[str] = set()
 
 
-def warn_once(message: str) -> None:
-    """Log ``message`` as a warning, once per process."""
-    if message not in _warned:
-        _warned.add(message)
+def warn_once(message: str, key: str | None = None) -> None:
+    """Log ``message`` as a warning, once per process (once per ``key``, when given: a kind of
+    problem met in many places is said at the first)."""
+    key = message if key is None else key
+    if key not in _warned:
+        _warned.add(key)
         log.warning("%s", message)
 
 
