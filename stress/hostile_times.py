@@ -23,20 +23,14 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from c3async.live.running import proc_start_ticks
+
 from .harness import Result, assistant_line, claude_slug, encode, user_line
 from .hostile_classes import _mcp, _probe
 
 CLASS = "times and numbers out of range"
 YEAR_2300 = 10_413_792_000
 FAR = 1e19  # seconds: the year 300 billion
-
-
-def _start_ticks(pid: int) -> str | None:
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-        return data[data.rindex(b")") + 2 :].split()[19].decode()
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _usage(sid: str, project: str, ts: float, **usage: object) -> dict:
@@ -83,7 +77,7 @@ def check(res: Result, sb, quick: bool) -> None:
                     "pid": proc.pid,
                     "sessionId": sid,
                     "cwd": project,
-                    "procStart": _start_ticks(proc.pid),
+                    "procStart": str(proc_start_ticks(proc.pid)),
                     "status": "waiting",
                     "statusUpdatedAt": since,
                     "startedAt": since,

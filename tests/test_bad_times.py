@@ -10,17 +10,18 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from hubproc import Hub
+from test_live_registry import registry_file
 from test_usage import usage_line
 from transcripts import Conversation, set_mtime, simple_session, write_session
 
 from c3async.ground import clock
+from c3async.live.running import proc_start_ticks
 
 YEAR_2300 = 10_413_792_000  # seconds: past what 64-bit nanoseconds hold (2262-04-11)
 
@@ -189,43 +190,17 @@ def test_a_cache_entry_with_times_no_read_keeps_is_read_again(claude, project, m
 # ------------------------------------------------------------------ Claude Code's registry
 
 
-@pytest.fixture
-def sleeper():
-    """A real process standing for a running claude."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 @pytest.mark.parametrize("since", [-1, 1e30, -1e19, "x", [1]])
 def test_a_registry_time_out_of_range_is_ignored_by_every_door(claude, project, sleeper, since):
-    from c3async.live.running import proc_start_ticks
-
     if proc_start_ticks(sleeper.pid) is None:
         pytest.skip("needs /proc (Linux)")
     sid = next(claude.folder(project).glob("*.jsonl")).stem
-    folder = claude.config / "sessions"
-    folder.mkdir(parents=True)
-    (folder / f"{sleeper.pid}.json").write_text(
-        json.dumps(
-            {
-                "pid": sleeper.pid,
-                "sessionId": sid,
-                "cwd": project,
-                "procStart": str(proc_start_ticks(sleeper.pid)),
-                "startedAt": since,
-                "status": "waiting",
-                "statusUpdatedAt": since,
-                "kind": "interactive",
-            }
-        )
-    )
+    path = registry_file(claude.config, sleeper.pid, sid, project, status="waiting", since_ms=since, startedAt=since)
     for args in (["sessions"], ["sessions", "--json"], ["live"], ["live", "--json"], ["show", sid]):
         proc = claude.run(*args, "--project", project)
         _no_traceback(proc)
         assert proc.returncode == 0, (args, proc.stderr)
-        _said_once(proc.stderr, str(folder / f"{sleeper.pid}.json"), "ignoring a registry time")
+        _said_once(proc.stderr, str(path), "ignoring a registry time")
     row = claude.rows_by_id(project)[sid]
     assert (row["live"], row["state"], row["state_since"]) == (True, "waiting", None)  # the file still counts
     with Hub(claude) as hub, hub.client() as c:
