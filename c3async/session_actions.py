@@ -179,7 +179,7 @@ def restore(c: Caller, target: str = "", **_: str) -> str:
                     best = s
     if best is None:
         raise C3Error(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
-    when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds")
+    when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds") if best.ts else "an unknown time"
     return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (
         f"\n\n{best.data}" if best.data else ""
     )

@@ -75,6 +75,15 @@ def claude(tmp_path: Path) -> Sandbox:
     return Sandbox(tmp_path)
 
 
+@pytest.fixture
+def sleeper():
+    """A real process standing for a running claude."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
 @pytest.fixture(scope="module")
 def module_claude(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     """One sandbox per test module, for corpora that are built and listed once."""

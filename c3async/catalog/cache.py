@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import safefs
+from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.jsondoc import write_atomic
 from .read import Transcript
@@ -45,7 +45,15 @@ def load(path: Path) -> dict[str, Transcript]:
         return {}
     if doc.format != FORMAT or doc.version != VERSION:
         return {}
-    return doc.entries
+    # An entry whose times no read would have kept (``read._check_times``) is not ours: read again.
+    low, high = clock.EARLIEST, clock.latest()
+    return {
+        path: e
+        for path, e in doc.entries.items()
+        if 0 <= e.mtime_ns <= clock.MAX_NS
+        and (low < e.created_ts <= high if e.created_ts is not None else e.created_at is None)
+        and (low < e.last_ts <= high if e.last_ts is not None else e.last_activity is None)
+    }
 
 
 def save(path: Path, entries: dict[str, Transcript]) -> bool:

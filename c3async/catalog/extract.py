@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
@@ -239,16 +238,6 @@ def classify_text(text: str) -> tuple[str, str] | None:
     if head.startswith("[Request interrupted by user"):
         return None
     return ("prompt", stripped)
-
-
-def epoch(iso: str | None) -> float | None:
-    """An ISO 8601 time (as transcripts write it) in epoch seconds; None when absent or bad."""
-    if not iso:
-        return None
-    try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def prompt_title(prompt: str) -> str:

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ground import clock
+
 __all__ = ("Candidate", "candidates", "depth_in_folder", "is_session_id", "transcript_files")
 
 MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
@@ -65,8 +67,9 @@ def candidates(folders: list[Path]) -> list[Candidate]:
                 continue  # vanished between listing and stat
             sid = m.group(1).lower()
             old = by_id.get(sid)
-            if old is None or st.st_mtime_ns > old.mtime_ns:
-                by_id[sid] = Candidate(sid, entry.path, st.st_size, st.st_mtime_ns, folder, st.st_ino, st.st_dev)
+            mtime_ns = clock.file_ns(st.st_mtime_ns, entry.path)
+            if old is None or mtime_ns > old.mtime_ns:
+                by_id[sid] = Candidate(sid, entry.path, st.st_size, mtime_ns, folder, st.st_ino, st.st_dev)
     return sorted(by_id.values(), key=lambda c: (c.mtime_ns, c.session_id), reverse=True)
 
 

@@ -19,9 +19,10 @@ import os
 
 import msgspec
 
+from ..ground import clock
 from ..ground.safefs import open_regular, pread_all
 from .extract import HEAD as HEAD_MODE
-from .extract import TAIL, TITLES, WHOLE, Facts, epoch, prompt_title, scan
+from .extract import TAIL, TITLES, WHOLE, Facts, prompt_title, scan
 
 __all__ = ("HEAD", "HEAD_WIDE", "TAILS", "Transcript", "read_transcript")
 
@@ -125,7 +126,6 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
         rec.last_prompt_truncated = last_with_prompt.last_prompt_truncated
     else:
         rec.last_prompt = _last(regions, "last_prompt_meta")
-    rec.created_ts, rec.last_ts = epoch(rec.created_at), epoch(rec.last_activity)
     if not any(r.conversation for r in regions):
         rec.skip = "metadata-only"
     elif head.first_is_sidechain:
@@ -144,11 +144,25 @@ def read_transcript(path: str, size: int, mtime_ns: int, cached: Transcript | No
     """
     fd, st = open_regular(path)
     try:
-        rec = _read_fd(fd, st.st_size, st.st_mtime_ns, _same_file(cached, st))
+        rec = _read_fd(fd, st.st_size, clock.file_ns(st.st_mtime_ns, path), _same_file(cached, st))
     finally:
         os.close(fd)
     rec.ino, rec.dev = st.st_ino, st.st_dev
+    _check_times(rec, path)
     return rec
+
+
+def _check_times(rec: Transcript, path: str) -> None:
+    """The record's times in epoch seconds; a time out of range (``ground.clock``) is dropped."""
+    what = "a transcript's timestamp"
+    rec.created_ts = clock.event_iso(rec.created_at, what, path)
+    rec.last_ts = clock.event_iso(rec.last_activity, what, path)
+    if rec.created_ts is None:
+        rec.created_at = None
+    if rec.last_ts is None:
+        rec.last_activity = None
+    if rec.head_ts is not None and clock.event_iso(rec.head_ts, what, path) is None:
+        rec.head_ts = None
 
 
 def _same_file(cached: Transcript | None, st: os.stat_result) -> Transcript | None:
@@ -240,7 +254,6 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
     rec.created_at = rec.created_at or new.first_ts
     rec.cwd = rec.cwd or new.cwd
     rec.first_uuid = rec.first_uuid or new.first_uuid
-    rec.created_ts, rec.last_ts = epoch(rec.created_at), epoch(rec.last_activity)
     rec.user_turns += new.prompts
     rec.clean_end = new.clean_end if new.clean_end > start else start
     return rec

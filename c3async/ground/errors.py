@@ -3,7 +3,17 @@ the CLI prints it on stderr, the MCP tools return it as a tool error, the Hub as
 
 from __future__ import annotations
 
-__all__ = ("DECODE_ERRORS", "AmbiguousSession", "BadArgument", "C3Error", "UnknownSession", "UsageError")
+from collections.abc import Collection, Iterable
+
+__all__ = (
+    "DECODE_ERRORS",
+    "AmbiguousSession",
+    "BadArgument",
+    "C3Error",
+    "UnknownSession",
+    "UsageError",
+    "unknown_keys",
+)
 
 # What decoding untrusted JSON can raise. msgspec's DecodeError and ValidationError, json's
 # JSONDecodeError and UnicodeDecodeError are ValueErrors; nesting deeper than the recursion limit
@@ -83,3 +93,21 @@ def clip(value: str, limit: int = 200) -> str:
     if len(value) <= limit:
         return value
     return value[: limit - 1] + ELLIPSIS
+
+
+def unknown_keys(keys: Iterable[object], known: Collection[str], limit: int = 5) -> str | None:
+    """The keys of a settings file that are none of ``known``, named (the first ``limit``), each
+    with the known key it most likely misspells; None when every key is known. A misspelt key
+    is otherwise silently ignored, and the setting silently left at its default."""
+    strange = [k for k in keys if k not in known]
+    if not strange:
+        return None
+    import difflib
+
+    named = []
+    for key in strange[:limit]:
+        shown = str(key)[:60]
+        near = difflib.get_close_matches(shown, list(known), n=1)
+        named.append(repr(shown) + (f" (did you mean {near[0]!r}?)" if near else ""))
+    more = f" and {len(strange) - limit} more" if len(strange) > limit else ""
+    return ", ".join(named) + more

@@ -93,10 +93,12 @@ def _shown(path: str) -> str:
     return path if len(path) <= _SHOWN else f"{path[: _SHOWN - 40]}…{path[-39:]}"
 
 
-def warn_once(message: str) -> None:
-    """Log ``message`` as a warning, once per process."""
-    if message not in _warned:
-        _warned.add(message)
+def warn_once(message: str, key: str | None = None) -> None:
+    """Log ``message`` as a warning, once per process (once per ``key``, when given: a kind of
+    problem met in many places is said at the first)."""
+    key = message if key is None else key
+    if key not in _warned:
+        _warned.add(key)
         log.warning("%s", message)
 
 

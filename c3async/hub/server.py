@@ -180,7 +180,7 @@ class HubFiles:
                 continue
             try:
                 pid = int(json.loads(self._read(name) or b"null").get("pid"))
-            except (ValueError, TypeError, AttributeError, RecursionError):
+            except (ValueError, TypeError, AttributeError, RecursionError, OverflowError):
                 continue
             if pid <= 0 or _alive(pid):
                 continue
@@ -249,7 +249,7 @@ def running_hubs() -> list[RunningHub]:
                 doc = json.loads(reader._read(name) or b"null")
                 hub = RunningHub(str(doc["url"]), int(doc["port"]), int(doc["pid"]))
                 when = os.lstat(folder / name).st_mtime
-            except (OSError, ValueError, TypeError, KeyError, RecursionError):
+            except (OSError, ValueError, TypeError, KeyError, RecursionError, OverflowError):  # "port": 1e400
                 continue
             if hub.port == int(m.group(1)) and _ours_running(hub.pid, when) and _listening(hub.url, hub.port):
                 found.append((when, hub))

@@ -22,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from ..catalog.extract import epoch
 from ..catalog.scan import NEWEST
+from ..ground.clock import parse_iso
 from ..sessions.rows import Row
 from ..sessions.view import FILTERS, haystack, list_rows_sync
 
@@ -131,8 +131,10 @@ def _entries(rows: list[Row]) -> list[Entry]:
         why, score = _evidence(r, newer and "likely" in filters)
         s["why"] = why if "likely" in filters else []
         s["root"] = root
-        act = epoch(r.last_activity or r.mtime) or r.mtime_ns / 1e9
-        out.append(Entry(s, haystack(r), frozenset(filters), act, epoch(r.created_at) or act, score, r.mtime_ns, root))
+        act = parse_iso(r.last_activity or r.mtime) or r.mtime_ns / 1e9
+        out.append(
+            Entry(s, haystack(r), frozenset(filters), act, parse_iso(r.created_at) or act, score, r.mtime_ns, root)
+        )
     under: dict[str, int] = {}
     for e in out:
         if e.root is not None:

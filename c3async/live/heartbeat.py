@@ -16,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import safefs
+from ..ground import clock, safefs
 from ..ground.jsondoc import write_atomic
 from ..ground.stateroot import project_state
 
@@ -80,6 +80,12 @@ class Heartbeat(msgspec.Struct, kw_only=True):
     # the claude process it runs under: two servers of one window (the plugin's and one added by
     # hand) are one MCP connection of that window, not two (``reader`` counts processes)
     host_pid: int | None = None
+
+    def __post_init__(self) -> None:
+        # A ts out of range (``ground.clock``): the file is judged by that ts alone, so it is
+        # never fresh (however fresh its monotonic reading) and is pruned.
+        if clock.event(self.ts, "a heartbeat's ts", "a file of .c3/live") is None:
+            self.mono = None
 
 
 def live_dir(project: str) -> Path:

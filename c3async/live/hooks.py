@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..catalog.listing import is_session_id
-from ..ground import safefs
+from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.home import c3_home
 from ..stores import activity
@@ -82,8 +82,8 @@ def _predecessor(project: str, claude_pid: int | None, now: float) -> str | None
             row = json.loads(raw)
         except DECODE_ERRORS:
             continue  # the cut first line, a torn one, or a hostile one
-        ts = row.get("ts") if isinstance(row, dict) else None
-        if not isinstance(ts, (int, float)):
+        ts = clock.event(row.get("ts"), "an activity row's ts", path) if isinstance(row, dict) else None
+        if ts is None:
             continue
         if now - ts > CLEAR_LINK_S:
             return None  # past the link window: no /clear just ended here

@@ -64,7 +64,7 @@ class HostIdentity:
             reg = msgspec.json.decode(read_foreign(self.registry_path(pid)), type=Registered)
         except (OSError, *DECODE_ERRORS):
             return None
-        if reg.sessionId and (reg.pid is None or reg.pid == pid) and start_matches(reg, pid):
+        if reg.sessionId and (reg.pid is None or reg.pid == pid) and start_matches(reg, pid, self.registry_path(pid)):
             return reg.sessionId
         return None
 

@@ -18,11 +18,12 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from ..catalog.locate import config_home
-from ..ground import safefs
+from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS
 
 __all__ = (
@@ -49,10 +50,11 @@ class Registered(msgspec.Struct):
     pid: int | None = None
     sessionId: str | None = None
     cwd: str | None = None
-    procStart: int | str | None = None
-    startedAt: float | None = None
+    # Any: a value of the wrong type spoils that field only (``start_matches``, ``registry_time``)
+    procStart: Any = None
+    startedAt: Any = None
     status: str | None = None
-    statusUpdatedAt: float | None = None
+    statusUpdatedAt: Any = None
     waitingFor: str | None = None
     name: str | None = None
     kind: str | None = None
@@ -84,23 +86,34 @@ def proc_start_ticks(pid: int) -> int | None:
         return None
 
 
-def start_matches(reg: Registered, pid: int) -> bool:
+def registry_time(value: Any, where: object) -> float | None:
+    """A time of a registry file (milliseconds since 1970, as Claude Code writes them; seconds
+    in older files) as epoch seconds, when it is one in range (``ground.clock``; else None,
+    said once)."""
+    ms = isinstance(value, int | float) and not isinstance(value, bool) and value > 1e11
+    return clock.event(value, "a registry time", where, scale=0.001 if ms else 1.0)
+
+
+def start_matches(reg: Registered, pid: int, where: object = "") -> bool:
     """Whether the process now running as ``pid`` is the one that wrote ``reg`` (not a process
-    that reused its pid): the start ticks where /proc has them, else psutil's start time."""
+    that reused its pid): the start ticks where /proc has them, else psutil's start time.
+    ``where``: the file, named if its start time is out of range."""
     ticks = proc_start_ticks(pid)
     if ticks is not None and reg.procStart is not None:
+        if not isinstance(reg.procStart, int | str) or isinstance(reg.procStart, bool):
+            return False
         try:
             return int(reg.procStart) == ticks
-        except ValueError:
+        except ValueError:  # not digits, or more of them than int() takes
             return False
-    if reg.startedAt is not None:  # no /proc: compare wall-clock start times, to the second
+    started = registry_time(reg.startedAt, where or f"the registry file of {pid}")
+    if started is not None:  # no /proc: compare wall-clock start times, to the second
         try:
             import psutil
 
             created = psutil.Process(pid).create_time()
         except Exception:  # gone, or not ours to inspect
             return False
-        started = reg.startedAt / 1000 if reg.startedAt > 1e11 else reg.startedAt
         return abs(created - started) < 2.0
     return False
 
@@ -182,11 +195,11 @@ def _collect(dfd: int | None, folder: Path, names: list[str]) -> Snapshot:
         reg = _read(dfd, folder, name)
         if reg is None or not reg.sessionId or not _UUID.fullmatch(reg.sessionId):
             continue
-        if (reg.pid is not None and reg.pid != pid) or not start_matches(reg, pid):
+        if (reg.pid is not None and reg.pid != pid) or not start_matches(reg, pid, folder / name):
             left.add(reg.sessionId)  # its process is gone, or another one has its pid
             continue
         state = reg.status if reg.status in STATES else None
-        since = reg.statusUpdatedAt if isinstance(reg.statusUpdatedAt, int | float) and state else None
+        since = registry_time(reg.statusUpdatedAt, folder / name) if state else None
         cwd = reg.cwd if isinstance(reg.cwd, str) and os.path.isabs(reg.cwd) and "\0" not in reg.cwd else None
         out.append(
             Running(
@@ -194,7 +207,7 @@ def _collect(dfd: int | None, folder: Path, names: list[str]) -> Snapshot:
                 pid=pid,
                 cwd=cwd,
                 state=state,
-                state_since=since / 1000 if since is not None and since > 1e11 else since,
+                state_since=since,
                 waiting_for=_clean(reg.waitingFor) if state == "waiting" else None,
                 name=_clean(reg.name),
                 kind=_clean(reg.kind, 20),

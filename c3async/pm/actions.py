@@ -57,7 +57,6 @@ LIMITS = {
     "blocked_by": MAX_BLOCKED_BY * (MAX_SHORT // 2),
 }
 # fullmatch everywhere: `$` would also accept a final newline. ASCII digits only (\d is Unicode).
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TASK_REF = re.compile(rf"[0-9a-z_-]{{{MIN_PREFIX},64}}")
 
 
@@ -156,12 +155,10 @@ def _due(value: str) -> str | None:
     value = value.strip()
     if not value or value.lower() == "none":
         return None
-    if _DATE.fullmatch(value) is None:
+    if store.DATE.fullmatch(value) is None:
         raise TaskArgError("{arg} must be a date YYYY-MM-DD, got {got}", arg=Arg("due"), got=_shown(value))
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        raise TaskArgError("{arg} is not a real date: {got}", arg=Arg("due"), got=repr(value)) from None
+    if not store.real_date(value):
+        raise TaskArgError("{arg} is not a real date: {got}", arg=Arg("due"), got=repr(value))
     return value
 
 

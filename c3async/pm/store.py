@@ -8,14 +8,16 @@ an error naming the file and that backup. Reads take no lock: a replace is atomi
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Literal, TypeVar
 
 import msgspec
 
-from ..ground import jsondoc
+from ..ground import clock, jsondoc
 from ..ground.jsondoc import CorruptDocument
 from ..ground.stateroot import project_state
 
@@ -108,13 +110,67 @@ def pm_path(project: str) -> Path:
 
 def load(project: str) -> PM:
     """The current state, for reading (no lock: a replace is atomic; raises PMCorrupt)."""
-    return jsondoc.read(pm_path(project), PM, PM)
+    path = pm_path(project)
+    return checked(jsondoc.read(path, PM, PM), path)
 
 
 def change(project: str, fn: Callable[[PM], T]) -> T:
     """Apply ``fn`` to the state under the lock and store the result, keeping the previous file
     as ``pm.json.bak``; ``fn``'s return value is returned. If ``fn`` raises, nothing is written."""
-    return jsondoc.update(pm_path(project), PM, PM, fn, backup=True)
+    path = pm_path(project)
+    return jsondoc.update(path, PM, PM, lambda pm: fn(checked(pm, path)), backup=True)
+
+
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # fullmatch; ASCII digits only (\d is Unicode)
+
+
+def real_date(value: str) -> bool:
+    """Is ``value`` a real date written YYYY-MM-DD?"""
+    if DATE.fullmatch(value) is None:
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def checked(pm: PM, path: Path) -> PM:
+    """``pm`` with every time in range (``ground.clock``): one out of range reads as unknown (0,
+    or None where the field may be None), a time entry that did not start in range is dropped
+    and one that ends before it starts ends when it starts; a due date that is no real date
+    reads as none. Each kind said once. A pm.json is shared (a repository can ship one), so this
+    is what every reader and every change sees."""
+
+    def when(value: float | None, kind: str) -> float | None:
+        return clock.event(value, f"a task store's {kind}", path, key="pm")
+
+    def due(value: str | None) -> str | None:
+        if value is None or real_date(value):
+            return value
+        clock.event(value, "a task store's due date", path, key="pm")
+        return None
+
+    for t in pm.tasks:
+        t.created, t.updated = when(t.created, "created") or 0.0, when(t.updated, "updated") or 0.0
+        t.due = due(t.due)
+        entries = []
+        for e in t.time:
+            start = when(e.start, "time entry start")
+            if start is not None:
+                e.start = start
+                if e.end is not None:
+                    e.end = max(start, when(e.end, "time entry end") or start)
+                entries.append(e)
+        t.time = entries
+    for m in pm.milestones:
+        m.created, m.due = when(m.created, "created") or 0.0, due(m.due)
+        m.completed_at, m.archived_at = when(m.completed_at, "completed_at"), when(m.archived_at, "archived_at")
+    for d in pm.decisions:
+        d.ts = when(d.ts, "decision ts") or 0.0
+    for ev in pm.events:
+        ev.ts = when(ev.ts, "event ts") or 0.0
+    return pm
 
 
 def now() -> float:

@@ -32,7 +32,7 @@ import msgspec
 
 from ..catalog.listing import transcript_files
 from ..catalog.locate import projects_root
-from ..ground import safefs
+from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.locking import try_locked
 from . import store
@@ -96,7 +96,9 @@ def scan_files() -> dict[str, Seen]:
             if not _indexed(path):
                 continue
             sidechain = session is None or os.path.dirname(path) != f.path
-            out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size, st.st_mtime_ns)
+            out[path] = Seen(
+                path, f.name, session, sidechain, st.st_ino, st.st_size, clock.file_ns(st.st_mtime_ns, path)
+            )
     _archived(root, out)
     return out
 
@@ -122,7 +124,9 @@ def _archived(root: Path, out: dict[str, Seen]) -> None:
             if original in out:
                 continue
             sidechain = session is None or os.path.dirname(path) != f.path
-            out[path] = Seen(path, f.name, session, sidechain, st.st_ino, st.st_size, st.st_mtime_ns)
+            out[path] = Seen(
+                path, f.name, session, sidechain, st.st_ino, st.st_size, clock.file_ns(st.st_mtime_ns, path)
+            )
 
 
 class Update(msgspec.Struct):
@@ -639,7 +643,8 @@ def _seen_of(conn: sqlite3.Connection, row: store.FileRow) -> Seen:
     folder, sidechain = conn.execute("SELECT folder, sidechain FROM files WHERE id=?", (row.id,)).fetchone()
     try:
         st = os.lstat(row.path)
-        return Seen(row.path, folder, row.session, bool(sidechain), st.st_ino, st.st_size, st.st_mtime_ns)
+        mtime_ns = clock.file_ns(st.st_mtime_ns, row.path)  # SQLite's INTEGER holds 64 bits
+        return Seen(row.path, folder, row.session, bool(sidechain), st.st_ino, st.st_size, mtime_ns)
     except OSError:
         return Seen(row.path, folder, row.session, bool(sidechain), 0, 0, 0)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import os
 import re
-from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -25,6 +24,7 @@ import msgspec
 
 from ..catalog.extract import classify_text, prompt_title
 from ..catalog.listing import depth_in_folder, is_session_id
+from ..ground import clock
 from ..ground.errors import DECODE_ERRORS
 from ..ground.safefs import open_regular
 
@@ -219,21 +219,13 @@ class FileRead(msgspec.Struct, array_like=True, gc=False):
     searched: int = 0  # see ``jsonl.Pieces``
 
 
-def epoch(ts: Any) -> int | None:
-    if not isinstance(ts, str):
-        return None
-    try:
-        return int(datetime.fromisoformat(ts).timestamp())
-    except ValueError:
-        return None
-
-
 _SPOKEN_OR_TITLE = frozenset({"user", "assistant", "custom-title", "ai-title"})
 
 
 class _Reader:
     def __init__(self, job: Job, found: FileRead) -> None:
         self.sidechain = job.sidechain
+        self.path = job.path
         self.found = found
         self.skipped = 0
 
@@ -288,7 +280,8 @@ class _Reader:
         texts = line_texts(line)
         if not texts:
             return
-        ts = epoch(line.timestamp)
+        seconds = clock.event_iso(line.timestamp, "a transcript's timestamp", self.path)
+        ts = None if seconds is None else int(seconds)
         branch = line.gitBranch if isinstance(line.gitBranch, str) and line.gitBranch else None
         sidechain = self.sidechain or line.isSidechain is True
         if not sidechain:

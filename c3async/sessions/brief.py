@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from ..catalog.changes import changed_files
 from ..catalog.conversation import MAX_LIMIT, Item, page
-from ..catalog.extract import epoch
+from ..ground.clock import parse_iso
 from ..ground.errors import AmbiguousSession, BadArgument, C3Error, UnknownSession
 from ..ground.term import inert, inert_line
 from ..stores import records
@@ -50,7 +50,7 @@ def project_rows(project: str) -> list[Row]:
 
 
 def _when(iso: str | None, now: float) -> str:
-    t = epoch(iso)
+    t = parse_iso(iso)
     if t is None:
         return "?"
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t)) + f" ({age(iso, now)} ago)"

@@ -9,8 +9,8 @@ import time
 
 import msgspec
 
-from ..catalog.extract import epoch
 from ..catalog.scan import Session
+from ..ground.clock import clamp_ns, parse_iso
 from ..stores.marks import Note, Stale
 from .resume import ago, resume_command
 
@@ -119,12 +119,13 @@ class Row(msgspec.Struct):
 
 def age(iso: str | None, now: float) -> str:
     """How long ago an ISO time was, in the largest whole unit: 3d, 5h, 12m, 40s ("?" if unknown)."""
-    return ago(epoch(iso), now)
+    return ago(parse_iso(iso), now)
 
 
 def iso(ns: int) -> str:
-    """Epoch nanoseconds as ISO 8601 UTC with milliseconds, as transcripts write times."""
-    secs, rest = divmod(ns, 1_000_000_000)
+    """Epoch nanoseconds as ISO 8601 UTC with milliseconds, as transcripts write times (within
+    1970 .. 2262, ``clock.clamp_ns``: every platform's gmtime shows those)."""
+    secs, rest = divmod(clamp_ns(ns), 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rest // 1_000_000:03d}Z"
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from ..ground import jsonl
+from ..ground import clock, jsonl
 from ..ground.errors import clip
 from ..ground.folds import LogFold, fold_for
 from ..ground.stateroot import project_state
@@ -60,15 +60,16 @@ def record_once(project: str, kind: str, within: float, same: tuple[str, ...], *
     row: dict[str, Any] = {"ts": round(time.time(), 3), "kind": kind}
     row.update((k, clip(v, MAX_LOGGED) if isinstance(v, str) else v) for k, v in fields.items() if v is not None)
     line = jsonl.encode_line(row)
-    with jsonl.appending(activity_path(project)) as log:
+    path = activity_path(project)
+    with jsonl.appending(path) as log:
         start = max(0, log.size - SAME_EVENT_BYTES)
         for raw in reversed(os.pread(log.fd, log.size - start, start).split(b"\n")[1 if start else 0 :]):
             try:
                 old = msgspec.json.decode(raw)
             except (msgspec.DecodeError, RecursionError):
                 continue  # a cut first line, a torn or hostile one
-            ts = old.get("ts") if isinstance(old, dict) else None
-            if not isinstance(ts, (int, float)) or isinstance(ts, bool):
+            ts = clock.event(old.get("ts"), "an activity row's ts", path) if isinstance(old, dict) else None
+            if ts is None:
                 continue
             if abs(row["ts"] - ts) > within:
                 continue  # not break: a writer that waited on the lock may have left an older row later
@@ -97,18 +98,24 @@ class Facts(msgspec.Struct):
     newest: float = 0.0
 
 
-FOLD_VERSION = 3  # bump when Facts or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 4  # bump when Facts or _apply change meaning: checkpoints are then refolded
 MAX_CWDS = 1000  # folders kept in the fold, the most recently seen (a shipped log can name 200,000)
 
 
-def _apply(old: Facts, rows: list[ActivityRow]) -> Facts:
+def _apply(old: Facts, rows: list[ActivityRow], path: Path | None = None) -> Facts:
     """Only hooks' ``session_start``/``session_end`` open and close a session (a lifecycle
     start says nothing of when the host session ends); any row naming an open session moves its
     last activity. A session started and never ended (killed) leaves the fold after a week.
+    A row whose time is out of range (``ground.clock``) is skipped: from the future, it would
+    keep a session open for ever and close every other one.
     A new state is built (readers in other threads keep the old one)."""
     facts = Facts(dict(old.open), dict(old.holders), dict(old.cleared), list(old.pairs), dict(old.cwds), old.newest)
     opened, holders = facts.open, facts.holders
+    high = clock.latest()
     for row in rows:
+        if not clock.EARLIEST < row.ts <= high:
+            clock.event(row.ts, "an activity row's ts", path or "activity.jsonl")
+            continue
         facts.newest = max(facts.newest, row.ts)
         sid = row.session_id
         if not sid:
@@ -153,7 +160,7 @@ def log_fold(project: str) -> LogFold[ActivityRow, Facts]:
             ActivityRow,
             Facts,
             Facts,
-            lambda facts, batch: _apply(facts, batch.records),
+            lambda facts, batch: _apply(facts, batch.records, path),
         ),
     )
 

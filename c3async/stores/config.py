@@ -3,7 +3,9 @@
 A file that is missing, a link, a special file, not JSON, nested too deep or not an object is
 ignored (a cloned repository's ``.c3/config.json`` must not break anything), with one warning.
 A value of the wrong type or out of range is an error (``ConfigError``) naming the file and the
-key: a setting someone wrote must not be silently replaced by its default.
+key: a setting someone wrote must not be silently replaced by its default. A key that is no
+setting (a misspelling) is ignored, and named once in a warning with the setting it most likely
+means.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.errors import DECODE_ERRORS, C3Error, unknown_keys
 from ..ground.home import c3_home
 from ..ground.stateroot import project_state
 
@@ -63,7 +65,12 @@ def _read(path: Path) -> dict:
 
 
 def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
-    """The file's settings, each of the right type and range (ConfigError names the first that is not)."""
+    """The file's settings, each of the right type and range (ConfigError names the first that
+    is not); keys that are no setting are named in a warning (once)."""
+    strange = unknown_keys(data, Config.__struct_fields__)
+    if strange:
+        settings = ", ".join(Config.__struct_fields__)
+        safefs.warn_once(C3Error(f"{path}: ignoring {strange}: not a setting (the settings are {settings})"))
     try:
         msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:

@@ -22,7 +22,7 @@ from typing import Literal, cast
 import msgspec
 
 from ..catalog.listing import is_session_id
-from ..ground import jsonl, safefs
+from ..ground import clock, jsonl, safefs
 from ..ground.errors import DECODE_ERRORS, BadArgument, check_text, clip
 from ..ground.folds import LogFold, fold_for
 from ..ground.stateroot import project_state
@@ -119,13 +119,17 @@ class Folded(msgspec.Struct):
     keep: dict[str, Span] = msgspec.field(default_factory=dict)
 
 
-FOLD_VERSION = 3  # bump when Folded or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 4  # bump when Folded or _apply change meaning: checkpoints are then refolded
 
 
-def _apply(state: Folded, batch: jsonl.Batch[Mark]) -> Folded:
+def _apply(state: Folded, batch: jsonl.Batch[Mark], path: Path | None = None) -> Folded:
     # a new state: readers keep the old one
     stale, note, keep = dict(state.stale), dict(state.note), dict(state.keep)
+    high = clock.latest()
     for mark, (offset, length) in zip(batch.records, batch.spans or (), strict=True):
+        if not clock.EARLIEST < mark.ts <= high:  # a mark from the future would win for ever
+            clock.event(mark.ts, "a mark's ts", path or "session_marks.jsonl")
+            continue
         book = note if mark.op == "note" else keep if mark.op in ("keep", "unkeep") else stale
         held = book.get(mark.id)
         # By time, not by place in the file: a fold of older state (another state root's
@@ -140,7 +144,9 @@ def log_fold(project: str) -> LogFold[Mark, Folded]:
     checkpoint = project_state(project) / "cache" / "marks.fold"
     return fold_for(
         ("marks", str(path)),
-        lambda: LogFold("marks", FOLD_VERSION, path, checkpoint, Mark, Folded, Folded, _apply, spans=True),
+        lambda: LogFold(
+            "marks", FOLD_VERSION, path, checkpoint, Mark, Folded, Folded, lambda s, b: _apply(s, b, path), spans=True
+        ),
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import safefs
+from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.jsondoc import write_atomic
 from ..ground.stateroot import project_state
@@ -81,11 +81,26 @@ def load_all(project: str) -> list[SessionRecord]:
     out = []
     for name in names:
         try:  # a link or a special file among them is skipped (read_bytes refuses it)
-            out.append(_decoder.decode(safefs.read_bytes(folder / name)))
+            out.append(_checked(_decoder.decode(safefs.read_bytes(folder / name)), folder / name))
         except (OSError, *DECODE_ERRORS):
             continue
     out.sort(key=lambda r: r.started)
     return out
+
+
+def _checked(rec: SessionRecord, path: Path) -> SessionRecord:
+    """``rec`` with its times in range (``ground.clock``): one out of range reads as unknown (0,
+    or None for ``ended``), said once."""
+
+    def when(value: float | None) -> float | None:
+        return clock.event(value, "a C3 session record's time", path)
+
+    rec.started, rec.ended = when(rec.started) or 0.0, when(rec.ended)
+    for snapshot in rec.snapshots:
+        snapshot.ts = when(snapshot.ts) or 0.0
+    for event in rec.events:
+        event.ts = when(event.ts) or 0.0
+    return rec
 
 
 def new_record(c3_session_id: str, ide: str | None, cwd: str) -> SessionRecord:

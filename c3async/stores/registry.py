@@ -17,7 +17,7 @@ import time
 
 import msgspec
 
-from ..ground import jsondoc
+from ..ground import clock, jsondoc
 from ..ground.errors import BadArgument
 from ..ground.home import c3_home
 from ..ground.paths import canonical, project_root
@@ -60,16 +60,19 @@ def missing(path: str) -> bool:
 
 
 def _folded(entries: list[Project]) -> list[Project]:
-    """One entry per project root, where the first entry of that root stood."""
+    """One entry per project root, where the first entry of that root stood; a time out of
+    range (``ground.clock``) reads as unknown (0), said once."""
     out: dict[str, Project] = {}
     for entry in entries:
         root = project_root(entry.path)
+        added = clock.event(entry.added, "a registered project's time", _path()) or 0.0
+        seen = clock.event(entry.last_seen, "a registered project's time", _path()) or 0.0
         held = out.get(root)
         if held is None:
-            out[root] = Project(path=root, added=entry.added, last_seen=entry.last_seen)
+            out[root] = Project(path=root, added=added, last_seen=seen)
         else:
-            held.added = min(held.added, entry.added)
-            held.last_seen = max(held.last_seen, entry.last_seen)
+            held.added = min(held.added, added) if held.added and added else held.added or added
+            held.last_seen = max(held.last_seen, seen)
     return list(out.values())
 
 

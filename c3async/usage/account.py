@@ -53,12 +53,13 @@ from ..catalog.forks import ancestors, fork_parents
 from ..catalog.listing import transcript_files
 from ..catalog.locate import locate
 from ..catalog.scan import cache_path as catalog_cache_path
-from ..ground import jsonl, safefs, workers
+from ..ground import clock, jsonl, safefs, workers
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.jsondoc import write_atomic
+from ..ground.paths import warn_once
 from ..ground.stateroot import project_state
 from .prices import TIER_TOKENS, current_prices
-from .reader import FileScan, Hit, Job, Tokens, better, read_files, read_files_packed, unpack
+from .reader import MAX_TOKENS, FileScan, Hit, Job, ResponseUSD, Tokens, better, read_files, read_files_packed, unpack
 from .totals import NO_TOKENS, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class _Entry(msgspec.Struct, array_like=True):
     session: str
     model: str
     tokens: Tokens
-    cost: float | None  # what the line recorded (``costUSD``); None: priced when reported
+    cost: ResponseUSD | None  # what the line recorded (``costUSD``); None: priced when reported
     sidechain: bool
     ts: str | None
 
@@ -167,6 +168,8 @@ def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, Sess
     sums: dict[tuple[str, str], list] = {}
     spans: dict[str, list] = {}  # session -> [first ts, last ts]
     tier = TIER_TOKENS
+    # a line's time counts when in range (``ground.clock``): compared as text here, every pass
+    earliest, last = clock.iso_window()
     for entries in (state.seen.values(), *(fs.loose for fs in state.files.values())):
         for e in entries:
             key = (e.session, e.model)
@@ -195,6 +198,9 @@ def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, Sess
                 rec[5] += e.cost
                 rec[6] += 1
             ts = e.ts
+            if ts and not earliest < ts <= last:
+                clock.event_iso(ts, "a transcript's timestamp", e.file)  # says so, once
+                ts = None
             if ts:
                 span = spans.get(e.session)
                 if span is None:
@@ -338,6 +344,13 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
         return descendants.get(session, set())
 
     files_read = read_bytes = decoded = skipped = 0
+    bad = next(((job.path, scan.out_of_range) for _, job, scan in done if scan.out_of_range), None)
+    if bad is not None:
+        warn_once(
+            f"{bad[0]}: the usage of {bad[1]} response(s) is not counted: token counts that are negative, "
+            f"not whole numbers or above {MAX_TOKENS:,}, or a cost out of range (files like it too)",
+            key="usage:out_of_range",
+        )
     for fs, job, scan in done:  # in listing order, so which copy a tie keeps never varies
         if job.path in replaced:
             fs.loose.clear()

@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.errors import DECODE_ERRORS, C3Error, unknown_keys
 from ..ground.home import c3_home
 
 __all__ = ("Price", "PriceTable", "PricesError", "current_prices", "load_prices", "prices_path", "prices_signature")
@@ -144,6 +144,17 @@ def _price_problem(price: Price) -> str | None:
     return None
 
 
+def _name_unknown_keys(path: Path, family: str, value: object) -> None:
+    """Warn once of the keys of a family's price (and of its ``above_200k``) that are none of
+    ``Price``'s: a misspelt one would otherwise leave that price at its default, silently."""
+    inner = value.get("above_200k") if isinstance(value, dict) else None
+    for where, price in ((family, value), (f"{family}.above_200k", inner)):
+        strange = unknown_keys(price, Price.__struct_fields__) if isinstance(price, dict) else None
+        if strange:
+            keys = ", ".join(Price.__struct_fields__)
+            safefs.warn_once(C3Error(f"{path}: {where!r}: ignoring {strange}: not a price key (they are {keys})"))
+
+
 def prices_path() -> Path:
     return c3_home() / "prices.json"
 
@@ -205,6 +216,7 @@ def load_prices() -> PriceTable:
         shown = key[:60]
         if not key.strip() or len(key) > 200:
             raise PricesError(f"{path}: {shown!r} is not a model family (a model id's prefix, at most 200 characters)")
+        _name_unknown_keys(path, shown, value)
         try:
             price = msgspec.convert(value, Price)
         except msgspec.ValidationError as exc:

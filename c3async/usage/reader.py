@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Annotated, Protocol, cast
 
 import msgspec
 
@@ -36,9 +36,14 @@ from ..ground.safefs import open_regular
 __all__ = (
     "CHUNK",
     "MAX_LINE",
+    "MAX_RESPONSE_USD",
+    "MAX_TOKENS",
+    "Count",
     "FileScan",
     "Hit",
     "Job",
+    "ResponseUSD",
+    "Tokens",
     "read_file",
     "read_files",
     "read_files_packed",
@@ -47,23 +52,35 @@ __all__ = (
 
 CHUNK = 8 * 1024 * 1024
 MAX_LINE = 32 * 1024 * 1024
+# One response's tokens of one kind: the largest context window is 2**20 tokens and an output
+# at most 128k, so a count above 10**9 (a thousand windows) is no count; nor is a negative one.
+MAX_TOKENS = 10**9
+# One response's recorded ``costUSD``: the dearest response a 1M-token window can cost at
+# today's prices is about 30 USD, so more than 10,000 (or less than 0) is no cost.
+MAX_RESPONSE_USD = 10_000.0
 _MARKER = b'"usage":{'
 _NL = b"\n"
 
+# One response's tokens of one kind, and its recorded cost, as every decoder checks them (the
+# accountant's state is a file too).
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS)]
+ResponseUSD = Annotated[float, msgspec.Meta(ge=0, le=MAX_RESPONSE_USD)]
 # tokens: (input, output, cache_write_5m, cache_write_1h, cache_read)
-Tokens = tuple[int, int, int, int, int]
+Tokens = tuple[Count, Count, Count, Count, Count]
 
 
+# Counts are decoded as numbers of either kind, so that one which is not a whole number is
+# found and said (``MAX_TOKENS``), not lost with its line.
 class _CacheCreation(msgspec.Struct):
-    ephemeral_5m_input_tokens: int = 0
-    ephemeral_1h_input_tokens: int = 0
+    ephemeral_5m_input_tokens: int | float = 0
+    ephemeral_1h_input_tokens: int | float = 0
 
 
 class _Usage(msgspec.Struct):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
+    input_tokens: int | float = 0
+    output_tokens: int | float = 0
+    cache_creation_input_tokens: int | float = 0
+    cache_read_input_tokens: int | float = 0
     cache_creation: _CacheCreation | None = None
 
 
@@ -96,7 +113,7 @@ class Hit(msgspec.Struct, array_like=True, gc=False):
     session: str
     model: str
     tokens: Tokens
-    cost: float | None  # what the line recorded (``costUSD``, older Claude Code); None: priced when reported
+    cost: ResponseUSD | None  # what the line recorded (``costUSD``, older Claude Code); None: priced when reported
     sidechain: bool
     ts: str | None
 
@@ -126,6 +143,7 @@ class FileScan(msgspec.Struct, array_like=True, gc=False):
     decoded: int = 0  # bytes of those lines handed to the decoder
     skipped: int = 0  # lines holding the marker that did not decode, or over MAX_LINE
     searched: int = 0  # see ``jsonl.Pieces``
+    out_of_range: int = 0  # responses not counted: token counts or a cost out of range
 
 
 class Copy(Protocol):
@@ -151,7 +169,7 @@ class _Reader:
         self.session = session
         self.best: dict[str, Hit] = {}
         self.loose: list[Hit] = []
-        self.lines = self.decoded = self.skipped = 0
+        self.lines = self.decoded = self.skipped = self.out_of_range = 0
 
     def piece(self, buf: bytearray, end: int, base: int) -> None:
         """Account the complete lines of ``buf[:end]`` (``buf[end - 1]`` is a newline)."""
@@ -189,13 +207,23 @@ class _Reader:
                 continue
             u = msg.usage
             cc = u.cache_creation
-            tokens: Tokens = (
+            tokens = (
                 u.input_tokens,
                 u.output_tokens,
                 cc.ephemeral_5m_input_tokens if cc is not None else u.cache_creation_input_tokens,
                 cc.ephemeral_1h_input_tokens if cc is not None else 0,
                 u.cache_read_input_tokens,
             )
+            cost = line.costUSD
+            # a sum of whole numbers is one: a float among them makes it a float
+            if (
+                min(tokens) < 0
+                or max(tokens) > MAX_TOKENS
+                or type(sum(tokens)) is not int
+                or (cost is not None and not 0 <= cost <= MAX_RESPONSE_USD)
+            ):
+                self.out_of_range += 1  # that response is not counted (the accountant says so once)
+                continue
             sidechain = bool(line.isSidechain)
             if not msg.id:
                 key = None
@@ -209,7 +237,7 @@ class _Reader:
                     continue
             # cost: a recorded costUSD (legacy lines) wins, as in ccusage's auto mode; the
             # others are priced when a report is made, from the price table of the moment
-            hit = Hit(key, sid, msg.model, tokens, line.costUSD, sidechain, line.timestamp)
+            hit = Hit(key, sid, msg.model, cast(Tokens, tokens), cost, sidechain, line.timestamp)
             if key is None:
                 self.loose.append(hit)
             else:
@@ -259,6 +287,7 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
         reader.decoded,
         reader.skipped,
         searched,
+        reader.out_of_range,
     )
 
 

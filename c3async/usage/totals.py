@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 import msgspec
 
-from ..ground import jsonl
+from ..ground import clock, jsonl
 from ..ground.folds import LogFold, fold_for
 from ..ground.stateroot import project_state
 from .prices import PriceTable, current_prices
@@ -43,9 +43,13 @@ __all__ = (
 )
 
 # bump when SessionTotals or _apply change meaning: checkpoints are then refolded
-FOLD_VERSION = 2  # 2: tokens per model and kind (``models``), priced at report time
+FOLD_VERSION = 3  # 2: tokens per model and kind (``models``), priced at report time; 3: times checked
 
-Kinds = tuple[int, int, int, int, int]  # input, output, cache write 5m, cache write 1h, cache read
+# A sum of token counts or of responses, and of USD, as every row is decoded: a negative one is
+# no sum, and a bigger one than 64 bits no count (nor could a checkpoint hold it).
+Total = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+USD = Annotated[float, msgspec.Meta(ge=0)]
+Kinds = tuple[Total, Total, Total, Total, Total]  # input, output, cache write 5m, cache write 1h, cache read
 NO_TOKENS: Kinds = (0, 0, 0, 0, 0)
 
 
@@ -59,9 +63,9 @@ class ModelTokens(msgspec.Struct, omit_defaults=True):
 
     tokens: Kinds = NO_TOKENS
     above_200k: Kinds = NO_TOKENS
-    responses: int = 0
-    recorded_usd: float = 0.0
-    recorded: int = 0
+    responses: Total = 0
+    recorded_usd: USD = 0.0
+    recorded: Total = 0
 
 
 class SessionTotals(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -72,16 +76,16 @@ class SessionTotals(msgspec.Struct, kw_only=True, omit_defaults=True):
     session_id: str
     ts: float = 0.0  # when this row was written
     title: str | None = None
-    input: int = 0
-    output: int = 0
-    cache_write_5m: int = 0
-    cache_write_1h: int = 0
-    cache_read: int = 0
-    cost_usd: float = 0.0
-    cost_by_model: dict[str, float] = msgspec.field(default_factory=dict)
-    tokens_by_model: dict[str, int] = msgspec.field(default_factory=dict)
+    input: Total = 0
+    output: Total = 0
+    cache_write_5m: Total = 0
+    cache_write_1h: Total = 0
+    cache_read: Total = 0
+    cost_usd: USD = 0.0
+    cost_by_model: dict[str, USD] = msgspec.field(default_factory=dict)
+    tokens_by_model: dict[str, Total] = msgspec.field(default_factory=dict)
     unknown_models: list[str] = msgspec.field(default_factory=list)
-    responses: int = 0
+    responses: Total = 0
     first_ts: str | None = None
     last_ts: str | None = None
     models: dict[str, ModelTokens] = msgspec.field(default_factory=dict)
@@ -186,10 +190,24 @@ def stats_path(project: str) -> Path:
     return project_state(project) / "session_stats.jsonl"
 
 
-def _apply(old: Latest, batch: jsonl.Batch[SessionTotals]) -> Latest:
-    """A new state (readers in other threads keep the old one)."""
+def _apply(old: Latest, batch: jsonl.Batch[SessionTotals], path: Path | None = None) -> Latest:
+    """A new state (readers in other threads keep the old one). A row whose time is out of
+    range (``ground.clock``) is skipped: from the future, it would be the session's total for
+    ever; its first and last times are dropped when out of range. (Counts out of range never
+    decode: ``Total``.)"""
     latest = dict(old.sessions)
+    high = clock.latest()
+    earliest, last = clock.iso_window()
+    where = path or "session_stats.jsonl"
     for row in batch.records:
+        if not clock.EARLIEST < row.ts <= high:
+            clock.event(row.ts, "a stats row's ts", where)
+            continue
+        for name in ("first_ts", "last_ts"):
+            value = getattr(row, name)
+            if value is not None and not earliest < value <= last:
+                clock.event_iso(value, "a stats row's time", where)
+                setattr(row, name, None)
         held = latest.get(row.session_id)
         if held is None or row.ts >= held.ts:
             latest[row.session_id] = row
@@ -201,7 +219,16 @@ def stats_fold(project: str) -> LogFold[SessionTotals, Latest]:
     checkpoint = project_state(project) / "cache" / "session_stats.fold"
     return fold_for(
         ("session_stats", str(path)),
-        lambda: LogFold("session_stats", FOLD_VERSION, path, checkpoint, SessionTotals, Latest, Latest, _apply),
+        lambda: LogFold(
+            "session_stats",
+            FOLD_VERSION,
+            path,
+            checkpoint,
+            SessionTotals,
+            Latest,
+            Latest,
+            lambda s, b: _apply(s, b, path),
+        ),
     )
 
 
