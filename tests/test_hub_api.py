@@ -902,7 +902,27 @@ def test_detail_of_an_unknown_or_foreign_session_is_404(client, world):
     r = client.get(f"/api/sessions/{world.pred}", params={"project": world.alpha})  # it is beta's
     assert r.status_code == 404 and r.json()["error"]
     r = client.get("/api/sessions/00000000-0000-4000-8000-000000000000")
-    assert r.status_code in (400, 404) and r.json()["error"]
+    assert r.status_code == 404 and r.json()["error"]
+
+
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.mark.parametrize("project", [None, "alpha"])
+def test_an_unknown_session_id_is_404_and_a_malformed_one_400(hub, client, world, project):
+    """On the detail, the conversation and the marks: a well-formed id no project has is not
+    found; one that is no UUID is a bad request. Nothing is written either way."""
+    params = {"project": world.alpha} if project else {}
+    before = world.marks_lines(world.alpha)
+    for sid, status in ((UNKNOWN, 404), (UNKNOWN.upper(), 404), ("not-a-uuid", 400), (world.healthy[:8], 400)):
+        for r in (client.get(f"/api/sessions/{sid}", params=params),
+                  client.get(f"/api/sessions/{sid}/conversation", params=params),
+                  _post(client, hub, sid, {"op": "note", "summary": "x", **params})):
+            assert r.status_code == status, (sid, r.request.url, r.status_code, r.text)
+            assert r.headers["content-type"].startswith("application/json") and r.json()["error"]
+            if status == 404:
+                assert UNKNOWN in r.json()["error"]
+    assert world.marks_lines(world.alpha) == before
 
 
 def test_worktree_session_resumes_in_the_worktree(client, world):
@@ -946,6 +966,25 @@ def test_bad_marks_are_400_with_a_message(hub, client, world, body):
     assert r.status_code == 400, (body, r.status_code, r.text)
     assert r.json()["error"]
     assert world.marks_lines(world.beta) == before
+
+
+def test_a_mark_into_a_linked_marks_log_is_a_400_naming_it(claude, tmp_path):
+    """A cloned repository may ship ``.c3/session_marks.jsonl`` as a link: the write is refused
+    (a 400 naming it: the refusal is an OSError too, never a 500), and the target is untouched."""
+    project = claude.project("linked")
+    sid = simple_session(claude.folder(project), project, "a session")
+    assert claude.run("sessions", "--project", project).returncode == 0
+    target = tmp_path / "bashrc"
+    target.write_text("keep me\n")
+    log = Path(project) / ".c3" / "session_marks.jsonl"
+    log.parent.mkdir(exist_ok=True)
+    log.unlink(missing_ok=True)
+    log.symlink_to(target)
+    with Hub(claude) as h, h.client() as c:
+        r = _post(c, h, sid, {"op": "note", "summary": "x", "project": project})
+    assert r.status_code == 400, r.text
+    assert "session_marks.jsonl" in r.json()["error"]
+    assert target.read_text() == "keep me\n"
 
 
 def test_marks_post_needs_a_json_object(hub, client, world):

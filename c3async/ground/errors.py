@@ -3,7 +3,15 @@ the CLI prints it on stderr, the MCP tools return it as a tool error, the Hub as
 
 from __future__ import annotations
 
-__all__ = ("DECODE_ERRORS", "AmbiguousSession", "BadArgument", "C3Error", "UnknownSession", "UsageError")
+__all__ = (
+    "DECODE_ERRORS",
+    "AmbiguousSession",
+    "BadArgument",
+    "C3Error",
+    "NotFound",
+    "UnknownSession",
+    "UsageError",
+)
 
 # What decoding untrusted JSON can raise. msgspec's DecodeError and ValidationError, json's
 # JSONDecodeError and UnicodeDecodeError are ValueErrors; nesting deeper than the recursion limit
@@ -25,7 +33,12 @@ class UsageError(BadArgument):
     CLI exits 2, as for its other usage errors."""
 
 
-class UnknownSession(C3Error):
+class NotFound(C3Error):
+    """What the caller named, well formed, is not there (a session no project has): the Hub
+    answers 404 where other errors are a 400."""
+
+
+class UnknownSession(NotFound):
     """No session of the project has this id or id prefix."""
 
     def __init__(self, ref: str, project: str, near: list[str] | None = None) -> None:

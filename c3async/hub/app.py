@@ -45,7 +45,7 @@ from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
 from ..ground.paths import project_root
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
@@ -436,20 +436,17 @@ def _session_project(request: Request, sid: str) -> str:
     for p in _projects():  # no project given: the one whose transcripts hold this session
         if row_for(p, sid) is not None:
             return p
-    raise C3Error(f"no registered project has the session {sid}")
+    raise NotFound(f"no registered project has the session {sid}")
 
 
 async def api_session(request: Request) -> Response:
     sid = request.path_params["sid"].lower()
     if not is_session_id(sid):
         return _error(400, "a session id is a UUID")
-    try:
-        project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        d = await anyio.to_thread.run_sync(lambda: show(project, sid))
-    except C3Error as exc:
-        return _error(404 if "no session" in str(exc) or "has no transcript" in str(exc) else 400, str(exc))
+    project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    d = await anyio.to_thread.run_sync(lambda: show(project, sid))
     if d.elsewhere:  # the page asked for a row of this project: another project's is not one
-        return _error(404, f"no session of {project} has the id {sid}")
+        raise NotFound(f"no session of {project} has the id {sid}")
     return _json(d)
 
 
@@ -472,18 +469,18 @@ async def api_conversation(request: Request) -> Response:
     sid = request.path_params["sid"].lower()
     if not is_session_id(sid):
         return _error(400, "a session id is a UUID")
+    cursors = {k: _query_int(request, k, 0, MAX_OFFSET) for k in ("after", "before", "at")}
+    limit = _query_int(request, "limit", 1, conversation.MAX_LIMIT) or conversation.PAGE_ITEMS
+    agent = _text(request.query_params.get("agent") or None, "agent", 200)
+    project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    row = await anyio.to_thread.run_sync(row_for, project, sid)
+    if row is None:
+        raise NotFound(f"no session of {project} has the id {sid}")
+    path = row.path
     try:
-        cursors = {k: _query_int(request, k, 0, MAX_OFFSET) for k in ("after", "before", "at")}
-        limit = _query_int(request, "limit", 1, conversation.MAX_LIMIT) or conversation.PAGE_ITEMS
-        agent = _text(request.query_params.get("agent") or None, "agent", 200)
-        project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        row = await anyio.to_thread.run_sync(row_for, project, sid)
-        if row is None:
-            return _error(404, f"no session of {project} has the id {sid}")
-        path = row.path
         page = await anyio.to_thread.run_sync(lambda: conversation.page(path, **cursors, limit=limit, agent=agent))
-    except C3Error as exc:
-        return _error(404 if "no session" in str(exc) else 400, str(exc))
+    except C3Error:  # a refusal, said by _refused (UnsafeState is an OSError too)
+        raise
     except OSError:
         what = f"the sub-agent transcript {agent}" if agent else "the transcript"
         return _error(404, f"{what} of session {sid} cannot be read (gone, or not a regular file)")
@@ -593,22 +590,22 @@ async def api_mark(request: Request) -> Response:
         return _error(400, "the body must be UTF-8 JSON: {op, reason, successor, summary, next_steps, project}")
     if not isinstance(body, dict):
         return _error(400, "the body must be a JSON object")
+    project = _project_param(request, body.get("project"))
+    if not project:  # (an `or` would infer run_sync's result as `str | None`)
+        project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    fields = {
+        k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
+        for k in ("reason", "successor", "summary", "next_steps")
+    }
+    op = body.get("op")
+    op = _text(op, "op", 100) if isinstance(op, str) else ""
+    release = body.get("release") is True  # unkeep of an archived session: the person confirmed
     try:
-        project = _project_param(request, body.get("project"))
-        if not project:  # (an `or` would infer run_sync's result as `str | None`)
-            project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        fields = {
-            k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
-            for k in ("reason", "successor", "summary", "next_steps")
-        }
-        op = body.get("op")
-        op = _text(op, "op", 100) if isinstance(op, str) else ""
-        release = body.get("release") is True  # unkeep of an archived session: the person confirmed
         mark, _found = await anyio.to_thread.run_sync(
             lambda: mark_session(project, sid, op, by="user", release=release, **fields)
         )
-    except C3Error as exc:
-        return _error(400, str(exc))
+    except C3Error:  # a refusal, said by _refused (UnsafeState, a linked marks log, is an OSError too)
+        raise
     except OSError as exc:
         log.warning("could not write a mark for %s in %s: %s", sid, project, exc)
         return _error(500, "could not write the mark; the Hub's terminal shows why")
@@ -653,8 +650,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
-    """A C3Error is a refusal meant for the user: a bad id, an unknown project, a bad mark."""
-    return _error(400, str(exc))
+    """A C3Error is a refusal meant for the user: a bad id, an unknown project, a bad mark (400);
+    a ``NotFound`` names what it did not find (a session no registered project has: 404)."""
+    return _error(404 if isinstance(exc, NotFound) else 400, str(exc))
 
 
 async def _crash(request: Request, exc: Exception) -> Response:
