@@ -12,8 +12,8 @@ starts the real ``c3async hub --port 0`` and prints, as medians with the min-max
   page deep in the list, one project's page, and the first page's size (budget < 50 ms and
   < 150 KB at 10,000 rows); ``GET /api/sessions`` (every row whole, for scripts) and a detail;
 - in Chromium (``/usr/bin/chromium``, through Playwright), opened as a user opens it (the URL
-  the Hub printed, ``/?token=...``, redirect included): navigation to the first rows painted
-  (< 300 ms), a filter change and a sort change to the new rows painted (< 150 ms), scrolling
+  the Hub printed, ``/?token=...``, which the page's script keeps): navigation to the first
+  rows painted (< 300 ms), a filter change and a sort change to the new rows painted (< 150 ms), scrolling
   to the end of the list (every row loaded) and its longest frame (< 50 ms), the page's JS heap
   then (< 100 MB), a mark written from the CLI to its row updated in the page (< 1 s), and a
   session that starts waiting (Claude Code's registry file of a running process) to its row's
@@ -312,7 +312,7 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
                     waiting.append(time.perf_counter() - t0)
             finally:
                 context.close()
-    table.append((f"Chromium 1400 px: navigation (printed URL, redirect included) to first rows painted x{runs}",
+    table.append((f"Chromium 1400 px: navigation (the printed URL) to first rows painted x{runs}",
                   fmt(first)))
     table.append((f"Chromium: filter change (Likely stale) to the new rows painted x{runs}", fmt(filt)))
     table.append((f"Chromium: sort change (Title) to the new rows painted x{runs}", fmt(sort)))

@@ -64,6 +64,7 @@ AUDIT: dict[str, str] = {
     "c3async.pm.actions._DATE": "fullmatch",
     "c3async.pm.actions._TASK_REF": "fullmatch",
     "c3async.hub.app._HOST": "match",
+    "c3async.hub.app._OLD_COOKIE": "fullmatch",
     "c3async.hub.server._OURS": "match",
     "c3async.ground.jsonl._BLANK_LINE": "search",
     "c3async.usage.prices._DATE": "fullmatch",

@@ -6,8 +6,9 @@ prints on stderr (the only place, with the token file, the token is to be found)
 the page answers, and keeps draining stderr (kept for failure messages).
 
 ``hub.client()`` sends the token as ``Authorization: Bearer`` (as scripts do); ``client(auth=False)``
-sends nothing (a stranger); ``hub.login()`` opens the printed URL like a browser and keeps the
-cookie it gets.
+sends nothing (a stranger); ``hub.login()`` opens the printed URL as a browser does (no cookie
+comes back) and then sends what the page's script sends: ``X-C3-Token`` and the browser's
+``Sec-Fetch-Site: same-origin``.
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ class Hub:
         return Path(self.sandbox.c3home) / "hub" / f"hub-{self.port}.json"
 
     @property
-    def cookie_name(self) -> str:
-        return f"c3async-hub-{self.port}"
+    def old_cookie(self) -> str:
+        """The cookie that held the token before the page kept it in its own storage."""
+        return f"c3async-hub-{self.port}={self.token}"
 
     def _drain(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -154,13 +156,15 @@ class Hub:
         return httpx.Client(base_url=self.url, **kwargs)
 
     def login(self, **kwargs) -> httpx.Client:
-        """A client that opened the printed URL as a browser does: it holds the cookie only."""
+        """A client that opened the printed URL as a browser does (the page, and no cookie), then
+        asks as the page's script does: ``X-C3-Token`` from a same-origin page."""
         c = self.client(auth=False, **kwargs)
         try:
             assert self.login_url is not None
             r = c.get(self.login_url)
-            assert r.status_code == 303 and r.headers["location"] == "/", (r.status_code, r.headers)
-            assert c.cookies.get(self.cookie_name) == self.token, dict(c.cookies)
+            assert r.status_code == 200 and "set-cookie" not in r.headers and not c.cookies, (r.status_code, r.headers)
+            assert self.token is not None and self.token not in r.text
+            c.headers.update({"X-C3-Token": self.token, "Sec-Fetch-Site": "same-origin"})
         except BaseException:
             c.close()
             raise

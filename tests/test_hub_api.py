@@ -104,7 +104,7 @@ def anon(hub):
 
 @pytest.fixture
 def browser(hub):
-    """What the page is: it opened the printed URL and holds the cookie, nothing else."""
+    """What the page is: it opened the printed URL and sends the token as its script does."""
     c = hub.login()
     try:
         yield c
@@ -207,16 +207,17 @@ def test_every_api_route_needs_the_token(hub, anon, world):
                 _no_data(r, world, hub)
 
 
-@pytest.mark.parametrize("how", ["wrong bearer", "wrong header", "wrong cookie", "cookie of another port",
+@pytest.mark.parametrize("how", ["wrong bearer", "wrong header", "old cookie", "old cookie of another port",
                                  "token in the query", "basic auth", "bearer prefix", "token with a suffix"])
 def test_a_wrong_credential_is_refused(hub, world, how):
     port, tok = hub.port, hub.token
     headers, params = {
         "wrong bearer": ({"Authorization": "Bearer " + "x" * len(tok)}, {}),
         "wrong header": ({"X-C3-Token": tok[:-1] + ("A" if tok[-1] != "A" else "B")}, {}),
-        "wrong cookie": ({"Cookie": f"c3async-hub-{port}=nope"}, {}),
-        "cookie of another port": ({"Cookie": f"c3async-hub-{port + 1}={tok}"}, {}),
-        "token in the query": ({}, {"token": tok}),  # only `/` takes it there, to set the cookie
+        # the real token, in the cookie that held it before: cookies go to every port, no credential
+        "old cookie": ({"Cookie": hub.old_cookie}, {}),
+        "old cookie of another port": ({"Cookie": f"c3async-hub-{port + 1}={tok}"}, {}),
+        "token in the query": ({}, {"token": tok}),  # only `/` takes it there, for the page's script
         "basic auth": ({"Authorization": "Basic " + tok}, {}),
         "bearer prefix": ({"Authorization": "Bearer " + tok[:20]}, {}),
         "token with a suffix": ({"X-C3-Token": tok + "x"}, {}),
@@ -230,8 +231,7 @@ def test_a_wrong_credential_is_refused(hub, world, how):
 
 def test_every_way_to_send_the_token_works(hub, world):
     ways = [{"Authorization": f"Bearer {hub.token}"}, {"Authorization": f"bearer  {hub.token}"},
-            {"X-C3-Token": hub.token}, {"Cookie": f"c3async-hub-{hub.port}={hub.token}"},
-            {"Cookie": f"other=1; c3async-hub-{hub.port}=forged; c3async-hub-{hub.port}={hub.token}"}]
+            {"X-C3-Token": hub.token}, {"X-C3-Token": hub.token, "Cookie": "c3async-hub-1=forged"}]
     with hub.client(auth=False) as c:
         for headers in ways:
             r = c.get("/api/projects", headers=headers)
@@ -239,45 +239,65 @@ def test_every_way_to_send_the_token_works(hub, world):
             assert r.json()["projects"][0]["path"] == world.alpha
 
 
-def test_root_without_the_token_says_how_to_get_in_and_nothing_else(hub, anon, world):
-    r = anon.get("/")
-    assert r.status_code == 200
-    assert r.headers["content-type"].startswith("text/html")
-    _check_csp(r)
-    html = r.text
-    assert "c3async hub" in html and "?token=" in html and "hub-PORT.json" in html
-    _no_data(r, world, hub)
-    for leak in ("Session", "session_marks", str(world.claude.root), str(world.claude.c3home), "/static/app.js",
-                 "<script", 'name="c3-token"'):
-        assert leak not in html, leak
-    assert "set-cookie" not in r.headers
+def test_welcome_says_how_to_get_in_and_nothing_else(hub, anon, world):
+    for path, refused in (("/welcome", False), ("/welcome?refused=1", True), ("/welcome?refused=x", False)):
+        r = anon.get(path)
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/html")
+        _check_csp(r)
+        html = r.text
+        assert "c3async hub" in html and "?token=" in html and "hub-PORT.json" in html
+        assert ("not this Hub" in html) == refused, path
+        _no_data(r, world, hub)
+        for leak in ("Session", "session_marks", str(world.claude.root), str(world.claude.c3home), "/static/app.js",
+                     "<script", 'name="c3-token"'):
+            assert leak not in html, leak
+        assert "set-cookie" not in r.headers
+    assert anon.head("/welcome").status_code == 200
+
+
+def test_the_page_is_served_to_anyone_and_holds_nothing(hub, anon, world):
+    """Without a token ``/`` is the page all the same (its script goes to /welcome): no data, no token."""
+    for path in ("/", hub.login_url):
+        r = anon.get(path)
+        assert r.status_code == 200, path
+        assert r.headers["content-type"].startswith("text/html")
+        _check_csp(r)
+        assert r.headers["referrer-policy"] == "no-referrer" and r.headers["cache-control"] == "no-store"
+        assert '<script src="/static/app.js"' in r.text
+        assert "c3-token" not in r.text and "{{TOKEN}}" not in r.text
+        assert "set-cookie" not in r.headers and not anon.cookies
+        _no_data(r, world, hub)  # the token included
     assert anon.head("/").status_code == 200
 
 
-def test_the_printed_url_sets_the_cookie_and_leaves_the_address_bar(hub, anon, world):
+def test_the_printed_url_sets_no_cookie_and_the_page_asks_with_the_token(hub, browser, world):
     assert hub.login_url == f"{hub.url}/?token={hub.token}"
     assert len(hub.token) >= 43  # token_urlsafe(32)
-    r = anon.get(hub.login_url)
-    assert r.status_code == 303 and r.headers["location"] == "/"
-    _check_csp(r)
-    assert r.headers["referrer-policy"] == "no-referrer"
-    cookies = r.headers.get_list("set-cookie")
-    assert len(cookies) == 1, cookies
-    name_value, *attrs = [part.strip() for part in cookies[0].split(";")]
-    assert name_value == f"c3async-hub-{hub.port}={hub.token}"
-    attrs = {a.split("=")[0].lower(): a.partition("=")[2] for a in attrs}
-    assert attrs == {"httponly": "", "samesite": "Strict", "path": "/"}, cookies[0]
-    assert hub.token not in r.text
-    _no_data(r, world, hub)
-
-
-def test_with_the_cookie_the_page_and_the_api_answer(hub, browser, world):
-    r = browser.get("/")
-    assert r.status_code == 200
-    assert '<script src="/static/app.js"' in r.text
-    assert hub.token not in r.text and "c3-token" not in r.text and "{{TOKEN}}" not in r.text
+    assert not browser.cookies
     assert browser.get("/api/projects").json()["projects"][0]["path"] == world.alpha
     assert world.healthy in {row["id"] for row in _rows(browser, project=world.alpha)}
+
+
+def test_a_cookie_of_the_old_form_is_no_credential_and_is_expired(hub, anon, world):
+    """Earlier versions kept the token in ``c3async-hub-PORT``; every server of this host got it.
+    With the real token it opens nothing, and the page expires every such cookie it is sent."""
+    jar = {"Cookie": f"{hub.old_cookie}; c3async-hub-1=old; theirs=1; c3async-hub-x=not-ours"}
+    for path in _api_paths(world)[:8]:
+        for site in ({}, {"Sec-Fetch-Site": "same-origin"}):
+            r = anon.get(path, headers={**jar, **site})
+            assert r.status_code == 401, (path, site, r.status_code)
+            _no_data(r, world, hub)
+    before = world.marks_lines(world.beta)
+    r = _post(anon, hub, world.guarded, {"op": "note", "summary": "old cookie", "project": world.beta},
+              Cookie=hub.old_cookie, Origin=hub.url, **{"X-C3-Request": "1", "Sec-Fetch-Site": "same-origin"})
+    assert r.status_code == 401
+    assert world.marks_lines(world.beta) == before
+    r = anon.get("/", headers=jar)
+    assert r.status_code == 200
+    expired = sorted(r.headers.get_list("set-cookie"))
+    assert expired == sorted(f"{name}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"
+                             for name in (f"c3async-hub-{hub.port}", "c3async-hub-1")), expired
 
 
 @pytest.mark.parametrize("given", ["", "wrong", "x" * 43, "{token}x", "{token_upper}", "t%C3%B6ken", "%ED%A0%80",
@@ -423,22 +443,20 @@ def test_post_with_right_token_and_own_origin_is_201(hub, client, world, origin)
     origin = hub.url if origin == "self" else origin if origin is None else origin.format(port=hub.port)
     before = world.marks_lines(world.beta)
     r = _post(client, hub, world.guarded, {"op": "note", "summary": f"from {origin}", "project": world.beta},
-              Origin=origin)
+              Origin=origin, **{"X-C3-Request": None if origin is None else "1"})
     assert r.status_code == 201, r.text
     assert r.json()["by"] == "user"
     assert world.marks_lines(world.beta) == before + 1
 
 
-def test_the_page_posts_with_its_cookie_origin_and_custom_header(hub, browser, world):
-    """The cookie alone does not change state: the page's Origin and X-C3-Request: 1 must come
-    with it (a cross-site form can send neither)."""
+def test_the_page_posts_with_its_token_origin_and_custom_header(hub, browser, world):
+    """With the token, a browser's POST (it sends an Origin) must still come from this very
+    page: its Origin, Sec-Fetch-Site same-origin and X-C3-Request: 1 (which no form can send)."""
     own = {"Origin": hub.url, "X-C3-Request": "1"}
     body = {"op": "note", "summary": "from the page", "project": world.beta}
     before = world.marks_lines(world.beta)
     refused = [
-        {},  # what a form posted from elsewhere would send (and SameSite=Strict keeps the cookie home)
         {"Origin": hub.url},
-        {"X-C3-Request": "1"},
         {**own, "X-C3-Request": "0"},
         {**own, "Origin": f"http://127.0.0.1:{hub.port + 1}"},
         {**own, "Sec-Fetch-Site": "same-site"},  # another port of this host
@@ -449,15 +467,15 @@ def test_the_page_posts_with_its_cookie_origin_and_custom_header(hub, browser, w
         assert r.status_code == 403, (headers, r.status_code)
         assert r.json()["error"]
     assert world.marks_lines(world.beta) == before
-    r = _post(browser, hub, world.guarded, body, **own, **{"Sec-Fetch-Site": "same-origin"})
+    r = _post(browser, hub, world.guarded, body, **own)  # the browser's Sec-Fetch-Site: same-origin
     assert r.status_code == 201, r.text
     assert world.marks_lines(world.beta) == before + 1
 
 
 @pytest.mark.parametrize("site", ["cross-site", "same-site"])
-def test_api_reads_from_another_site_or_port_are_refused_even_with_the_cookie(hub, browser, world, site):
-    """An <img> or a fetch from another page of this machine carries the cookie (cookies ignore
-    ports); the browser says where it comes from, and the Hub says no."""
+def test_api_reads_from_another_site_or_port_are_refused_even_with_the_token(hub, browser, world, site):
+    """A page elsewhere that learned the token still cannot read through the user's browser:
+    the browser says where the request comes from, and the Hub says no."""
     for path in _api_paths(world)[:8]:
         r = browser.get(path, headers={"Sec-Fetch-Site": site})
         assert r.status_code == 403, (path, r.status_code)
@@ -902,7 +920,27 @@ def test_detail_of_an_unknown_or_foreign_session_is_404(client, world):
     r = client.get(f"/api/sessions/{world.pred}", params={"project": world.alpha})  # it is beta's
     assert r.status_code == 404 and r.json()["error"]
     r = client.get("/api/sessions/00000000-0000-4000-8000-000000000000")
-    assert r.status_code in (400, 404) and r.json()["error"]
+    assert r.status_code == 404 and r.json()["error"]
+
+
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.mark.parametrize("project", [None, "alpha"])
+def test_an_unknown_session_id_is_404_and_a_malformed_one_400(hub, client, world, project):
+    """On the detail, the conversation and the marks: a well-formed id no project has is not
+    found; one that is no UUID is a bad request. Nothing is written either way."""
+    params = {"project": world.alpha} if project else {}
+    before = world.marks_lines(world.alpha)
+    for sid, status in ((UNKNOWN, 404), (UNKNOWN.upper(), 404), ("not-a-uuid", 400), (world.healthy[:8], 400)):
+        for r in (client.get(f"/api/sessions/{sid}", params=params),
+                  client.get(f"/api/sessions/{sid}/conversation", params=params),
+                  _post(client, hub, sid, {"op": "note", "summary": "x", **params})):
+            assert r.status_code == status, (sid, r.request.url, r.status_code, r.text)
+            assert r.headers["content-type"].startswith("application/json") and r.json()["error"]
+            if status == 404:
+                assert UNKNOWN in r.json()["error"]
+    assert world.marks_lines(world.alpha) == before
 
 
 def test_worktree_session_resumes_in_the_worktree(client, world):
@@ -946,6 +984,25 @@ def test_bad_marks_are_400_with_a_message(hub, client, world, body):
     assert r.status_code == 400, (body, r.status_code, r.text)
     assert r.json()["error"]
     assert world.marks_lines(world.beta) == before
+
+
+def test_a_mark_into_a_linked_marks_log_is_a_400_naming_it(claude, tmp_path):
+    """A cloned repository may ship ``.c3/session_marks.jsonl`` as a link: the write is refused
+    (a 400 naming it: the refusal is an OSError too, never a 500), and the target is untouched."""
+    project = claude.project("linked")
+    sid = simple_session(claude.folder(project), project, "a session")
+    assert claude.run("sessions", "--project", project).returncode == 0
+    target = tmp_path / "bashrc"
+    target.write_text("keep me\n")
+    log = Path(project) / ".c3" / "session_marks.jsonl"
+    log.parent.mkdir(exist_ok=True)
+    log.unlink(missing_ok=True)
+    log.symlink_to(target)
+    with Hub(claude) as h, h.client() as c:
+        r = _post(c, h, sid, {"op": "note", "summary": "x", "project": project})
+    assert r.status_code == 400, r.text
+    assert "session_marks.jsonl" in r.json()["error"]
+    assert target.read_text() == "keep me\n"
 
 
 def test_marks_post_needs_a_json_object(hub, client, world):
@@ -1228,7 +1285,7 @@ def test_search_needs_the_token(search_hub, search_world):
             assert "token" in r.json()["error"]
             for secret in (PHRASE, search_world.prompted, search_world.a, "files"):
                 assert secret not in r.text, (path, secret)
-    browser = search_hub.login()  # the page's cookie is enough, from the page's own origin only
+    browser = search_hub.login()  # the page's token header, from the page's own origin only
     try:
         assert browser.get(f"/api/search?q={PHRASE}").status_code == 200
         r = browser.get(f"/api/search?q={PHRASE}", headers={"Sec-Fetch-Site": "cross-site"})
@@ -1400,8 +1457,8 @@ def test_keep_posted_by_the_page_needs_its_origin_and_header(keep_hub, keep_worl
     w = keep_world
     page = keep_hub.login()
     try:
-        r = _post(page, keep_hub, w.tokeep, {"op": "keep", "project": w.kappa})
-        assert r.status_code == 403, r.text
+        r = _post(page, keep_hub, w.tokeep, {"op": "keep", "project": w.kappa}, Origin=keep_hub.url)
+        assert r.status_code == 403, r.text  # no X-C3-Request: 1
         assert _keep_rows(keep_hub, w)[w.tokeep]["kept_by"] != "mark"
     finally:
         page.close()

@@ -6,16 +6,18 @@ skip, saying so, where it is missing. Screenshots go to pytest's tmp_path; their
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from browser import expect, needs_chromium
-from hubproc import NOW, Hub, hub_session, sandbox_world, sessions_ids
+from hubproc import NOW, Hub, hub_session, sandbox_world, sessions_ids, wait_for
 
 pytestmark = needs_chromium
 
@@ -84,7 +86,8 @@ class Page:
         self.page.on("response", lambda r: self.listings.append(r.url) if "/api/rows?" in r.url else None)
 
     def open(self) -> None:
-        """Open the URL ``c3async hub`` printed, as a user does: it lands on ``/`` with the cookie."""
+        """Open the URL ``c3async hub`` printed, as a user does: the page keeps the token and
+        leaves ``/`` in the address bar."""
         self.page.goto(self.hub.login_url)
         expect(self.page.locator("#rows li").first).to_be_visible(timeout=WAIT_MS)
 
@@ -152,44 +155,55 @@ def test_page_loads_and_shows_one_row_per_session(page, hub, world, tmp_path):
     assert page.errors == []  # no CSP violation, no script error
 
 
+TOKEN_KEY = "c3async-hub-token"
+
+
+def _storage(pg) -> dict:
+    return pg.evaluate("(() => { const o = {}; for (let i = 0; i < localStorage.length; i++) "
+                       "o[localStorage.key(i)] = localStorage.getItem(localStorage.key(i)); return o; })()")
+
+
 def test_the_printed_url_lets_the_browser_in_and_leaves_no_token_behind(page, hub, world):
     page.open()
     page.wait_ids(world.all_ids)
     assert page.page.url == hub.url + "/"  # the token is gone from the address bar
-    assert page.page.evaluate("window.history.length") == 2  # a blank tab, then "/" (the redirect replaced it)
+    assert page.page.evaluate("window.history.length") == 2  # a blank tab, then "/" (replaced in place)
     assert hub.token not in page.page.content()
-    assert page.page.evaluate("document.cookie") == ""  # HttpOnly: no script reads it
+    assert page.page.evaluate("document.cookie") == "" and page.context.cookies() == []
     assert page.page.evaluate("document.querySelector('meta[name=\"c3-token\"]')") is None
-    cookies = page.context.cookies()
-    assert [(c["name"], c["value"], c["httpOnly"], c["sameSite"], c["path"]) for c in cookies] == [
-        (f"c3async-hub-{hub.port}", hub.token, True, "Strict", "/")]
-    page.page.reload()  # the cookie alone is enough from now on
+    assert _storage(page.page) == {TOKEN_KEY: hub.token}  # this origin's storage: the port is part of it
+    page.page.reload()  # the kept token is enough from now on
     page.wait_ids(world.all_ids)
+    other = page.context.new_page()  # and so it is for a new tab on the bare address
+    other.goto(hub.url + "/")
+    expect(other.locator(f'#rows li[data-id="{world.long}"]')).to_be_visible(timeout=WAIT_MS)
+    assert other.url == hub.url + "/"
     assert page.errors == []
 
 
 def test_without_the_token_the_page_says_how_to_get_in(page, hub, world, tmp_path):
     page.page.goto(hub.url + "/")
+    page.page.wait_for_url(hub.url + "/welcome", timeout=WAIT_MS)
     expect(page.page.locator("h1")).to_have_text("c3async Hub")
     text = page.page.locator("body").inner_text()
-    assert "c3async hub" in text and "?token=" in text
+    assert "c3async hub" in text and "?token=" in text and "not this Hub" not in text
     assert page.page.locator("#rows").count() == 0 and page.page.locator("script").count() == 0
     for secret in (world.gamma, "gamma", "delta", "Parser rewrite", world.long):
         assert secret not in page.page.content()
     page.shot(tmp_path, "welcome")
     page.page.goto(hub.url + "/?token=not-the-token")
     expect(page.page.locator("body")).to_contain_text("not this Hub")
-    assert page.context.cookies() == []
-    # the API answers nothing without the cookie, whatever the page's script tries
-    status = page.page.evaluate("fetch('/api/sessions', {credentials: 'same-origin'}).then(r => r.status)")
+    assert page.context.cookies() == [] and _storage(page.page) == {}
+    # the API answers nothing without the token, whatever the page's script tries (cookies included)
+    status = page.page.evaluate("fetch('/api/sessions', {credentials: 'include'}).then(r => r.status)")
     assert status == 401
     # the only console errors are the refusals themselves (403 for the wrong token, 401 for the fetch)
     assert all("status of 401" in e or "status of 403" in e for e in page.errors), page.errors
 
 
 def test_a_restarted_hub_asks_for_its_new_url(browser, world):
-    """The cookie of a stopped Hub is not its successor's (each start makes a new token): the
-    page says to open the new URL, and that URL lets it in again."""
+    """The token kept for a stopped Hub is not its successor's (each start makes a new one): the
+    page forgets it and says how to get in; the new URL lets it in again."""
     first = Hub(world.claude).start()
     p = Page(browser, first)
     second = None
@@ -199,16 +213,89 @@ def test_a_restarted_hub_asks_for_its_new_url(browser, world):
         first.stop()
         second = Hub(world.claude, "--port", str(port)).start()  # the same origin, a new token
         assert second.port == port and second.token != first.token
-        p.page.get_by_role("button", name="Stale", exact=True).click()
-        expect(p.page.locator("#progress")).to_contain_text("open the URL", timeout=WAIT_MS)
+        # the change stream, cut off, opens again with the old token: refused
+        p.page.wait_for_url(f"{second.url}/welcome?refused=1", timeout=WAIT_MS)
+        expect(p.page.locator("body")).to_contain_text("not this Hub")
+        assert _storage(p.page) == {}
         p.hub = second
         p.open()
         p.wait_ids(world.all_ids)
+        assert _storage(p.page) == {TOKEN_KEY: second.token}
     finally:
         p.context.close()
         first.stop()
         if second is not None:
             second.stop()
+
+
+def test_a_page_of_another_port_gets_no_token(page, hub, world):
+    """A page another server serves on another loopback port, visited directly and through a
+    link from another site, while the Hub's page is open in the same browser: it receives no
+    cookie and no token, reads none, and nothing it got opens the API
+    (``stress/hostile_credential.py`` runs that server as another account)."""
+    from stress.hostile_credential import Neighbour, received, replays, visit
+
+    page.open()
+    page.wait_ids(world.all_ids)
+    neighbour = Neighbour(hub.url)
+    try:
+        visit(page.context.new_page(), neighbour)
+    finally:
+        requests = neighbour.stop()
+    assert [r["path"] for r in requests if r["method"] == "GET" and r["path"] != "/favicon.ico"] == [
+        "/", "/link", "/?via=link"]
+    reports = [json.loads(r["body"]) for r in requests if r["path"] == "/report"]
+    assert reports == [{"cookie": "", "local": {}, "session": {}}] * 2
+    assert [r for r in requests if any(k.lower() == "cookie" for k, _ in r["headers"])] == []
+    values = received(requests)
+    assert values and not [v for v in values if hub.token in v]
+    tried, let_in = replays(hub.url, values, "Parser rewrite")
+    assert tried and let_in == []
+    page.page.get_by_role("button", name="Stale", exact=True).click()  # the Hub's page works on
+    page.wait_ids({r["id"] for r in _api_rows(hub, filter="stale")})
+    assert page.errors == []
+
+
+def test_two_hubs_in_one_browser_keep_their_own_tokens(browser, world, hub):
+    """Origins differ by port: each page keeps its own Hub's token, and neither sees the other's."""
+    other = Hub(world.claude).start()
+    p = Page(browser, hub)
+    try:
+        p.open()
+        q = p.context.new_page()
+        q.goto(other.login_url)
+        expect(q.locator(f'#rows li[data-id="{world.long}"]')).to_be_visible(timeout=WAIT_MS)
+        p.page.reload()
+        p.wait_ids(world.all_ids)
+        assert _storage(p.page) == {TOKEN_KEY: hub.token}
+        assert _storage(q) == {TOKEN_KEY: other.token}
+        assert p.context.cookies() == []
+        assert p.errors == []
+    finally:
+        p.context.close()
+        other.stop()
+
+
+def test_open_logs_the_browser_in_through_its_private_file(browser, world, tmp_path):
+    """``hub --open`` hands the browser a 0600 file that sends it on to the printed URL: the page
+    keeps the token as from the URL itself, and the address bar ends at ``/``."""
+    seen = tmp_path / "argv.txt"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f"#!{sys.executable}\nimport sys\nopen({str(seen)!r}, 'w').write(sys.argv[1])\n")
+    fake.chmod(0o700)
+    h = Hub(world.claude, "--open", env={"BROWSER": f"{fake} %s", "DISPLAY": ""}).start()
+    p = Page(browser, h)
+    try:
+        uri = wait_for(lambda: seen.exists() and seen.read_text())
+        assert uri.startswith("file://") and h.token not in uri
+        p.page.goto(uri)
+        p.page.wait_for_url(h.url + "/", timeout=WAIT_MS)
+        p.wait_ids(world.all_ids)
+        assert _storage(p.page) == {TOKEN_KEY: h.token} and p.context.cookies() == []
+        assert p.errors == []
+    finally:
+        p.context.close()
+        h.stop()
 
 
 def test_rail_chooses_one_project(page, world):

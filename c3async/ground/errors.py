@@ -10,6 +10,7 @@ __all__ = (
     "AmbiguousSession",
     "BadArgument",
     "C3Error",
+    "NotFound",
     "UnknownSession",
     "UsageError",
     "unknown_keys",
@@ -35,7 +36,12 @@ class UsageError(BadArgument):
     CLI exits 2, as for its other usage errors."""
 
 
-class UnknownSession(C3Error):
+class NotFound(C3Error):
+    """What the caller named, well formed, is not there (a session no project has): the Hub
+    answers 404 where other errors are a 400."""
+
+
+class UnknownSession(NotFound):
     """No session of the project has this id or id prefix."""
 
     def __init__(self, ref: str, project: str, near: list[str] | None = None) -> None:

@@ -1,23 +1,36 @@
 """The Hub: a local web page listing every session of every registered project.
 
 Transcript previews (other sessions' prompts) must stay on this machine, and other local
-accounts can reach loopback ports too, so the app trusts only its own page:
+accounts can reach loopback ports too, so the app trusts only a request that shows this
+process's token, and nothing a browser sends by itself counts as showing it:
 
 - it serves loopback only and refuses a Host header that is not a loopback name (DNS
   rebinding) with 421;
-- every ``/api/*`` request, reads and the event stream included, needs this process's token.
-  The token reaches the browser only through the URL ``c3async hub`` prints (and opens):
-  ``GET /?token=T`` answers with a redirect to ``/`` that sets an ``HttpOnly; SameSite=Strict;
-  Path=/`` cookie named after the port (``c3async-hub-PORT``, as Jupyter does, so two Hubs do not
-  clobber each other), and the page calls the API with that cookie. Scripts send the token as
-  ``Authorization: Bearer T`` or ``X-C3-Token: T`` instead. ``GET /`` without it shows how to get
-  in and nothing else; the page's HTML never holds the token;
+- every ``/api/*`` request, reads and the event stream included, needs the token in a header,
+  ``Authorization: Bearer T`` or ``X-C3-Token: T``. No cookie is a credential: cookies ignore
+  ports, so a browser sends them to every server of this host, another account's included
+  (cookies named ``c3async-hub-PORT`` that earlier versions set are expired when the page is
+  served). The token reaches a browser only through the URL ``c3async hub`` prints (and
+  opens), ``/?token=T``: the page's script, run before anything else of the page, keeps it in
+  the localStorage of the page's own origin (``http://127.0.0.1:PORT``: the port is part of
+  the origin, so no other server, nor a Hub on another port, can read it), takes it out of the
+  address bar and the history, and sends it as ``X-C3-Token`` on every request, the event
+  stream included (read with fetch: EventSource cannot send a header). ``GET /`` serves the
+  page to anyone (its HTML never holds the token or any data); a page without a token, or
+  with one this Hub refuses (an earlier start's), goes to ``/welcome``, which says how to get
+  in. A wrong token in the URL gets that text at once (403);
+- CSRF: nothing a page elsewhere can make the browser send proves anything, so no page can act
+  as the user without the token. What remains is cheap defence in depth, against a page that
+  learned it: a state change (POST) whose Origin is sent must name exactly this Hub (http, a
+  loopback name, this port), a Sec-Fetch-Site sent must be ``same-origin`` (or ``none`` for a
+  read), and a browser's POST (it sends an Origin) must also carry ``X-C3-Request: 1``, which
+  no form can send;
 - every response, refusals, 404s and 500s included, carries the security headers (a
   Content-Security-Policy with no inline script among them): ``Guard`` wraps the whole
   Starlette app, outside its error middleware;
 - project paths and session ids come only from what it lists itself, request bodies and query
-  values are bounded and validated (4xx, never 500). Listings never carry prompts or turns; a
-  row's detail does.
+  values are bounded and validated (4xx, never 500; a well-formed id no project has is a 404,
+  ``NotFound``). Listings never carry prompts or turns; a row's detail does.
 """
 
 from __future__ import annotations
@@ -46,7 +59,7 @@ from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
 from ..ground import safefs
 from ..ground.disk import DiskFull
-from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
 from ..ground.paths import project_root
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
@@ -55,7 +68,7 @@ from ..stores import registry
 from .changes import ChangeFeed
 from .table import MAX_DEPTH, MAX_PAGE, PAGE, SORTS, Query, Table
 
-__all__ = ("COOKIE_PREFIX", "LOOPBACK_HOSTS", "Guard", "cookie_name", "create_app")
+__all__ = ("LOOPBACK_HOSTS", "Guard", "create_app")
 
 log = logging.getLogger("c3async.hub")
 
@@ -74,7 +87,8 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
 ]
-COOKIE_PREFIX = "c3async-hub-"
+# The cookies that held the token before it moved to the page's storage: expired on sight.
+_OLD_COOKIE = re.compile(r"c3async-hub-\d{1,5}")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 MAX_BODY = 64 * 1024  # a mark's body; the marks layer bounds each field further
 MAX_QUERY = 8 * 1024  # the whole query string
@@ -83,11 +97,6 @@ MAX_SEARCH = 1000  # the search box
 USAGE_EVERY_S = 60.0  # the accountant's period, as the MCP server's
 USAGE_WAITS_S = 30.0  # its first run waits for the page's first listings, at most this long
 _HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:\[\]/]+)(?::(\d{1,5}))?$")
-
-
-def cookie_name(port: int | None) -> str:
-    """The cookie holding the token of the Hub on ``port``: cookies ignore ports, names do not."""
-    return f"{COOKIE_PREFIX}{port}"
 
 
 def _host_name(value: str) -> str | None:
@@ -111,45 +120,34 @@ def _is_own_origin(origin: str, port: int | None) -> bool:
     return port is not None and int(m.group(2) or 80) == port
 
 
-def credential(scope: Scope, token: str) -> str | None:
-    """How the request proves it knows the token: ``"header"`` (``Authorization: Bearer`` or
-    ``X-C3-Token``, for scripts), ``"cookie"`` (the page), or None. Tokens are compared as bytes
-    with ``compare_digest`` (a str compare refuses non-ASCII, and a forged header may be anything)."""
+def token_sent(scope: Scope, token: str) -> bool:
+    """Whether the request shows the token in a header (``Authorization: Bearer`` or
+    ``X-C3-Token``); a cookie never counts. Tokens are compared as bytes with
+    ``compare_digest`` (a str compare refuses non-ASCII, and a forged header may be anything)."""
     want = token.encode()
-    name = cookie_name(_own_port(scope)).encode()
-    by_cookie = False
     for key, value in scope.get("headers", ()):
         key = key.lower()
         if key == b"authorization":
             scheme, _, rest = value.strip().partition(b" ")
             if scheme.lower() == b"bearer" and secrets.compare_digest(rest.strip(), want):
-                return "header"
-        elif key == b"x-c3-token":
-            if secrets.compare_digest(value.strip(), want):
-                return "header"
-        elif key == b"cookie":
-            # Every cookie of that name counts: another server on this host may add one of its own.
-            for part in value.split(b";"):
-                k, eq, v = part.strip().partition(b"=")
-                if eq and k == name and secrets.compare_digest(v.strip(), want):
-                    by_cookie = True
-    return "cookie" if by_cookie else None
+                return True
+        elif key == b"x-c3-token" and secrets.compare_digest(value.strip(), want):
+            return True
+    return False
 
 
 class Guard:
     """The outermost ASGI layer, around the whole Starlette app (so around its error middleware):
-    every response gets the security headers; a loopback Host only; ``/api`` needs the token;
-    state changes must come from this very page; anything that escapes the app becomes a 500
-    that carries the headers too.
+    every response gets the security headers; a loopback Host only; ``/api`` needs the token
+    in a header; anything that escapes the app becomes a 500 that carries the headers too.
 
-    CSRF, for state changes (POST): the Origin, when sent, must be exactly this Hub's own
-    origin (http, a loopback name, this port: a page served by another local server on another
-    port is refused), and a Sec-Fetch-Site, when sent, must be ``same-origin``. A request
-    authenticated by the cookie alone (a browser) must also carry an Origin and the custom
-    header ``X-C3-Request: 1``: a cross-site form cannot send a custom header, and a cross-origin
-    fetch that tries needs a CORS preflight this Hub never grants. The cookie is SameSite=Strict
-    besides, so a cross-site request does not even carry it. A request authenticated by a token
-    header needs nothing more: whoever sends the token knows it."""
+    The token header is what keeps other pages out: a page elsewhere does not know it, and a
+    cross-origin request that carried it would need a CORS preflight this Hub never grants.
+    The rest is defence in depth, for a page that learned the token (module docstring): a
+    state change (POST) that comes with an Origin (from a browser) must name exactly this Hub's
+    origin (http, a loopback name, this port) and carry ``X-C3-Request: 1``; one with a
+    Sec-Fetch-Site must say ``same-origin``; an API read with a Sec-Fetch-Site must say
+    ``same-origin`` or ``none``. Scripts send neither header and need nothing more."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
@@ -211,18 +209,15 @@ class Guard:
             # another site, or another local server (same-site: another port of this host)
             return _error(403, f"cross-site request refused (Sec-Fetch-Site: {site[:40]!r})")
         if api:
-            how = credential(scope, self.token)
-            if how is None:
+            if not token_sent(scope, self.token):
                 return _error(
                     401,
                     "this needs the Hub's token: open the URL that `c3async hub` printed "
                     "(it is also in $C3_HOME/hub/hub-PORT.json), or send Authorization: Bearer TOKEN",
                     headers={"WWW-Authenticate": 'Bearer realm="c3async hub"'},
                 )
-            if change and how == "cookie" and (origin is None or headers.get("x-c3-request") != "1"):
-                return _error(
-                    403, "a state change from the page needs its Origin and X-C3-Request: 1 (reload the page)"
-                )
+            if change and origin is not None and headers.get("x-c3-request") != "1":
+                return _error(403, "a state change from a browser needs X-C3-Request: 1 (reload the page)")
         return None
 
 
@@ -231,9 +226,12 @@ def _error(status: int, message: str, headers: Mapping[str, str] | None = None) 
 
 
 def _refusal(exc: C3Error) -> JSONResponse:
-    """A C3Error as JSON: 400, or 507 (Insufficient Storage) for a full disk: the request was
-    fine, the disk is not."""
-    return _error(507 if isinstance(exc, DiskFull) else 400, str(exc))
+    """A C3Error as JSON, its status by its kind: a ``NotFound`` names what it did not find (a
+    session no registered project has: 404); a full disk is 507 (Insufficient Storage: the
+    request was fine, the disk is not); any other refusal (a bad id, an unknown project, a bad
+    mark) is 400."""
+    status = 404 if isinstance(exc, NotFound) else 507 if isinstance(exc, DiskFull) else 400
+    return _error(status, str(exc))
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -294,7 +292,8 @@ def _listing_row(row: Any) -> dict[str, Any]:
     return out
 
 
-# What `GET /` shows without the token: how to get in, and nothing else (no project, no data).
+# What the page shows where it has no token, or one this Hub refuses: how to get in, and
+# nothing else (no project, no data, no script).
 WELCOME = """<!doctype html>
 <html lang="en">
 <head>
@@ -323,20 +322,25 @@ def _welcome(status: int = 200, problem: str = "") -> Response:
 
 
 async def index(request: Request) -> Response:
+    """The page, to anyone: it holds no data and no token, and its script goes to ``/welcome``
+    without a token. A wrong token in the URL is said at once (the script would only be refused)."""
     token: str = request.app.state.token
     given = request.query_params.get("token")
-    if given is not None:
-        if not secrets.compare_digest(given.encode("utf-8", "replace"), token.encode()):
-            return _welcome(403, WRONG_TOKEN)
-        # The token leaves the address bar (and the history) at once; the cookie carries it.
-        response = Response(status_code=303, headers={"Location": "/"})
-        name = cookie_name(_own_port(request.scope))
-        response.raw_headers.append((b"set-cookie", f"{name}={token}; HttpOnly; SameSite=Strict; Path=/".encode()))
-        return response
-    if credential(request.scope, token) is None:
-        return _welcome()
+    if given is not None and not secrets.compare_digest(given.encode("utf-8", "replace"), token.encode()):
+        return _welcome(403, WRONG_TOKEN)
     html = resources.files("c3async.hub").joinpath("static/index.html").read_text(encoding="utf-8")
-    return HTMLResponse(html)
+    response = HTMLResponse(html)
+    for name in request.cookies:  # an earlier version's cookie held an earlier token: gone
+        if _OLD_COOKIE.fullmatch(name):
+            response.raw_headers.append(
+                (b"set-cookie", f"{name}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict".encode())
+            )
+    return response
+
+
+async def welcome(request: Request) -> Response:
+    """How to get in; ``?refused=1`` (the page's token was refused) says that token is not this Hub's."""
+    return _welcome(problem=WRONG_TOKEN if request.query_params.get("refused") == "1" else "")
 
 
 async def favicon(request: Request) -> Response:
@@ -443,20 +447,17 @@ def _session_project(request: Request, sid: str) -> str:
     for p in _projects():  # no project given: the one whose transcripts hold this session
         if row_for(p, sid) is not None:
             return p
-    raise C3Error(f"no registered project has the session {sid}")
+    raise NotFound(f"no registered project has the session {sid}")
 
 
 async def api_session(request: Request) -> Response:
     sid = request.path_params["sid"].lower()
     if not is_session_id(sid):
         return _error(400, "a session id is a UUID")
-    try:
-        project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        d = await anyio.to_thread.run_sync(lambda: show(project, sid))
-    except C3Error as exc:
-        return _error(404 if "no session" in str(exc) or "has no transcript" in str(exc) else 400, str(exc))
+    project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    d = await anyio.to_thread.run_sync(lambda: show(project, sid))
     if d.elsewhere:  # the page asked for a row of this project: another project's is not one
-        return _error(404, f"no session of {project} has the id {sid}")
+        raise NotFound(f"no session of {project} has the id {sid}")
     return _json(d)
 
 
@@ -479,18 +480,18 @@ async def api_conversation(request: Request) -> Response:
     sid = request.path_params["sid"].lower()
     if not is_session_id(sid):
         return _error(400, "a session id is a UUID")
+    cursors = {k: _query_int(request, k, 0, MAX_OFFSET) for k in ("after", "before", "at")}
+    limit = _query_int(request, "limit", 1, conversation.MAX_LIMIT) or conversation.PAGE_ITEMS
+    agent = _text(request.query_params.get("agent") or None, "agent", 200)
+    project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    row = await anyio.to_thread.run_sync(row_for, project, sid)
+    if row is None:
+        raise NotFound(f"no session of {project} has the id {sid}")
+    path = row.path
     try:
-        cursors = {k: _query_int(request, k, 0, MAX_OFFSET) for k in ("after", "before", "at")}
-        limit = _query_int(request, "limit", 1, conversation.MAX_LIMIT) or conversation.PAGE_ITEMS
-        agent = _text(request.query_params.get("agent") or None, "agent", 200)
-        project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        row = await anyio.to_thread.run_sync(row_for, project, sid)
-        if row is None:
-            return _error(404, f"no session of {project} has the id {sid}")
-        path = row.path
         page = await anyio.to_thread.run_sync(lambda: conversation.page(path, **cursors, limit=limit, agent=agent))
-    except C3Error as exc:
-        return _error(404 if "no session" in str(exc) else 400, str(exc))
+    except C3Error:  # a refusal, said by _refused (UnsafeState is an OSError too)
+        raise
     except OSError:
         what = f"the sub-agent transcript {agent}" if agent else "the transcript"
         return _error(404, f"{what} of session {sid} cannot be read (gone, or not a regular file)")
@@ -600,22 +601,22 @@ async def api_mark(request: Request) -> Response:
         return _error(400, "the body must be UTF-8 JSON: {op, reason, successor, summary, next_steps, project}")
     if not isinstance(body, dict):
         return _error(400, "the body must be a JSON object")
+    project = _project_param(request, body.get("project"))
+    if not project:  # (an `or` would infer run_sync's result as `str | None`)
+        project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    fields = {
+        k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
+        for k in ("reason", "successor", "summary", "next_steps")
+    }
+    op = body.get("op")
+    op = _text(op, "op", 100) if isinstance(op, str) else ""
+    release = body.get("release") is True  # unkeep of an archived session: the person confirmed
     try:
-        project = _project_param(request, body.get("project"))
-        if not project:  # (an `or` would infer run_sync's result as `str | None`)
-            project = await anyio.to_thread.run_sync(_session_project, request, sid)
-        fields = {
-            k: _text(body.get(k), k, MAX_BODY) if isinstance(body.get(k), str) else None
-            for k in ("reason", "successor", "summary", "next_steps")
-        }
-        op = body.get("op")
-        op = _text(op, "op", 100) if isinstance(op, str) else ""
-        release = body.get("release") is True  # unkeep of an archived session: the person confirmed
         mark, _found = await anyio.to_thread.run_sync(
             lambda: mark_session(project, sid, op, by="user", release=release, **fields)
         )
-    except C3Error as exc:
-        return _refusal(exc)
+    except C3Error:  # a refusal, said by _refused (UnsafeState, a linked marks log, is an OSError too)
+        raise
     except OSError as exc:
         log.warning("could not write a mark for %s in %s: %s", sid, project, exc)
         return _error(500, "could not write the mark; the Hub's terminal shows why")
@@ -660,7 +661,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _refused(request: Request, exc: Exception) -> Response:
-    """A C3Error is a refusal meant for the user: a bad id, an unknown project, a bad mark."""
+    """A C3Error is a refusal meant for the user (see ``_refusal``)."""
     assert isinstance(exc, C3Error)
     return _refusal(exc)
 
@@ -748,6 +749,7 @@ def create_app(token: str | None = None) -> Guard:
         lifespan=lifespan,
         routes=[
             Route("/", index),
+            Route("/welcome", welcome),
             Route("/favicon.ico", favicon),
             Route("/api/projects", api_projects),
             Route("/api/sessions", api_sessions),

@@ -12,7 +12,7 @@ import msgspec
 
 from ..catalog.locate import projects_root
 from ..ground.disk import DiskFull
-from ..ground.errors import C3Error
+from ..ground.errors import BadArgument, C3Error, UnknownSession
 from ..pm import actions
 from ..stores import archive
 from ..stores.marks import Mark, check_mark_text, write_mark
@@ -53,7 +53,10 @@ def mark(
     found = find(project, ref, host=host)
     successor = (successor or "").strip(" \t") or None
     if successor is not None:
-        successor = find(project, successor, host=host).id
+        try:
+            successor = find(project, successor, host=host).id
+        except UnknownSession as exc:  # a bad argument of this mark, not a session it is about
+            raise BadArgument(f"the successor: {exc}") from None
     home = found.project
     if op == "unkeep" and not release:
         check_unkeep(home, found.id, by)

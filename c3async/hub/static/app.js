@@ -1,8 +1,63 @@
 // c3async Hub. Every piece of transcript text is set with textContent, never parsed as HTML.
-// The API is called with the Hub's HttpOnly cookie (set when the URL `c3async hub` printed was
-// opened); this script never sees the token. State changes add X-C3-Request: 1, which a
-// cross-site form cannot send.
+//
+// The Hub's token. This script runs first in the page's head. The URL `c3async hub` printed
+// (/?token=T) brings the token: it is kept at once in this origin's localStorage (the origin is
+// http://127.0.0.1:PORT, the port included, so no other server of this machine, nor a Hub on
+// another port, can read it) and taken out of the address bar and the history. Every request
+// sends it as X-C3-Token; no cookie holds it (cookies ignore ports: every local server would
+// get it). A reload or a new tab finds it there; a page without one, or with one the Hub
+// refuses (a Hub started since: each start makes a new token), goes to /welcome, which says
+// how to get in. State changes also send X-C3-Request: 1, which no form can send.
 "use strict";
+
+const TOKEN_KEY = "c3async-hub-token";
+const hub = { token: null };  // the URL's token, for this page alone where the storage is refused
+(() => {
+  const url = new URL(location.href);
+  const given = url.searchParams.get("token");
+  if (given === null) return;
+  url.searchParams.delete("token");
+  history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  hub.token = given;
+  try { localStorage.setItem(TOKEN_KEY, given); } catch { /* storage turned off: this page only */ }
+})();
+
+// The newest token kept (another tab may have opened a newer URL of this Hub), else the URL's.
+function token() {
+  let kept = null;
+  try { kept = localStorage.getItem(TOKEN_KEY); } catch { /* storage turned off */ }
+  return kept || hub.token;
+}
+
+// To /welcome; `refused`: the token the Hub refused, forgotten (unless a newer one replaced it).
+function signOut(refused) {
+  if (refused) {
+    try { if (localStorage.getItem(TOKEN_KEY) === refused) localStorage.removeItem(TOKEN_KEY); } catch { /* off */ }
+    if (hub.token === refused) hub.token = null;
+  }
+  location.replace(refused ? "/welcome?refused=1" : "/welcome");
+}
+
+// A request to the Hub with the token (never a cookie): resolves with [response, the token sent].
+function request(path, options = {}) {
+  const sent = token();
+  const headers = { "Accept": "application/json", ...(sent ? { "X-C3-Token": sent } : {}), ...(options.headers || {}) };
+  if (options.body !== undefined) { headers["Content-Type"] = "application/json"; headers["X-C3-Request"] = "1"; }
+  return fetch(path, { ...options, headers, credentials: "omit",
+                       body: options.body === undefined ? undefined : JSON.stringify(options.body) })
+    .then(res => [res, sent]);
+}
+
+// The first page of rows, asked for at once (while the page is parsed and its style sheet
+// loads); the first load() takes it (its URL is this one).
+const FIRST_ROWS = "/api/rows?filter=all&cursor=0&limit=100";
+let firstRows = null;
+if (token()) {
+  firstRows = request(FIRST_ROWS);
+  firstRows.catch(() => { /* load() sees the failure */ });
+} else {
+  signOut(null);
+}
 
 // mode: what the search box searches, "rows" (titles, prompts, notes: the listing) or "text" (the conversations)
 const state = { project: "", filter: "all", q: "", mode: "rows", sort: "", order: "desc", projects: [], rows: new Map(), open: new Set() };
@@ -20,18 +75,61 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-const SIGN_IN = "The Hub no longer knows this page (it was restarted?): open the URL `c3async hub` printed.";
+const SIGN_IN = "The Hub refused this page's token (it was restarted?): open the URL `c3async hub` printed.";
 
 async function api(path, options = {}) {
-  const headers = { "Accept": "application/json", ...(options.headers || {}) };
-  if (options.body !== undefined) { headers["Content-Type"] = "application/json"; headers["X-C3-Request"] = "1"; }
-  // credentials "include" (for this same-origin API, the same cookie): what the page's preload of the first rows uses, so it is reused
-  const res = await fetch(path, { ...options, headers, credentials: "include",
-                                  body: options.body === undefined ? undefined : JSON.stringify(options.body) });
-  if (res.status === 401) throw new Error(SIGN_IN);
+  const early = path === FIRST_ROWS && options.body === undefined ? firstRows : null;
+  firstRows = null;  // for the first request only: later ones want the rows as they are then
+  const [res, sent] = await (early || request(path, options));
+  if (res.status === 401) { signOut(sent); throw new Error(SIGN_IN); }
   const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
   if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
   return data;
+}
+
+// The change stream: server-sent events read with fetch (EventSource cannot send the token's
+// header). As with EventSource, `on.open()` when it opens, `on.event(type, data)` for each
+// event; a stream cut off (the network, the Hub stopping) is opened again after the server's
+// `retry` (2 s), an answer that is not a stream ends it, a refused token signs the page out.
+async function follow(path, on) {
+  let retry = 2000;
+  const pause = () => new Promise(resolve => setTimeout(resolve, retry));
+  for (;;) {
+    let res, sent;
+    try { [res, sent] = await request(path, { headers: { "Accept": "text/event-stream" }, cache: "no-store" }); }
+    catch { await pause(); continue; }
+    if (res.status === 401) { signOut(sent); return; }
+    if (!res.ok || !res.body) return;
+    on.open();
+    let buffer = "", type = "", data = [];
+    try {
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        const end = buffer.endsWith("\r") ? buffer.length - 1 : buffer.length;  // a CR may be half a CRLF
+        const lines = buffer.slice(0, end).split(/\r\n|\r|\n/);
+        buffer = lines.pop() + buffer.slice(end);
+        for (const line of lines) {
+          if (line === "") {  // the end of an event
+            if (data.length) on.event(type || "message", data.join("\n"));
+            type = ""; data = [];
+            continue;
+          }
+          if (line.startsWith(":")) continue;  // a comment: the keep-alive
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let value = colon < 0 ? "" : line.slice(colon + 1);
+          if (value.startsWith(" ")) value = value.slice(1);
+          if (field === "event") type = value;
+          else if (field === "data") data.push(value);
+          else if (field === "retry" && /^\d+$/.test(value)) retry = Number(value);
+        }
+      }
+    } catch { /* cut off: opened again below */ }
+    await pause();
+  }
 }
 
 function age(iso) {
@@ -1132,6 +1230,7 @@ function setMode(mode) {
 function debounce(fn, ms) { let t; return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), ms); }; }
 
 document.addEventListener("DOMContentLoaded", () => {
+  if (!token()) return;  // on the way to /welcome
   for (const b of document.querySelectorAll("#filters button")) {
     b.addEventListener("click", () => {
       state.filter = b.dataset.filter;
@@ -1161,11 +1260,15 @@ document.addEventListener("DOMContentLoaded", () => {
   window.addEventListener("resize", queueDraw, { passive: true });
   new ResizeObserver(queueDraw).observe($("#rows"));  // a row opened or closed: measured again
   $("#rows").addEventListener("focusin", (e) => { const li = rowOf(e.target); if (li) list.focused = li.dataset.id; });
-  load().then(() => {  // the change stream once the first rows are up
-    const events = new EventSource("/api/events");
+  load().then(() => follow("/api/events", {  // the change stream once the first rows are up
     // The stream's baseline is taken when it opens: a change between the first rows and then
     // (or while it was cut off) would be missed, so each opening reloads what the page shows.
-    events.addEventListener("open", () => applyChange({ rows: null }));
-    events.addEventListener("change", (e) => { let c = null; try { c = JSON.parse(e.data); } catch { c = { rows: null }; } applyChange(c); });
-  });
+    open: () => applyChange({ rows: null }),
+    event: (type, data) => {
+      if (type !== "change") return;
+      let c = null;
+      try { c = JSON.parse(data); } catch { c = { rows: null }; }
+      applyChange(c);
+    },
+  }));
 });
