@@ -112,6 +112,7 @@ def test_the_background_indexer_never_imports_from_the_folder_it_starts_in(claud
     assert unsafe.returncode != 0  # it imported the planted c3async, which has no __main__
     marker.unlink()
 
+    index.stop_background()  # none left by an earlier test: this one starts its own
     index.update(inline_max=0)  # more to index than a door does itself: a process of its own
     assert len(index._spawned) == 1
     assert index._spawned[0].wait(timeout=120) == 0

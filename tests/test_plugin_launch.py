@@ -6,6 +6,13 @@ environment once however many windows start at once, a build outlives a launcher
 it waits (Claude Code gives up after 30 s), a new plugin version builds anew and keeps the one
 before, nothing is written under the plugin's folder, and the folder Claude Code starts the
 server in (a cloned repository) can never put a module on its path.
+
+Plants, without a build: a ``CLAUDE_PLUGIN_DATA`` another account owns or could write (or below
+a folder others could write), an ``env-<key>`` (the key computed by the launcher), its ``bin``,
+``python`` or ``pyvenv.cfg`` theirs, writable by others or a link, a ``pycache`` likewise, and a
+plugin folder, package or module others could change: each refused in one line naming it, the
+planted ``python`` (which leaves a marker: a control shows it does run when nothing is wrong)
+never run, a hook exiting 0.
 """
 
 from __future__ import annotations
@@ -200,12 +207,7 @@ def test_incomplete_plugin_files_are_said_in_one_line(root, claude, tmp_path):
 
 
 def test_a_linked_environment_is_never_run(root, claude, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("launch_copy", root / "plugin" / "launch.py")
-    launch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(launch)
-    key = launch._key(launch._dependencies())
+    key = _key_of(root)
     data, evil = tmp_path / "data", tmp_path / "evil"
     marker = tmp_path / "ran"
     (evil / "bin").mkdir(parents=True)
