@@ -356,6 +356,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if claude is None:
         _err(f"c3async: claude is not on PATH; run: {inert_line(command)}")
         return 1
+    claude = os.path.abspath(claude)  # found through a relative PATH entry: here, not in plan.cwd
     sys.stdout.flush()
     os.chdir(plan.cwd)
     os.execv(claude, [claude, "--resume", plan.session, *extra])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from transcripts import simple_session
 
-HOOK_COMMAND = f"{shlex.quote(sys.executable)} -m c3async hook"
+HOOK_COMMAND = f"{shlex.quote(sys.executable)} -P -m c3async hook"
 
 
 def run_hook(claude, payload: dict | bytes | str, *, project: str | None, pid: str | None = "4242",
@@ -224,7 +224,7 @@ def test_install_hooks_creates_the_project_settings(claude) -> None:
         [hook] = ours(settings, event)
         assert hook["type"] == "command"
         argv = shlex.split(hook["command"])
-        assert argv[1:] == ["-m", "c3async", "hook"]
+        assert argv[1:] == ["-P", "-m", "c3async", "hook"]
         assert os.path.samefile(argv[0], sys.executable)
     assert not (claude.config / "settings.json").exists()
 

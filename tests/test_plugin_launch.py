@@ -6,6 +6,13 @@ environment once however many windows start at once, a build outlives a launcher
 it waits (Claude Code gives up after 30 s), a new plugin version builds anew and keeps the one
 before, nothing is written under the plugin's folder, and the folder Claude Code starts the
 server in (a cloned repository) can never put a module on its path.
+
+Plants, without a build: a ``CLAUDE_PLUGIN_DATA`` another account owns or could write (or below
+a folder others could write), an ``env-<key>`` (the key computed by the launcher), its ``bin``,
+``python`` or ``pyvenv.cfg`` theirs, writable by others or a link, a ``pycache`` likewise, and a
+plugin folder, package or module others could change: each refused in one line naming it, the
+planted ``python`` (which leaves a marker: a control shows it does run when nothing is wrong)
+never run, a hook exiting 0.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -199,12 +207,7 @@ def test_incomplete_plugin_files_are_said_in_one_line(root, claude, tmp_path):
 
 
 def test_a_linked_environment_is_never_run(root, claude, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("launch_copy", root / "plugin" / "launch.py")
-    launch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(launch)
-    key = launch._key(launch._dependencies())
+    key = _key_of(root)
     data, evil = tmp_path / "data", tmp_path / "evil"
     marker = tmp_path / "ran"
     (evil / "bin").mkdir(parents=True)
@@ -218,3 +221,180 @@ def test_a_linked_environment_is_never_run(root, claude, tmp_path):
     assert reply["result"]["serverInfo"]["name"] == "c3async"
     assert not marker.exists() and (evil / "bin" / "python").exists()  # not run, not followed to delete
     assert not (data / f"env-{key}").is_symlink()
+
+
+# --- what another account could have changed is never run ---------------------------------------
+
+NOBODY = 65534  # the account `nobody`: another local account, for the plants that need one
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="making a folder another account's needs root")
+
+
+def _key_of(root: Path) -> str:
+    """The environment's key, computed by the launcher itself (what a neighbour can compute too)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launch_copy", root / "plugin" / "launch.py")
+    assert spec is not None and spec.loader is not None
+    launch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch)
+    return launch._key(launch._dependencies())
+
+
+def _plant(data: Path, key: str, marker: Path) -> Path:
+    """A finished-looking ``env-<key>`` whose ``bin/python`` leaves ``marker`` when run: as it is
+    (the user's, 0755), the launcher runs it, which is what a plant must never achieve."""
+    env = data / f"env-{key}"
+    (env / "bin").mkdir(parents=True)
+    (env / ".c3async-ready").write_text(key + "\n")
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (env / "bin" / "python").write_text(f"#!/bin/sh\necho \"$@\" >> {marker}\n")
+    for path in (data, env, env / "bin"):
+        path.chmod(0o755 if path != data else 0o700)
+    (env / "bin" / "python").chmod(0o755)
+    return env
+
+
+def _refused(root: Path, env: dict[str, str], cwd: str, said: Path | str) -> None:
+    """The server exits 1 and the hook 0, each with one line naming ``said``."""
+    serve = _launch(root, "serve", env, cwd)
+    assert serve.returncode == 1 and str(said) in _one_line(serve), serve.stderr
+    hook = _launch(root, "hook", env, cwd)
+    assert hook.returncode == 0 and str(said) in _one_line(hook), hook.stderr
+
+
+def test_the_plant_runs_when_nothing_is_wrong(root, claude, tmp_path):
+    """The control of what follows: a planted environment that looks right is run, so a marker
+    that stays away below means the launcher refused it."""
+    data, marker = tmp_path / "data", tmp_path / "ran"
+    data.mkdir()
+    _plant(data, _key_of(root), marker)
+    project = claude.project("control")
+    assert _launch(root, "hook", _env(claude, data, project), project).returncode == 0
+    assert marker.read_text() == "-P -m c3async hook\n"
+
+
+@needs_root
+def test_a_data_folder_of_another_account_is_refused(root, claude, tmp_path):
+    data, marker = tmp_path / "data", tmp_path / "ran"
+    data.mkdir()
+    _plant(data, _key_of(root), marker)
+    os.chown(data, NOBODY, -1)
+    project = claude.project("theirs")
+    _refused(root, _env(claude, data, project), project, f"{data} belongs to another account")
+    assert not marker.exists() and sorted(os.listdir(data)) == [f"env-{_key_of(root)}"]
+
+
+@needs_root
+def test_a_data_folder_others_could_write_is_made_private_and_what_they_put_there_refused(root, claude, tmp_path):
+    data, marker = tmp_path / "data", tmp_path / "ran"
+    data.mkdir()
+    env = _plant(data, _key_of(root), marker)
+    for path in (env, env / "bin", env / "bin" / "python"):
+        os.chown(path, NOBODY, -1, follow_symlinks=False)
+    data.chmod(0o777)
+    project = claude.project("loose")
+    _refused(root, _env(claude, data, project), project, f"{env} belongs to another account")
+    assert not marker.exists()
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    logged = (data / "hook-errors.log").read_text().splitlines()  # the data folder is safe now: the hook says it there
+    assert len(logged) == 1 and "hook refused" in logged[0] and str(env) in logged[0]
+
+
+def test_a_folder_above_the_data_folder_others_could_write_is_refused(root, claude, tmp_path):
+    loose = tmp_path / "shared"
+    loose.mkdir()
+    loose.chmod(0o777)  # not sticky: anyone can replace what is in it
+    project = claude.project("above")
+    data = loose / "config" / "data"
+    _refused(root, _env(claude, data, project), project, f"{loose} can be written by other accounts")
+    assert os.listdir(loose) == [], "a folder was made below a folder that was refused"
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # /tmp: others cannot replace what the user made there
+    assert _launch(root, "hook", _env(claude, sticky / "data", project), project).returncode == 0
+    assert stat.S_IMODE((sticky / "data").stat().st_mode) == 0o700
+
+
+@needs_root
+@pytest.mark.parametrize("how", ["env theirs", "env loose", "bin theirs", "bin loose", "bin a link", "python loose",
+                                 "pyvenv.cfg theirs", "pyvenv.cfg loose"])
+def test_a_planted_environment_is_never_run(root, claude, tmp_path, how):
+    data, marker, elsewhere = tmp_path / "data", tmp_path / "ran", tmp_path / "elsewhere"
+    data.mkdir()
+    env = _plant(data, _key_of(root), marker)
+    what, change = how.split(" ", 1)
+    path = {"env": env, "bin": env / "bin", "python": env / "bin" / "python", "pyvenv.cfg": env / "pyvenv.cfg"}[what]
+    if change == "theirs":
+        os.chown(path, NOBODY, -1)
+    elif change == "loose":
+        path.chmod(0o777 if path.is_dir() else 0o757)
+    else:
+        path.rename(elsewhere)
+        path.symlink_to(elsewhere)
+    project = claude.project("planted")
+    _refused(root, _env(claude, data, project), project, path)
+    assert not marker.exists()
+    assert path.exists() and os.path.lexists(env / "bin" / "python"), "the plant was removed: nothing was said to"
+
+
+@needs_root
+@pytest.mark.parametrize("how", ["theirs", "loose", "a link", "a file"])
+def test_a_planted_pycache_is_refused(root, claude, tmp_path, how):
+    data, marker = tmp_path / "data", tmp_path / "ran"
+    data.mkdir()
+    _plant(data, _key_of(root), marker)
+    pycache, elsewhere = data / "pycache", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if how == "a link":
+        pycache.symlink_to(elsewhere)
+    elif how == "a file":
+        pycache.write_text("")
+    else:
+        pycache.mkdir()
+        (pycache / "planted.pyc").write_bytes(b"\0" * 16)
+        os.chown(pycache, NOBODY, -1) if how == "theirs" else pycache.chmod(0o777)
+    project = claude.project("pycache")
+    _refused(root, _env(claude, data, project), project, pycache)
+    assert not marker.exists()
+
+
+@needs_root
+@pytest.mark.parametrize("how", ["root loose", "root theirs", "package loose", "module loose", "module a link",
+                                 "above loose"])
+def test_a_plugin_folder_others_could_change_is_refused(root, claude, tmp_path, how):
+    data, marker = tmp_path / "data", tmp_path / "ran"
+    data.mkdir()
+    _plant(data, _key_of(root), marker)
+    above = tmp_path / "plugins"
+    copy = above / "c3async"
+    shutil.copytree(root, copy)
+    what, change = how.split(" ", 1)
+    path = {"root": copy, "package": copy / "c3async" / "sessions", "module": copy / "c3async" / "cli.py",
+            "above": above}[what]
+    if change == "theirs":
+        os.chown(path, NOBODY, -1)
+    elif change == "loose":
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    else:
+        path.rename(tmp_path / "cli.py")
+        path.symlink_to(tmp_path / "cli.py")
+    project = claude.project("root")
+    _refused(copy, _env(claude, data, project), project, path)
+    assert not marker.exists()
+    logged = (data / "hook-errors.log").read_text()
+    assert str(path) in logged and "hook refused" in logged
+
+
+@needs_root
+def test_a_hook_log_that_is_not_safe_to_write_is_left_alone(root, claude, tmp_path):
+    data, outside = tmp_path / "data", tmp_path / "outside"
+    data.mkdir()
+    outside.write_text("the user's file\n")
+    os.link(outside, data / "hook-errors.log")  # a hard link: appending would write the user's file
+    copy = tmp_path / "c3async"
+    shutil.copytree(root, copy)
+    (copy / "c3async").chmod(0o777)
+    project = claude.project("log")
+    hook = _launch(copy, "hook", _env(claude, data, project), project)
+    assert hook.returncode == 0 and str(copy / "c3async") in _one_line(hook)  # stderr only
+    assert outside.read_text() == "the user's file\n"

@@ -161,7 +161,8 @@ def _note_error(text: str) -> None:
 
 
 def hook_command() -> str:
-    return f"{shlex.quote(sys.executable)} -m c3async hook"
+    """``-P``: a hook runs in the project's folder (a cloned repository), never on its path."""
+    return f"{shlex.quote(sys.executable)} -P -m c3async hook"
 
 
 class SettingsFile(NamedTuple):
@@ -205,6 +206,17 @@ def _ours(hook: Any) -> bool:
     if argv[-1:] != ["hook"]:
         return False
     return argv[-3:-1] == ["-m", "c3async"] or (len(argv) == 2 and os.path.basename(argv[0]) == "c3async")
+
+
+def _keep_folder_off_path(hook: dict[str, Any]) -> bool:
+    """An entry of ours from before ``-P`` (``python -m c3async hook`` put the project's folder
+    first on its path: a cloned repository's ``c3async/`` or ``msgspec.py`` ran as the user):
+    ``-P`` added, True; False when it has it (or ``-I``) or is the console script's."""
+    argv = shlex.split(hook["command"])
+    if argv[-3:-1] != ["-m", "c3async"] or {"-P", "-I"} & set(argv[1:-3]):
+        return False
+    hook["command"] = shlex.join([argv[0], "-P", *argv[1:]])
+    return True
 
 
 def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
@@ -267,7 +279,8 @@ def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: 
 
 def install(target: SettingsFile, command: str | None = None) -> list[str]:
     """Add our SessionStart and SessionEnd hooks to the settings file, keeping everything else.
-    Idempotent. Returns the events it added (empty when all were there). A settings file that
+    Idempotent. Returns the events it added or brought up to date (empty when all were there as
+    they are now: one of ours written without ``-P`` gets it). A settings file that
     is not valid JSON is left untouched, and one that is a link (or any folder on the way below
     the trusted one) is never written through: ValueError names it and shows what to add."""
     command = command or hook_command()
@@ -278,9 +291,11 @@ def install(target: SettingsFile, command: str | None = None) -> list[str]:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise ValueError(f"{target.path}: hooks.{event} is not a list; fix it and run install-hooks again")
-        present = any(_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [])
-        if not present:
+        mine = [h for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [] if _ours(h)]
+        if not mine:
             groups.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})
+            added.append(event)
+        elif any([_keep_folder_off_path(h) for h in mine]):  # a list: every one of them
             added.append(event)
     if added:
         settings["hooks"] = hooks

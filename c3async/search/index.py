@@ -487,7 +487,8 @@ STOP_WAIT_S = 0.3  # for a background indexer to end on SIGTERM before it is kil
 
 def _spawn() -> None:
     """``c3async index`` as a process of its own (it may fork workers; this process may not),
-    detached from our stdio: an MCP server's stdout is its protocol."""
+    detached from our stdio: an MCP server's stdout is its protocol. ``-P``: the folder this
+    process runs in (a cloned repository, for a server) is never on its path."""
     import subprocess
     import sys
 
@@ -497,7 +498,7 @@ def _spawn() -> None:
     try:
         _spawned.append(
             subprocess.Popen(
-                [sys.executable, "-m", "c3async", "index", "--quiet"],
+                [sys.executable, "-P", "-m", "c3async", "index", "--quiet"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
