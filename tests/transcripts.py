@@ -31,6 +31,11 @@ COMPACT_SUMMARY = (
     "Request and Intent: the user asked to fix the retry logic."
 )
 INDENT = " " * 12  # formatCommandInputTags puts 12 spaces before the 2nd and 3rd tag
+# What Claude Code 2.1.332 appends to an accepted plan when it clears the context
+PLAN_TRANSCRIPT = (
+    "\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error "
+    "messages, or content you generated), read the full transcript at: "
+)
 
 Line = dict[str, Any] | bytes
 
@@ -191,6 +196,15 @@ class Conversation:
         line = self._chain("user", {"message": {"role": "user", "content": content}}, **flags)
         self.last_prompt_uuid = line["uuid"]
         return line
+
+    def plan_handoff(self, plan: str, previous: str, feedback: str | None = None) -> dict:
+        """The first prompt of the session that accepting a plan with "clear context" starts:
+        the plan, then the path of the previous session's transcript (``previous``), then the
+        user's feedback on the plan, if any, exactly as Claude Code writes them."""
+        content = f"Implement the following plan:\n\n{plan}{PLAN_TRANSCRIPT}{previous}"
+        if feedback:
+            content += f"\n\nUser feedback on this plan: {feedback}"
+        return self.prompt(content)
 
     def meta(self, content: str) -> dict:
         return self._chain("user", {"message": {"role": "user", "content": content}}, isMeta=True)
