@@ -364,3 +364,19 @@ def simple_session(
     conv = Conversation(cwd, session_id, **conversation)
     write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange(prompt)], mtime=mtime)
     return conv.id
+
+
+def cleared_chain(folder: Path, cwd: str, links: int, *, start: datetime | None = None) -> list[str]:
+    """``links`` sessions, each begun by ``/clear`` a moment after the one before it ended (as
+    Claude Code writes them: the new file opens with the caveat, the /clear markup and its
+    output), oldest first; returns their ids."""
+    clock = start or datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC)
+    ids = []
+    for n in range(links):
+        conv = Conversation(cwd, start=clock)
+        lines = [conv.caveat(), conv.clear(), conv.local_stdout()] if n else [conv.permission_mode()]
+        lines += conv.exchange(f"step {n} of the migration")
+        write_session(folder, conv.id, lines, mtime=conv.clock.timestamp())
+        ids.append(conv.id)
+        clock = conv.clock + timedelta(milliseconds=150)
+    return ids

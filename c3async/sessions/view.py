@@ -37,7 +37,6 @@ from ..usage.prices import PricesError, PriceTable, current_prices
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
 from .rows import (
-    Chain,
     DecisionLink,
     Row,
     RowTokens,
@@ -157,6 +156,7 @@ def join_scan(
     )
     keep.apply(project, rows, keeps, now)
     marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
+    handoffs = [(src, s.session_id) for s in scan.sessions if (src := s.record.handoff_from)]
     parents = fork_parents((s.session_id, s.record) for s in scan.sessions)
     by_id = {r.id: r for r in rows}
     for fork, parent in list(parents.items()):
@@ -165,10 +165,10 @@ def join_scan(
             continue
         by_id[fork].forked_from = parent
         by_id[parent].forks.append(fork)
-    after, before = chain.build([*marked, *hooked, *timed.items(), *((p, f) for f, p in parents.items())])
-    for row in rows:
-        if row.id in after or row.id in before:
-            row.chain = Chain(chain.walk(before, row.id), chain.walk(after, row.id))
+    after, before = chain.build([*marked, *hooked, *timed.items(), *handoffs, *((p, f) for f, p in parents.items())])
+    for row in rows:  # its neighbours only: the whole chain is a detail's (``chain.around``)
+        row.chain_prev = before.get(row.id, [])
+        row.chain_next = after.get(row.id, [])
     return rows
 
 
