@@ -1,7 +1,9 @@
 """Forks made by the real Claude Code CLI 2.1.332 (offline, a stand-in Messages API): ``claude
 --resume ID --fork-session -p`` and ``/branch`` in the interactive CLI each make a row that names
 its parent and sits under it in the table; the hooks record the fork's SessionStart source; and
-the pair's tokens equal ccusage's for the same transcripts (copied responses count once)."""
+the pair's tokens equal ccusage's for the same transcripts (copied responses count once). A
+``/branch`` typed in a fresh session (prompt, ``/branch``, a prompt in the branch, ``/exit``)
+names its parent in every door: ``sessions --json``, ``show``, MCP ``list`` and ``show``, the Hub."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+import anyio
 import pytest
 from claude_pty import Terminal, trust
 from fake_api import FakeAPI, claude_cli, skip_reason
@@ -88,5 +92,94 @@ def test_forks_of_the_real_cli_sit_under_their_parent(claude, tmp_path):
         assert mine == cc > 0
         # and each copied response once: the parent keeps what was said in it
         assert ours[parent]["responses"] == 2 and ours[fork]["responses"] == 1
+    finally:
+        api.stop()
+
+
+def _until(check, what: str, term: Terminal, timeout: float = 60) -> None:
+    """Pump the terminal until ``check()`` holds (a file the CLI writes says it is done)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what}; the end of the screen: {term.text()[-1500:]!r}"
+        term.pump(0.1)
+
+
+def test_an_interactive_branch_names_its_parent_in_every_door(claude, tmp_path, monkeypatch):
+    # prompt, /branch, a prompt in the branch, /exit: the real CLI's interactive /branch writes a
+    # branch whose copies are timed before the parent's own first snapshot
+    from hubproc import Hub
+    from mcp import Client
+
+    from c3async import server
+
+    script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
+    script.write_text("[]")
+    api = FakeAPI(script, log).wait_ready()
+    try:
+        env = api.env(claude)
+        project = claude.project("branchy")
+        subprocess.run(["git", "init", "-q", project], check=True)
+        trust(claude.config, project, env["ANTHROPIC_API_KEY"])
+        folder = claude.folder(project)
+
+        def transcripts_holding(text: str) -> list[Path]:
+            return [p for p in folder.glob("*.jsonl") if text in p.read_text(errors="replace")]
+
+        term = Terminal([claude_cli()], project, env)
+        try:
+            term.wait_for("for agents", timeout=60)
+            term.pump(1)
+            term.type("sketch the importer")
+            term.pump(0.5)
+            term.type("\r")
+            _until(lambda: any('"text":"Done."' in p.read_text() for p in transcripts_holding("sketch the importer")),
+                   "the first turn was never answered", term)
+            term.type("/branch")
+            term.pump(0.8)
+            term.type("\r")
+            term.wait_for("Branched", timeout=60)
+            term.pump(1)
+            term.type("now in the branch")
+            term.pump(0.5)
+            term.type("\r")
+            _until(lambda: any(p.read_text().count('"text":"Done."') >= 2 for p in transcripts_holding("now in the branch")),
+                   "the branch's turn was never answered", term)
+            term.type("/exit")
+            term.pump(0.8)
+            term.type("\r")
+            term.wait_for("Resume this session with", timeout=60)
+        finally:
+            term.close()
+        (branch_file,) = transcripts_holding("now in the branch")
+        branch = branch_file.stem
+        (parent,) = {p.stem for p in folder.glob("*.jsonl")} - {branch}
+
+        rows = claude.rows_by_id(project)
+        assert (rows[branch]["forked_from"], rows[parent]["forked_from"]) == (parent, None)
+        assert (rows[parent]["forks"], rows[branch]["forks"]) == ([branch], [])
+        assert rows[branch]["title"].endswith("(Branch)") and rows[branch]["last_prompt"] == "now in the branch"
+        shown = json.loads(claude.run("show", branch[:8], "--project", project, "--json").stdout)
+        assert shown["row"]["forked_from"] == parent and shown["chain"]["predecessors"] == [parent]
+        assert f"forked from: {parent}" in claude.run("show", branch[:8], "--project", project).stdout
+
+        for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": project}.items():
+            monkeypatch.setenv(key, value)
+
+        async def mcp() -> tuple[str, str]:
+            async with Client(server.mcp) as c:
+                listed = await c.call_tool("c3_session", {"action": "list"})
+                shown = await c.call_tool("c3_session", {"action": "show", "target": branch})
+                return listed.content[0].text, shown.content[0].text
+
+        listed, mcp_shown = anyio.run(mcp)
+        line = next(x for x in listed.splitlines() if x.startswith(branch[:8]))
+        assert f"fork of {parent[:8]}" in line, listed
+        assert f"forked from: {parent}" in mcp_shown and f"forks: {branch}" not in mcp_shown
+
+        with Hub(claude) as hub, hub.client() as client:
+            d = client.get(f"/api/sessions/{branch}", params={"project": project}).json()
+            assert d["row"]["forked_from"] == parent and d["chain"]["predecessors"] == [parent]
+            page = client.get("/api/rows", params={"project": project, "forks_of": parent}).json()
+            assert [(r["id"], r["forked_from"]) for r in page["rows"]] == [(branch, parent)]
     finally:
         api.stop()
