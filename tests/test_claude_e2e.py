@@ -1,8 +1,8 @@
 """End to end with the real Claude Code CLI, run offline against a stand-in Messages API
 (tests/fake_anthropic.py): `claude mcp add`/`mcp list` with our server, a session whose model
 calls c3_session, our hooks, and a session whose long first prompt names the previous one (as a
-plan accepted with "clear context" does) resumed turn after turn. Skipped where no `claude` binary is installed (CI installs
-it from npm; set C3_CLAUDE to point at one)."""
+plan accepted with "clear context" does) resumed turn after turn. Skipped where no `claude`
+binary is installed (CI installs it from npm; set C3_CLAUDE to point at one)."""
 
 from __future__ import annotations
 
