@@ -7,6 +7,7 @@ Hub's ``/api/rows`` and ``/api/sessions``, MCP ``list`` and ``resources/list``) 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import pytest
@@ -23,6 +24,26 @@ class World:
         self.claude = claude
         self.chained = claude.project("chained")
         self.chain = cleared_chain(claude.folder(self.chained), self.chained, LINKS)
+        # what the hooks record of each /clear: a fact that reaches past the newest 200
+        state = Path(self.chained, ".c3")
+        state.mkdir(mode=0o700)
+        (state / "activity.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "ts": 1_777_000_000 + n,
+                        "kind": "session_start",
+                        "session_id": sid,
+                        "source": "clear",
+                        "predecessor": self.chain[n - 1],
+                        "cwd": self.chained,
+                    }
+                )
+                + "\n"
+                for n, sid in enumerate(self.chain)
+                if n
+            )
+        )
         self.titled = claude.project("titled")
         folder = claude.folder(self.titled)
         self.titles: dict[str, str] = {}
@@ -68,9 +89,9 @@ def test_the_whole_chain_is_in_the_detail(world):
     shown = world.claude.run("show", middle, "--project", world.chained, "--json")
     assert shown.returncode == 0, shown.stderr
     d = json.loads(shown.stdout)
-    # walked over the listed rows (the newest 200) and one step past them, nearest first
+    # nearest first, to both ends: past the newest 200 listed, through what the hooks recorded
     assert d["chain"]["successors"] == chain[-99:]
-    assert d["chain"]["predecessors"] == chain[-101:-201:-1]
+    assert d["chain"]["predecessors"] == chain[-101::-1]
     assert (d["row"]["chain_prev"], d["row"]["chain_next"]) == ([chain[-101]], [chain[-99]])
 
 

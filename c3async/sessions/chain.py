@@ -8,9 +8,10 @@
   prompt names the previous session's transcript);
 - a fork and the session it was forked from.
 
-A row keeps its neighbours only (``neighbours``): a listing grows with its rows, whatever the
-chain's length. One session's whole chain (``around``) is walked from the rows to both ends,
-nearest first, and safe against cycles (a marks mistake can make one).
+A row keeps its neighbours only: a listing grows with its rows, whatever the chain's length. A
+detail walks one session's whole chain to both ends (``view.whole_chain``: the rows' links and
+those that reach past the listed rows), nearest first, safe against cycles (a marks mistake
+can make one); ``around`` walks the rows' links alone.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from ..catalog.read import read_transcript
 from ..ground.errors import C3Error
 from ..ground.safefs import open_regular
 from ..stores import records
-from .chain import around
 from .rows import Chain, Row
 
 __all__ = (
@@ -120,7 +119,7 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
     project, else of another registered project or any folder of Claude Code's (``elsewhere``
     then says it is not this project's). Raises a C3Error."""
     from .refs import find
-    from .view import list_rows_sync, row_for
+    from .view import list_rows_sync, row_for, whole_chain
 
     found = find(project, ref, host=host, anywhere=True)
     home, sid = found.project, found.id
@@ -134,7 +133,7 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
         )
     out = detail(home, row)
     out.elsewhere = found.elsewhere
-    out.chain = Chain(*around([*rows, row], sid))
+    out.chain = whole_chain(home, [*rows, row], sid)
     if row.title_truncated:
         _whole_title(row)
     return out

@@ -37,6 +37,7 @@ from ..usage.prices import PricesError, PriceTable, current_prices
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
 from .rows import (
+    Chain,
     DecisionLink,
     Row,
     RowTokens,
@@ -60,6 +61,7 @@ __all__ = (
     "project_usage",
     "report_prices",
     "row_for",
+    "whole_chain",
 )
 
 log = logging.getLogger("c3async.sessions")
@@ -170,6 +172,19 @@ def join_scan(
         row.chain_prev = before.get(row.id, [])
         row.chain_next = after.get(row.id, [])
     return rows
+
+
+def whole_chain(project: str, rows: list[Row], sid: str) -> Chain:
+    """Every session before and after ``sid``, nearest first: over the rows' neighbours and the
+    links that reach past the listed rows (the /clear pairs the hooks recorded, every stale
+    mark's successor), so a detail has the whole chain however long it is."""
+    book = MarkBook(project).refresh()
+    marked = [
+        (i, st.stale.successor) for i, st in book.get_many(book.stale_ids()).items() if st.stale and st.stale.successor
+    ]
+    listed = [(r.id, nxt) for r in rows for nxt in r.chain_next]
+    after, before = chain.build([*listed, *activity.facts(project).pairs, *marked])
+    return Chain(chain.walk(before, sid), chain.walk(after, sid))
 
 
 def _mark_gone(project: str, rows: list[Row]) -> None:
