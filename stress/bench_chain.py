@@ -30,7 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from stress.harness import REPO, claude_slug, write_chain, write_titled
+from stress.harness import REPO, claude_slug, write_chain, write_clear_hooks, write_titled
 
 KiB, MiB = 1024, 1024 * 1024
 
@@ -99,26 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(home), PYTHONPATH=args.checkout)
         start = time.time() - 30 * 86400
         chain = write_chain(config / "projects" / claude_slug(str(chained)), str(chained), args.links, start)
-        # and what the hooks record of each /clear (a fact that reaches past the newest 200)
-        log = chained / ".c3" / "activity.jsonl"
-        log.parent.mkdir(mode=0o700)
-        log.write_text(
-            "".join(
-                json.dumps(
-                    {
-                        "ts": start + 2.2 * n,
-                        "kind": "session_start",
-                        "session_id": sid,
-                        "source": "clear",
-                        "predecessor": chain[n - 1],
-                        "cwd": str(chained),
-                    }
-                )
-                + "\n"
-                for n, sid in enumerate(chain)
-                if n
-            )
-        )
+        write_clear_hooks(str(chained), chain, start)  # a fact that reaches past the newest 200
         write_titled(
             config / "projects" / claude_slug(str(titled)), str(titled), args.titled, args.title_kb * 1000, start
         )

@@ -230,6 +230,20 @@ def write_chain(folder: Path, cwd: str, links: int, start: float) -> list[str]:
     return ids
 
 
+def write_clear_hooks(project: str, chain: list[str], start: float) -> None:
+    """What the hooks record of each /clear of ``chain`` (``write_chain``'s ids): a
+    ``session_start`` row naming its predecessor, in the project's activity log."""
+    state = Path(project, ".c3")
+    state.mkdir(mode=0o700, exist_ok=True)
+    rows = (
+        {"ts": start + 2.2 * n, "kind": "session_start", "session_id": sid, "source": "clear",
+         "predecessor": chain[n - 1], "cwd": project}
+        for n, sid in enumerate(chain) if n
+    )
+    with open(state / "activity.jsonl", "ab") as f:
+        f.write(b"".join(encode(row) for row in rows))
+
+
 def write_titled(folder: Path, cwd: str, sessions: int, title_chars: int, start: float) -> dict[str, str]:
     """``sessions`` sessions whose custom or ai title (every other one) is ``title_chars`` long;
     {id: its title}."""

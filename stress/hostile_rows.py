@@ -24,7 +24,17 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from .harness import Result, assistant_line, claude_slug, encode, tool_result_line, user_line, write_chain, write_titled
+from .harness import (
+    Result,
+    assistant_line,
+    claude_slug,
+    encode,
+    tool_result_line,
+    user_line,
+    write_chain,
+    write_clear_hooks,
+    write_titled,
+)
 from .hostile_classes import Probe, _mcp, _probe
 
 CLASS = "rows of real transcripts and long chains"
@@ -87,25 +97,7 @@ def check(res: Result, sb, quick: bool) -> None:
     start = time.time() - 30 * 86400
     chained = p.project("chained")
     chain = write_chain(p.config / "projects" / claude_slug(chained), chained, LINKS, start)
-    state = Path(chained, ".c3")
-    state.mkdir(mode=0o700)
-    (state / "activity.jsonl").write_text(
-        "".join(
-            json.dumps(
-                {
-                    "ts": start + 2.2 * n,
-                    "kind": "session_start",
-                    "session_id": sid,
-                    "source": "clear",
-                    "predecessor": chain[n - 1],
-                    "cwd": chained,
-                }
-            )
-            + "\n"
-            for n, sid in enumerate(chain)
-            if n
-        )
-    )
+    write_clear_hooks(chained, chain, start)
     titled = p.project("titled")
     titles = write_titled(p.config / "projects" / claude_slug(titled), titled, TITLED, TITLE_CHARS, start)
     app = p.project("app")
