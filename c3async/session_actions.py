@@ -222,6 +222,8 @@ def list_(c: Caller, target: str = "", **_: str) -> str:
             flags += "ARCHIVED "
         if r.mcp_count > 1:
             flags += f"MCP×{r.mcp_count} "
+        if r.forked_from:
+            flags += f"(fork of {r.forked_from[:8]}) "
         tail = f"stale: {r.stale.reason}" if r.stale is not None else ", ".join(r.hints)
         cur = " (this session)" if r.id == c.host_session_id else ""
         lines.append(

@@ -207,6 +207,58 @@ def encode(line: dict) -> bytes:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
+CLEAR_MARKUP = ("<command-name>/clear</command-name>\n            <command-message>clear</command-message>\n"
+                "            <command-args></command-args>")
+
+
+def write_chain(folder: Path, cwd: str, links: int, start: float) -> list[str]:
+    """``links`` sessions in ``folder``, each begun by ``/clear`` a moment after the one before
+    it ended (the catalog pairs them by that timing), oldest first; returns their ids."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = []
+    ts = start
+    for n in range(links):
+        sid = str(uuid.uuid4())
+        lines = [user_line(sid, cwd, CLEAR_MARKUP, ts)] if n else []
+        u = user_line(sid, cwd, f"step {n} of the migration", ts + 0.5, lines[-1]["uuid"] if lines else None)
+        lines += [u, assistant_line(sid, cwd, f"step {n} done", ts + 2, u["uuid"])]
+        path = folder / f"{sid}.jsonl"
+        path.write_bytes(b"".join(encode(x) for x in lines))
+        os.utime(path, (ts + 2, ts + 2))
+        ids.append(sid)
+        ts += 2.2
+    return ids
+
+
+def write_clear_hooks(project: str, chain: list[str], start: float) -> None:
+    """What the hooks record of each /clear of ``chain`` (``write_chain``'s ids): a
+    ``session_start`` row naming its predecessor, in the project's activity log."""
+    state = Path(project, ".c3")
+    state.mkdir(mode=0o700, exist_ok=True)
+    rows = (
+        {"ts": start + 2.2 * n, "kind": "session_start", "session_id": sid, "source": "clear",
+         "predecessor": chain[n - 1], "cwd": project}
+        for n, sid in enumerate(chain) if n
+    )
+    with open(state / "activity.jsonl", "ab") as f:
+        f.write(b"".join(encode(row) for row in rows))
+
+
+def write_titled(folder: Path, cwd: str, sessions: int, title_chars: int, start: float) -> dict[str, str]:
+    """``sessions`` sessions whose custom or ai title (every other one) is ``title_chars`` long;
+    {id: its title}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    titles = {}
+    for n in range(sessions):
+        sid = str(uuid.uuid4())
+        title = (f"{n:03d} " + "a long name " * (title_chars // 12 + 1))[:title_chars]
+        u = user_line(sid, cwd, f"work {n}", start + n)
+        line = custom_title_line(sid, title) if n % 2 else ai_title_line(sid, title)
+        (folder / f"{sid}.jsonl").write_bytes(b"".join(encode(x) for x in (u, assistant_line(sid, cwd, "ok", start + n + 1, u["uuid"]), line)))
+        titles[sid] = title
+    return titles
+
+
 @dataclass
 class SessionTruth:
     id: str

@@ -114,6 +114,7 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "image ref, no close": lambda n: "[Image #" + "1" * n,
     "host-like": lambda n: "a" * n + ":",
     "many hits": lambda n: "retry budget " * (n // 13),
+    "many plan handoffs": lambda n: "exiting plan mode, read the full transcript at: " * (n // 48),
 }
 
 
@@ -159,6 +160,7 @@ def _entry_points() -> dict[str, Callable[[Any], Any]]:
         "extract._cut_prompt (bytes)": lambda t: extract._cut_prompt(
             b'{"type":"user","message":{"role":"user","content":"' + t.encode("utf-8", "replace")),
         "extract.scan (bytes)": lambda t: extract.scan(t.encode("utf-8", "replace"), 0, from_start=True),
+        "extract.handoff_source": lambda t: extract.handoff_source(extract.PLAN_HANDOFF + t),
         "prices.normalise": normalise,
         "term.inert": term.inert,
         "term.inert_line": term.inert_line,

@@ -110,3 +110,39 @@ def test_the_mcp_server_shows_and_marks_another_projects_session(claude, two, mo
     shown, marked = anyio.run(main)
     assert "beta's work" in shown and b in shown
     assert b in marked and [m["op"] for m in _marks(b)] == ["stale"]
+
+
+def test_an_id_found_nowhere_says_which_projects_were_searched(claude, two, monkeypatch):
+    from mcp import Client
+
+    from c3async import server
+
+    a, b, _ = two
+    nowhere = "eeee0006-0000-4000-8000-000000000006"
+    folder = str(claude.projects_root)
+    for args, anywhere in ((("show", nowhere[:8]), True), (("resume", nowhere, "--print"), True),
+                           (("mark", "note", nowhere[:8], "--summary", "s"), False)):
+        proc = claude.run(*args, "--project", a)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        said = proc.stderr
+        assert f"no session of {a} has the id '{nowhere[:8]}" in said, said
+        assert "the 1 other registered project (" + b + ")" in said, said
+        assert (folder in said) is anywhere, said
+    for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": a}.items():
+        monkeypatch.setenv(key, value)
+
+    async def main() -> str:
+        async with Client(server.mcp) as c:
+            shown = await c.call_tool("c3_session", {"action": "show", "target": nowhere[:8]})
+            assert shown.is_error
+            return shown.content[0].text
+
+    said = anyio.run(main)
+    assert a in said and b in said and folder in said and "other registered project" in said, said
+
+
+def test_an_unknown_id_with_no_other_project_says_so(claude):
+    alone = claude.project("alone")
+    simple_session(claude.folder(alone), alone, "the only one")
+    proc = claude.run("mark", "note", "ffff0000", "--summary", "s", "--project", alone)
+    assert proc.returncode == 1 and "no other project is registered" in proc.stderr, proc.stderr

@@ -7,9 +7,10 @@ through the CLI on one corpus listed once.
 from __future__ import annotations
 
 import pytest
-from transcripts import Conversation, image_block, render, text, write_session
+from transcripts import Conversation, append_lines, image_block, render, text, write_session
 
 from c3async.catalog.extract import scan
+from c3async.catalog.read import HEAD, read_transcript
 
 KiB = 1024
 
@@ -317,3 +318,126 @@ def test_fixture_writes_the_clear_markup_exactly_as_claude_code_does():
         "<command-name>/clear</command-name>\n            <command-message>clear</command-message>\n"
         "            <command-args></command-args>"
     )
+
+
+# --- a long first prompt and the windows ------------------------------------------------------------
+
+PLAN = "Implement the following plan:\n\n" + "\n".join(f"{i}. step {i}: " + "change the parser " * 6 for i in range(60))
+LATER = ("now the second step", "then the third", "and the last one")
+
+
+def _spread_session(folder, size: int, first: str, *, quiet_tail: int = 0):
+    """A session of about ``size`` bytes: ``first``, then LATER spread evenly through tool
+    output, then ``quiet_tail`` bytes of tool output with no prompt. Returns its path."""
+    c = Conversation("/w/app")
+    lines = [c.permission_mode(), *c.exchange(first)]
+    gap = max(0, (size - quiet_tail) // (len(LATER) + 1))
+    for prompt in LATER:
+        lines += [*c.filler(gap, chunk=8 * KiB), *c.exchange(prompt)]
+    lines += c.filler(quiet_tail, chunk=8 * KiB) if quiet_tail else []
+    return write_session(folder, c.id, lines)
+
+
+def _record(path):
+    st = path.stat()
+    return read_transcript(str(path), st.st_size, st.st_mtime_ns)
+
+
+@pytest.mark.parametrize("size", [100 * KiB, 300 * KiB, 600 * KiB, 900 * KiB])
+@pytest.mark.parametrize("quiet", [0, 1], ids=["prompts-to-the-end", "quiet-tail"])
+def test_a_long_first_prompt_keeps_the_last_prompt_and_counts_every_turn(tmp_path, size, quiet):
+    # A plan handoff (over 2,000 characters) and a file up to 1 MiB: read whole, whatever the
+    # layout, so the last prompt is the last one and every prompt is counted (the head widened
+    # for the first prompt used to hide every later one in it).
+    path = _spread_session(tmp_path, size, PLAN, quiet_tail=quiet * size // 2)
+    rec = _record(path)
+    assert (rec.first_prompt, rec.first_prompt_truncated) == (PLAN[:2000], True)
+    assert (rec.last_prompt, rec.user_turns, rec.user_turns_exact) == ("and the last one", 4, True)
+
+
+@pytest.mark.parametrize("first", [PLAN, "a short first prompt"], ids=["long-first", "short-first"])
+def test_past_the_windows_the_last_prompt_is_still_found_and_turns_count_what_was_read(tmp_path, first):
+    # Every later prompt sits in the head's window; megabytes of tool output follow.
+    c = Conversation("/w/app")
+    lines = [c.permission_mode(), *c.exchange(first)]
+    for prompt in LATER:
+        lines += c.exchange(prompt)
+    lines += c.filler(3 * 1024 * KiB, chunk=16 * KiB)
+    rec = _record(write_session(tmp_path, c.id, lines))
+    assert rec.last_prompt == "and the last one"
+    assert (rec.user_turns, rec.user_turns_exact) == (4, False)  # every prompt in what was read
+    assert rec.bytes_read < 5 * 1024 * KiB
+
+
+def test_a_prompt_cut_by_the_heads_edge_is_read_by_the_tail(tmp_path):
+    c = Conversation("/w/app")
+    lines = [c.permission_mode(), *c.exchange("the first prompt")]
+    while len(render(lines)) < HEAD - 6 * KiB:
+        lines += c.tool_round("ok " * 500)
+    straddling = "the prompt across the seam " * 400  # about 11 KiB: its line crosses 64 KiB
+    lines += [*c.exchange(straddling), *c.filler(600 * KiB, chunk=16 * KiB)]
+    path = write_session(tmp_path, c.id, lines)
+    data = path.read_bytes()
+    at = data.find(straddling[:40].encode())
+    assert at < HEAD < data.find(b"\n", at)  # the line does cross the head's edge
+    rec = _record(path)
+    assert (rec.last_prompt, rec.user_turns) == (straddling.strip()[:2000], 2)
+
+
+def test_a_grown_file_adds_its_new_prompts_to_the_count(tmp_path):
+    path = _spread_session(tmp_path, 200 * KiB, PLAN)
+    cached = _record(path)
+    c = Conversation("/w/app")
+    append_lines(path, [*c.exchange("one more"), *c.exchange("and another")])
+    st = path.stat()
+    grown = read_transcript(str(path), st.st_size, st.st_mtime_ns, cached)
+    assert grown.bytes_read < st.st_size // 4  # only the new bytes
+    assert (grown.last_prompt, grown.user_turns, grown.user_turns_exact) == ("and another", 6, True)
+
+
+# --- a plan-mode handoff names the session it came from ---------------------------------------------
+
+PREVIOUS = "7a9f27d5-e33d-4ef8-b293-cab7089f223d"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [f"/home/u/.claude/projects/-home-u-app/{PREVIOUS}.jsonl",
+     f"C:\\Users\\u\\.claude\\projects\\C--app\\{PREVIOUS}.jsonl",
+     f"/home/u/my projects/.claude/projects/-x/{PREVIOUS.upper()}.jsonl"],
+    ids=["posix", "windows", "spaces-and-upper-case"],
+)
+def test_a_plan_handoff_names_the_previous_session(path):
+    c = Conversation("/w/app")
+    facts = facts_of([c.permission_mode(), c.plan_handoff(PLAN[len("Implement the following plan:\n\n"):], path)])
+    assert facts.handoff_from == PREVIOUS
+    assert facts.first_prompt_truncated  # the name is past the 2,000 characters a row keeps
+
+
+def test_a_plan_handoff_with_feedback_and_a_plan_that_quotes_the_words():
+    c = Conversation("/w/app")
+    plan = "Quote Claude Code: 'read the full transcript at: /tmp/00000000-0000-4000-8000-000000000000.jsonl'"
+    line = c.plan_handoff(plan, f"/p/{PREVIOUS}.jsonl", feedback="keep the tests fast")
+    assert facts_of([line]).handoff_from == PREVIOUS
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        f"Please read the full transcript at: /p/{PREVIOUS}.jsonl",  # not Claude Code's handoff
+        "Implement the following plan:\n\nstep 1\n\nread the full transcript at: /p/notes.jsonl",
+        "Implement the following plan:\n\nstep 1",
+        f"Implement the following plan:\n\nIf you need specific details from before exiting plan mode, "
+        f"read the full transcript at: /p/{PREVIOUS}.json",
+    ],
+    ids=["not-a-plan", "not-a-session-file", "no-transcript", "not-jsonl"],
+)
+def test_what_is_not_a_plan_handoff_names_nothing(content):
+    c = Conversation("/w/app")
+    assert facts_of([c.prompt(content)]).handoff_from is None
+
+
+def test_only_the_first_prompt_can_be_a_handoff():
+    c = Conversation("/w/app")
+    facts = facts_of([c.prompt("hello"), c.plan_handoff("step 1", f"/p/{PREVIOUS}.jsonl")])
+    assert facts.handoff_from is None

@@ -1,7 +1,8 @@
 """End to end with the real Claude Code CLI, run offline against a stand-in Messages API
 (tests/fake_anthropic.py): `claude mcp add`/`mcp list` with our server, a session whose model
-calls c3_session, and our hooks. Skipped where no `claude` binary is installed (CI installs
-it from npm; set C3_CLAUDE to point at one)."""
+calls c3_session, our hooks, and a session whose long first prompt names the previous one (as a
+plan accepted with "clear context" does) resumed turn after turn. Skipped where no `claude`
+binary is installed (CI installs it from npm; set C3_CLAUDE to point at one)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,31 @@ def test_hooks_record_the_session_start_and_end(world, claude):
     assert ("session_start", sid) in kinds and ("session_end", sid) in kinds
     start = next(r for r in rows if r["kind"] == "session_start")
     assert start["source"] == "startup"
+
+
+def test_a_long_first_prompt_naming_the_last_session_keeps_every_turn_and_joins_the_chain(world, claude):
+    # The first prompt a plan accepted with "clear context" gives: the plan (over 2,000
+    # characters), then the previous session's transcript; then several turns, resumed.
+    proj, run, _script, _env = world
+
+    def ask(*args: str) -> str:
+        out = run(*args, "--output-format", "json")
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["session_id"]
+
+    before = ask("-p", "plan the importer")
+    previous = claude.folder(proj) / f"{before}.jsonl"
+    plan = "\n".join(f"{i}. change the importer's step {i} " + "carefully " * 8 for i in range(40))
+    first = (f"Implement the following plan:\n\n{plan}\n\nIf you need specific details from before exiting plan "
+             "mode (like exact code snippets, error messages, or content you generated), read the full "
+             f"transcript at: {previous}")
+    sid = ask("-p", first)
+    for n in range(8):
+        ask("-p", f"step {n} done, go on", "--resume", sid)
+    path = claude.folder(proj) / f"{sid}.jsonl"
+    assert 100 * 1024 < path.stat().st_size < 1024 * 1024
+    rows = claude.rows_by_id(proj)
+    row = rows[sid]
+    assert row["first_prompt_truncated"] and row["last_prompt"] == "step 7 done, go on"
+    assert (row["user_turns"], row["user_turns_exact"]) == (9, True)
+    assert (rows[before]["chain_next"], row["chain_prev"]) == ([sid], [before])

@@ -58,7 +58,7 @@ def test_a_fork_session_is_found_by_the_first_line_it_shares(claude):
     rows = claude.rows_by_id(proj)
     assert rows[fork]["forked_from"] == parent and rows[parent]["forks"] == [fork]
     assert rows[other.id]["forked_from"] is None and rows[other.id]["forks"] == []
-    assert fork in rows[parent]["chain"]["successors"] and parent in rows[fork]["chain"]["predecessors"]
+    assert fork in rows[parent]["chain_next"] and parent in rows[fork]["chain_prev"]
     table = claude.run("sessions", "--project", proj).stdout.splitlines()
     at = next(i for i, line in enumerate(table) if line.startswith(parent[:8]))
     assert table[at + 1].startswith(fork[:8]) and "\u2514 fork: parse the config" in table[at + 1]
@@ -99,6 +99,32 @@ def test_copied_responses_count_once_toward_the_parent(claude, first):
     assert sum(by_id[parent]["tokens_by_model"].values()) == 2 * one
     rows = claude.rows_by_id(proj)
     assert (rows[parent]["tokens"]["total"], rows[fork]["tokens"]["total"]) == (2 * one, one)
+
+
+def test_a_branch_right_after_the_first_turn_names_its_parent_not_the_reverse(claude):
+    # As the interactive CLI 2.1.332 writes it: the parent's file-history snapshot, before its
+    # first prompt, is timed after that prompt, and the branch copies from the prompt on with
+    # nothing of its own before: by the timing alone the branch looks like the original.
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    conv = Conversation(proj)
+    turn = conv.exchange("sketch the importer")
+    turn[0]["snapshot"]["timestamp"] = turn[2]["timestamp"]
+    lines = [conv.mode(), conv.permission_mode(), *turn]
+    write_session(folder, conv.id, lines)
+    branch = new_id()
+    copies = [{**copy.deepcopy(line), "sessionId": branch, "forkedFrom": {"sessionId": conv.id, "messageUuid": line["uuid"]}}
+              for line in lines if "uuid" in line]
+    b = Conversation(proj, branch, start=conv.clock + timedelta(seconds=3))
+    b.parent = copies[-1]["uuid"]
+    write_session(folder, branch, [*copies, b.custom_title("sketch the importer (Branch)"), b.mode(),
+                                   *b.exchange("now in the branch")])
+    rows = claude.rows_by_id(proj)
+    assert (rows[branch]["forked_from"], rows[conv.id]["forked_from"]) == (conv.id, None)
+    assert (rows[conv.id]["forks"], rows[branch]["forks"]) == ([branch], [])
+    shown = claude.run("show", branch[:8], "--project", proj, "--json")
+    assert json.loads(shown.stdout)["row"]["forked_from"] == conv.id
+    assert f"forked from: {conv.id}" in claude.run("show", branch[:8], "--project", proj).stdout
 
 
 def test_forks_that_name_each_other_make_no_loop(claude):

@@ -905,7 +905,8 @@ def test_detail_has_prompts_turns_and_resume(client, world):
         "step 9: keep going", "answer 9", LAST, "answer 10",
     ]
     assert row["resume"] == f"cd {shlex.quote(world.alpha)} && claude --resume {world.secret}"
-    assert d["row"]["chain"] == {"predecessors": [], "successors": []}
+    assert d["chain"] == {"predecessors": [], "successors": []}
+    assert (d["row"]["chain_prev"], d["row"]["chain_next"]) == ([], [])
 
 
 def test_detail_without_project_finds_the_session(client, world):
@@ -960,8 +961,8 @@ def test_stale_with_successor_links_both_sides(hub, client, world):
     assert (r.json()["op"], r.json()["successor"], r.json()["by"]) == ("stale", world.succ, "user")
     before = client.get(f"/api/sessions/{world.pred}", params={"project": world.beta}).json()
     after = client.get(f"/api/sessions/{world.succ}", params={"project": world.beta}).json()
-    assert before["row"]["chain"]["successors"] == [world.succ]
-    assert after["row"]["chain"]["predecessors"] == [world.pred]
+    assert before["chain"]["successors"] == [world.succ] and before["row"]["chain_next"] == [world.succ]
+    assert after["chain"]["predecessors"] == [world.pred] and after["row"]["chain_prev"] == [world.pred]
     assert before["row"]["stale"]["successor"] == world.succ
 
 

@@ -56,17 +56,49 @@ def test_the_chain_joins_every_source_and_walks_to_both_ends(claude) -> None:
     activity.record(proj, "session_start", session_id=c, source="clear", predecessor=b)  # the hooks' fact
     # c -> d: only the timing says so (d began with /clear right after c's last line)
     rows = rows_of(proj)
-    assert rows[a].chain.successors == [b, c, d] and rows[a].chain.predecessors == []
-    assert rows[d].chain.predecessors == [c, b, a] and rows[d].chain.successors == []
-    assert rows[b].chain.predecessors == [a] and rows[b].chain.successors == [c, d]
-    # The same chain in `sessions --json` and in `show`.
-    assert claude.rows_by_id(proj)[b]["chain"] == {"predecessors": [a], "successors": [c, d]}
+    # A row names its neighbours; the detail walks the whole chain to both ends, nearest first.
+    assert (rows[a].chain_prev, rows[a].chain_next) == ([], [b])
+    assert (rows[b].chain_prev, rows[b].chain_next) == ([a], [c])
+    assert (rows[d].chain_prev, rows[d].chain_next) == ([c], [])
+    whole = {sid: detail.show(proj, sid).chain for sid in (a, b, d)}
+    assert (whole[a].predecessors, whole[a].successors) == ([], [b, c, d])
+    assert (whole[d].predecessors, whole[d].successors) == ([c, b, a], [])
+    assert (whole[b].predecessors, whole[b].successors) == ([a], [c, d])
+    # The same in `sessions --json` (neighbours, no whole chain) and in `show --json` and `show`.
+    listed = claude.rows_by_id(proj)[b]
+    assert (listed["chain_prev"], listed["chain_next"]) == ([a], [c]) and "chain" not in listed
+    shown = claude.run("show", b[:8], "--project", proj, "--json")
+    assert json.loads(shown.stdout)["chain"] == {"predecessors": [a], "successors": [c, d]}
     shown = detail.render(detail.show(proj, b[:8]))
     assert f"predecessors: {a}" in shown and f"successors: {c}, {d}" in shown
     # A cycle (a mistaken mark) never loops and lists each session once.
     act.mark(proj, d, "stale", reason="went back", successor=a)
+    chained = detail.show(proj, b).chain
+    assert chained.predecessors == [a, d, c] and chained.successors == [c, d, a]
+
+
+def test_a_plan_handoff_joins_the_chain_both_ways(claude) -> None:
+    # Accepting a plan with "clear context": a new session whose first prompt (the plan, over
+    # the 2,000 characters a row keeps) names the previous session's transcript at its end.
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    start = NOW - timedelta(hours=2)
+    planned, _ = _session(folder, proj, ["plan the importer", "what about the errors?"], start=start)
+    other, _ = _session(folder, proj, ["unrelated"], start=start + timedelta(minutes=5))
+    conv = Conversation(proj, start=start + timedelta(minutes=30))
+    plan = "\n".join(f"{i}. change the importer's step {i} " + "carefully " * 10 for i in range(40))
+    lines = [conv.permission_mode(), conv.plan_handoff(plan, str(folder / f"{planned}.jsonl")), *conv.reply(),
+             *conv.exchange("run the tests")]
+    write_session(folder, conv.id, lines)
     rows = rows_of(proj)
-    assert rows[b].chain.predecessors == [a, d, c] and rows[b].chain.successors == [c, d, a]
+    assert (rows[planned].chain_prev, rows[planned].chain_next) == ([], [conv.id])
+    assert (rows[conv.id].chain_prev, rows[conv.id].chain_next) == ([planned], [])
+    assert rows[conv.id].first_prompt_truncated and rows[conv.id].last_prompt == "run the tests"
+    assert (rows[other].chain_prev, rows[other].chain_next) == ([], [])
+    listed = claude.rows_by_id(proj)
+    assert listed[planned]["chain_next"] == [conv.id] and listed[conv.id]["chain_prev"] == [planned]
+    assert detail.show(proj, planned).chain.successors == [conv.id]
+    assert f"predecessors: {planned}" in detail.render(detail.show(proj, conv.id))
 
 
 def test_a_first_turn_note_needs_no_transcript(claude) -> None:

@@ -31,6 +31,11 @@ COMPACT_SUMMARY = (
     "Request and Intent: the user asked to fix the retry logic."
 )
 INDENT = " " * 12  # formatCommandInputTags puts 12 spaces before the 2nd and 3rd tag
+# What Claude Code 2.1.332 appends to an accepted plan when it clears the context
+PLAN_TRANSCRIPT = (
+    "\n\nIf you need specific details from before exiting plan mode (like exact code snippets, error "
+    "messages, or content you generated), read the full transcript at: "
+)
 
 Line = dict[str, Any] | bytes
 
@@ -192,6 +197,15 @@ class Conversation:
         self.last_prompt_uuid = line["uuid"]
         return line
 
+    def plan_handoff(self, plan: str, previous: str, feedback: str | None = None) -> dict:
+        """The first prompt of the session that accepting a plan with "clear context" starts:
+        the plan, then the path of the previous session's transcript (``previous``), then the
+        user's feedback on the plan, if any, exactly as Claude Code writes them."""
+        content = f"Implement the following plan:\n\n{plan}{PLAN_TRANSCRIPT}{previous}"
+        if feedback:
+            content += f"\n\nUser feedback on this plan: {feedback}"
+        return self.prompt(content)
+
     def meta(self, content: str) -> dict:
         return self._chain("user", {"message": {"role": "user", "content": content}}, isMeta=True)
 
@@ -350,3 +364,19 @@ def simple_session(
     conv = Conversation(cwd, session_id, **conversation)
     write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange(prompt)], mtime=mtime)
     return conv.id
+
+
+def cleared_chain(folder: Path, cwd: str, links: int, *, start: datetime | None = None) -> list[str]:
+    """``links`` sessions, each begun by ``/clear`` a moment after the one before it ended (as
+    Claude Code writes them: the new file opens with the caveat, the /clear markup and its
+    output), oldest first; returns their ids."""
+    clock = start or datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC)
+    ids = []
+    for n in range(links):
+        conv = Conversation(cwd, start=clock)
+        lines = [conv.caveat(), conv.clear(), conv.local_stdout()] if n else [conv.permission_mode()]
+        lines += conv.exchange(f"step {n} of the migration")
+        write_session(folder, conv.id, lines, mtime=conv.clock.timestamp())
+        ids.append(conv.id)
+        clock = conv.clock + timedelta(milliseconds=150)
+    return ids

@@ -17,9 +17,19 @@ import msgspec
 
 from ..ground.errors import DECODE_ERRORS
 
-__all__ = ("PROMPT_CAP", "TITLE_CAP", "Facts", "classify_prompt", "classify_text", "prompt_title", "scan")
+__all__ = (
+    "PROMPT_CAP",
+    "TITLE_CAP",
+    "Facts",
+    "cap",
+    "classify_prompt",
+    "classify_text",
+    "handoff_source",
+    "prompt_title",
+    "scan",
+)
 
-PROMPT_CAP = 2000  # characters of a prompt kept in a row; longer ones set *_truncated
+PROMPT_CAP = 2000  # characters of a prompt (or a custom or ai title) kept in a row; longer ones set *_truncated
 TITLE_CAP = 200  # Claude Code's own cut for a title taken from a prompt
 
 # Built-in commands that do their work locally: as a first "prompt" they only name the command.
@@ -247,8 +257,38 @@ def prompt_title(prompt: str) -> str:
     return flat if len(flat) <= TITLE_CAP else flat[:TITLE_CAP].rstrip() + "\u2026"
 
 
-def _cap(text: str) -> tuple[str, bool]:
+def cap(text: str) -> tuple[str, bool]:
+    """``text`` cut to PROMPT_CAP characters, and whether it was cut."""
     return (text, False) if len(text) <= PROMPT_CAP else (text[:PROMPT_CAP], True)
+
+
+# Accepting a plan with "clear context" starts a new session whose first prompt is Claude Code's
+# own: "Implement the following plan:\n\n<plan>\n\nIf you need specific details from before
+# exiting plan mode (like exact code snippets, error messages, or content you generated), read
+# the full transcript at: <the previous session's .jsonl>", then optional paragraphs (teammates,
+# the user's feedback on the plan).
+PLAN_HANDOFF = "Implement the following plan:"
+_HANDOFF_PATH = "read the full transcript at: "
+_HANDOFF_WHY = "exiting plan mode"
+_PATH_MAX = 4096
+
+
+def handoff_source(prompt: str) -> str | None:
+    """The id of the session a plan-mode handoff prompt names (its transcript's file name), or
+    None. Found with ``str`` searches from the end (the plan itself may quote the words): linear,
+    whatever the prompt holds."""
+    if not prompt.startswith(PLAN_HANDOFF):
+        return None
+    at = prompt.rfind(_HANDOFF_PATH)
+    if at < 0 or prompt.find(_HANDOFF_WHY, max(0, at - 200), at) < 0:
+        return None
+    start = at + len(_HANDOFF_PATH)
+    end = prompt.find("\n", start, start + _PATH_MAX + 1)
+    path = prompt[start : end if end >= 0 else start + _PATH_MAX + 1].strip()
+    name = path[max(path.rfind("/"), path.rfind("\\")) + 1 :]
+    if not name.endswith(".jsonl"):
+        return None
+    return _uuid(name[: -len(".jsonl")].lower())
 
 
 class Facts(msgspec.Struct, omit_defaults=True):
@@ -276,6 +316,7 @@ class Facts(msgspec.Struct, omit_defaults=True):
     first_uuid: str | None = None  # of the first conversation line: a fork copies it from its parent
     forked_from: str | None = None  # the parent /branch named on that line (forkedFrom.sessionId)
     head_ts: str | None = None  # the latest time written before that line (a fork's lines of its own)
+    handoff_from: str | None = None  # the session a plan-mode handoff's first prompt names
 
 
 _TOOL_RESULT = b'"tool_result"'
@@ -286,10 +327,12 @@ _TITLE = b'Title":"'  # in both "customTitle":" and "aiTitle":"; one pass finds 
 _LAST_PROMPT = b'"last-prompt"'
 _FIRST_LINES = 400  # how far the scan for the first conversation line may go
 
-# What a scan looks for, by window. A small file is read WHOLE: every user line is classified,
-# so the prompt count is exact. A big file's HEAD yields the first prompt (and a title written at
-# creation); its TAIL the last prompt, titles, branch and time; a widened tail's new part
-# (TITLES) only titles. Searches stop at the first answer, from the right end.
+# What a scan looks for, by window. Every user line of a WHOLE file, a big file's HEAD and its
+# TAIL regions is classified, so each counts its prompts (a big file's count: the prompts in what
+# was read) and knows its last one. The HEAD also yields the first prompt, how the session began
+# (and a title written at creation); a TAIL region the titles, branch and time; a widened tail's
+# new part (TITLES), read only for a custom title, titles alone. Title searches stop at the
+# first answer, from the right end.
 WHOLE, HEAD, TAIL, TITLES = "whole", "head", "tail", "titles"
 
 
@@ -318,12 +361,7 @@ def scan(buf: bytes, offset: int, *, from_start: bool, mode: str = WHOLE, at_eof
         _scan_titles(facts, buf, begin, end)
         return facts
     _scan_first_lines(facts, buf, begin, end)
-    if mode == WHOLE:
-        _scan_user_lines(facts, buf, begin, end, stop_at_first=False)
-    elif mode == HEAD:
-        _scan_user_lines(facts, buf, begin, end, stop_at_first=True)
-    else:
-        _scan_last_prompt(facts, buf, begin, end)
+    _scan_user_lines(facts, buf, begin, end, opening=mode != TAIL)
     _scan_titles(facts, buf, begin, end)
     if mode != HEAD:
         _scan_last_lines(facts, buf, begin, end)
@@ -394,10 +432,12 @@ def _user_prompt(facts: Facts, buf: bytes, start: int, stop: int) -> tuple[str, 
     return found if found is not None else None
 
 
-def _scan_user_lines(facts: Facts, buf: bytes, begin: int, end: int, *, stop_at_first: bool) -> None:
-    """User lines from the start: the first prompt (and, reading a whole file, every prompt, so
-    the count is exact and the last one is known); whether the session began with /clear."""
-    first_user = True
+def _scan_user_lines(facts: Facts, buf: bytes, begin: int, end: int, *, opening: bool) -> None:
+    """Every user line of the window, in order: the prompts counted, the last one kept. Where the
+    window is the file's ``opening`` (its start), also the first prompt (and the session a plan
+    handoff names in it) and whether the session began with /clear. Tool results are passed
+    over by a byte search, undecoded."""
+    first_user = opening
     pos = begin
     while True:
         pos = buf.find(_USER_LINE, pos, end)
@@ -417,14 +457,14 @@ def _scan_user_lines(facts: Facts, buf: bytes, begin: int, end: int, *, stop_at_
             first_user = False
             facts.began_with_clear = what == "command" and text.split(" ")[0] in CLEAR_COMMANDS
         if what == "command":
-            facts.first_command = facts.first_command or text
+            if opening:
+                facts.first_command = facts.first_command or text
             continue
         facts.prompts += 1
-        facts.last_prompt, facts.last_prompt_truncated = _cap(text)
-        if facts.first_prompt is None:
+        facts.last_prompt, facts.last_prompt_truncated = cap(text)
+        if opening and facts.first_prompt is None:
             facts.first_prompt, facts.first_prompt_truncated = facts.last_prompt, facts.last_prompt_truncated
-            if stop_at_first:
-                return
+            facts.handoff_from = handoff_source(text)
 
 
 def _lines_back(buf: bytes, marker: bytes, begin: int, end: int) -> Iterator[tuple[int, int]]:
@@ -434,17 +474,6 @@ def _lines_back(buf: bytes, marker: bytes, begin: int, end: int) -> Iterator[tup
         start, stop = _line_at(buf, pos, begin, end)
         pos = start
         yield start, stop
-
-
-def _scan_last_prompt(facts: Facts, buf: bytes, begin: int, end: int) -> None:
-    """The last real prompt, searching user lines back from the end."""
-    for start, stop in _lines_back(buf, _USER_LINE, begin, end):
-        facts.conversation = True
-        found = _user_prompt(facts, buf, start, stop)
-        if found and found[0] == "prompt":
-            facts.prompts += 1
-            facts.last_prompt, facts.last_prompt_truncated = _cap(found[1])
-            return
 
 
 def _scan_titles(facts: Facts, buf: bytes, begin: int, end: int) -> None:

@@ -10,6 +10,11 @@ first: a fork writes lines of its own (a queue operation, a file-history snapsho
 copies, at the fork's time (``head_ts``), later than anything the original wrote before its
 first line. A fork of a fork shares the same first uuid, so implicit forks are put under the
 root of their group; a ``/branch`` names its real parent.
+
+What a ``/branch`` names is a fact and the timing a guess, so the fact wins: a session that
+names its parent is never the original of its group, nor anyone's guessed parent (a /branch
+made right after the first prompt copies lines timed before its parent's own first snapshot),
+and a loop is broken at a guessed link first.
 """
 
 from __future__ import annotations
@@ -32,31 +37,38 @@ def fork_parents(records: Iterable[tuple[str, Transcript]]) -> dict[str, str]:
     parent is among them too."""
     listed = list(records)
     ids = {sid for sid, _ in listed}
-    parents: dict[str, str] = {}
+    named: dict[str, str] = {}  # what /branch wrote
     groups: dict[str, list[tuple[str, Transcript]]] = {}
     for sid, rec in listed:
         if rec.forked_from and rec.forked_from != sid and rec.forked_from in ids:
-            parents[sid] = rec.forked_from
+            named[sid] = rec.forked_from
         if rec.first_uuid:
             groups.setdefault(rec.first_uuid, []).append((sid, rec))
+    guessed: dict[str, str] = {}
     for group in groups.values():
-        if len(group) < 2:
+        unnamed = sorted((item for item in group if item[0] not in named), key=_started)
+        if len(group) < 2 or not unnamed:
             continue
-        group.sort(key=_started)
-        root = group[0][0]
-        for sid, _ in group[1:]:
-            parents.setdefault(sid, root)
-    # a mistaken pair must never make a loop (a /branch naming its own fork): drop the link
-    # that closes one
-    for sid in list(parents):
-        seen = {sid}
-        at = parents.get(sid)
-        while at is not None:
-            if at in seen:
-                del parents[sid]
-                break
-            seen.add(at)
+        root = unnamed[0][0]
+        for sid, _ in unnamed[1:]:
+            guessed[sid] = root
+    parents = {**guessed, **named}
+    # A mistaken pair must never make a loop (a /branch naming its own fork): break each at a
+    # guessed link if it has one, else at the link that closes it. Each session is walked once
+    # (one parent each: at most one loop above it), so a long line of forks costs its length.
+    done: set[str] = set()
+    for start in list(parents):
+        path: list[str] = []
+        on_path: set[str] = set()
+        at: str | None = start
+        while at is not None and at not in done and at not in on_path:
+            path.append(at)
+            on_path.add(at)
             at = parents.get(at)
+        if at is not None and at in on_path:
+            loop = path[path.index(at) :]
+            del parents[next((sid for sid in loop if sid in guessed), loop[-1])]
+        done.update(path)
     return parents
 
 

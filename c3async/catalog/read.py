@@ -2,10 +2,19 @@
 
 Head 64 KiB, widened to 512 KiB when it holds no real first prompt (a pasted prompt pushed it
 out); tail 256 KiB, then 1 MiB, then 4 MiB, until a custom title (which outranks every ai-title)
-and a last prompt turn up. Where the windows would meet,
-the file is small enough to read whole. So memory is bounded by the windows, whatever the size
-of the file. A file that grew since it was cached (transcripts are append-only) costs only its
-new bytes.
+and a last prompt turn up. A long first prompt (over PROMPT_CAP characters, or cut by the head)
+widens the head and the tail too (512 KiB first), so a file up to 1 MiB is then read whole.
+Where the windows would meet, the file is small enough to read whole. So memory is bounded by
+the windows, whatever the size of the file. A file that grew since it was cached (transcripts
+are append-only) costs only its new bytes.
+
+Every window counts the prompts in it and knows its last one, so the last prompt is the file's
+last in what was read (the head's own, when the tails hold none), and ``user_turns`` counts the
+prompts in every byte read (exact when that was the whole file, ``user_turns_exact``).
+
+Custom and ai titles are kept to PROMPT_CAP characters, as prompts are (``*_truncated`` says
+one was cut): a row, and the cache, stay small whatever a title line holds. ``whole_titles``
+reads them uncut, for the one session a detail shows.
 
 Only a regular file is read: it is opened with ``O_NONBLOCK | O_NOFOLLOW`` and the descriptor is
 ``fstat``-ed, so a FIFO, a device, a directory or a symlink put in a transcript's place (even
@@ -22,13 +31,14 @@ import msgspec
 from ..ground import clock
 from ..ground.safefs import open_regular, pread_all
 from .extract import HEAD as HEAD_MODE
-from .extract import TAIL, TITLES, WHOLE, Facts, prompt_title, scan
+from .extract import TAIL, TITLES, WHOLE, Facts, cap, prompt_title, scan
 
-__all__ = ("HEAD", "HEAD_WIDE", "TAILS", "Transcript", "read_transcript")
+__all__ = ("HEAD", "HEAD_WIDE", "TAILS", "TAILS_WIDE", "Transcript", "read_transcript")
 
 HEAD = 64 * 1024
 HEAD_WIDE = 512 * 1024
 TAILS = (256 * 1024, 1024 * 1024, 4 * 1024 * 1024)
+TAILS_WIDE = (512 * 1024, 1024 * 1024, 4 * 1024 * 1024)  # after a widened head
 
 
 class Transcript(msgspec.Struct, omit_defaults=True):
@@ -41,8 +51,10 @@ class Transcript(msgspec.Struct, omit_defaults=True):
     skip: str | None = None  # why this file is not a session row (sidechain, metadata-only...)
     cwd: str | None = None
     entrypoint: str | None = None
-    custom_title: str | None = None
+    custom_title: str | None = None  # cut to PROMPT_CAP characters (unless read ``whole_titles``)
+    custom_title_truncated: bool = False
     ai_title: str | None = None
+    ai_title_truncated: bool = False
     first_prompt: str | None = None
     first_prompt_truncated: bool = False
     first_command: str | None = None
@@ -61,6 +73,7 @@ class Transcript(msgspec.Struct, omit_defaults=True):
     first_uuid: str | None = None  # of the first conversation line (a fork shares its parent's)
     forked_from: str | None = None  # the parent /branch wrote on the copied lines
     head_ts: str | None = None  # the latest time before the first conversation line (see ``sessions.forks``)
+    handoff_from: str | None = None  # the session whose plan this one implements (a plan-mode handoff)
 
     def title(self) -> tuple[str | None, str | None]:
         """(title, where it came from): the last custom-title, else the last ai-title, else the
@@ -74,6 +87,19 @@ class Transcript(msgspec.Struct, omit_defaults=True):
         if self.last_prompt:
             return prompt_title(self.last_prompt), "last-prompt"
         return (self.first_command, "command") if self.first_command else (None, None)
+
+    def title_truncated(self) -> bool:
+        """Whether ``title()`` is a custom or ai title cut to PROMPT_CAP characters."""
+        if self.custom_title:
+            return self.custom_title_truncated
+        return bool(self.ai_title) and self.ai_title_truncated
+
+    def set_titles(self, custom: str | None, ai: str | None, *, whole: bool = False) -> None:
+        """Take the titles a read found (None: none found, the old one stays), cut unless ``whole``."""
+        if custom:
+            self.custom_title, self.custom_title_truncated = (custom, False) if whole else cap(custom)
+        if ai:
+            self.ai_title, self.ai_title_truncated = (ai, False) if whole else cap(ai)
 
 
 def _first(regions: list[Facts], field: str):
@@ -92,7 +118,9 @@ def _last(regions: list[Facts], field: str):
     return None
 
 
-def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_read: int) -> Transcript:
+def _merge(
+    size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_read: int, whole_titles: bool = False
+) -> Transcript:
     """Fold the facts of disjoint windows, given in file order, into one record."""
     head = regions[0]
     # Only the head knows the first prompt, unless the whole file was read.
@@ -103,8 +131,6 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
         mtime_ns=mtime_ns,
         cwd=_first(regions, "cwd"),
         entrypoint=_first(regions, "entrypoint"),
-        custom_title=_last(regions, "custom_title"),
-        ai_title=_last(regions, "ai_title"),
         first_command=_first(regions, "first_command"),
         branch=_last(regions, "last_branch") or _first(regions, "first_branch"),
         created_at=_first(regions, "first_ts"),
@@ -117,7 +143,9 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
         first_uuid=head.first_uuid,
         forked_from=head.forked_from,
         head_ts=head.head_ts,
+        handoff_from=head.handoff_from,
     )
+    rec.set_titles(_last(regions, "custom_title"), _last(regions, "ai_title"), whole=whole_titles)
     if first_with_prompt is not None:
         rec.first_prompt = first_with_prompt.first_prompt
         rec.first_prompt_truncated = first_with_prompt.first_prompt_truncated
@@ -133,18 +161,21 @@ def _merge(size: int, mtime_ns: int, regions: list[Facts], whole: bool, bytes_re
     return rec
 
 
-def read_transcript(path: str, size: int, mtime_ns: int, cached: Transcript | None = None) -> Transcript:
+def read_transcript(
+    path: str, size: int, mtime_ns: int, cached: Transcript | None = None, *, whole_titles: bool = False
+) -> Transcript:
     """Read one transcript, reusing ``cached`` when the same file (same device and inode) only
     grew since. The record holds what was read: the size, mtime and identity of the open file,
     which may differ from ``size`` and ``mtime_ns`` (the listing's stat) when the file changed
-    in between.
+    in between. ``whole_titles``: titles uncut (a cold read; such a record is not for the cache).
 
     Raises OSError (NotRegularFile for a FIFO, a directory, a symlink...) when the file cannot be
     opened or read; the caller decides what that means.
     """
     fd, st = open_regular(path)
     try:
-        rec = _read_fd(fd, st.st_size, clock.file_ns(st.st_mtime_ns, path), _same_file(cached, st))
+        cached = None if whole_titles else _same_file(cached, st)
+        rec = _read_fd(fd, st.st_size, clock.file_ns(st.st_mtime_ns, path), cached, whole_titles)
     finally:
         os.close(fd)
     rec.ino, rec.dev = st.st_ino, st.st_dev
@@ -173,44 +204,51 @@ def _same_file(cached: Transcript | None, st: os.stat_result) -> Transcript | No
     return cached
 
 
-def _read_fd(fd: int, size: int, mtime_ns: int, cached: Transcript | None) -> Transcript:
+def _read_fd(fd: int, size: int, mtime_ns: int, cached: Transcript | None, whole_titles: bool) -> Transcript:
     if size == 0:
         return Transcript(size=0, mtime_ns=mtime_ns, skip="empty")
     if cached is not None and cached.skip is None and cached.size < size and cached.clean_end > 0:
         grown = _read_growth(fd, size, mtime_ns, cached)
         if grown is not None:
             return grown
-    return _read_cold(fd, size, mtime_ns)
+    return _read_cold(fd, size, mtime_ns, whole_titles)
 
 
-def _read_whole(fd: int, size: int, mtime_ns: int) -> Transcript:
+def _read_whole(fd: int, size: int, mtime_ns: int, whole_titles: bool) -> Transcript:
     buf = pread_all(fd, 0, size)
-    return _merge(size, mtime_ns, [scan(buf, 0, from_start=True, mode=WHOLE)], True, len(buf))
+    return _merge(size, mtime_ns, [scan(buf, 0, from_start=True, mode=WHOLE)], True, len(buf), whole_titles)
 
 
-def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
-    if size <= HEAD + TAILS[0]:
-        return _read_whole(fd, size, mtime_ns)
+def _read_cold(fd: int, size: int, mtime_ns: int, whole_titles: bool) -> Transcript:
+    tails = TAILS
+    if size <= HEAD + tails[0]:
+        return _read_whole(fd, size, mtime_ns, whole_titles)
     head_buf = pread_all(fd, 0, HEAD)
     head = scan(head_buf, 0, from_start=True, mode=HEAD_MODE, at_eof=False)
     read = len(head_buf)
     if head.first_prompt is None or head.first_prompt_truncated:
-        if size <= HEAD_WIDE + TAILS[0]:
-            return _read_whole(fd, size, mtime_ns)
+        # A long first prompt (a paste, a plan handoff) that may have pushed the rest out: the
+        # tail widens with the head, so a file up to 1 MiB is read whole (its last prompt and
+        # its count of prompts exact, wherever they stand).
+        tails = TAILS_WIDE
+        if size <= HEAD_WIDE + tails[0]:
+            return _read_whole(fd, size, mtime_ns, whole_titles)
         head_buf = pread_all(fd, 0, HEAD_WIDE)
         head = scan(head_buf, 0, from_start=True, mode=HEAD_MODE, at_eof=False)
         read += len(head_buf)
-    head_end = len(head_buf)
-    tail_start = size - TAILS[0]
-    buf = pread_all(fd, tail_start, TAILS[0])
+    # Where the head's last whole line ends: a tail that reaches back to it starts on a line
+    # boundary, so the line the head's edge cut is read whole there (none is lost at the seam).
+    head_end = head.clean_end
+    tail_start = size - tails[0]
+    buf = pread_all(fd, tail_start, tails[0])
     read += len(buf)
-    tails = [scan(buf, tail_start, from_start=False, mode=TAIL)]  # newest region first
+    regions = [scan(buf, tail_start, from_start=False, mode=TAIL)]  # newest region first
     seam = tail_start + buf.find(b"\n") + 1  # where the scanned tail's first whole line starts
-    for window in TAILS[1:]:
+    for window in tails[1:]:
         # A custom-title outranks any ai-title, and a /rename mid-session (no clean exit to
         # re-append it) can sit far back: widen for one even when an ai-title was found.
-        need_title = not any(t.custom_title for t in tails)
-        need_prompt = not any(t.last_prompt for t in tails)  # one long turn of tool output
+        need_title = not any(t.custom_title for t in regions)
+        need_prompt = not any(t.last_prompt for t in regions)  # one long turn of tool output
         if not (need_title or need_prompt) or seam <= head_end:
             break
         # Widen: read back to the previous region's first whole line (or to the end of the
@@ -220,10 +258,10 @@ def _read_cold(fd: int, size: int, mtime_ns: int) -> Transcript:
         buf = pread_all(fd, new_start, seam - new_start)
         read += len(buf)
         at_head = new_start == head_end
-        tails.append(scan(buf, new_start, from_start=at_head, mode=TAIL if need_prompt else TITLES))
+        regions.append(scan(buf, new_start, from_start=at_head, mode=TAIL if need_prompt else TITLES))
         seam = new_start if at_head else new_start + buf.find(b"\n") + 1
-    regions = [head, *tails[:0:-1], tails[0]]
-    return _merge(size, mtime_ns, regions, False, read)  # clean_end: the newest region's
+    regions = [head, *regions[:0:-1], regions[0]]
+    return _merge(size, mtime_ns, regions, False, read, whole_titles)  # clean_end: the newest region's
 
 
 def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Transcript | None:
@@ -238,16 +276,14 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
         return None  # the file was rewritten, not appended to
     new = scan(buf[1:], start, from_start=True, mode=WHOLE)
     rec = msgspec.structs.replace(cached, size=size, mtime_ns=mtime_ns, bytes_read=len(buf))
-    if new.custom_title:
-        rec.custom_title = new.custom_title
-    if new.ai_title:
-        rec.ai_title = new.ai_title
+    rec.set_titles(new.custom_title, new.ai_title)
     if new.last_prompt:
         rec.last_prompt, rec.last_prompt_truncated = new.last_prompt, new.last_prompt_truncated
     elif new.last_prompt_meta and not rec.last_prompt:
         rec.last_prompt = new.last_prompt_meta
     if not rec.first_prompt and new.first_prompt:
         rec.first_prompt, rec.first_prompt_truncated = new.first_prompt, new.first_prompt_truncated
+        rec.handoff_from = new.handoff_from
     rec.first_command = rec.first_command or new.first_command
     rec.branch = new.last_branch or new.first_branch or rec.branch
     rec.last_activity = new.last_ts or rec.last_activity

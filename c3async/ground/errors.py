@@ -41,13 +41,38 @@ class NotFound(C3Error):
     answers 404 where other errors are a 400."""
 
 
-class UnknownSession(NotFound):
-    """No session of the project has this id or id prefix."""
+SEARCHED_SHOWN = 5  # projects an unknown id's message names (the rest are counted)
 
-    def __init__(self, ref: str, project: str, near: list[str] | None = None) -> None:
+
+class UnknownSession(NotFound):
+    """No session of the project has this id or id prefix. ``others``: the other registered
+    projects that were searched too (None: none was); ``folder``: Claude Code's projects folder,
+    when every folder of it was searched as well."""
+
+    def __init__(
+        self,
+        ref: str,
+        project: str,
+        near: list[str] | None = None,
+        *,
+        others: list[str] | None = None,
+        folder: str | None = None,
+    ) -> None:
+        self.project = project
         hint = f" Did you mean one of: {', '.join(near)}?" if near else ""
+        also = ""
+        if others:
+            shown = ", ".join(clip(p) for p in others[:SEARCHED_SHOWN])
+            more = f" and {len(others) - SEARCHED_SHOWN} more" if len(others) > SEARCHED_SHOWN else ""
+            also = (
+                f", nor of the {len(others)} other registered project{'s' if len(others) != 1 else ''} ({shown}{more})"
+            )
+        if folder is not None:
+            also += f", nor anywhere in Claude Code's projects folder {clip(folder)}"
+        if others == []:
+            also += "; no other project is registered"
         super().__init__(
-            f"no session of {project} has the id {ref!r} (give a full session id or a unique "
+            f"no session of {project} has the id {ref!r}{also} (give a full session id or a unique "
             f"prefix of 4+ characters; `c3async sessions` lists them).{hint}"
         )
 

@@ -45,11 +45,13 @@ EVIDENCE = (
 
 
 def slim(row: Row) -> dict[str, Any]:
-    """The fields a listing row carries (``links`` as counts; no prompts, no paths to files)."""
+    """The fields a listing row carries (``links`` as counts; no prompts, no paths to files; the
+    chain's neighbours, not the whole chain; the title cut as the row cuts it)."""
     links = row.links
     return {
         "id": row.id,
         "title": row.title,
+        "title_truncated": row.title_truncated,
         "project": row.project,
         "branch": row.branch,
         "cwd": row.cwd,
@@ -75,6 +77,8 @@ def slim(row: Row) -> dict[str, Any]:
         "cwd_gone": row.cwd_gone,
         "forked_from": row.forked_from,
         "forks": row.forks,
+        "chain_prev": row.chain_prev,
+        "chain_next": row.chain_next,
         "root": None,  # the first session of its fork tree (None: it is no fork), set by ``_entries``
         "fork_count": 0,  # the forks under it, when it is a root (set by ``_entries``)
         "why": [],

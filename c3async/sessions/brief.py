@@ -30,6 +30,7 @@ from ..ground.clock import parse_iso
 from ..ground.errors import AmbiguousSession, BadArgument, C3Error, UnknownSession
 from ..ground.term import inert, inert_line
 from ..stores import records
+from .chain import around
 from .detail import usage_line
 from .rows import Row, age
 from .view import list_rows_sync
@@ -194,8 +195,9 @@ def _head(row: Row, rows: dict[str, Row], project: str, now: float) -> list[str]
             out += ["", "## Last snapshot", *_quote(snap.summary, 2000)]
     if row.last_prompt:
         out += ["", "## Last prompt", *_quote(row.last_prompt, PROMPT_CHARS)]
-    chain = [f"- before: {_ref(s, rows)}" for s in row.chain.predecessors[:5]]
-    chain += [f"- after: {_ref(s, rows)}" for s in row.chain.successors[:5]]
+    before, after = around([*rows.values(), row], row.id)
+    chain = [f"- before: {_ref(s, rows)}" for s in before[:5]]
+    chain += [f"- after: {_ref(s, rows)}" for s in after[:5]]
     if chain:
         out += ["", "## Chain", *chain]
     if row.links.tasks or row.links.decisions:
@@ -311,8 +313,7 @@ def pick(project: str, ref: str, *, host: str | None = None) -> Picked:
     others = [r for r in rows if r.id != host]
     ref = " ".join((ref or "").split())
     if not ref:
-        me = next((r for r in rows if r.id == host), None)
-        before = [s for s in (me.chain.predecessors if me is not None else []) if s != host]
+        before = [s for s in (around(rows, host)[0] if host else []) if s != host]
         by_id = _by_id(rows)
         row = next((by_id[s] for s in before if s in by_id), None) or (others[0] if others else None)
         if row is None:

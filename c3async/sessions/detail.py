@@ -2,7 +2,8 @@
 detail display, from one call (``show``).
 
 The first and last prompt, the note or the last snapshot, linked tasks and recent decisions,
-the predecessor/successor chain (on the row), and a preview of the last 8 turns, read from the
+the whole predecessor/successor chain (a row names only its neighbours), the session it was
+forked from and its forks, the title uncut, and a preview of the last 8 turns, read from the
 transcript's tail window (never the whole file).
 """
 
@@ -14,10 +15,11 @@ import msgspec
 
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
+from ..catalog.read import read_transcript
 from ..ground.errors import C3Error
 from ..ground.safefs import open_regular
 from ..stores import records
-from .rows import Row
+from .rows import Chain, Row
 
 __all__ = (
     "Detail",
@@ -44,11 +46,12 @@ class Turn(msgspec.Struct):
 
 
 class Detail(msgspec.Struct):
-    row: Row  # its ``chain`` holds the predecessors and successors
+    row: Row  # its title uncut
     last_snapshot: records.Snapshot | None = None
     turns: list[Turn] = msgspec.field(default_factory=list)
     c3_sessions: list[str] = msgspec.field(default_factory=list)
     elsewhere: bool = False  # found in another project than the one asked (``row.project``)
+    chain: Chain = msgspec.field(default_factory=Chain)  # every session before and after it
 
 
 def last_turns(path: str, n: int = TURNS) -> list[Turn]:
@@ -116,7 +119,7 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
     project, else of another registered project or any folder of Claude Code's (``elsewhere``
     then says it is not this project's). Raises a C3Error."""
     from .refs import find
-    from .view import list_rows_sync, row_for
+    from .view import list_rows_sync, row_for, whole_chain
 
     found = find(project, ref, host=host, anywhere=True)
     home, sid = found.project, found.id
@@ -130,7 +133,21 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
         )
     out = detail(home, row)
     out.elsewhere = found.elsewhere
+    out.chain = whole_chain(home, [*rows, row], sid)
+    if row.title_truncated:
+        _whole_title(row)
     return out
+
+
+def _whole_title(row: Row) -> None:
+    """The row's custom or ai title uncut (a listing keeps PROMPT_CAP characters of it)."""
+    try:
+        rec = read_transcript(row.path, row.size, row.mtime_ns, whole_titles=True)
+    except OSError:
+        return  # gone since it was listed: the cut title stays, and says so
+    title, _ = rec.title()
+    if title:
+        row.title, row.title_truncated = title, False
 
 
 def usd(cost: float) -> str:
@@ -180,10 +197,14 @@ def render(d: Detail, *, preview: bool = True) -> str:
         out.append("tasks: " + "; ".join(f"{t.id[:8]} {t.title} ({t.status})" for t in row.links.tasks))
     if row.links.decisions:
         out.append("decisions: " + "; ".join(f"{x.id[:8]} {x.text}" for x in row.links.decisions))
-    if row.chain.predecessors:
-        out.append("predecessors: " + ", ".join(row.chain.predecessors))
-    if row.chain.successors:
-        out.append("successors: " + ", ".join(row.chain.successors))
+    if row.forked_from:
+        out.append(f"forked from: {row.forked_from}")
+    if row.forks:
+        out.append("forks: " + ", ".join(row.forks))
+    if d.chain.predecessors:
+        out.append("predecessors: " + ", ".join(d.chain.predecessors))
+    if d.chain.successors:
+        out.append("successors: " + ", ".join(d.chain.successors))
     if d.turns and preview:
         out.append("last turns:")
         out += [f"  [{t.role}] {' '.join(t.text.split())[:300]}" for t in d.turns]

@@ -17,6 +17,7 @@ import os
 from typing import NamedTuple
 
 from ..catalog.listing import is_session_id
+from ..catalog.locate import projects_root
 from ..catalog.resolve import anywhere as anywhere_matches
 from ..catalog.resolve import check_ref, matches, resolve
 from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession
@@ -50,21 +51,23 @@ def _cwd_project(cwd: str) -> str:
         return cwd
 
 
-def _elsewhere(project: str, ref: str, anywhere: bool) -> list[Found]:
-    """The sessions other registered projects (and, ``anywhere``, Claude Code's projects
-    folder) hold whose id starts with ``ref``."""
+def _elsewhere(project: str, ref: str, anywhere: bool) -> tuple[list[Found], list[str]]:
+    """(the sessions other registered projects (and, ``anywhere``, Claude Code's projects
+    folder) hold whose id starts with ``ref``, the other registered projects searched)."""
     found: dict[str, Found] = {}
+    searched = []
     for other in registry.projects():
         if other == project:
             continue
         where, cands = matches(other, ref, extra_cwds(other), archive.usable())
+        searched.append(where)
         for c in cands:
             found.setdefault(c.session_id, Found(c.session_id, where, True))
     if anywhere and not found:  # Claude Code's folders, then the archive (kept, deleted there)
         kept = archive.usable()
         for cand, rec in [*anywhere_matches(ref), *(anywhere_matches(ref, kept) if kept is not None else [])]:
             found.setdefault(cand.session_id, Found(cand.session_id, _cwd_project(rec.cwd or ""), True, False))
-    return sorted(found.values())
+    return sorted(found.values()), searched
 
 
 def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bool = False) -> Found:
@@ -89,12 +92,14 @@ def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bo
             return Found(served.pop(), project)
         if len(served) > 1:
             raise AmbiguousSession(low, sorted(served)) from None
-        others = _elsewhere(project, low, anywhere)
+        others, searched = _elsewhere(project, low, anywhere)
         if len(others) == 1:
             return others[0]
         if others:
             raise AmbiguousSession(low, [f"{f.id} (in {f.project})" for f in others]) from None
-        raise unknown from None
+        # Say where it was looked for: a typo and a session of an unregistered project read alike.
+        folder = str(projects_root()) if anywhere else None
+        raise UnknownSession(low, unknown.project, others=searched, folder=folder) from None
 
 
 def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> str:

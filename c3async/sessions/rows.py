@@ -52,7 +52,8 @@ class Links(msgspec.Struct):
 
 
 class Chain(msgspec.Struct):
-    """The sessions before and after this one (stale successors, /clear pairs), nearest first."""
+    """The whole chain around one session (a detail's): every session before and after it,
+    nearest first, reached through the rows' ``chain_prev`` and ``chain_next``."""
 
     predecessors: list[str] = msgspec.field(default_factory=list)
     successors: list[str] = msgspec.field(default_factory=list)
@@ -73,7 +74,8 @@ class RowTokens(msgspec.Struct):
 
 class Row(msgspec.Struct):
     id: str
-    title: str
+    title: str  # a custom or ai title is cut to PROMPT_CAP characters, as prompts are (whole in a detail)
+    title_truncated: bool
     title_source: str | None
     first_prompt: str | None
     first_prompt_truncated: bool
@@ -102,7 +104,11 @@ class Row(msgspec.Struct):
     note: Note | None = None
     links: Links = msgspec.field(default_factory=Links)
     marked: bool = False  # any mark at all (stale, unstale or note): "likely" skips these
-    chain: Chain = msgspec.field(default_factory=Chain)
+    # The chain's neighbours, the sessions just before and just after this one (a /clear, a plan
+    # handoff, a stale mark's successor, a fork): a row names its own, so a listing grows with
+    # its rows whatever the chain's length. A detail has the whole chain (``Detail.chain``).
+    chain_prev: list[str] = msgspec.field(default_factory=list)
+    chain_next: list[str] = msgspec.field(default_factory=list)
     cwd_gone: bool = False  # the folder it ran in (a removed worktree) no longer exists
     tokens: RowTokens | None = None  # None: not accounted yet (the accountant has not run since)
     # priced when listed, from the price table of the moment: the cost of the priced models,
@@ -137,6 +143,7 @@ def to_row(session: Session) -> Row:
     return Row(
         cand.session_id,
         title or cand.session_id[:8],
+        rec.title_truncated(),
         source,
         rec.first_prompt,
         rec.first_prompt_truncated,

@@ -61,6 +61,7 @@ __all__ = (
     "project_usage",
     "report_prices",
     "row_for",
+    "whole_chain",
 )
 
 log = logging.getLogger("c3async.sessions")
@@ -157,6 +158,7 @@ def join_scan(
     )
     keep.apply(project, rows, keeps, now)
     marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
+    handoffs = [(src, s.session_id) for s in scan.sessions if (src := s.record.handoff_from)]
     parents = fork_parents((s.session_id, s.record) for s in scan.sessions)
     by_id = {r.id: r for r in rows}
     for fork, parent in list(parents.items()):
@@ -165,11 +167,24 @@ def join_scan(
             continue
         by_id[fork].forked_from = parent
         by_id[parent].forks.append(fork)
-    after, before = chain.build([*marked, *hooked, *timed.items(), *((p, f) for f, p in parents.items())])
-    for row in rows:
-        if row.id in after or row.id in before:
-            row.chain = Chain(chain.walk(before, row.id), chain.walk(after, row.id))
+    after, before = chain.build([*marked, *hooked, *timed.items(), *handoffs, *((p, f) for f, p in parents.items())])
+    for row in rows:  # its neighbours only: the whole chain is a detail's (``chain.around``)
+        row.chain_prev = before.get(row.id, [])
+        row.chain_next = after.get(row.id, [])
     return rows
+
+
+def whole_chain(project: str, rows: list[Row], sid: str) -> Chain:
+    """Every session before and after ``sid``, nearest first: over the rows' neighbours and the
+    links that reach past the listed rows (the /clear pairs the hooks recorded, every stale
+    mark's successor), so a detail has the whole chain however long it is."""
+    book = MarkBook(project).refresh()
+    marked = [
+        (i, st.stale.successor) for i, st in book.get_many(book.stale_ids()).items() if st.stale and st.stale.successor
+    ]
+    listed = [(r.id, nxt) for r in rows for nxt in r.chain_next]
+    after, before = chain.build([*listed, *activity.facts(project).pairs, *marked])
+    return Chain(chain.walk(before, sid), chain.walk(after, sid))
 
 
 def _mark_gone(project: str, rows: list[Row]) -> None:

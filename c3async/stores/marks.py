@@ -179,6 +179,10 @@ class MarkBook:
     def ids(self) -> set[str]:
         return self._state.stale.keys() | self._state.note.keys() | self._state.keep.keys()
 
+    def stale_ids(self) -> list[str]:
+        """The sessions whose last stale/unstale mark may name a successor."""
+        return list(self._state.stale)
+
     def get(self, session_id: str) -> MarkState | None:
         return self.get_many([session_id]).get(session_id)
 

@@ -767,7 +767,7 @@ function detailNodes(d, li) {
   else if (d.last_snapshot) out.push(...section("Last snapshot", el("pre", { text: d.last_snapshot.summary })));
   if (r.links.tasks.length) out.push(...section("Tasks", ...r.links.tasks.map(t => el("div", { text: `${t.id.slice(0, 8)} · ${t.status} · ${t.title}` }))));
   if (r.links.decisions.length) out.push(...section("Decisions", ...r.links.decisions.slice(-5).map(x => el("div", { text: x.text }))));
-  const links = d.row.chain;
+  const links = d.chain;
   if (links.predecessors.length || links.successors.length) {
     const chain = el("div", { class: "chain" });
     for (const [label, ids] of [["← ", links.predecessors], ["→ ", links.successors]]) {
