@@ -1238,8 +1238,12 @@ def _main(argv: list[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
+        from .ground import stop
         from .ground.errors import C3Error
 
+        code = stop.signalled()
+        if code is not None:  # an error the interruption itself caused (a SQLite call cut short)
+            return code
         if isinstance(exc, (C3Error, OSError)):
             from .ground.disk import said
             from .ground.errors import UsageError

@@ -44,6 +44,8 @@ from .harness import (
 # linear; this table is what makes the claim checked.)
 AUDIT: dict[str, str] = {
     "c3async.catalog.extract._TAG_START": "match",
+    "c3async.catalog.gitrefs._CONTROL": "search",
+    "c3async.ground.disk._TEMP_TAIL": "fullmatch",
     "c3async.catalog.extract._IMAGE_REF": "fullmatch",
     "c3async.catalog.extract._WS": "sub",
     "c3async.catalog.extract._STRING_BODY": "match",
@@ -61,7 +63,7 @@ AUDIT: dict[str, str] = {
     "c3async.ground.paths._WINDOWS_ABS": "match",
     "c3async.ground.paths._NON_ALNUM": "sub",
     "c3async.ground.paths._COMMENT": "split",
-    "c3async.pm.actions._DATE": "fullmatch",
+    "c3async.pm.store.DATE": "fullmatch",
     "c3async.pm.actions._TASK_REF": "fullmatch",
     "c3async.hub.app._HOST": "match",
     "c3async.hub.app._OLD_COOKIE": "fullmatch",

@@ -136,8 +136,8 @@ def check(res: Result, sb, quick: bool) -> None:
             other = str(opened / "theirs")
             os.mkdir(other)
             p.session(other, "their prompt")
-            os.mkdir(Path(other, ".c3"), 0o777)
-            Path(other, ".c3").chmod(0o777)
+            os.mkdir(Path(other, ".c3"), 0o755)
+            Path(other, ".c3").chmod(0o755)
             os.chown(Path(other, ".c3"), pwd.getpwnam("nobody").pw_uid, -1)
             proc = p.run("sessions in a .c3 of another account", "sessions", "--project", other)
             said = [line for line in proc.stderr.splitlines() if "can be read by other accounts" in line]

@@ -73,7 +73,7 @@ def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
 
 def test_successor_must_be_a_known_session(project) -> None:
     proj, ids = project
-    with pytest.raises(UnknownSession):
+    with pytest.raises(BadArgument, match="the successor: no session"):  # a bad argument of this mark
         act.mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
     with pytest.raises(BadArgument, match="own successor"):
         act.mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])

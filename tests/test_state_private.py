@@ -79,14 +79,27 @@ def test_a_loose_state_of_another_account_is_said_once(claude) -> None:
     project, _ = busy_project(claude)
     state = Path(project, ".c3")
     nobody = pwd.getpwnam("nobody")
-    os.chmod(state, 0o777)  # another account's, open to all: we may use it but cannot close it
+    os.chmod(state, 0o755)  # another account's, readable by all: we may use it but cannot close it
     os.chown(state, nobody.pw_uid, nobody.pw_gid)
     proc = claude.run("sessions", "--project", project)
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "can be read by other accounts" in line]
     assert len(said) == 1, proc.stderr
     assert str(state) in said[0] and "another account" in said[0] and "chmod go-rwx" in said[0]
-    assert stat.S_IMODE(state.lstat().st_mode) == 0o777  # not ours to change
+    assert stat.S_IMODE(state.lstat().st_mode) == 0o755  # not ours to change
+
+
+def test_a_state_others_can_write_is_said_and_left_as_it_is(claude) -> None:
+    """What others could write may not be ours: closing it would make it look trusted (the
+    archive refuses such a home until a person has looked), so it is said, not changed."""
+    project, _ = busy_project(claude)
+    state = Path(project, ".c3")
+    os.chmod(state, 0o777)
+    proc = claude.run("sessions", "--project", project)
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "can be written by other accounts" in line]
+    assert len(said) == 1 and str(state) in said[0] and "chmod go-rwx" in said[0], proc.stderr
+    assert stat.S_IMODE(state.lstat().st_mode) == 0o777
 
 
 PROBE = """

@@ -14,8 +14,8 @@ Nothing here follows a link or opens anything but a regular file or directory:
   an OSError (code that tolerates a missing or unreadable file tolerates it too);
 - what is ours is private: it holds first prompts, notes and summaries copied from transcripts
   that Claude Code keeps private. Folders are made 0700 and files 0600; a ``.c3`` or ``$C3_HOME``
-  found open to other accounts (made by an older version, or by git) is closed (``chmod go-rwx``)
-  when it is ours, else said once.
+  found readable by other accounts (made by an older version, or by git) is closed (``chmod
+  go-rwx``) when it is ours; one others can write, or another account's, is said once.
 
 Where the platform has no ``dir_fd`` support (Windows), each component is ``lstat``-ed instead.
 """
@@ -183,8 +183,9 @@ _private_seen: set[tuple[int, int]] = set()
 
 def keep_private(fd: int, path: Path) -> None:
     """Close the folder ``fd`` (``path``, a ``.c3`` or ``$C3_HOME``) to other accounts: its group
-    and other bits are cleared when it is this account's; when it is not, that is said once (it
-    cannot be helped from here). A folder seen private once is not looked at again."""
+    and other bits are cleared when it is this account's and only readable by others; one that
+    others can write, or that is not this account's, is said once and left as it is (it cannot
+    be helped from here). A folder seen private once is not looked at again."""
     try:
         st = os.fstat(fd)
     except OSError:
@@ -192,8 +193,19 @@ def keep_private(fd: int, path: Path) -> None:
     key = (st.st_dev, st.st_ino)
     if key in _private_seen:
         return
-    if not stat.S_IMODE(st.st_mode) & 0o077:
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o077:
         _private_seen.add(key)
+        return
+    if mode & 0o022:
+        # Others could write here: what is in it may not be ours, and closing it now would make
+        # it look trusted (the archive refuses such a home). A person checks it first.
+        warn_once(
+            C3Error(
+                f"{path} can be written by other accounts (mode {mode:o}); c3async leaves it as it is, since "
+                f"what is in it may not be yours. Check it, then make it private (chmod go-rwx {path})."
+            )
+        )
         return
     if hasattr(os, "geteuid") and st.st_uid == os.geteuid():
         try:

@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-__all__ = ("BUDGET_S", "Stopped", "code_of", "exit_now", "install", "uninstall")
+__all__ = ("BUDGET_S", "Stopped", "code_of", "exit_now", "install", "signalled", "uninstall")
 
 BUDGET_S = 0.8  # cleanup after the first signal may take this long before the process just ends
 
@@ -44,8 +44,9 @@ _again = False  # a swallowed signal is being delivered again: the budget alread
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    global _stopping, _again
+    global _stopping, _again, _signalled
     code = 128 + signum
+    _signalled = _signalled or code
     if _stopping and not _again:
         exit_now(code)
     if not _stopping:
@@ -62,6 +63,15 @@ def _on_signal(signum: int, frame: object) -> None:
             signal.setitimer(signal.ITIMER_REAL, BUDGET_S)
     _again = False
     raise KeyboardInterrupt if signum == signal.SIGINT else Stopped()
+
+
+_signalled: int | None = None
+
+
+def signalled() -> int | None:
+    """The exit status of the signal that is ending this command, if one came (else None): an
+    error raised after it is its consequence, not the command's news."""
+    return _signalled
 
 
 def code_of(exc: BaseException) -> int | None:
