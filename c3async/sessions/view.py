@@ -380,8 +380,16 @@ def haystack(row: Row) -> str:
 def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, activity.Facts]) -> list[Row]:
     rows: list[Row] = []
     seen: set[str] = set()
+    several = len(scans) > 1
     for scan in scans:
-        for row in join_scan(scan, facts=logs.get(scan.dirs.project)):
+        try:
+            joined = join_scan(scan, facts=logs.get(scan.dirs.project))
+        except Exception as exc:
+            if not several:
+                raise
+            _left_out(scan.dirs.project, exc)
+            continue
+        for row in joined:
             if row.id not in seen:  # each session once, whatever projects were asked for
                 seen.add(row.id)
                 rows.append(row)
@@ -390,9 +398,36 @@ def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict
     return rows
 
 
+def _left_out(project: str, exc: Exception) -> None:
+    """One project of several that could not be listed: said once; the others are listed."""
+    log.debug("listing %s failed", project, exc_info=exc)
+    safefs.warn_once(C3Error(f"{project} is left out of this listing: {exc}"))
+
+
 def _logs(projects: list[str]) -> dict[str, activity.Facts]:
-    """Each project's activity facts, folded once per listing (the scan and the join use them)."""
-    return {p: activity.facts(p) for p in projects}
+    """Each project's activity facts, folded once per listing (the scan and the join use them).
+    Of several projects, one whose state cannot be read is left out (said once)."""
+    out: dict[str, activity.Facts] = {}
+    for p in projects:
+        try:
+            out[p] = activity.facts(p)
+        except Exception as exc:
+            if len(projects) == 1:
+                raise
+            _left_out(p, exc)
+    return out
+
+
+def _extras(logs: dict[str, activity.Facts]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, tuple[str, ...]] = {}
+    for p, facts in logs.items():
+        try:
+            out[p] = extra_cwds(p, facts)
+        except Exception as exc:
+            if len(logs) == 1:
+                raise
+            _left_out(p, exc)
+    return out
 
 
 async def list_rows(
@@ -404,9 +439,9 @@ async def list_rows(
     progress: Progress | None = None,
 ) -> tuple[list[ProjectScan], list[Row]]:
     logs = _logs(projects)
-    extras = {p: extra_cwds(p, logs[p]) for p in projects}
+    extras = _extras(logs)
     scans = await scan_projects(
-        projects, limit=limit, progress=progress, extra_cwds=extras, fallback_root=archive.usable()
+        list(extras), limit=limit, progress=progress, extra_cwds=extras, fallback_root=archive.usable()
     )
     return scans, _finish(scans, which, search, logs)
 
@@ -422,9 +457,9 @@ def list_rows_sync(
 ) -> tuple[list[ProjectScan], list[Row]]:
     """For a command-line process: starts an event loop only if some transcript must be read."""
     logs = _logs(projects)
-    extras = {p: extra_cwds(p, logs[p]) for p in projects}
+    extras = _extras(logs)
     scans = scan_projects_sync(
-        projects,
+        list(extras),
         limit=limit,
         progress=progress,
         processes=processes,
