@@ -12,6 +12,7 @@ session's file, and from the mark command's end, to the row.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -124,7 +125,19 @@ def _new_session(project, ts: float) -> str:
     return sid
 
 
+def _own(sb: Sandbox) -> Sandbox:
+    """A world of this scenario's own inside the sandbox: its Claude config, C3_HOME and
+    projects, so the Hub lists these projects alone, whatever other scenarios registered."""
+    own = copy.copy(sb)
+    base = sb.root / "idle"
+    own.config, own.c3home, own.work = base / "claude", base / "c3home", base / "work"
+    for d in (own.config, own.c3home, own.work):
+        d.mkdir(parents=True)
+    return own
+
+
 def check(res: Result, sb: Sandbox, quick: bool) -> None:
+    sb = _own(sb)
     n = 5_000 if quick else 50_000
     rng = random.Random(29)
     projects = [make_project(sb, f"idle-{i}", SESSIONS, rng) for i in range(PROJECTS)]
