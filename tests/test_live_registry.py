@@ -34,15 +34,6 @@ def registry_file(config: Path, pid: int, sid: str, cwd: str, *, status: str = "
     return path
 
 
-@pytest.fixture
-def sleeper():
-    """A real process standing for a running claude."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 def test_a_running_process_makes_its_session_live_with_its_state(claude, sleeper):
     proj = claude.project("app")
     sid = simple_session(claude.folder(proj), proj, "answer the reviewer")

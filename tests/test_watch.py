@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,15 +136,6 @@ def test_a_projects_first_folder_is_found_without_a_full_pass(claude, monkeypatc
     folder = claude.folder(project)  # Claude Code makes the folder with the first session
     sid = simple_session(folder, project, "first words")
     assert watch.poll(full=False) is True and watch.ids == {sid}
-
-
-@pytest.fixture
-def sleeper():
-    """A real process standing for a running claude."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def registry_file(config: Path, pid: int, sid: str, cwd: str, status: str) -> Path:
