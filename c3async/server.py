@@ -59,6 +59,7 @@ from .live.identity import HostIdentity, detect_ide
 from .stores import activity, records, registry
 
 if TYPE_CHECKING:
+    from .sessions.watch import ProjectWatch
     from .stores.marks import MarkBook
 
 __all__ = ("mcp", "serve")
@@ -81,7 +82,8 @@ LOG_FIELD = 200  # characters of a string kept in an activity row
 # a sign of life for the liveness fallback, which needs activity within 20 minutes, not a row
 # per read. Keyed per host session, so the session a /clear starts gets its row at once.
 READ_ROW_EVERY_S = 60.0
-RESOURCES_POLL_S = 3.0  # how often the listed resources are compared with what the client last listed
+RESOURCES_POLL_S = 3.0  # how often the project's position is compared, once the client listed resources
+RELIST_S = 60.0  # the resources listed again at least this often, moved or not
 
 
 @dataclass
@@ -104,6 +106,9 @@ class ServerState:
     # the client's session (for notifications) and the keys of the resources it last listed
     session: Any = None
     listed: tuple | None = None
+    # what the resource watch and the archive's refresh compare (``sessions.watch``), made by each
+    resources_watch: ProjectWatch | None = None
+    archive_watch: ProjectWatch | None = None
 
 
 async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
@@ -172,12 +177,24 @@ async def _fold_marks(state: ServerState) -> None:
         await anyio.sleep(MARK_POLL_S)
 
 
-def _account_once(project: str) -> None:
-    from .usage.account import account  # loaded by the first run
+def _account_once(state: ServerState, seen: tuple | None) -> tuple:
+    """Bring the token totals up to date, and the archive of kept sessions when the project's
+    position (``sessions.watch``: transcripts, marks, tasks, config...) moved since ``seen``.
+    Returns the position. An unchanged project costs a stat per transcript, nothing read."""
+    from .sessions.watch import ProjectWatch
+    from .usage.account import account_if_changed  # loaded by the first run
 
-    account(project, processes=False)  # this process has threads: never fork it
-    _refresh_archive(project)
-    _release_memory()
+    # this process has threads: never fork it
+    worked = account_if_changed(state.project, processes=False) is not None
+    if state.archive_watch is None:
+        state.archive_watch = ProjectWatch(state.project)
+    now = state.archive_watch.poll(full=True)
+    if now != seen:
+        _refresh_archive(state.project)
+        worked = True
+    if worked:
+        _release_memory()
+    return now
 
 
 def _refresh_archive(project: str) -> None:
@@ -198,8 +215,9 @@ async def _account_usage(state: ServerState) -> None:
     if state.warmed is not None:
         with anyio.move_on_after(USAGE_WAITS_S):
             await state.warmed.wait()
+    seen = None
     while True:
-        await anyio.to_thread.run_sync(_account_once, state.project)
+        seen = await anyio.to_thread.run_sync(_account_once, state, seen)
         await anyio.sleep(USAGE_EVERY_S)
 
 
@@ -246,15 +264,31 @@ def _listed(project: str) -> list[Any]:
     return mcp_prompts.listed(project)
 
 
+def _resources_position(state: ServerState) -> tuple:
+    from .sessions.watch import ProjectWatch
+
+    if state.resources_watch is None:
+        state.resources_watch = ProjectWatch(state.project)
+    return state.resources_watch.poll()
+
+
 async def _watch_resources(state: ServerState) -> None:
     """Tell the client when the resources it listed change (a new session, a new title, a
     mark), so Claude Code's ``@`` menu stays current. Nothing is compared before the client's
-    first ``resources/list``: a client that never lists is never notified."""
+    first ``resources/list``: a client that never lists is never notified. The resources are
+    listed again when the project's position moves (a stat per watched file and folder:
+    ``sessions.watch``), and at least every ``RELIST_S`` (a heartbeat that ends or a hint that
+    comes with age moves no file)."""
     await _after_first_answer(state)
+    seen, listed_at = None, 0.0
     while True:
         await anyio.sleep(RESOURCES_POLL_S)
         if state.listed is None or state.session is None:
             continue
+        now = await anyio.to_thread.run_sync(_resources_position, state)
+        if now == seen and time.monotonic() - listed_at < RELIST_S:
+            continue
+        seen, listed_at = now, time.monotonic()
         keys = tuple(item.key for item in await anyio.to_thread.run_sync(_listed, state.project))
         if keys != state.listed:
             state.listed = keys

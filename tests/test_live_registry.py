@@ -81,6 +81,40 @@ def test_dead_reused_and_hostile_files_never_read_live_and_stay(claude, sleeper,
     assert snap.running == [] and dead_sid in snap.ended and reused_sid in snap.ended
 
 
+def test_a_leftover_stays_ended_and_a_reused_pid_is_read_again(claude, sleeper, monkeypatch):
+    """A reader that polls keeps what it concluded of a file a killed claude left, reading only
+    the files of running processes, until the folder changes or ``RECHECK_S`` passes: then a file
+    written again is read again (here a new claude took the pid and wrote its own in place)."""
+    from c3async.live import running as registry_reader
+
+    proj = claude.project("app")
+    folder = claude.folder(proj)
+    old_sid, new_sid, other = (simple_session(folder, proj, t) for t in ("killed", "took the pid", "runs"))
+    sessions = claude.config / "sessions"
+    path = registry_file(claude.config, sleeper.pid, old_sid, proj, proc_start=proc_start_ticks(sleeper.pid) - 7)
+    long_ago = time.time() - 600
+    for settled in (path, sessions):  # written long ago: a verdict on them is kept
+        os.utime(settled, (long_ago, long_ago))
+    for _ in range(3):
+        snap = read_registry(sessions)
+        assert snap.running == [] and snap.ended == {old_sid}
+    registry_file(claude.config, sleeper.pid, new_sid, proj, status="waiting")  # rewritten in place
+    assert read_registry(sessions).ended == {old_sid}  # not read again before RECHECK_S...
+    monkeypatch.setattr(registry_reader, "RECHECK_S", 0.0)
+    snap = read_registry(sessions)  # ...and then it is
+    assert [(r.session_id, r.state) for r in snap.running] == [(new_sid, "waiting")] and snap.ended == set()
+    monkeypatch.undo()
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) as second:
+        try:
+            registry_file(claude.config, second.pid, other, proj, status="busy")  # a new file: the folder moved
+            assert {r.session_id for r in read_registry(sessions).running} == {new_sid, other}
+        finally:
+            second.kill()
+    assert {r.session_id for r in read_registry(sessions).running} == {new_sid}  # a running one is read each time
+    path.unlink()
+    assert [r.session_id for r in read_registry(sessions).running] == []
+
+
 def test_a_killed_claude_is_not_revived_by_its_hook_rows(claude, monkeypatch):
     """The activity log says started, never ended (no SessionEnd after SIGKILL); the registry
     file it left names a dead process: not live."""

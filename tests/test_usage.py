@@ -145,6 +145,30 @@ def test_incremental_run_reads_only_new_bytes_and_appends_changed_sessions(proje
     assert acc.account(proj).bytes_read == 0
 
 
+def test_an_unchanged_project_is_not_accounted_again_and_new_usage_is(project):
+    """``account_if_changed`` (the Hub's and the server's minute): nothing read while nothing
+    moved; a new line in a transcript, a sub-agent's new file and a catalog cache written since
+    each bring a pass."""
+    proj, folder = project
+    path = folder / f"{SID}.jsonl"
+    write(path, [usage_line("m1", "r1")])
+    first = acc.account_if_changed(proj, processes=False)
+    assert first is not None and first.totals[SID].responses == 1
+    assert acc.account_if_changed(proj, processes=False) is None
+    write(path, [usage_line("m2", "r2")], mode="a")
+    again = acc.account_if_changed(proj, processes=False)
+    assert again is not None and again.bytes_read > 0 and again.totals[SID].responses == 2
+    assert acc.account_if_changed(proj, processes=False) is None
+    write(folder / SID / "subagents" / "agent-a1.jsonl", [usage_line("s1", "t1", sidechain=True)])
+    third = acc.account_if_changed(proj, processes=False)
+    assert third is not None and third.totals[SID].responses == 3
+    assert acc.account_if_changed(proj, processes=False) is None
+    acc.catalog_cache_path(proj).parent.mkdir(parents=True, exist_ok=True)
+    acc.catalog_cache_path(proj).write_text("{}")  # titles and forks come from the catalog's cache
+    assert acc.account_if_changed(proj, processes=False) is not None
+    assert acc.account_if_changed(proj, processes=False) is None
+
+
 def test_latest_totals_follow_the_log_and_hand_out_copies(project):
     """The stats log is folded (read once, then tailed): new rows show, a rewritten log is read
     again, and a caller that changes what it got (``status`` fills in titles) changes no one

@@ -14,13 +14,21 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..ground import clock
 
-__all__ = ("Candidate", "candidates", "depth_in_folder", "is_session_id", "transcript_files")
+__all__ = (
+    "Candidate",
+    "candidates",
+    "depth_in_folder",
+    "folder_candidates",
+    "is_session_id",
+    "newest_first",
+    "transcript_files",
+)
 
 MAX_DEPTH = 16  # sub-agent folders nest a level or two; deeper is not Claude Code's
 
@@ -48,28 +56,49 @@ class Candidate:
 def candidates(folders: list[Path]) -> list[Candidate]:
     """Session files of ``folders``, one per session id (the newest mtime wins, as after a
     worktree move), sorted by mtime then session id, newest first, as the SDK sorts."""
-    by_id: dict[str, Candidate] = {}
-    for folder in folders:
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
+    return newest_first(c for folder in folders for c in folder_candidates(folder))
+
+
+def folder_candidates(folder: Path) -> list[Candidate]:
+    """The session files directly in one folder, in the order ``scandir`` gives them."""
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        m = _SESSION_FILE.fullmatch(entry.name)
+        if m is None:
             continue
-        for entry in entries:
-            m = _SESSION_FILE.fullmatch(entry.name)
-            if m is None:
-                continue
-            try:
-                if not entry.is_file(follow_symlinks=False):
-                    continue  # a symlink, a FIFO, a directory...
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue  # vanished between listing and stat
-            sid = m.group(1).lower()
-            old = by_id.get(sid)
-            mtime_ns = clock.file_ns(st.st_mtime_ns, entry.path)
-            if old is None or mtime_ns > old.mtime_ns:
-                by_id[sid] = Candidate(sid, entry.path, st.st_size, mtime_ns, folder, st.st_ino, st.st_dev)
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue  # a symlink, a FIFO, a directory...
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue  # vanished between listing and stat
+        found.append(
+            Candidate(
+                m.group(1).lower(),
+                entry.path,
+                st.st_size,
+                clock.file_ns(st.st_mtime_ns, entry.path),
+                folder,
+                st.st_ino,
+                st.st_dev,
+            )
+        )
+    return found
+
+
+def newest_first(found: Iterable[Candidate]) -> list[Candidate]:
+    """One candidate per session id (the first of the newest mtime), sorted by mtime then
+    session id, newest first."""
+    by_id: dict[str, Candidate] = {}
+    for c in found:
+        old = by_id.get(c.session_id)
+        if old is None or c.mtime_ns > old.mtime_ns:
+            by_id[c.session_id] = c
     return sorted(by_id.values(), key=lambda c: (c.mtime_ns, c.session_id), reverse=True)
 
 

@@ -55,6 +55,7 @@ __all__ = (
     "read_bytes",
     "read_foreign",
     "rename",
+    "stamp",
     "state_parts",
     "unlink",
     "warn_once",
@@ -548,6 +549,18 @@ def listdir(path: str | os.PathLike[str]) -> list[str]:
     """The names in a state folder (FileNotFoundError when missing; UnsafeState when a link)."""
     with open_dir(path) as dfd:
         return os.listdir(dfd if dfd is not None else path)
+
+
+def stamp(path: str | os.PathLike[str], *, follow: bool = False) -> tuple[int, int, int] | None:
+    """What tells one state of a file or folder from another, for a watcher deciding whether to
+    read it again: its (inode, size, mtime_ns), None when it is not there. A stat alone (of the
+    link itself unless ``follow``): nothing is opened, and whoever then reads it reads through
+    the functions above."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def lstat(path: str | os.PathLike[str]) -> os.stat_result:

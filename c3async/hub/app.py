@@ -672,10 +672,10 @@ async def _crash(request: Request, exc: Exception) -> Response:
 
 
 def _account_once(project: str) -> None:
-    from ..usage.account import account  # loaded by the first run
+    from ..usage.account import account_if_changed  # loaded by the first run
 
     try:
-        account(project, processes=False)  # this process has threads: never fork it
+        account_if_changed(project, processes=False)  # this process has threads: never fork it
     except Exception as exc:  # a refused .c3 (a link, a FIFO), a read-only checkout...
         safefs.warn_once(RuntimeError(f"tokens and cost of {project} not brought up to date: {exc}"))
 

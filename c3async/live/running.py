@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,15 @@ __all__ = (
 STATES = ("busy", "idle", "waiting")
 MAX_BYTES = 64 * 1024  # a registry file is ~1 KB; anything far bigger is not one
 MAX_FILES = 4096  # running processes worth looking at; a folder stuffed with more is cut here
+SETTLE_S = 2.0  # a file or folder written this recently may be written again in the same clock tick
+# A reader that polls (the Hub, four times a second) keeps, per folder, what its last full read
+# found (``_Held``): a file found ended or no registry file stays so until it is written again (a
+# process once gone never comes back; a claude that reuses its pid writes its own file), so it is
+# not read again while its stat holds, and it is stat'ed again only every RECHECK_S; the folder is
+# listed again only when its own stat moves. Between full reads, only the files of running
+# processes are read: thousands of files that killed claudes left behind cost nothing per read.
+RECHECK_S = 5.0
+_held: dict[str, _Held] = {}
 _NAME = re.compile(r"([1-9][0-9]{0,9})\.json")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -170,33 +180,86 @@ def read_registry(folder: Path | None = None) -> Snapshot:
     try:
         if os.open in os.supports_dir_fd:  # the folder itself opened without following a link
             dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
-            names = os.listdir(dfd)
-        elif stat.S_ISDIR(os.lstat(folder).st_mode):
-            names = os.listdir(folder)
+            st = os.fstat(dfd)
         else:
-            return Snapshot([], frozenset())
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode):
+                return Snapshot([], frozenset())
     except OSError:
         return Snapshot([], frozenset())  # missing, a link, or not a folder
     try:
-        return _collect(dfd, folder, names)
+        return _collect(dfd, folder, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+    except OSError:
+        return Snapshot([], frozenset())
     finally:
         if dfd is not None:
             os.close(dfd)
 
 
-def _collect(dfd: int | None, folder: Path, names: list[str]) -> Snapshot:
+@dataclass(slots=True)
+class _Held:
+    """What a read kept of a registry folder for the next (see ``RECHECK_S``)."""
+
+    sig: tuple  # the folder's stat when listed
+    names: list[str]  # the registry files' names then
+    settled: dict[str, tuple]  # name -> (the file's stat, the session it names if ended, else None)
+    left: frozenset[str]  # the sessions the settled files name
+    active: list[str]  # the other names: files of running processes, or written too recently to judge
+    checked: float  # time.monotonic() of this full read
+
+
+def _collect(dfd: int | None, folder: Path, sig: tuple) -> Snapshot:
+    key = str(folder)
+    held = _held.get(key)
+    settle_ns = time.time_ns() - int(SETTLE_S * 1e9)
+    if held is not None and held.sig == sig and sig[2] < settle_ns and time.monotonic() - held.checked < RECHECK_S:
+        out, left, _ = _judge(dfd, folder, held.active, {}, settle_ns)  # the files that can move, alone
+        return Snapshot(out, frozenset((left | held.left) - {r.session_id for r in out}))
+    if held is not None and held.sig == sig and sig[2] < settle_ns:
+        names = held.names
+    else:
+        listed = os.listdir(dfd if dfd is not None else folder)
+        names = sorted(n for n in listed if _NAME.fullmatch(n))[:MAX_FILES]
+    out, left, settled = _judge(dfd, folder, names, held.settled if held is not None else {}, settle_ns)
+    _held[key] = _Held(
+        sig,
+        names,
+        settled,
+        frozenset(v[1] for v in settled.values() if v[1]),
+        [n for n in names if n not in settled],
+        time.monotonic(),
+    )
+    return Snapshot(out, frozenset(left - {r.session_id for r in out}))
+
+
+def _judge(
+    dfd: int | None, folder: Path, names: list[str], before: dict[str, tuple], settle_ns: int
+) -> tuple[list[Running], set[str], dict[str, tuple]]:
+    """The running processes and the ended sessions these files say, and the files settled: found
+    ended or no registry file, and not written since ``settle_ns`` (kept in ``before`` as long as
+    their stat holds, so they are not read again)."""
     out: list[Running] = []
     left: set[str] = set()
-    for name in sorted(names)[:MAX_FILES]:
-        m = _NAME.fullmatch(name)
-        if m is None:
+    settled: dict[str, tuple] = {}
+    for name in names:
+        pid = int(name[:-5])
+        sig = _stat(dfd, folder, name)
+        held = before.get(name)
+        if held is not None and held[0] == sig:  # found ended (or no registry file), not written since
+            settled[name] = held
+            if held[1]:
+                left.add(held[1])
             continue
-        pid = int(m.group(1))
+        keep = sig is not None and sig[2] < settle_ns  # no verdict is kept on a file being written
         reg = _read(dfd, folder, name)
         if reg is None or not reg.sessionId or not _UUID.fullmatch(reg.sessionId):
+            if keep:
+                settled[name] = (sig, None)
             continue
         if (reg.pid is not None and reg.pid != pid) or not start_matches(reg, pid, folder / name):
             left.add(reg.sessionId)  # its process is gone, or another one has its pid
+            if keep:
+                settled[name] = (sig, reg.sessionId)
             continue
         state = reg.status if reg.status in STATES else None
         since = registry_time(reg.statusUpdatedAt, folder / name) if state else None
@@ -213,4 +276,12 @@ def _collect(dfd: int | None, folder: Path, names: list[str]) -> Snapshot:
                 kind=_clean(reg.kind, 20),
             )
         )
-    return Snapshot(out, frozenset(left - {r.session_id for r in out}))
+    return out, left, settled
+
+
+def _stat(dfd: int | None, folder: Path, name: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False) if dfd is not None else os.lstat(folder / name)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
