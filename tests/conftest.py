@@ -90,15 +90,6 @@ def module_claude(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     return Sandbox(tmp_path_factory.mktemp("claude"))
 
 
-@pytest.fixture
-def sleeper():
-    """A real process standing for a running claude."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
 # The Hub's tests: a module defines ``world`` (with ``.claude``, its sandbox); these serve it.
 @pytest.fixture(scope="module")
 def hub(world):
