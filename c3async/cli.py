@@ -225,7 +225,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
     from .catalog.scan import NEWEST
-    from .sessions.view import list_rows_sync
+    from .sessions.view import list_rows_sync, remember_roots
     from .stores import registry
 
     projects = _projects(args)
@@ -239,15 +239,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         if scans[0].sessions:  # a folder with sessions: the Hub and `--all` list it from now on
             try:
                 registry.register(scans[0].dirs.project)
+                remember_roots(scans[:1])
             except Exception as exc:
                 _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
-            from .catalog.locate import projects_root, slug
+            from .catalog.locate import slug
+            from .stores.claude_dirs import roots
 
-            _err(
-                f"c3async: no Claude Code transcripts for {scans[0].dirs.project} "
-                f"(looked for {projects_root() / slug(scans[0].dirs.project)})"
-            )
+            looked = ", ".join(str(r.projects / slug(scans[0].dirs.project)) for r in roots())
+            _err(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} (looked for {looked})")
     listed = sum(len(s.sessions) for s in scans)
     found = sum(max(s.found, len(s.sessions)) for s in scans)
     if found > listed and any(len(s.sessions) >= depth for s in scans):
@@ -343,8 +343,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _err(f"c3async: session {plan.session} is in the project {plan.project}")
     for path in plan.restored:
         _err(f"c3async: {'would put' if args.print else 'put'} back {inert_line(path)} from the archive")
+    from .sessions.resume import resume_command
+
     extra = list(args.claude_args or [])
-    command = f"cd {shlex.quote(plan.cwd)} && claude --resume {plan.session}" + "".join(
+    command = resume_command(plan.cwd, plan.session, config_dir=plan.config_dir) + "".join(
         " " + shlex.quote(a) for a in extra
     )
     if args.print:
@@ -359,6 +361,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     claude = os.path.abspath(claude)  # found through a relative PATH entry: here, not in plan.cwd
     sys.stdout.flush()
     os.chdir(plan.cwd)
+    if plan.config_dir is not None:  # a session of another Claude Code root: claude reads that one
+        os.environ["CLAUDE_CONFIG_DIR"] = plan.config_dir
     os.execv(claude, [claude, "--resume", plan.session, *extra])
     return 0  # not reached
 

@@ -66,8 +66,8 @@ class Sandbox:
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
-    def rows_by_id(self, project: str, *args: str) -> dict[str, dict]:
-        return {row["id"]: row for row in self.sessions(project, *args)}
+    def rows_by_id(self, project: str, *args: str, env: dict[str, str] | None = None) -> dict[str, dict]:
+        return {row["id"]: row for row in self.sessions(project, *args, env=env)}
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ __all__ = ("FORMAT", "VERSION", "load", "save")
 
 FORMAT = "c3async.session_catalog"
 MAX_BYTES = 64 * 1024 * 1024  # far above 200 entries per project: a bigger file is not ours
-VERSION = 9  # bump whenever extraction changes what a record holds: old caches are then rebuilt
+VERSION = 10  # bump whenever extraction changes what a record holds: old caches are then rebuilt
 
 
 class _CacheFile(msgspec.Struct):

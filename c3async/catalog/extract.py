@@ -134,6 +134,7 @@ class _Line(msgspec.Struct):
     customTitle: Any = None
     aiTitle: Any = None
     lastPrompt: Any = None
+    accountUuid: Any = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -317,6 +318,7 @@ class Facts(msgspec.Struct, omit_defaults=True):
     forked_from: str | None = None  # the parent /branch named on that line (forkedFrom.sessionId)
     head_ts: str | None = None  # the latest time written before that line (a fork's lines of its own)
     handoff_from: str | None = None  # the session a plan-mode handoff's first prompt names
+    account: str | None = None  # the accountUuid of the last ``session-owner`` line (an OAuth login)
 
 
 _TOOL_RESULT = b'"tool_result"'
@@ -325,6 +327,7 @@ _BRANCH = b'"gitBranch"'
 _USER_LINE = b'"type":"user"'  # Claude Code writes compact JSON (JSON.stringify)
 _TITLE = b'Title":"'  # in both "customTitle":" and "aiTitle":"; one pass finds either
 _LAST_PROMPT = b'"last-prompt"'
+_OWNER = b'"session-owner"'  # 2.1.337: {"type":"session-owner","accountUuid",...}: whose login
 _FIRST_LINES = 400  # how far the scan for the first conversation line may go
 
 # What a scan looks for, by window. Every user line of a WHOLE file, a big file's HEAD and its
@@ -367,6 +370,7 @@ def scan(buf: bytes, offset: int, *, from_start: bool, mode: str = WHOLE, at_eof
         _scan_last_lines(facts, buf, begin, end)
     if facts.last_prompt is None and mode != HEAD:
         _scan_marker(facts, buf, begin, end, _LAST_PROMPT, "last-prompt")
+    _scan_marker(facts, buf, begin, end, _OWNER, "session-owner")
     if facts.first_prompt is None and from_start and not at_eof:
         _take_cut_prompt(facts, buf[last_nl + 1 :])
     return facts
@@ -536,6 +540,9 @@ def _take(facts: Facts, line: _Line) -> None:
         return
     if kind == "last-prompt":
         facts.last_prompt_meta = _text(line.lastPrompt) or facts.last_prompt_meta
+        return
+    if kind == "session-owner":
+        facts.account = _uuid(line.accountUuid) or facts.account
         return
     if line.isSidechain is True:
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +20,14 @@ from ..ground.paths import canonical, git_common_dir, linked_worktrees, project_
 
 __all__ = (
     "MAX_SLUG_LENGTH",
+    "ClaudeRoot",
     "ProjectDirs",
+    "claude_roots",
     "config_home",
     "locate",
     "project_dirs",
     "projects_root",
+    "root_of",
     "same_path",
     "slug",
 )
@@ -44,6 +48,59 @@ def config_home() -> Path:
 
 def projects_root() -> Path:
     return config_home() / "projects"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeRoot:
+    """One of Claude Code's config dirs (what ``CLAUDE_CONFIG_DIR`` names): its transcripts are
+    in ``projects/``, its running processes in ``sessions/``. ``default``: the one Claude Code
+    uses here when nothing else is said (``$CLAUDE_CONFIG_DIR``, else ``~/.claude``): a session of
+    another root resumes with ``CLAUDE_CONFIG_DIR`` set to it."""
+
+    path: Path
+    default: bool = False
+
+    @property
+    def projects(self) -> Path:
+        return self.path / "projects"
+
+    @property
+    def sessions(self) -> Path:
+        return self.path / "sessions"
+
+
+MAX_ROOTS = 64  # config dirs read at once: more is a mistake (a list pasted twice, a glob)
+
+
+def claude_roots(extra: Iterable[str | os.PathLike[str]] = ()) -> tuple[ClaudeRoot, ...]:
+    """The default root first, then ``$CLAUDE_CONFIG_DIRS`` (colon-separated), then ``extra``
+    (the caller's: settings, roots remembered), each once (by its canonical path), absolute
+    paths only, at most MAX_ROOTS. A root that does not exist is kept: it simply holds nothing."""
+    default = config_home()
+    named = [str(default)]
+    named += os.environ.get("CLAUDE_CONFIG_DIRS", "").split(os.pathsep)
+    named += [os.fspath(p) for p in extra]
+    out: list[ClaudeRoot] = []
+    seen: set[str] = set()
+    for i, value in enumerate(named):
+        if not value or "\x00" in value or not os.path.isabs(value) or len(out) >= MAX_ROOTS:
+            continue
+        value = unicodedata.normalize("NFC", value)
+        try:
+            key = canonical(value)
+        except (OSError, ValueError):
+            continue
+        if key not in seen:
+            seen.add(key)
+            out.append(ClaudeRoot(Path(value), default=i == 0))
+    return tuple(out)
+
+
+def root_of(transcript: str | os.PathLike[str], roots: Iterable[ClaudeRoot]) -> ClaudeRoot | None:
+    """The root whose ``projects/<folder>/`` holds ``transcript`` (None: none of them, e.g. the
+    archive)."""
+    folder = Path(transcript).parent.parent
+    return next((r for r in roots if r.projects == folder), None)
 
 
 def slug(path: str) -> str:
@@ -153,9 +210,10 @@ def folders_under(root: Path, cwds: tuple[str, ...]) -> list[tuple[Path, str]]:
     return _folders(root, [(slug(cwd), cwd) for cwd in cwds], follow=False)
 
 
-def locate(project: str, extra_cwds: tuple[str, ...] = (), root: Path | None = None) -> ProjectDirs:
-    """Find the transcript folders of ``project`` and its worktrees under ``projects_root()``."""
+def locate(project: str, extra_cwds: tuple[str, ...] = (), roots: Iterable[ClaudeRoot] | None = None) -> ProjectDirs:
+    """Find the transcript folders of ``project`` and its worktrees in the ``projects/`` folder
+    of every Claude Code root (``roots``; None: ``claude_roots()``)."""
     project_path, cwds = project_dirs(project, extra_cwds)
-    root = projects_root() if root is None else root
-    folders = _folders(root, [(slug(cwd), cwd) for cwd in cwds])
+    wanted = [(slug(cwd), cwd) for cwd in cwds]
+    folders = [f for r in (claude_roots() if roots is None else roots) for f in _folders(r.projects, wanted)]
     return ProjectDirs(project=project_path, cwds=cwds, folders=tuple(folders))

@@ -74,6 +74,7 @@ class Transcript(msgspec.Struct, omit_defaults=True):
     forked_from: str | None = None  # the parent /branch wrote on the copied lines
     head_ts: str | None = None  # the latest time before the first conversation line (see ``sessions.forks``)
     handoff_from: str | None = None  # the session whose plan this one implements (a plan-mode handoff)
+    account: str | None = None  # the login it ran under (the accountUuid of a session-owner line)
 
     def title(self) -> tuple[str | None, str | None]:
         """(title, where it came from): the last custom-title, else the last ai-title, else the
@@ -144,6 +145,7 @@ def _merge(
         forked_from=head.forked_from,
         head_ts=head.head_ts,
         handoff_from=head.handoff_from,
+        account=_last(regions, "account"),
     )
     rec.set_titles(_last(regions, "custom_title"), _last(regions, "ai_title"), whole=whole_titles)
     if first_with_prompt is not None:
@@ -290,6 +292,7 @@ def _read_growth(fd: int, size: int, mtime_ns: int, cached: Transcript) -> Trans
     rec.created_at = rec.created_at or new.first_ts
     rec.cwd = rec.cwd or new.cwd
     rec.first_uuid = rec.first_uuid or new.first_uuid
+    rec.account = new.account or rec.account
     rec.user_turns += new.prompts
     rec.clean_end = new.clean_end if new.clean_end > start else start
     return rec

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession, clip
 from .listing import Candidate, candidates
-from .locate import folders_under, locate, projects_root
+from .locate import ClaudeRoot, claude_roots, folders_under, locate
 from .read import Transcript, read_transcript
 from .scan import skip_reason
 
@@ -60,14 +60,18 @@ def check_ref(ref: str) -> str:
 
 
 def matches(
-    project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_root: Path | None = None
+    project: str,
+    ref: str,
+    extra_cwds: tuple[str, ...] = (),
+    fallback_root: Path | None = None,
+    roots: tuple[ClaudeRoot, ...] | None = None,
 ) -> tuple[str, list[Candidate]]:
     """(the project's canonical path, its sessions whose id starts with the checked ``ref``):
     transcripts of its folders (``extra_cwds``: more folders its sessions ran in, see
     ``locate``), and of ``fallback_root`` (a second tree laid out like the projects folder, for
     sessions no longer in it) where the projects folder has none of that id. Only the project's
-    own sessions count (not a colliding folder's, not a sidechain's)."""
-    dirs = locate(project, extra_cwds)
+    own sessions count (not a colliding folder's, not a sidechain's). ``roots``: as ``locate``'s."""
+    dirs = locate(project, extra_cwds, roots)
     if _PREFIX.fullmatch(ref) is None:
         return dirs.project, []  # a plain word that is no id: no session has it
     found = [c for c in candidates([f for f, _ in dirs.folders]) if c.session_id.startswith(ref)]
@@ -81,11 +85,17 @@ def matches(
     return dirs.project, [c for c in found if _belongs(c, dirs.cwds)]
 
 
-def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_root: Path | None = None) -> Candidate:
+def resolve(
+    project: str,
+    ref: str,
+    extra_cwds: tuple[str, ...] = (),
+    fallback_root: Path | None = None,
+    roots: tuple[ClaudeRoot, ...] | None = None,
+) -> Candidate:
     """The project's session whose id is ``ref`` or starts with it (see ``matches``). Raises a
     C3Error: BadArgument, UnknownSession, or AmbiguousSession naming the candidates."""
     ref = check_ref(ref)
-    where, found = matches(project, ref, extra_cwds, fallback_root)
+    where, found = matches(project, ref, extra_cwds, fallback_root, roots)
     if len(found) > 1:
         raise AmbiguousSession(ref, [c.session_id for c in found])
     if not found:
@@ -93,21 +103,25 @@ def resolve(project: str, ref: str, extra_cwds: tuple[str, ...] = (), fallback_r
     return found[0]
 
 
-def anywhere(ref: str, root: Path | None = None) -> list[tuple[Candidate, Transcript]]:
-    """Every session in Claude Code's projects folder (or ``root``, a tree of ours laid out like
-    it, whose symlinked folders are not followed) whose id starts with the checked ``ref``, with
-    its transcript record (whose ``cwd`` says where it ran): for an id typed in another
-    project's folder. Sidechains, ghosts and unreadable files are left out; a folder that cannot
-    be listed costs that folder only."""
+def anywhere(
+    ref: str, root: Path | None = None, roots: tuple[ClaudeRoot, ...] | None = None
+) -> list[tuple[Candidate, Transcript]]:
+    """Every session in Claude Code's projects folders (of ``roots``, as ``locate``'s; or
+    ``root``, a tree of ours laid out like one, whose symlinked folders are not followed) whose
+    id starts with the checked ``ref``, with its transcript record (whose ``cwd`` says where it
+    ran): for an id typed in another project's folder. Sidechains, ghosts and unreadable files
+    are left out; a folder that cannot be listed costs that folder only."""
     if _PREFIX.fullmatch(ref) is None:
         return []
     follow = root is None  # Claude Code's own folders may be links (a dotfiles repository)
-    root = projects_root() if root is None else root
-    try:
-        with os.scandir(root) as it:
-            folders = [Path(e.path) for e in it if e.is_dir(follow_symlinks=follow)]
-    except OSError:
-        return []
+    tops = [root] if root is not None else [r.projects for r in (claude_roots() if roots is None else roots)]
+    folders = []
+    for top in tops:
+        try:
+            with os.scandir(top) as it:
+                folders += [Path(e.path) for e in it if e.is_dir(follow_symlinks=follow)]
+        except OSError:
+            continue
     out = []
     for cand in candidates(folders):
         if not cand.session_id.startswith(ref):

@@ -17,7 +17,7 @@ from ..ground.safefs import NotRegularFile
 from ..ground.stateroot import project_state
 from . import cache
 from .listing import Candidate, candidates
-from .locate import ProjectDirs, folders_under, locate, same_path
+from .locate import ClaudeRoot, ProjectDirs, folders_under, locate, same_path
 from .read import Transcript, read_transcript
 
 __all__ = (
@@ -119,8 +119,9 @@ class _Scanner:
         counter: _Counter,
         extra_cwds: tuple[str, ...] = (),
         fallback_root: Path | None = None,
+        roots: tuple[ClaudeRoot, ...] | None = None,
     ) -> None:
-        self.dirs = locate(project, extra_cwds)
+        self.dirs = locate(project, extra_cwds, roots)
         self.limit = limit
         self.counter = counter
         self.cache_file = cache_path(self.dirs.project)
@@ -271,16 +272,18 @@ async def scan_projects(
     limiter=None,
     extra_cwds: dict[str, tuple[str, ...]] | None = None,
     fallback_root: Path | None = None,
+    roots: tuple[ClaudeRoot, ...] | None = None,
 ) -> list[ProjectScan]:
     """List several projects' sessions (each with its worktrees', and ``extra_cwds[project]``:
     folders git no longer lists), newest first, reading every file that needs it in worker
     threads bounded by one ``anyio.CapacityLimiter``. ``fallback_root``: a second tree laid out
-    like the projects folder, whose sessions count where the projects folder has none of that id."""
+    like the projects folder, whose sessions count where the projects folder has none of that id.
+    ``roots``: the Claude Code roots to look in (None: ``locate.claude_roots()``)."""
     import anyio
 
     limiter = limiter or anyio.CapacityLimiter(READERS)
     counter = _Counter(progress)
-    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root) for p in projects]
+    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root, roots) for p in projects]
     steps = _steps(scanners)
     try:
         todo = next(steps)
@@ -303,6 +306,7 @@ def scan_projects_sync(
     processes: bool = True,
     extra_cwds: dict[str, tuple[str, ...]] | None = None,
     fallback_root: Path | None = None,
+    roots: tuple[ClaudeRoot, ...] | None = None,
 ) -> list[ProjectScan]:
     """The same, for a command-line process: when every file is cached, no event loop (and no
     anyio or asyncio import) is needed at all. A big cold scan also uses the other cores:
@@ -312,7 +316,7 @@ def scan_projects_sync(
     from contextlib import ExitStack
 
     counter = _Counter(progress)
-    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root) for p in projects]
+    scanners = [_Scanner(p, limit, counter, (extra_cwds or {}).get(p, ()), fallback_root, roots) for p in projects]
     steps = _steps(scanners)
     pool = None
     asked = False

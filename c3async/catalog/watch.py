@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ground.paths import git_common_dir
 from ..ground.safefs import stamp
 from .listing import Candidate, folder_candidates, newest_first
-from .locate import locate, projects_root
+from .locate import ClaudeRoot, claude_roots, locate
 
 __all__ = ("FULL_S", "HOT_S", "SLACK_S", "TranscriptWatch")
 
@@ -49,15 +49,16 @@ class TranscriptWatch:
     """One project's session files, kept current by ``poll``: ``files`` holds (session id,
     path, size, mtime_ns), newest first, as ``listing.candidates`` would list them now."""
 
-    def __init__(self, project: str) -> None:
+    def __init__(self, project: str, roots: Callable[[], tuple[ClaudeRoot, ...]] = claude_roots) -> None:
         self.project = project
+        self.roots = roots  # the Claude Code roots, asked again whenever ``locate`` runs
         self.files: tuple[tuple[str, str, int, int], ...] = ()
         self.ids: frozenset[str] = frozenset()
         self.scans = 0  # folders scanned so far (a full pass scans them all)
         self.stats = 0  # hot files stat'ed so far
         self._folders: list[_Folder] = []
-        self._root = ""  # the projects folder, and its stat when ``locate`` last ran
-        self._root_sig: tuple | None = None
+        self._tops: tuple[Path, ...] = ()  # the roots' projects folders, and their stats when ``locate`` last ran
+        self._tops_sig: tuple = ()
         self._git: tuple[str, ...] = ()  # what ``locate`` read of git (.git, the worktrees)...
         self._git_at: tuple = ()  # ...and their stats then
         self._located = False
@@ -66,10 +67,14 @@ class TranscriptWatch:
     def _git_sigs(self) -> tuple:
         return tuple(stamp(path) for path in self._git)
 
+    def _tops_sigs(self) -> tuple:
+        return tuple(stamp(top, follow=True) for top in self._tops)
+
     def _locate(self) -> None:
-        self._root = str(projects_root())
-        self._root_sig = stamp(self._root, follow=True)
-        dirs = locate(self.project)
+        roots = self.roots()
+        self._tops = tuple(r.projects for r in roots)
+        self._tops_sig = self._tops_sigs()
+        dirs = locate(self.project, roots=roots)
         self.project = dirs.project
         common = git_common_dir(dirs.project)
         self._git = (os.path.join(dirs.project, ".git"), *([os.path.join(common, "worktrees")] if common else []))
@@ -90,7 +95,8 @@ class TranscriptWatch:
         folders = self._folders
         if (
             not self._located
-            or stamp(self._root, follow=True) != self._root_sig
+            or self._tops_sigs() != self._tops_sig
+            or tuple(r.projects for r in self.roots()) != self._tops
             or (full and self._git_sigs() != self._git_at)
         ):
             self._locate()

@@ -68,7 +68,7 @@ class UnknownSession(NotFound):
                 f", nor of the {len(others)} other registered project{'s' if len(others) != 1 else ''} ({shown}{more})"
             )
         if folder is not None:
-            also += f", nor anywhere in Claude Code's projects folder {clip(folder)}"
+            also += f", nor anywhere in Claude Code's projects folders ({clip(folder)})"
         if others == []:
             also += "; no other project is registered"
         super().__init__(

@@ -23,7 +23,6 @@ from typing import Any
 
 import msgspec
 
-from ..catalog.locate import config_home
 from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS
 
@@ -174,8 +173,19 @@ def running(folder: Path | None = None) -> list[Running]:
 
 
 def read_registry(folder: Path | None = None) -> Snapshot:
-    """What the registry says now: who runs, and who was left behind by a killed process."""
-    folder = config_home() / "sessions" if folder is None else folder
+    """What the registries say now (``folder``'s, else those of every Claude Code root): who
+    runs, and who was left behind by a killed process."""
+    if folder is None:
+        from ..stores.claude_dirs import roots
+
+        snaps = [_read_folder(r.sessions) for r in roots()]
+        running = [r for snap in snaps for r in snap.running]
+        held = {r.session_id for r in running}
+        return Snapshot(running, frozenset(s for snap in snaps for s in snap.ended) - held)
+    return _read_folder(folder)
+
+
+def _read_folder(folder: Path) -> Snapshot:
     dfd: int | None = None
     try:
         if os.open in os.supports_dir_fd:  # the folder itself opened without following a link

@@ -31,7 +31,6 @@ from typing import Any
 import msgspec
 
 from ..catalog.listing import transcript_files
-from ..catalog.locate import projects_root
 from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.locking import try_locked
@@ -83,14 +82,18 @@ def _indexed(path: str) -> bool:
 
 
 def scan_files() -> dict[str, Seen]:
-    """Every transcript under Claude Code's projects folder, one ``lstat`` each."""
-    root = projects_root()
+    """Every transcript under the projects folder of every Claude Code root, one ``lstat`` each."""
+    from ..stores.claude_dirs import roots
+
+    tops = [r.projects for r in roots()]
     out: dict[str, Seen] = {}
-    try:
-        with os.scandir(root) as it:
-            folders = [e for e in it if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return out
+    folders: list[os.DirEntry[str]] = []
+    for top in tops:
+        try:
+            with os.scandir(top) as it:
+                folders += [e for e in it if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
     for f in folders:
         for path, session, st in transcript_files(f.path):
             if not _indexed(path):
@@ -99,11 +102,11 @@ def scan_files() -> dict[str, Seen]:
             out[path] = Seen(
                 path, f.name, session, sidechain, st.st_ino, st.st_size, clock.file_ns(st.st_mtime_ns, path)
             )
-    _archived(root, out)
+    _archived(tops, out)
     return out
 
 
-def _archived(root: Path, out: dict[str, Seen]) -> None:
+def _archived(tops: list[Path], out: dict[str, Seen]) -> None:
     """Kept transcripts Claude Code deleted: indexed from the archive (one that is still in
     its folder is indexed there, never twice)."""
     from ..stores.archive import usable as archive_usable
@@ -120,8 +123,8 @@ def _archived(root: Path, out: dict[str, Seen]) -> None:
         for path, session, st in transcript_files(f.path):
             if not _indexed(path):
                 continue
-            original = os.path.join(root, f.name, os.path.relpath(path, f.path))
-            if original in out:
+            rel = os.path.relpath(path, f.path)
+            if any(os.path.join(top, f.name, rel) in out for top in tops):
                 continue
             sidechain = session is None or os.path.dirname(path) != f.path
             out[path] = Seen(

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from ..catalog.locate import projects_root
+from ..catalog.locate import config_home, projects_root
 from ..ground.disk import DiskFull
 from ..ground.errors import BadArgument, C3Error, UnknownSession
 from ..pm import actions
@@ -132,6 +132,7 @@ class ResumePlan(msgspec.Struct):
     restored: list[str]  # files put back (or, for a dry run, that would be) into Claude Code's folder
     project: str = ""  # the project the session belongs to
     elsewhere: bool = False  # not the project asked for
+    config_dir: str | None = None  # its Claude Code root, when not the default: CLAUDE_CONFIG_DIR for claude
 
 
 def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePlan:
@@ -150,10 +151,11 @@ def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePl
             f"{row.cwd} is gone; bring it back first: {resume_command(row.cwd, session, row.branch, gone=True)}"
         )
     restored: list[str] = []
-    if row.archived:
+    config_dir = row.root if row.root is not None and Path(row.root) != config_home() else None
+    if row.archived:  # put back where Claude Code looks for it without being told: the default root
         folder = projects_root() / os.path.basename(os.path.dirname(row.path))
         try:
             restored = archive.restore(Path(row.path), folder, session, dry_run=dry_run)
         except OSError as exc:
             raise C3Error(f"could not put {session} back into {folder}: {exc}") from None
-    return ResumePlan(session, row.cwd, restored, home, found.elsewhere)
+    return ResumePlan(session, row.cwd, restored, home, found.elsewhere, config_dir)

@@ -51,7 +51,7 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
     now = time.time() if now is None else now
     policy = config.load(project).keep
     base = os.fspath(archive.root()) + os.sep
-    rules: dict[str, retention.Retention] = {}
+    rules: dict[tuple[str, str | None], retention.Retention] = {}
     for row in rows:
         word = keeps.get(row.id)
         if word is not None:
@@ -68,9 +68,9 @@ def apply(project: str, rows: list[Row], keeps: dict[str, bool], now: float | No
             continue
         if row.live:
             continue  # being written to: no hints, and its mtime moves with every line
-        rule = rules.get(row.cwd)
+        rule = rules.get((row.cwd, row.root))
         if rule is None:
-            rule = rules[row.cwd] = retention.effective(row.cwd)
+            rule = rules[(row.cwd, row.root)] = retention.effective(row.cwd, row.root)
         left = retention.days_left(row.mtime_ns / 1e9, rule, now)
         if left is not None and left <= retention.WARN_DAYS:
             row.expires_in_days = left

@@ -17,12 +17,11 @@ import os
 from typing import NamedTuple
 
 from ..catalog.listing import is_session_id
-from ..catalog.locate import projects_root
 from ..catalog.resolve import anywhere as anywhere_matches
 from ..catalog.resolve import check_ref, matches, resolve
 from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession
 from ..ground.paths import project_root
-from ..stores import archive, records, registry
+from ..stores import archive, claude_dirs, records, registry
 from .view import extra_cwds
 
 __all__ = ("CURRENT", "Found", "find", "resolve_ref")
@@ -56,16 +55,20 @@ def _elsewhere(project: str, ref: str, anywhere: bool) -> tuple[list[Found], lis
     folder) hold whose id starts with ``ref``, the other registered projects searched)."""
     found: dict[str, Found] = {}
     searched = []
+    roots = claude_dirs.roots()
     for other in registry.projects():
         if other == project:
             continue
-        where, cands = matches(other, ref, extra_cwds(other), archive.usable())
+        where, cands = matches(other, ref, extra_cwds(other), archive.usable(), roots)
         searched.append(where)
         for c in cands:
             found.setdefault(c.session_id, Found(c.session_id, where, True))
     if anywhere and not found:  # Claude Code's folders, then the archive (kept, deleted there)
         kept = archive.usable()
-        for cand, rec in [*anywhere_matches(ref), *(anywhere_matches(ref, kept) if kept is not None else [])]:
+        for cand, rec in [
+            *anywhere_matches(ref, roots=roots),
+            *(anywhere_matches(ref, kept) if kept is not None else []),
+        ]:
             found.setdefault(cand.session_id, Found(cand.session_id, _cwd_project(rec.cwd or ""), True, False))
     return sorted(found.values()), searched
 
@@ -82,7 +85,9 @@ def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bo
             "identify: give a session id (`c3async sessions` lists them)"
         )
     try:
-        return Found(resolve(project, ref, extra_cwds(project), archive.usable()).session_id, project)
+        return Found(
+            resolve(project, ref, extra_cwds(project), archive.usable(), claude_dirs.roots()).session_id, project
+        )
     except UnknownSession as unknown:
         low = check_ref(ref)
         if host and is_session_id(host) and host.lower().startswith(low):
@@ -98,7 +103,7 @@ def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bo
         if others:
             raise AmbiguousSession(low, [f"{f.id} (in {f.project})" for f in others]) from None
         # Say where it was looked for: a typo and a session of an unregistered project read alike.
-        folder = str(projects_root()) if anywhere else None
+        folder = ", ".join(str(r.projects) for r in claude_dirs.roots()) if anywhere else None
         raise UnknownSession(low, unknown.project, others=searched, folder=folder) from None
 
 

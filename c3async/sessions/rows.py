@@ -6,9 +6,13 @@ something to say, its keys are present and empty, so scripts can rely on the sha
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import msgspec
 
+from ..catalog.accounts import account_name
+from ..catalog.listing import Candidate
+from ..catalog.locate import config_home
 from ..catalog.scan import Session
 from ..ground.clock import clamp_ns, parse_iso
 from ..stores.marks import Note, Stale
@@ -121,6 +125,10 @@ class Row(msgspec.Struct):
     expires_in_days: int | None = None  # unkept and within a week of Claude Code's cleanup
     forked_from: str | None = None  # the session this one is a fork of (``sessions.forks``)
     forks: list[str] = msgspec.field(default_factory=list)  # the sessions forked from this one
+    # the Claude Code root (config dir) that holds its transcript (None: read from the archive),
+    # and the login it ran under (the account's e-mail where that root says, else its uuid)
+    root: str | None = None
+    account: str | None = None
 
 
 def age(iso: str | None, now: float) -> str:
@@ -135,12 +143,20 @@ def iso(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rest // 1_000_000:03d}Z"
 
 
+def root_of(cand: Candidate) -> str | None:
+    """The Claude Code root whose ``projects/<folder>`` holds the file (None for the archive's)."""
+    projects = cand.folder.parent
+    return str(projects.parent) if projects.name == "projects" else None
+
+
 def to_row(session: Session) -> Row:
     rec, cand = session.record, session.candidate
     cwd = rec.cwd or session.project
     title, source = rec.title()
+    root = root_of(cand)
+    elsewhere = root if root is not None and Path(root) != config_home() else None
     # Positional, in field order: this runs for every row of every listing.
-    return Row(
+    row = Row(
         cand.session_id,
         title or cand.session_id[:8],
         rec.title_truncated(),
@@ -162,5 +178,8 @@ def to_row(session: Session) -> Row:
         rec.began_with_clear,
         rec.entrypoint,
         cand.path,
-        resume_command(cwd, cand.session_id),
+        resume_command(cwd, cand.session_id, config_dir=elsewhere),
     )
+    row.root = root
+    row.account = account_name(root, rec.account) if rec.account else None
+    return row

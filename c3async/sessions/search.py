@@ -19,13 +19,13 @@ from pathlib import Path
 
 import msgspec
 
-from ..catalog.locate import folders_under, locate
+from ..catalog.locate import config_home, folders_under, locate
 from ..ground.errors import BadArgument
 from ..search import index
 from ..search.find import Filters, Hit, find
 from ..search.passages import KINDS
 from ..search.query import parse
-from ..stores import archive
+from ..stores import archive, claude_dirs
 from .resume import ago, resume_command
 
 __all__ = ("INLINE_BYTES", "IndexState", "Result", "SearchResult", "parse_when", "search")
@@ -116,7 +116,7 @@ def _folders(projects: list[str]) -> frozenset[str]:
 
     names = set()
     for project in projects:
-        dirs = locate(project, extra_cwds(project))
+        dirs = locate(project, extra_cwds(project), claude_dirs.roots())
         for folder, _cwd in dirs.folders:
             names.add(folder.name)
         kept = archive.usable()
@@ -125,6 +125,14 @@ def _folders(projects: list[str]) -> frozenset[str]:
         ):  # Claude Code removed the folder
             names.add(folder.name)
     return frozenset(names)
+
+
+def _config_dir(path: str | None) -> str | None:
+    """The Claude Code root of a hit's transcript, when it is not the default one."""
+    projects = next((p for p in Path(path).parents if p.name == "projects"), None) if path else None
+    if projects is None or projects.parent == config_home():
+        return None
+    return str(projects.parent)
 
 
 def _fork_parents(cwds: dict[str, str | None]) -> dict[str, str]:
@@ -195,7 +203,7 @@ def search(
         if archived and cwd:  # Claude Code deleted it: c3async puts it back first
             resume = f"cd {shlex.quote(cwd)} && c3async resume {hit.id}"
         elif cwd:
-            resume = resume_command(cwd, hit.id, hit.branch, gone=gone)
+            resume = resume_command(cwd, hit.id, hit.branch, gone=gone, config_dir=_config_dir(hit.path))
         else:
             resume = f"claude --resume {hit.id}"
         results.append(

@@ -13,11 +13,13 @@ import logging
 import os
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import msgspec
 
 from ..catalog.forks import fork_parents
 from ..catalog.gitrefs import branches
+from ..catalog.locate import config_home
 from ..catalog.scan import (
     NEWEST,
     Progress,
@@ -30,7 +32,7 @@ from ..ground.errors import C3Error
 from ..ground.paths import project_root
 from ..live.reader import live_sessions
 from ..pm import store as pm_store
-from ..stores import activity, archive, checkouts, config, records, registry
+from ..stores import activity, archive, checkouts, claude_dirs, config, records, registry
 from ..stores.marks import MarkBook
 from ..usage import totals as usage_totals
 from ..usage.prices import PricesError, PriceTable, current_prices
@@ -59,6 +61,7 @@ __all__ = (
     "list_rows_sync",
     "project_overview",
     "project_usage",
+    "remember_roots",
     "report_prices",
     "row_for",
     "whole_chain",
@@ -198,7 +201,12 @@ def _mark_gone(project: str, rows: list[Row]) -> None:
             gone[row.cwd] = not os.path.isdir(row.cwd)
         if gone[row.cwd]:
             row.cwd_gone = True
-            row.resume = resume_command(row.cwd, row.id, row.branch, gone=True)
+            row.resume = resume_command(row.cwd, row.id, row.branch, gone=True, config_dir=_elsewhere(row.root))
+
+
+def _elsewhere(root: str | None) -> str | None:
+    """A row's Claude Code root when it is not the default one (claude must be told of it)."""
+    return root if root is not None and Path(root) != config_home() else None
 
 
 def _session_of(ref: str, by_id: dict[str, Row], ids: list[str]) -> Row | None:
@@ -441,8 +449,14 @@ async def list_rows(
     logs = _logs(projects)
     extras = _extras(logs)
     scans = await scan_projects(
-        list(extras), limit=limit, progress=progress, extra_cwds=extras, fallback_root=archive.usable()
+        list(extras),
+        limit=limit,
+        progress=progress,
+        extra_cwds=extras,
+        fallback_root=archive.usable(),
+        roots=claude_dirs.roots(),
     )
+    remember_roots(scans)
     return scans, _finish(scans, which, search, logs)
 
 
@@ -465,8 +479,24 @@ def list_rows_sync(
         processes=processes,
         extra_cwds=extras,
         fallback_root=archive.usable(),
+        roots=claude_dirs.roots(),
     )
+    remember_roots(scans)
     return scans, _finish(scans, which, search, logs)
+
+
+def remember_roots(scans: list[ProjectScan]) -> None:
+    """A registered project remembers the Claude Code roots other than the default that hold
+    its sessions: a listing run without the variable that named one still looks there."""
+    default = config_home()
+    for scan in scans:
+        held = {str(folder.parent.parent) for folder, _cwd in scan.dirs.folders}
+        held.discard(str(default))
+        if held:
+            try:
+                registry.remember_roots(scan.dirs.project, sorted(held))
+            except Exception as exc:  # remembering is a help, never a failure of the listing
+                log.debug("roots of %s not remembered: %s", scan.dirs.project, exc)
 
 
 def row_for(project: str, session_id: str) -> Row | None:
@@ -476,7 +506,7 @@ def row_for(project: str, session_id: str) -> Row | None:
     from ..catalog.resolve import session_record
     from ..catalog.scan import Session
 
-    dirs = locate(project, extra_cwds(project))
+    dirs = locate(project, extra_cwds(project), claude_dirs.roots())
     cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
     if cand is None:  # deleted by Claude Code, kept in the archive
         usable = archive.usable()

@@ -25,6 +25,7 @@ from ..ground.safefs import stamp
 from ..ground.stateroot import project_state
 from ..live.heartbeat import ttl
 from ..live.running import Snapshot, read_registry
+from ..stores import claude_dirs
 from ..usage.prices import prices_signature
 
 __all__ = ("ProjectWatch", "position")
@@ -39,7 +40,7 @@ class ProjectWatch:
     """One project's position, kept current by ``position`` (a poll)."""
 
     def __init__(self, project: str) -> None:
-        self.transcripts = TranscriptWatch(project)
+        self.transcripts = TranscriptWatch(project, claude_dirs.roots)
         state = project_state(project)
         self.logs = tuple(str(state / name) for name in WATCHED)
         self.live = str(state / "live")

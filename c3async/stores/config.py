@@ -35,6 +35,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=False):
     # and the most bytes of one session's brief
     mcp_resources: int = 50
     brief_bytes: int = 8192
+    # more Claude Code config dirs to read (stores/roots.py); honoured in $C3_HOME/config.json only
+    claude_dirs: list[str] = msgspec.field(default_factory=list)
 
 
 class ConfigError(C3Error):
@@ -85,10 +87,19 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
         value = data.get(key)
         if value is not None and not low <= value <= high:
             raise ConfigError(path, key, f"must be a whole number from {low} to {high}, not {value}")
+    dirs = data.get("claude_dirs") or ()
+    for folder in dirs:
+        if not folder or "\x00" in folder or not Path(folder).is_absolute():
+            raise ConfigError(
+                path, "claude_dirs", f"holds {folder[:80]!r}; give absolute paths of Claude Code config dirs"
+            )
     for term in data.get("keep") or ():
         if term not in KEEP_TERMS:
             raise ConfigError(path, "keep", f"holds {term[:40]!r}; the terms are {', '.join(KEEP_TERMS)}")
     return data
+
+
+HOME_ONLY = ("claude_dirs",)  # where c3async reads transcripts from: a cloned repository's .c3 has no say
 
 
 def load(project: str | None = None) -> Config:
@@ -96,5 +107,10 @@ def load(project: str | None = None) -> Config:
     merged = _checked(home, _read(home))
     if project:
         own = project_state(project) / "config.json"
-        merged = {**merged, **_checked(own, _read(own))}
+        theirs = _checked(own, _read(own))
+        for key in HOME_ONLY:
+            if key in theirs:
+                del theirs[key]
+                safefs.warn_once(C3Error(f"{own}: ignoring {key}: it is read from {home} only"))
+        merged = {**merged, **theirs}
     return msgspec.convert(merged, Config)

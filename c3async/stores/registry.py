@@ -22,13 +22,27 @@ from ..ground.errors import BadArgument
 from ..ground.home import c3_home
 from ..ground.paths import canonical, project_root
 
-__all__ = ("Project", "Registry", "entries", "forget", "missing", "projects", "prune", "register")
+__all__ = (
+    "Project",
+    "Registry",
+    "entries",
+    "forget",
+    "missing",
+    "projects",
+    "prune",
+    "register",
+    "remember_roots",
+    "remembered_roots",
+)
 
 
 class Project(msgspec.Struct):
     path: str
     added: float
     last_seen: float = 0.0
+    # the Claude Code roots (config dirs) its sessions were found in: a listing run without the
+    # variable that named one still looks there
+    roots: list[str] = msgspec.field(default_factory=list)
 
 
 class Registry(msgspec.Struct):
@@ -68,12 +82,42 @@ def _folded(entries: list[Project]) -> list[Project]:
         added = clock.event(entry.added, "a registered project's time", _path()) or 0.0
         seen = clock.event(entry.last_seen, "a registered project's time", _path()) or 0.0
         held = out.get(root)
+        roots = [r for r in entry.roots if isinstance(r, str)][:MAX_REMEMBERED]
         if held is None:
-            out[root] = Project(path=root, added=added, last_seen=seen)
+            out[root] = Project(path=root, added=added, last_seen=seen, roots=roots)
         else:
             held.added = min(held.added, added) if held.added and added else held.added or added
             held.last_seen = max(held.last_seen, seen)
+            held.roots += [r for r in roots if r not in held.roots]
     return list(out.values())
+
+
+MAX_REMEMBERED = 16  # roots one project remembers
+
+
+def remember_roots(project: str, roots: list[str]) -> None:
+    """Note that a registered project's sessions were found in these Claude Code roots (a no-op
+    when it knows them all, or is not registered)."""
+    root = project_root(project)
+    held = next((p for p in entries() if p.path == root), None)
+    if held is None or all(r in held.roots for r in roots):
+        return
+
+    def change(reg: Registry) -> None:
+        reg.projects = _folded(reg.projects)
+        for entry in reg.projects:
+            if entry.path == root:
+                entry.roots = (entry.roots + [r for r in roots if r not in entry.roots])[-MAX_REMEMBERED:]
+
+    jsondoc.update(_path(), Registry, Registry, change)
+
+
+def remembered_roots() -> list[str]:
+    """Every root a registered project remembers (see ``Project.roots``)."""
+    out: dict[str, None] = {}
+    for entry in entries():
+        out.update(dict.fromkeys(entry.roots))
+    return list(out)
 
 
 def register(project: str) -> None:

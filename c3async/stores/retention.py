@@ -46,9 +46,10 @@ def _managed() -> list[Path]:
     return [Path("/etc/claude-code/managed-settings.json")]
 
 
-def settings_files(cwd: str | None) -> list[Path]:
-    """Claude Code's settings files, lowest precedence first."""
-    files = [config_home() / "settings.json"]
+def settings_files(cwd: str | None, root: str | None = None) -> list[Path]:
+    """Claude Code's settings files, lowest precedence first (``root``: the config dir whose
+    claude cleans the transcript up; None: the default one)."""
+    files = [(Path(root) if root else config_home()) / "settings.json"]
     if cwd:
         files += [Path(cwd, ".claude", "settings.json"), Path(cwd, ".claude", "settings.local.json")]
     return files + _managed()
@@ -57,9 +58,9 @@ def settings_files(cwd: str | None) -> list[Path]:
 _memo: dict[tuple, Retention] = {}
 
 
-def effective(cwd: str | None) -> Retention:
-    """The cleanup period Claude Code started in ``cwd`` would use."""
-    files = settings_files(cwd)
+def effective(cwd: str | None, root: str | None = None) -> Retention:
+    """The cleanup period Claude Code started in ``cwd`` (with the config dir ``root``) would use."""
+    files = settings_files(cwd, root)
     key = tuple(_stamp(f) for f in files)
     hit = _memo.get(key)
     if hit is not None:

@@ -58,6 +58,7 @@ from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.jsondoc import write_atomic
 from ..ground.paths import warn_once
 from ..ground.stateroot import project_state
+from ..stores import claude_dirs
 from .prices import TIER_TOKENS, current_prices
 from .reader import MAX_TOKENS, FileScan, Hit, Job, ResponseUSD, Tokens, better, read_files, read_files_packed, unpack
 from .totals import NO_TOKENS, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
@@ -142,7 +143,7 @@ def _state_path(project: str) -> Path:
 
 def _files(project: str) -> Iterator[tuple[str, str | None, os.stat_result]]:
     """(transcript, the session it counts toward (None: read it from its lines), its lstat)."""
-    for folder, _cwd in locate(project).folders:
+    for folder, _cwd in locate(project, roots=claude_dirs.roots()).folders:
         yield from transcript_files(folder)
 
 
