@@ -199,26 +199,53 @@ def _project_dir(given: str | None) -> str:
 
 
 def _projects(args: argparse.Namespace) -> list[str]:
+    """The project the command is about (``--project``, else the current folder's), or with
+    ``--all`` every project c3async knows: registered or found in Claude Code's folders."""
     from .ground.paths import canonical, project_root
-    from .stores import registry
 
     # A repository's worktrees are one project with its main checkout: the state root.
     here = project_root(canonical(_project_dir(args.project)))
     if not getattr(args, "all", False):
         return [here]
-    projects = registry.projects()
+    from .sessions.projects import known_projects
+    from .stores.claude_dirs import roots
+
+    known = known_projects()
+    projects = [p.path for p in known]
     if args.project and here not in projects:
         projects.append(here)
-    gone = [p.path for p in registry.entries() if registry.missing(p.path)]
+    gone = [p.path for p in known if p.missing]
     if gone:
         _err(
-            f"c3async: {len(gone)} registered project{'s' if len(gone) != 1 else ''} no longer "
-            f"exist{'s' if len(gone) == 1 else ''} ({', '.join(gone[:3])}{' ...' if len(gone) > 3 else ''}): "
-            "`c3async projects --prune` forgets them"
+            f"c3async: {len(gone)} project folder{'s' if len(gone) != 1 else ''} no longer "
+            f"exist{'s' if len(gone) == 1 else ''} ({inert_line(', '.join(gone[:3]))}{' ...' if len(gone) > 3 else ''}); "
+            f"{'its' if len(gone) == 1 else 'their'} sessions are listed (`c3async projects` says more)"
         )
     if not projects:
-        _err("c3async: no projects registered yet; run `c3async sessions` in a project first")
+        looked = ", ".join(str(r.projects) for r in roots())
+        _err(f"c3async: Claude Code has no sessions here yet (looked in {inert_line(looked)})")
     return projects
+
+
+def _say_where_sessions_are(project: str) -> None:
+    """A folder Claude Code has no sessions of: where it looked, and where the sessions are."""
+    from pathlib import Path
+
+    from .catalog.listing import folder_candidates
+    from .catalog.locate import slug
+    from .sessions.projects import known_projects
+    from .stores.claude_dirs import roots
+
+    looked = ", ".join(str(r.projects / slug(project)) for r in roots())
+    _err(f"c3async: Claude Code has no sessions of {inert_line(project)} (looked for {inert_line(looked)})")
+    others = [p for p in known_projects() if p.path != project and p.folders]
+    sessions = sum(len(folder_candidates(Path(f))) for p in others for f in p.folders)
+    if sessions:
+        _err(
+            f"c3async: it has {sessions:,} session{'s' if sessions != 1 else ''} of {len(others):,} other "
+            f"project{'s' if len(others) != 1 else ''}: `c3async sessions --all` lists them "
+            "(`c3async projects` names the projects; `c3async hub --open` shows them all)"
+        )
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -233,6 +260,22 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     progress = Progress("reading transcripts")
     try:
         scans, rows = list_rows_sync(projects, which=args.filter, search=args.search, progress=progress, limit=depth)
+        if args.all:  # folders shared by two paths' sessions: the other path is a project too
+            from .sessions.projects import learn_from, listed_projects
+
+            learn_from(scans)
+            more = [p for p in listed_projects() if p not in set(projects)]
+            if more:
+                more_scans, more_rows = list_rows_sync(
+                    more, which=args.filter, search=args.search, progress=progress, limit=depth
+                )
+                held = {r.id for r in rows}
+                scans += more_scans
+                rows = sorted(
+                    [*rows, *(r for r in more_rows if r.id not in held)],
+                    key=lambda r: (r.mtime_ns, r.id),
+                    reverse=True,
+                )
     finally:
         progress.close()
     if not args.all and scans:
@@ -243,11 +286,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             except Exception as exc:
                 _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
-            from .catalog.locate import slug
-            from .stores.claude_dirs import roots
-
-            looked = ", ".join(str(r.projects / slug(scans[0].dirs.project)) for r in roots())
-            _err(f"c3async: no Claude Code transcripts for {scans[0].dirs.project} (looked for {looked})")
+            _say_where_sessions_are(scans[0].dirs.project)
     listed = sum(len(s.sessions) for s in scans)
     found = sum(max(s.found, len(s.sessions)) for s in scans)
     if found > listed and any(len(s.sessions) >= depth for s in scans):
@@ -271,8 +310,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_projects(args: argparse.Namespace) -> int:
     import msgspec
 
+    from .sessions.projects import project_overview
     from .sessions.rows import age
-    from .sessions.view import project_overview
     from .stores import registry
 
     if args.forget or args.prune:
@@ -292,15 +331,22 @@ def cmd_projects(args: argparse.Namespace) -> int:
         _write_json(msgspec.json.encode(listed))
         return 0
     if not listed:
-        _err("c3async: no projects registered yet; `c3async sessions` in a project with sessions registers it")
+        from .stores.claude_dirs import roots
+
+        looked = ", ".join(str(r.projects) for r in roots())
+        _err(f"c3async: Claude Code has no sessions yet (looked in {inert_line(looked)})")
         return 0
     now = time.time()
     for p in listed:
+        count = f"{p.sessions} session{'s' if p.sessions != 1 else ''}"
+        active = f", last active {age(p.last_activity, now)} ago" if p.last_activity else ""
+        kind = "registered" if p.registered else "found"
+        missing = ""
         if p.missing:
-            state = "missing (`c3async projects --prune` forgets it)"
-        else:
-            state = f"{p.sessions} session{'s' if p.sessions != 1 else ''}, last active {age(p.last_activity, now)} ago"
-        print(f"{inert_line(p.path)}  {state}")
+            missing = "; missing: its folder is gone" + (
+                " (`c3async projects --prune` forgets it)" if p.registered else ""
+            )
+        print(f"{inert_line(p.path)}  {count}{active} ({kind}{missing})")
     return 0
 
 

@@ -86,10 +86,12 @@ def test_show_and_resume_find_a_session_of_any_claude_code_folder(claude, two):
     assert proc.returncode == 0 and "gamma's loose session" in proc.stdout and c in proc.stderr, proc.stderr
     proc = claude.run("resume", LOOSE_ID[:8], "--print", "--project", a)
     assert shlex.split(proc.stdout) == ["cd", c, "&&", "claude", "--resume", LOOSE_ID]
-    # a mark needs a registered project: the unregistered one is not written to
-    proc = claude.run("mark", "stale", LOOSE_ID[:8], "--reason", "x", "--project", a)
-    assert proc.returncode == 1 and "no session" in proc.stderr
+    # listing and showing a found project writes nothing into it; a mark registers it
     assert not Path(c, ".c3").exists()
+    proc = claude.run("mark", "stale", LOOSE_ID[:8], "--reason", "x", "--project", a)
+    assert proc.returncode == 0 and c in proc.stderr, proc.stderr
+    assert [m["op"] for m in _marks(c)] == ["stale"]
+    assert c in [p["path"] for p in json.loads(claude.run("projects", "--json").stdout) if p["registered"]]
 
 
 def test_the_mcp_server_shows_and_marks_another_projects_session(claude, two, monkeypatch):
@@ -117,7 +119,7 @@ def test_an_id_found_nowhere_says_which_projects_were_searched(claude, two, monk
 
     from c3async import server
 
-    a, b, _ = two
+    a, b, c = two
     nowhere = "eeee0006-0000-4000-8000-000000000006"
     folder = str(claude.projects_root)
     for args, anywhere in ((("show", nowhere[:8]), True), (("resume", nowhere, "--print"), True),
@@ -126,7 +128,7 @@ def test_an_id_found_nowhere_says_which_projects_were_searched(claude, two, monk
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         said = proc.stderr
         assert f"no session of {a} has the id '{nowhere[:8]}" in said, said
-        assert "the 1 other registered project (" + b + ")" in said, said
+        assert "the 2 other projects (" in said and b in said and c in said, said
         assert (folder in said) is anywhere, said
     for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": a}.items():
         monkeypatch.setenv(key, value)
@@ -138,11 +140,11 @@ def test_an_id_found_nowhere_says_which_projects_were_searched(claude, two, monk
             return shown.content[0].text
 
     said = anyio.run(main)
-    assert a in said and b in said and folder in said and "other registered project" in said, said
+    assert a in said and b in said and c in said and folder in said and "other projects" in said, said
 
 
 def test_an_unknown_id_with_no_other_project_says_so(claude):
     alone = claude.project("alone")
     simple_session(claude.folder(alone), alone, "the only one")
     proc = claude.run("mark", "note", "ffff0000", "--summary", "s", "--project", alone)
-    assert proc.returncode == 1 and "no other project is registered" in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and "Claude Code has no other project" in proc.stderr, proc.stderr

@@ -323,7 +323,7 @@ def test_live_lines_are_inert(claude):
 def test_error_messages_and_path_messages_are_inert(claude):
     project = claude.project("evil\x1b]52;c;cHduZWQ=\x07\u202e\x9b2J")
     code, out, err = run(claude, "sessions", "--project", project)  # "no transcripts for <path>"
-    assert code == 0 and "no Claude Code transcripts" in err
+    assert code == 0 and "Claude Code has no sessions of" in err
     assert_clean_output(out, err)
     code, out, err = run(claude, "mark", "note", "abcd1234", "--project", project, "--summary", "x")
     assert code == 1 and "c3async: error: no session of" in err

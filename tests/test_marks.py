@@ -63,12 +63,14 @@ def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
     proj, _ids = project
     with pytest.raises(UnknownSession):
         act.mark(proj, "cccc", "note", summary="x")
-    # A session of a colliding directory (my_app vs my-app share a folder) is not this project's.
+    # A session of a colliding directory (my_app vs my-app share a folder) is not this project's:
+    # its mark goes to the project it ran in (found through the folder), never to this one.
     other = claude.project("app-x")
     mine = claude.project("app_x")
     foreign = simple_session(claude.folder(mine), other, "theirs")
-    with pytest.raises(UnknownSession):
-        act.mark(mine, foreign, "note", summary="x")
+    written, found = act.mark(mine, foreign, "note", summary="x")
+    assert found.project == other and found.elsewhere
+    assert not marks.marks_path(mine).exists() and marks.marks_path(other).exists()
 
 
 def test_successor_must_be_a_known_session(project) -> None:

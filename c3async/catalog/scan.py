@@ -38,6 +38,7 @@ READERS = 8  # reads (or chunks of reads) in flight at once: overlap I/O, bound 
 WORKERS = 4  # at most this many worker processes for a big cold scan
 PROCESS_MIN = 100  # files to read before worker processes pay for themselves
 CHUNK = 16  # files a worker process reads per hand-off
+MAX_OTHER_CWDS = 8  # other directories' cwds kept per folder (see ``ProjectScan.other_cwds``)
 
 Progress = Callable[[int, int], None]  # (transcripts done, transcripts to do)
 
@@ -65,6 +66,9 @@ class ProjectScan:
     bytes_read: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     cache_path: Path | None = None
+    # sessions of another directory met in this project's folders (two paths sharing a slug):
+    # folder -> their cwds, so a listing of every project lists theirs too (``discover.learn``)
+    other_cwds: dict[Path, set[str]] = field(default_factory=dict)
 
 
 def cache_path(project: str) -> Path:
@@ -183,6 +187,10 @@ class _Scanner:
                 result.sessions.append(Session(cand, rec, self.dirs.project))
             else:
                 result.skipped[reason] = result.skipped.get(reason, 0) + 1
+                if reason == "other-cwd" and rec is not None and rec.cwd:
+                    met = result.other_cwds.setdefault(cand.folder, set())
+                    if len(met) < MAX_OTHER_CWDS:
+                        met.add(rec.cwd)
 
 
 def _unchanged(prev: Transcript, cand: Candidate) -> bool:

@@ -45,9 +45,9 @@ SEARCHED_SHOWN = 5  # projects an unknown id's message names (the rest are count
 
 
 class UnknownSession(NotFound):
-    """No session of the project has this id or id prefix. ``others``: the other registered
-    projects that were searched too (None: none was); ``folder``: Claude Code's projects folder,
-    when every folder of it was searched as well."""
+    """No session of the project has this id or id prefix. ``others``: the other projects
+    (registered, or found in Claude Code's folders) that were searched too (None: none was);
+    ``folder``: Claude Code's projects folders, when every folder of them was searched as well."""
 
     def __init__(
         self,
@@ -64,13 +64,11 @@ class UnknownSession(NotFound):
         if others:
             shown = ", ".join(clip(p) for p in others[:SEARCHED_SHOWN])
             more = f" and {len(others) - SEARCHED_SHOWN} more" if len(others) > SEARCHED_SHOWN else ""
-            also = (
-                f", nor of the {len(others)} other registered project{'s' if len(others) != 1 else ''} ({shown}{more})"
-            )
+            also = f", nor of the {len(others)} other project{'s' if len(others) != 1 else ''} ({shown}{more})"
         if folder is not None:
             also += f", nor anywhere in Claude Code's projects folders ({clip(folder)})"
         if others == []:
-            also += "; no other project is registered"
+            also += "; Claude Code has no other project"
         super().__init__(
             f"no session of {project} has the id {ref!r}{also} (give a full session id or a unique "
             f"prefix of 4+ characters; `c3async sessions` lists them).{hint}"

@@ -40,6 +40,7 @@ import logging
 import os
 import stat
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,18 @@ from .jsondoc import backup_path
 from .locking import locked
 from .paths import git_common_dir, linked_worktrees, project_root, state_slug, warn_once
 
-__all__ = ("LOGS", "Fold", "fallback_state", "fold_into", "fold_worktrees", "merge_pm", "project_state", "root_state")
+__all__ = (
+    "LOGS",
+    "Fold",
+    "adopt",
+    "fallback_state",
+    "fold_into",
+    "fold_worktrees",
+    "found_only",
+    "merge_pm",
+    "project_state",
+    "root_state",
+)
 
 log = logging.getLogger("c3async.stateroot")
 
@@ -550,10 +562,32 @@ def project_state(project: str | os.PathLike[str]) -> Path:
     in a process folds older state of its worktrees into it."""
     root = project_root(project)
     state = root_state(root)
-    if root not in _resolved:
+    if root not in _resolved and not (root in _found and state == fallback_state(root)):
         _resolved.add(root)  # first: the fold below resolves paths of this root too
-        _first_use(root, state)
+        _first_use(root, state)  # (a found project's folders are not touched: no fold there)
     return state
+
+
+_found: set[str] = set()  # roots listed because Claude Code has sessions there, that c3async was never used in
+
+
+def found_only(roots: Iterable[str]) -> None:
+    """These roots are listed only because Claude Code has sessions there: until c3async is
+    used there (``adopt``), what a listing keeps of them (caches, folds, token totals) lives
+    under ``$C3_HOME/state/<slug>``, and nothing is written into their folders."""
+    for root in roots:
+        if root not in _found:
+            _found.add(root)
+            _states.pop(root, None)
+
+
+def adopt(root: str) -> None:
+    """c3async is used in ``root`` now (registered, served, marked): its state folder is its own
+    ``.c3`` from here on, where the next process folds what was kept for it meanwhile."""
+    if root in _found:
+        _found.discard(root)
+        _states.pop(root, None)
+        _resolved.discard(root)
 
 
 def root_state(root: str) -> Path:
@@ -566,6 +600,10 @@ def root_state(root: str) -> Path:
     hit = _states.get(root)
     if hit is not None and hit[0] == ident:
         state = hit[1]
+    elif root in _found and not os.path.lexists(os.path.join(root, ".c3")):
+        # said nowhere: a found project is meant to be left alone (a gone one has no folder)
+        state = fallback_state(root)
+        _states[root] = (ident, state)
     else:
         why = _writable(root)
         if why is None:

@@ -63,8 +63,8 @@ from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
 from ..ground.paths import project_root
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
+from ..sessions.projects import KnownProject, known_projects, listed_projects
 from ..sessions.view import FILTERS, list_rows_sync, project_usage, row_for
-from ..stores import registry
 from .changes import ChangeFeed
 from .table import MAX_DEPTH, MAX_PAGE, PAGE, SORTS, Query, Table
 
@@ -260,11 +260,13 @@ def _text(value: Any, what: str, limit: int) -> str | None:
 
 
 def _projects() -> list[str]:
-    return registry.projects()
+    """Every project the Hub lists: registered, or found in Claude Code's folders (a missing one
+    too: its sessions are still shown)."""
+    return listed_projects()
 
 
 def _project_param(request: Request, value: str | None = None) -> str | None:
-    """A project named by the client must be one the registry lists: no other path is read."""
+    """A project named by the client must be one the Hub lists: no other path is read."""
     value = value or request.query_params.get("project") or None
     if value is None:
         return None
@@ -354,21 +356,25 @@ def _live_count(project: str) -> int:
     return sum(1 for sid, entry in live_sessions(project).items() if sid and entry.live)
 
 
-def _project_entry(p: str) -> dict[str, Any]:
-    """A rail entry: the live count, and the tokens and cost of all the project's accounted
-    sessions (``usage``: ``{sessions, tokens, cost_usd}``, the row's shape; null until known)."""
-    usage = project_usage(p)
+def _project_entry(p: KnownProject) -> dict[str, Any]:
+    """A rail entry: whether it is registered (else found in Claude Code's folders) or missing,
+    the live count, and the tokens and cost of all the project's accounted sessions (``usage``:
+    ``{sessions, tokens, cost_usd}``, the row's shape; null until known)."""
+    usage = project_usage(p.path)
     return {
-        "path": p,
-        "name": p.rstrip("/").rsplit("/", 1)[-1] or p,
-        "live": _live_count(p),
+        "path": p.path,
+        "name": p.path.rstrip("/").rsplit("/", 1)[-1] or p.path,
+        "registered": p.registered,
+        "missing": p.missing,
+        "live": _live_count(p.path),
         "usage": msgspec.to_builtins(usage),
     }
 
 
 async def api_projects(request: Request) -> Response:
     def listing() -> list[dict[str, Any]]:
-        return [_project_entry(p) for p in _projects()]
+        listed = set(_projects())
+        return [_project_entry(p) for p in known_projects() if p.path in listed]
 
     return _json({"projects": await anyio.to_thread.run_sync(listing)})
 

@@ -14,7 +14,7 @@ from ..catalog.locate import config_home, projects_root
 from ..ground.disk import DiskFull
 from ..ground.errors import BadArgument, C3Error, UnknownSession
 from ..pm import actions
-from ..stores import archive
+from ..stores import archive, registry
 from ..stores.marks import Mark, check_mark_text, write_mark
 from . import keep
 from .refs import Found, find
@@ -60,6 +60,7 @@ def mark(
     home = found.project
     if op == "unkeep" and not release:
         check_unkeep(home, found.id, by)
+    _adopt(home)
     written = write_mark(
         home,
         found.id,
@@ -124,6 +125,16 @@ def on_mark(project: str, session_id: str, op: str) -> None:
     except (OSError, ValueError, C3Error) as exc:
         what = "preserve it in the archive" if op == "keep" else "remove its archive entry"
         raise C3Error(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
+
+
+def _adopt(project: str) -> None:
+    """A person (or an agent) marked a session of ``project``: it is registered from now on,
+    its marks in its own ``.c3`` (a found project's folder is written to only from here on; one
+    whose folder is gone keeps them under ``$C3_HOME/state``)."""
+    try:
+        registry.register(project)
+    except BadArgument:
+        pass  # its folder is gone
 
 
 class ResumePlan(msgspec.Struct):

@@ -16,7 +16,7 @@ import msgspec
 from ..ground.paths import project_root
 from ..live.reader import LiveSession, live_sessions
 from ..live.running import read_registry
-from ..stores import registry
+from .projects import listed_projects
 from .rows import iso
 from .view import list_rows_sync
 
@@ -51,7 +51,7 @@ def board(project: str, *, everywhere: bool = False) -> list[LiveRow]:
     snapshot = read_registry()
     projects = [project]
     if everywhere:
-        projects = list(dict.fromkeys([project, *registry.projects()]))
+        projects = list(dict.fromkeys([project, *listed_projects()]))
         for run in snapshot.running:
             if run.cwd is not None:
                 try:

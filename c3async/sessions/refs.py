@@ -21,7 +21,8 @@ from ..catalog.resolve import anywhere as anywhere_matches
 from ..catalog.resolve import check_ref, matches, resolve
 from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession
 from ..ground.paths import project_root
-from ..stores import archive, claude_dirs, records, registry
+from ..stores import archive, claude_dirs, records
+from .projects import listed_projects
 from .view import extra_cwds
 
 __all__ = ("CURRENT", "Found", "find", "resolve_ref")
@@ -56,7 +57,7 @@ def _elsewhere(project: str, ref: str, anywhere: bool) -> tuple[list[Found], lis
     found: dict[str, Found] = {}
     searched = []
     roots = claude_dirs.roots()
-    for other in registry.projects():
+    for other in listed_projects():
         if other == project:
             continue
         where, cands = matches(other, ref, extra_cwds(other), archive.usable(), roots)

@@ -59,7 +59,6 @@ __all__ = (
     "join_scan",
     "list_rows",
     "list_rows_sync",
-    "project_overview",
     "project_usage",
     "remember_roots",
     "report_prices",
@@ -315,43 +314,6 @@ def project_usage(project: str) -> ProjectUsage:
         unpriced.update(dict.fromkeys(c.unpriced))
     tokens = RowTokens(inp, out, cw, cr, inp + out + cw + cr, as_of)
     return ProjectUsage(len(latest), tokens, round(cost, 6), list(unpriced))
-
-
-class ProjectOverview(msgspec.Struct):
-    """A registered project as ``c3async projects`` shows it. ``sessions`` and
-    ``last_activity`` are None for a project whose folder is gone."""
-
-    path: str
-    name: str
-    missing: bool
-    sessions: int | None
-    last_activity: str | None
-    added: float
-    last_seen: float
-
-
-def project_overview() -> list[ProjectOverview]:
-    """Every registered project: how many sessions the catalog lists and when the newest was
-    active (from the catalog's cache: no joins), or that its folder is gone."""
-    entries = registry.entries()
-    present = [e.path for e in entries if not registry.missing(e.path)]
-    scans = {s.dirs.project: s for s in scan_projects_sync(present, processes=False)} if present else {}
-    out = []
-    for e in entries:
-        scan = scans.get(e.path)
-        newest = max((s.record.last_activity or "" for s in scan.sessions), default="") if scan else ""
-        out.append(
-            ProjectOverview(
-                path=e.path,
-                name=os.path.basename(e.path.rstrip("/")) or e.path,
-                missing=scan is None,
-                sessions=len(scan.sessions) if scan else None,
-                last_activity=newest or None,
-                added=e.added,
-                last_seen=e.last_seen,
-            )
-        )
-    return out
 
 
 def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:

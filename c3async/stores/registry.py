@@ -17,7 +17,7 @@ import time
 
 import msgspec
 
-from ..ground import clock, jsondoc
+from ..ground import clock, jsondoc, stateroot
 from ..ground.errors import BadArgument
 from ..ground.home import c3_home
 from ..ground.paths import canonical, project_root
@@ -128,6 +128,7 @@ def register(project: str) -> None:
     root = project_root(project)
     if missing(root):
         raise BadArgument(f"{root} is not a directory: it is not registered")
+    stateroot.adopt(root)  # its state is its own .c3 from now on
 
     def change(reg: Registry) -> None:
         reg.projects = _folded(reg.projects)

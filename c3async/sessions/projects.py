@@ -1,0 +1,140 @@
+"""Every project c3async can list, from the first command: the registered ones (c3async serves
+them, or a person listed or marked them) and those Claude Code has sessions of that nobody
+registered, found from the cwd the sessions of each transcript folder recorded
+(``catalog.discover``, in every Claude Code root). A found project is listed, never written to:
+what a listing keeps of it lives under ``$C3_HOME/state`` (``stateroot.found_only``) until c3async
+is used there. A project whose folder is gone is listed as missing, its sessions still shown.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from ..catalog import discover
+from ..catalog.locate import ClaudeRoot
+from ..catalog.scan import ProjectScan, scan_projects_sync
+from ..ground import stateroot
+from ..ground.paths import canonical, project_root
+from ..stores import checkouts, claude_dirs, registry
+
+__all__ = ("KnownProject", "ProjectOverview", "known_projects", "learn_from", "listed_projects", "project_overview")
+
+
+class KnownProject(msgspec.Struct):
+    path: str
+    registered: bool  # in ``$C3_HOME/projects.json`` (else found through Claude Code's folders)
+    missing: bool  # its folder is gone: its sessions are still listed
+    folders: list[str] = msgspec.field(default_factory=list)  # Claude Code's folders that named it
+
+
+_roots_of: dict[tuple[str, bool], str] = {}  # (cwd, whether it was a folder) -> its project
+
+
+def _project_of(cwd: str) -> tuple[str, bool]:
+    """(the project a session cwd belongs to, whether that folder is gone)."""
+    here = os.path.isdir(cwd)
+    key = (cwd, here)
+    root = _roots_of.get(key)
+    if root is None:
+        try:
+            root = project_root(cwd) if here else canonical(cwd)
+        except (OSError, ValueError):
+            root = cwd
+        if len(_roots_of) > 4096:
+            _roots_of.clear()
+        _roots_of[key] = root
+    return root, not here
+
+
+def known_projects(roots: tuple[ClaudeRoot, ...] | None = None) -> list[KnownProject]:
+    """The registered projects (in the order they were added), then the found ones (by path)."""
+    entries = registry.entries()
+    out = {e.path: KnownProject(e.path, True, registry.missing(e.path)) for e in entries}
+    # A gone worktree of a registered project is that project's (its sessions are listed there).
+    covered = {w: e.path for e in entries for w in checkouts.remembered(e.path)}
+    found: dict[str, KnownProject] = {}
+    for folder, cwds in discover.cwds_of_folders(claude_dirs.roots() if roots is None else roots).items():
+        for cwd in cwds:
+            path, gone = _project_of(cwd)
+            if gone:
+                owner = covered.get(cwd) or next((p for p in out if cwd.startswith(p.rstrip(os.sep) + os.sep)), None)
+                path = owner or path
+            held = out.get(path) or found.get(path)
+            if held is None:
+                held = found[path] = KnownProject(path, False, gone and not os.path.isdir(path))
+            if str(folder) not in held.folders:
+                held.folders.append(str(folder))
+    stateroot.found_only(p.path for p in found.values())
+    return [*out.values(), *sorted(found.values(), key=lambda p: p.path)]
+
+
+def _names_a_folder(path: str) -> bool:
+    """An absolute path that could name a folder (a hand-edited registry entry may hold a NUL)."""
+    return "\x00" not in path and os.path.isabs(path)
+
+
+def listed_projects() -> list[str]:
+    """What ``--all`` and the Hub list: every known project, missing ones included (their
+    sessions stay), but not a registry entry whose path can name no folder."""
+    return [p.path for p in known_projects() if _names_a_folder(p.path)]
+
+
+def learn_from(scans: list[ProjectScan]) -> None:
+    """Tell discovery about the other directories' sessions a listing met in its folders."""
+    seen: dict[Path, set[str]] = {}
+    for scan in scans:
+        for folder, cwds in scan.other_cwds.items():
+            seen.setdefault(folder, set()).update(cwds)
+    if seen:
+        discover.learn(seen)
+
+
+class ProjectOverview(msgspec.Struct):
+    """A project as ``c3async projects`` shows it: ``registered`` (else found through Claude
+    Code's folders), ``missing`` (its folder is gone; its sessions are still listed), how many
+    sessions the catalog lists and when the newest was active."""
+
+    path: str
+    name: str
+    registered: bool
+    missing: bool
+    sessions: int
+    last_activity: str | None
+    added: float | None  # registered projects: when they were added, and last seen
+    last_seen: float | None
+
+
+def project_overview() -> list[ProjectOverview]:
+    """Every known project with its counts (from the catalog's cache: no joins)."""
+    from .view import extra_cwds
+
+    known = known_projects()
+    entries = {e.path: e for e in registry.entries()}
+    paths = [p.path for p in known if _names_a_folder(p.path)]
+    roots = claude_dirs.roots()
+    scans = {
+        s.dirs.project: s
+        for s in scan_projects_sync(paths, processes=False, roots=roots, extra_cwds={p: extra_cwds(p) for p in paths})
+    }
+    out = []
+    for p in known:
+        scan = scans.get(p.path)
+        sessions = scan.sessions if scan is not None else []
+        newest = max((s.record.last_activity or "" for s in sessions), default="")
+        entry = entries.get(p.path)
+        out.append(
+            ProjectOverview(
+                path=p.path,
+                name=os.path.basename(p.path.rstrip("/")) or p.path,
+                registered=p.registered,
+                missing=p.missing,
+                sessions=len(sessions),
+                last_activity=newest or None,
+                added=entry.added if entry is not None else None,
+                last_seen=entry.last_seen if entry is not None else None,
+            )
+        )
+    return out
