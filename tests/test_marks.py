@@ -68,7 +68,7 @@ def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
     other = claude.project("app-x")
     mine = claude.project("app_x")
     foreign = simple_session(claude.folder(mine), other, "theirs")
-    written, found = act.mark(mine, foreign, "note", summary="x")
+    _written, found = act.mark(mine, foreign, "note", summary="x")
     assert found.project == other and found.elsewhere
     assert not marks.marks_path(mine).exists() and marks.marks_path(other).exists()
 
