@@ -516,7 +516,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_hook(args: argparse.Namespace) -> int:
     from .live.hooks import main as hook_main
 
-    return hook_main()
+    def last_chance(project: str) -> None:  # Claude Code starts: its cleanup follows within seconds
+        from .ground.paths import canonical, project_root
+        from .sessions.act import last_chance
+
+        last_chance(project_root(canonical(project)))
+
+    return hook_main(on_start=last_chance)
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
