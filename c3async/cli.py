@@ -805,9 +805,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     import msgspec
 
     from .status import format_table
-    from .usage.account import account_projects
+    from .usage.account import account_projects, deleted
     from .usage.prices import current_prices
-    from .usage.totals import stats_rows
+    from .usage.totals import latest, stats_rows
 
     projects = _projects(args)
     table = current_prices()  # a prices.json that is no price table: said before anything is read
@@ -818,7 +818,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         _err(f"c3async: error: {project}: {exc}")
 
     results = account_projects(projects, on_error=refused if args.all else None)
-    rows = [row for r in results for row in stats_rows(r.project, r.totals, table)]
+    rows = []
+    for r in results:  # the ledger's rows too: a session Claude Code deleted is still counted
+        totals = {**latest(r.project), **r.totals}
+        rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
     if args.all:  # the most recently active first, whatever the project
         rows.sort(key=lambda r: r.last_ts or "", reverse=True)
     if args.json:
