@@ -318,10 +318,14 @@ def warning(survey: Survey, command: str = "c3async keep --expiring") -> str | N
     n, others, soonest = survey.expiring, len(survey.unkept), survey.unkept[0].expires_in_days
     waived = f", {survey.waived:,} unkept by a mark" if survey.waived else ""
     when = "at its next start" if soonest == 0 else f"in {soonest} day{'s' if soonest != 1 else ''}"
+    if others == n:
+        which = "it" if n == 1 else "them"
+    else:
+        which = "the other one" if others == 1 else f"the {others:,} others"
     return (
         f"{n:,} session{'s' if n != 1 else ''} expire{'s' if n == 1 else ''} within {WARN_DAYS} days "
-        f"({survey.kept:,} kept{waived}): Claude Code deletes the {others:,} other{'s' if others != 1 else ''}, "
-        f"the first {when}; `{command}` keeps them"
+        f"({survey.kept:,} kept{waived}): Claude Code deletes {which}, the first {when}; "
+        f"`{command}` keeps {'it' if others == 1 else 'them'}"
     )
 
 
