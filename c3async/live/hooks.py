@@ -156,7 +156,7 @@ def main(on_start: Callable[[str], None] | None = None) -> int:
     if on_start is None or not isinstance(payload, dict) or _text(payload, "hook_event_name", 64) != "SessionStart":
         return 0
     source, project = _text(payload, "source", 64), _project(payload)
-    if project and source in (*STARTS, None):
+    if project and source in (*STARTS, None) and os.path.isdir(project):
         # What it warns of goes where a hook's problems go, not to Claude Code's screen.
         root = logging.getLogger()
         handlers, root.handlers = root.handlers, [_Noted(logging.WARNING)]
