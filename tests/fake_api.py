@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NO_CLAUDE = "the Claude Code CLI is not installed (set C3_CLAUDE)"
@@ -110,3 +111,18 @@ def held_run(
             proc.kill()
             proc.wait()
     return proc.returncode, out, err, waited
+
+
+class KeptWorld:
+    """For an end-to-end world of kept sessions: ``sandbox``, ``folder`` (Claude Code's folder
+    of the project) and ``ids`` (key -> session id) say where each transcript is."""
+
+    sandbox: Any
+    folder: Path
+    ids: dict[str, str]
+
+    def transcript(self, key: str) -> Path:
+        return self.folder / f"{self.ids[key]}.jsonl"
+
+    def archived(self, key: str) -> Path:
+        return self.sandbox.c3home / "archive" / self.folder.name / f"{self.ids[key]}.jsonl"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, claude_cli, held_run, skip_reason, write_script
+from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, skip_reason, write_script
 
 DAY = 86_400
 SWEEP_WAIT = 25  # s: the sweep starts 5 s after start-up; generous for a loaded 2-core machine
@@ -46,7 +46,7 @@ def _marker(key: str) -> str:
 
 
 @dataclass
-class World:
+class World(KeptWorld):
     sandbox: object
     proj: str
     folder: Path
@@ -58,12 +58,6 @@ class World:
     stats_before: dict[str, dict] = field(default_factory=dict)
     trigger: tuple[int, str, str] = (0, "", "")
     still_there: list[str] = field(default_factory=list)
-
-    def transcript(self, key: str) -> Path:
-        return self.folder / f"{self.ids[key]}.jsonl"
-
-    def archived(self, key: str) -> Path:
-        return self.sandbox.c3home / "archive" / self.folder.name / f"{self.ids[key]}.jsonl"
 
     def c3(self, *args: str) -> subprocess.CompletedProcess:
         return self.sandbox.run(*args, env=self.env, cwd=self.proj)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, claude_cli, held_run, skip_reason, write_script
+from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, skip_reason, write_script
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,7 +60,7 @@ def _marker(key: str) -> str:
 
 
 @dataclass
-class World:
+class World(KeptWorld):
     sandbox: object
     proj: str
     folder: Path  # Claude Code's transcript folder for proj
@@ -77,12 +77,6 @@ class World:
     trigger_id: str = ""
     trigger_error: str = ""
     still_there: list[str] = field(default_factory=list)  # old transcripts the sweep left
-
-    def transcript(self, key: str) -> Path:
-        return self.folder / f"{self.ids[key]}.jsonl"
-
-    def archived(self, key: str) -> Path:
-        return self.sandbox.c3home / "archive" / self.folder.name / f"{self.ids[key]}.jsonl"
 
     def c3(self, *args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
         return self.sandbox.run(*args, env=self.c3env, cwd=cwd)

@@ -38,7 +38,7 @@ import logging
 import os
 import shlex
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
@@ -118,38 +118,33 @@ class Cover:
 
     def of_row(self, row: Row, word: bool | None) -> str | None:
         """What keeps a listed row, whose keep or unkeep mark (``word``) the listing read."""
-        if word is not None:
-            return "mark" if word else None
-        if self.policy == "all":
-            return "policy: all"
-        if self.policy != "marked":
-            return None
-        if row.note is not None:
-            return "policy: noted"
-        term = self.book.judged(row.id)
-        if term is not None:
-            return f"policy: {term}"
-        if row.links.tasks or row.links.decisions:
-            return "policy: linked"
-        if row.links.snapshot is not None:
-            return "policy: snapshot"
-        return None
+
+        def term() -> str | None:
+            if row.note is not None:
+                return "noted"
+            judged = self.book.judged(row.id)
+            if judged is not None:
+                return judged
+            if row.links.tasks or row.links.decisions:
+                return "linked"
+            return "snapshot" if row.links.snapshot is not None else None
+
+        return self._kept_by(word, term)
 
     def of_id(self, sid: str, ids: list[str]) -> str | None:
         """The same for a session that is no listed row; ``ids``: every session id of the
         project, sorted (an earlier version stored a typed prefix in a task's links)."""
-        word = self.word(sid)
+        return self._kept_by(self.word(sid), lambda: self.book.judged(sid) or self._links(ids).get(sid))
+
+    def _kept_by(self, word: bool | None, term: Callable[[], str | None]) -> str | None:
+        """``mark`` (or None: unkept), else the policy's word; ``term``: what the ``marked``
+        policy sees in the session, asked only under that policy."""
         if word is not None:
             return "mark" if word else None
         if self.policy == "all":
             return "policy: all"
-        if self.policy != "marked":
-            return None
-        term = self.book.judged(sid)
-        if term is not None:
-            return f"policy: {term}"
-        term = self._links(ids).get(sid)
-        return f"policy: {term}" if term else None
+        said = term() if self.policy == "marked" else None
+        return f"policy: {said}" if said else None
 
     def _links(self, ids: list[str]) -> dict[str, str]:
         if self._linked is not None:
