@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -381,3 +384,60 @@ def test_c3_status_says_what_expires_and_what_was_deleted(world, monkeypatch) ->
     assert "[deleted] spent, then deleted" in text, text
     assert "1 session expires within 7 days (0 kept): Claude Code deletes it, the first in 3 days" in text
     assert not Path(sb.c3home, "archive").exists(), "a report preserves nothing"
+
+
+def test_the_server_keeps_the_archive_current_when_the_project_moves_and_every_hour(world, monkeypatch) -> None:
+    """The server's background pass (``_account_once``): at its first run, when the project's
+    position moves, and when ARCHIVE_EVERY_S has passed with nothing moving (a session nears
+    the cut-off as time passes, not as files change)."""
+    from c3async import server
+
+    sb, proj, folder = world
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", proj)
+    noted = aged(folder, proj, "noted long ago", 26)
+    for i in range(3):
+        aged(folder, proj, f"fresh {i}", 0.1)
+    write_mark(proj, noted, "note", summary="s")
+    state = server._new_state()
+    kept = Path(sb.c3home, "archive", folder.name, f"{noted}.jsonl")
+    seen = server._account_once(state, None)
+    assert kept.is_file(), "the first pass preserves it"
+    seen = server._account_once(state, seen)  # the pass's own writes (the catalog's cache) settle
+    kept.unlink()  # the archive is not part of the project's position: nothing moves
+    assert server._account_once(state, seen) == seen
+    assert not kept.exists(), "within the hour, an unmoved project is not listed again"
+    state.archived_at = time.monotonic() - server.ARCHIVE_EVERY_S - 1
+    server._account_once(state, seen)
+    assert kept.is_file(), "an hour on, the pass runs again"
+
+
+def test_the_hook_preserves_what_is_kept_when_claude_starts_not_on_clear(world) -> None:
+    sb, proj, folder = world
+    other = sb.project("other")
+    here = aged(folder, proj, "noted here", 27)
+    there = aged(sb.folder(other), other, "noted elsewhere", 29)
+    write_mark(proj, here, "note", summary="s")
+    write_mark(other, there, "note", summary="s")
+    ok(sb.run("sessions", "--project", other))  # registered; its listing preserves it: undo that
+    Path(sb.c3home, "archive", sb.folder(other).name, f"{there}.jsonl").unlink()
+
+    def hook(source: str) -> None:
+        payload = {"hook_event_name": "SessionStart", "session_id": str(uuid.uuid4()), "cwd": proj, "source": source}
+        proc = ok(
+            subprocess.run(
+                [sys.executable, "-m", "c3async", "hook"],
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                env=sb.env(),
+                cwd=proj,
+                timeout=60,
+            )
+        )
+        assert proc.stdout == "" and proc.stderr == "", proc
+
+    hook("clear")
+    assert not archived(sb, folder, here), "a /clear is no start of claude: no cleanup follows it"
+    hook("startup")
+    assert archived(sb, folder, here) and archived(sb, sb.folder(other), there)
+    assert not Path(sb.c3home, "hook-errors.log").exists()

@@ -152,10 +152,10 @@ def preserve(
     untouched."""
     if not is_session_id(session):
         raise ValueError(f"not a session id: {session!r}")
-    src = Path(transcript)
-    if src.parent.parent == root() or root() in src.parents:
+    src, base = Path(transcript), root()
+    if os.fspath(src).startswith(os.fspath(base) + os.sep):
         return 0  # it is the archive's own copy: the original is gone
-    dst_dir = root() / src.parent.name
+    dst_dir = base / src.parent.name
     if _current(src, dst_dir, session):
         return 0
     trusted()
