@@ -253,7 +253,7 @@ def pass_over(
     counted (the hook's budget). ``preserve`` False: only counted (a read-only report), a kept
     session as kept when the archive holds it."""
     rules: dict[Path, retention.Retention] = {}
-    near: list[tuple[int, Candidate]] = []
+    near: list[tuple[int, int, Candidate]] = []
     for c in cands:
         if c.path.startswith(base):
             continue  # the archive's: Claude Code deleted its original already
@@ -262,10 +262,9 @@ def pass_over(
             rule = rules[c.folder] = retention.effective(folders.get(c.folder))
         left = retention.days_left(c.mtime_ns / 1e9, rule, now)
         if left is not None and left <= WARN_DAYS:
-            near.append((c.mtime_ns, c))
+            near.append((c.mtime_ns, left, c))
     near.sort(key=lambda item: item[0])  # the oldest first: the first Claude Code deletes
-    for _, c in near:
-        left = retention.days_left(c.mtime_ns / 1e9, rules[c.folder], now) or 0
+    for _, left, c in near:
         kept_by = cover.of_id(c.session_id, ids)
         held = False
         if kept_by is not None:
