@@ -296,6 +296,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if args.limit is not None and len(rows) > args.limit:
         _err(f"c3async: showing {args.limit:,} of {len(rows):,} rows (--limit N to see more)")
         rows = rows[: args.limit]
+    _warn_expiring(args, [s.dirs.project for s in scans])
     if args.json:
         _write_json(msgspec.json.encode(rows))
     elif rows:
@@ -305,6 +306,26 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         what += [f"--search {inert_line(args.search)}"] if args.search else []
         _err(f"c3async: no sessions match {' '.join(what) or 'this listing'} (of {listed:,} listed)")
     return 0
+
+
+def _keep_expiring_command(args: argparse.Namespace) -> str:
+    """The command that keeps what this listing warns of: the same projects."""
+    import shlex
+
+    if getattr(args, "all", False):
+        return "c3async keep --expiring --all"
+    where = f" --project {shlex.quote(args.project)}" if args.project else ""
+    return f"c3async keep --expiring{where}"
+
+
+def _warn_expiring(args: argparse.Namespace, projects: list[str]) -> None:
+    """One line on stderr while a listed project has sessions near Claude Code's cleanup that
+    the archive does not hold (what the listing's keep pass found)."""
+    from .sessions import keep
+
+    line = keep.warning(keep.total(keep.surveyed(p) for p in projects), _keep_expiring_command(args))
+    if line:
+        _err(f"c3async: {line}")
 
 
 def cmd_projects(args: argparse.Namespace) -> int:
@@ -353,13 +374,22 @@ def cmd_projects(args: argparse.Namespace) -> int:
 def cmd_keep(args: argparse.Namespace) -> int:
     import msgspec
 
+    from .ground.errors import UsageError
+
+    asked = [
+        what for what, given in (("ID", args.id), ("--status", args.status), ("--expiring", args.expiring)) if given
+    ]
+    if len(asked) != 1:
+        raise UsageError(
+            f"keep takes one of ID, --status or --expiring{f' (got {asked[0]} and {asked[1]})' if asked else ''}"
+        )
+    if args.all and not args.expiring:
+        raise UsageError("--all goes with --expiring")
     if args.id:
         args.op, args.reason = "keep", None
         return cmd_mark(args)
-    if not args.status:
-        from .ground.errors import BadArgument
-
-        raise BadArgument("give a session id to keep, or --status")
+    if args.expiring:
+        return _keep_expiring(args)
     from .stores.archive import status
 
     st = status()
@@ -376,6 +406,44 @@ def cmd_keep(args: argparse.Namespace) -> int:
         only = f", {k.held_bytes / mib:.1f} MiB only here" if k.held_bytes else ""
         print(f"  {inert_line(k.id)}  {inert_line(k.folder)}  {k.files} files, {k.bytes / mib:.1f} MiB{only}")
     return 0
+
+
+def _keep_expiring(args: argparse.Namespace) -> int:
+    """``keep --expiring``: a keep mark on every session Claude Code deletes within a week that
+    the archive does not hold, each preserved at once; what was kept is printed."""
+    import msgspec
+
+    from .sessions.act import keep_expiring
+    from .sessions.keep import WARN_DAYS
+
+    projects = _projects(args)
+    done = keep_expiring(projects, by="user", host=_env_session())
+    failed = [k for k in done.kept if not k.preserved]
+    if args.json:
+        _write_json(msgspec.json.encode(done))
+        return 1 if failed else 0
+    several = len(projects) > 1
+    for k in done.kept:
+        where = f"  {inert_line(os.path.basename(k.project.rstrip('/')) or k.project)}" if several else ""
+        said = "kept" if k.preserved else f"marked keep, not preserved yet ({inert_line(k.error or '')})"
+        print(f"{said} {k.id}{where}  expires in {k.expires_in_days}d")
+    held = f"{done.held:,} kept already" + (f", {done.waived:,} left unkept as a mark says" if done.waived else "")
+    n = len(done.kept)
+    if n:
+        _err(
+            f"c3async: {n - len(failed):,} of {n:,} session{'s' if n != 1 else ''} that Claude Code deletes within "
+            f"{WARN_DAYS} days kept now ({held})"
+        )
+    else:
+        _err(
+            f"c3async: nothing to keep: {done.expiring:,} session{'s' if done.expiring != 1 else ''} expire within {WARN_DAYS} days ({held})"
+        )
+    if failed:
+        _err(
+            f"c3async: error: the archive refused {len(failed):,} of them; their keep marks are written, and a "
+            "later listing preserves them once the archive takes them"
+        )
+    return 1 if failed else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -498,7 +566,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_hook(args: argparse.Namespace) -> int:
     from .live.hooks import main as hook_main
 
-    return hook_main()
+    def last_chance(project: str) -> None:  # Claude Code starts: its cleanup follows within seconds
+        from .ground.paths import canonical, project_root
+        from .sessions.act import last_chance
+
+        last_chance(project_root(canonical(project)))
+
+    return hook_main(on_start=last_chance)
 
 
 def cmd_install_hooks(args: argparse.Namespace) -> int:
@@ -781,9 +855,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     import msgspec
 
     from .status import format_table
-    from .usage.account import account_projects
+    from .usage.account import account_projects, deleted
     from .usage.prices import current_prices
-    from .usage.totals import stats_rows
+    from .usage.totals import latest, stats_rows
 
     projects = _projects(args)
     table = current_prices()  # a prices.json that is no price table: said before anything is read
@@ -794,7 +868,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         _err(f"c3async: error: {project}: {exc}")
 
     results = account_projects(projects, on_error=refused if args.all else None)
-    rows = [row for r in results for row in stats_rows(r.project, r.totals, table)]
+    rows = []
+    for r in results:  # the ledger's rows too: a session Claude Code deleted is still counted
+        totals = {**latest(r.project), **r.totals}
+        rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
     if args.all:  # the most recently active first, whatever the project
         rows.sort(key=lambda r: r.last_ts or "", reverse=True)
     if args.json:
@@ -962,7 +1039,7 @@ _EXAMPLES = {
     "mark stale": ['c3async mark stale 1a2b --reason "finished" --successor 5e6f'],
     "mark unstale": ["c3async mark unstale 1a2b"],
     "mark note": ['c3async mark note 1a2b --summary "parser done" --next "wire the CLI"'],
-    "keep": ["c3async keep 1a2b", "c3async keep --status"],
+    "keep": ["c3async keep 1a2b", "c3async keep --expiring --all", "c3async keep --status"],
     "mark keep": ['c3async mark keep 1a2b --reason "the design discussion"'],
     "mark unkeep": ["c3async mark unkeep 1a2b"],
     "projects": ["c3async projects", "c3async projects --prune"],
@@ -1076,8 +1153,17 @@ def build_parser() -> argparse.ArgumentParser:
     pj.add_argument("--json", action="store_true", help="print JSON")
     pj.set_defaults(func=cmd_projects)
 
-    kp = sub.add_parser("keep", help="the archive of kept sessions: --status for its size; ID to keep one")
+    kp = sub.add_parser(
+        "keep",
+        help="keep sessions past Claude Code's cleanup: ID (as `mark keep ID`), --expiring, or --status",
+    )
     kp.add_argument("id", nargs="?", type=_text, help="keep this session (as `mark keep ID`)")
+    kp.add_argument(
+        "--expiring",
+        action="store_true",
+        help="keep every session Claude Code deletes within 7 days (a keep mark each; one a person unkept stays)",
+    )
+    kp.add_argument("--all", action="store_true", help="with --expiring: every registered project")
     kp.add_argument("--status", action="store_true", help="what the archive holds and how much only it holds")
     _project_and_json(kp, "print JSON")
     kp.set_defaults(func=cmd_keep)

@@ -82,6 +82,10 @@ LOG_FIELD = 200  # characters of a string kept in an activity row
 # a sign of life for the liveness fallback, which needs activity within 20 minutes, not a row
 # per read. Keyed per host session, so the session a /clear starts gets its row at once.
 READ_ROW_EVERY_S = 60.0
+# The keep pass (a listing: ``_refresh_archive``) runs when the project moves, and at least this
+# often: a kept session nears Claude Code's cut-off with no file moving, and is preserved within
+# the week before it (``sessions.keep``).
+ARCHIVE_EVERY_S = 3600.0
 RESOURCES_POLL_S = 3.0  # how often the project's position is compared, once the client listed resources
 RELIST_S = 60.0  # the resources listed again at least this often, moved or not
 
@@ -109,6 +113,7 @@ class ServerState:
     # what the resource watch and the archive's refresh compare (``sessions.watch``), made by each
     resources_watch: ProjectWatch | None = None
     archive_watch: ProjectWatch | None = None
+    archived_at: float | None = None  # time.monotonic() of the last keep pass
 
 
 async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
@@ -179,8 +184,9 @@ async def _fold_marks(state: ServerState) -> None:
 
 def _account_once(state: ServerState, seen: tuple | None) -> tuple:
     """Bring the token totals up to date, and the archive of kept sessions when the project's
-    position (``sessions.watch``: transcripts, marks, tasks, config...) moved since ``seen``.
-    Returns the position. An unchanged project costs a stat per transcript, nothing read."""
+    position (``sessions.watch``: transcripts, marks, tasks, config...) moved since ``seen``, or
+    ARCHIVE_EVERY_S passed. Returns the position. An unchanged project costs a stat per
+    transcript, nothing read."""
     from .sessions.watch import ProjectWatch
     from .usage.account import account_if_changed  # loaded by the first run
 
@@ -189,8 +195,10 @@ def _account_once(state: ServerState, seen: tuple | None) -> tuple:
     if state.archive_watch is None:
         state.archive_watch = ProjectWatch(state.project)
     now = state.archive_watch.poll(full=True)
-    if now != seen:
+    due = state.archived_at is None or time.monotonic() - state.archived_at >= ARCHIVE_EVERY_S
+    if now != seen or due:
         _refresh_archive(state.project)
+        state.archived_at = time.monotonic()
         worked = True
     if worked:
         _release_memory()
@@ -199,7 +207,8 @@ def _account_once(state: ServerState, seen: tuple | None) -> tuple:
 
 def _refresh_archive(project: str) -> None:
     """A listing brings the archive of kept sessions up to date (a copy on another device gets
-    its new bytes), so a session kept long ago is current when Claude Code deletes it."""
+    its new bytes), so a session kept long ago is current when Claude Code deletes it; and it
+    preserves the kept sessions older than its rows that near the cut-off (``sessions.keep``)."""
     from .sessions.view import list_rows_sync
 
     try:
@@ -661,7 +670,9 @@ async def c3_task(
 )
 async def c3_status(view: str = "sessions", *, ctx: Context[ServerState]) -> CallToolResult:
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
-    catalog). view='live': the project's live sessions and their MCP processes. Only reads."""
+    catalog; a session whose transcript Claude Code deleted stays counted, marked [deleted]),
+    and how many sessions Claude Code deletes within 7 days, how many of them are kept.
+    view='live': the project's live sessions and their MCP processes. Only reads."""
     state: ServerState = ctx.request_context.lifespan_context
 
     def body(host: str | None) -> str:

@@ -23,23 +23,43 @@ VIEWS = ("sessions", "live")
 
 
 def sessions_view(project: str) -> str:
-    from .usage.account import session_titles  # not for a `live` view
+    from .usage.account import deleted, session_titles  # not for a `live` view
     from .usage.prices import current_prices
     from .usage.totals import latest, stats_path, stats_rows
 
+    expiring = _expiring_line(project)
     found = latest(project)
     if not found:
-        return (
-            f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
-            "it accounts for transcripts; `c3async stats` computes it on demand)"
+        return "\n".join(
+            [
+                f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
+                "it accounts for transcripts; `c3async stats` computes it on demand)",
+                *([expiring] if expiring else []),
+            ]
         )
-    rows = stats_rows(project, found, current_prices())
+    rows = stats_rows(project, found, current_prices(), deleted(project, found))
     titles = None
     for row in rows:
         if not row.title:  # accounted before the catalog knew the session: ask it now
             titles = titles if titles is not None else session_titles(project)
             row.title = titles.get(row.id)
-    return format_table(rows)
+    return format_table(rows) + (f"\n\n{expiring}" if expiring else "")
+
+
+def _expiring_line(project: str) -> str | None:
+    """The sessions Claude Code deletes within a week, and how many of them are kept (counted,
+    nothing preserved: a report only reads)."""
+    from .sessions.act import survey
+    from .sessions.keep import WARN_DAYS, warning
+
+    found = survey(project, preserve=False)
+    if not found.expiring:
+        return None
+    line = warning(found) or (
+        f"{found.expiring:,} session{'s' if found.expiring != 1 else ''} expire within {WARN_DAYS} days "
+        f"({found.kept:,} kept: the archive holds them)"
+    )
+    return inert_line(line)
 
 
 UNPRICED = "+"  # after a cost: plus the usage of models with no price, which is not in it
@@ -58,9 +78,10 @@ def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
     for r in rows:
         cw = r.cache_write_5m + r.cache_write_1h
         project = f"{_clip(_project_name(r.project), proj_w):{proj_w}}  " if show_project else ""
+        title = ("[deleted] " if r.deleted else "") + inert_line(r.title or "")
         lines.append(
             f"{inert_line(r.id[:8]):8}  {project}{r.input:>8} {r.output:>8} {cw:>9} {r.cache_read:>11} "
-            f"{_cost(r.cost_usd, bool(r.unpriced_models))}  {inert_line(r.title or '')}".rstrip()
+            f"{_cost(r.cost_usd, bool(r.unpriced_models))}  {title}".rstrip()
         )
         for i, n in enumerate((r.input, r.output, cw, r.cache_read)):
             total[i] += n
@@ -73,6 +94,12 @@ def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
     )
     if unpriced:
         lines.append(unpriced_note(unpriced))
+    gone = sum(1 for r in rows if r.deleted)
+    if gone:
+        lines.append(
+            f"[deleted]: {gone:,} session{'s' if gone != 1 else ''} whose transcript Claude Code deleted "
+            "(not kept); what it spent stays counted, in the total too"
+        )
     return "\n".join(lines)
 
 

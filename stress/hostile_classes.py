@@ -249,7 +249,8 @@ def bad_values(res: Result, sb, quick: bool) -> None:
             p.run(f"search {flag} {when[:20]}", "search", "retry", "--project", project, flag, when, expect=(1, 2),
                   says=("out of range",))
     config = Path(project, ".c3", "config.json")
-    for doc, key in (({"idle_days": "x"}, "idle_days"), ({"keep": "all"}, "keep"), ({"idle_days": -1}, "idle_days")):
+    for doc, key in (({"idle_days": "x"}, "idle_days"), ({"mcp_resources": "all"}, "mcp_resources"),
+                     ({"idle_days": -1}, "idle_days")):
         config.write_text(json.dumps(doc))
         p.run(f"sessions with config {doc}", "sessions", "--project", project, expect=(1,), says=(key, "config.json"))
     config.unlink()

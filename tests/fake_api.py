@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NO_CLAUDE = "the Claude Code CLI is not installed (set C3_CLAUDE)"
@@ -78,3 +79,50 @@ class FakeAPI:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
+
+
+def write_script(path: Path, text: str) -> None:
+    """Replace the stand-in API's script whole (it re-reads the script on every request)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def held_run(
+    cmd: list[str], cwd: str, env: dict[str, str], *, until, release: Path, wait: float
+) -> tuple[int, str, str, float | None]:
+    """Run ``cmd`` (a claude whose reply the stand-in API holds: ``{"hold": release}``) until
+    ``until()`` or it exits or ``wait`` seconds pass, then release the reply: (exit status,
+    stdout, stderr, seconds until ``until()`` held, or None). Claude Code's start-up cleanup
+    runs ~5 s after it starts, in the background: a claude held mid-turn lives to run it."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    waited = None
+    try:
+        start = time.monotonic()
+        while time.monotonic() - start < wait and proc.poll() is None:
+            if until():
+                waited = time.monotonic() - start
+                break
+            time.sleep(0.2)
+        release.write_text("go")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err, waited
+
+
+class KeptWorld:
+    """For an end-to-end world of kept sessions: ``sandbox``, ``folder`` (Claude Code's folder
+    of the project) and ``ids`` (key -> session id) say where each transcript is."""
+
+    sandbox: Any
+    folder: Path
+    ids: dict[str, str]
+
+    def transcript(self, key: str) -> Path:
+        return self.folder / f"{self.ids[key]}.jsonl"
+
+    def archived(self, key: str) -> Path:
+        return self.sandbox.c3home / "archive" / self.folder.name / f"{self.ids[key]}.jsonl"

@@ -53,9 +53,6 @@ BAD_SETTINGS = [
     ({"idle_days": 0}, "idle_days", "from 1 to"),
     ({"idle_days": 10**30}, "idle_days", "from 1 to"),
     ({"idle_days": True}, "idle_days", "wrong type"),
-    ({"keep": "all"}, "keep", "wrong type"),
-    ({"keep": ["noted", "forever"]}, "keep", "'forever'"),
-    ({"keep": [1]}, "keep", "wrong type"),
 ]
 
 
@@ -70,6 +67,32 @@ def test_a_wrong_setting_names_its_file_and_key(claude, project, doc, key, said)
         assert str(where) in proc.stderr and key in proc.stderr and said in proc.stderr, proc.stderr
         where.unlink()
     assert claude.run("sessions", "--project", project).returncode == 0
+
+
+BAD_KEEPS = [
+    ("marekd", "'marekd' (did you mean 'marked'?)"),
+    ("", "''"),
+    (7, "the int 7"),
+    (None, "the NoneType null"),
+    ({"policy": "all"}, "the dict"),
+    (["noted", "forever"], "'forever'"),
+    ([1], "the list [1]"),
+]
+
+
+@pytest.mark.parametrize(("value", "said"), BAD_KEEPS)
+def test_a_wrong_keep_policy_is_named_and_reads_as_the_default(claude, project, value, said):
+    """Not an error, unlike other settings: an error would stop every pass that keeps sessions
+    before Claude Code's cleanup. The default (``marked``) applies, said once."""
+    for where in (claude.c3home / "config.json", Path(project, ".c3", "config.json")):
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(json.dumps({"keep": value}))
+        proc = claude.run("sessions", "--project", project, "--json")
+        _no_traceback(proc)
+        assert proc.returncode == 0, proc.stderr
+        assert str(where) in proc.stderr and "keep" in proc.stderr and said in proc.stderr, proc.stderr
+        assert proc.stderr.count(str(where)) == 1, proc.stderr
+        where.unlink()
 
 
 def test_a_config_that_is_not_json_is_ignored_with_a_warning(claude, project):
@@ -170,7 +193,7 @@ def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, mon
             for data in (f"since={OUT_OF_RANGE[0]}", f"until={OUT_OF_RANGE[3]}"):
                 r = await c.call_tool("c3_session", {"action": "search", "target": "retry", "data": data})
                 out.append((r.is_error, r.content[0].text))
-            await anyio.to_thread.run_sync(config.write_text, json.dumps({"keep": "forever"}))
+            await anyio.to_thread.run_sync(config.write_text, json.dumps({"idle_days": "forever"}))
             r = await c.call_tool("c3_session", {"action": "list"})
             out.append((r.is_error, r.content[0].text))
         return out
@@ -179,7 +202,7 @@ def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, mon
     for is_error, text in answers[:2]:
         assert is_error and "out of range" in text and "failed inside c3async" not in text, text
     is_error, text = answers[2]
-    assert is_error and "config.json" in text and "keep" in text, text
+    assert is_error and "config.json" in text and "idle_days" in text, text
 
 
 # ------------------------------------------------------------------ a 50 GB sparse transcript

@@ -371,13 +371,24 @@ def test_policy_keeps_noted_and_linked_and_marks_override_it(world) -> None:
     assert rows[plain]["kept"] is False
 
 
-def test_snapshot_policy_does_not_keep_sessions_without_one(world) -> None:
+def test_an_earlier_versions_list_reads_as_a_policy(world) -> None:
+    """``keep`` was a list of terms: ``[]`` reads as ``none``, one holding ``all`` as ``all``,
+    any other as ``marked`` (which covers every term), so no config breaks."""
     sb, proj, folder = world
     noted = simple_session(folder, proj, "noted")
+    plain = simple_session(folder, proj, "plain")
     ok(sb.run("mark", "note", noted, "--summary", "s", "--project", proj))
     Path(sb.c3home).mkdir(parents=True, exist_ok=True)
-    Path(sb.c3home, "config.json").write_text(json.dumps({"keep": ["snapshot"]}))
-    assert sb.rows_by_id(proj)[noted]["kept"] is False
+    for value, want in (
+        (["snapshot"], {noted: "policy: noted", plain: None}),
+        (["noted", "linked"], {noted: "policy: noted", plain: None}),
+        ([], {noted: None, plain: None}),
+        (["linked", "all"], {noted: "policy: all", plain: "policy: all"}),
+    ):
+        Path(sb.c3home, "config.json").write_text(json.dumps({"keep": value}))
+        proc = ok(sb.run("sessions", "--project", proj, "--json"))
+        assert "Traceback" not in proc.stderr and "keep" not in proc.stderr, (value, proc.stderr)
+        assert {r["id"]: r["kept_by"] for r in json.loads(proc.stdout)} == want, value
 
 
 # ---------------------------------------------------------------------- 5. retention hints
@@ -698,7 +709,7 @@ def test_mcp_keep_and_unkeep(world, monkeypatch) -> None:
             refused = await c.call_tool("c3_session", {"action": "unkeep", "target": gone})
             assert refused.is_error and "--release" in refused.content[0].text, refused.content
             assert (archive_of(sb.c3home, folder) / f"{gone}.jsonl").exists()
-            # a snapshot of the host session: the `snapshot` policy keeps it
+            # a snapshot of the host session: the default policy (`marked`) keeps it
             snap = await c.call_tool("c3_session", {"action": "snapshot", "summary": "where we are"})
             assert not snap.is_error, snap.content
             return kept.content[0].text, released.content[0].text
@@ -709,11 +720,10 @@ def test_mcp_keep_and_unkeep(world, monkeypatch) -> None:
     assert (folder / f"{sid}.jsonl").exists()
     assert [m["op"] for m in marks_of(proj) if m["op"] in ("keep", "unkeep")] == ["keep", "unkeep", "keep"]
     rows = sb.rows_by_id(proj)
-    assert rows[host]["kept"] is False
-    Path(proj, ".c3", "config.json").write_text(json.dumps({"keep": ["snapshot"]}))
-    rows = sb.rows_by_id(proj)
     assert (rows[host]["kept"], rows[host]["kept_by"]) == (True, "policy: snapshot")
     assert rows[sid]["kept"] is False and rows[gone]["archived"] is True
+    Path(proj, ".c3", "config.json").write_text(json.dumps({"keep": "none"}))
+    assert sb.rows_by_id(proj)[host]["kept"] is False
 
 
 # ------------------------------------------------------------------------------ 9. bad input

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, skip_reason, write_script
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,14 +59,8 @@ def _marker(key: str) -> str:
     return f"[c3ret:{key}]"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # the stand-in API re-reads the script on every request
-
-
 @dataclass
-class World:
+class World(KeptWorld):
     sandbox: object
     proj: str
     folder: Path  # Claude Code's transcript folder for proj
@@ -83,12 +77,6 @@ class World:
     trigger_id: str = ""
     trigger_error: str = ""
     still_there: list[str] = field(default_factory=list)  # old transcripts the sweep left
-
-    def transcript(self, key: str) -> Path:
-        return self.folder / f"{self.ids[key]}.jsonl"
-
-    def archived(self, key: str) -> Path:
-        return self.sandbox.c3home / "archive" / self.folder.name / f"{self.ids[key]}.jsonl"
 
     def c3(self, *args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
         return self.sandbox.run(*args, env=self.c3env, cwd=cwd)
@@ -118,7 +106,7 @@ def _session_id(proc: subprocess.CompletedProcess) -> str:
 def _conversations(world: World, extra: dict) -> None:
     convs = {_marker(k): [{"text": f"Answer of {k}."}] for k in (*OLD, "fresh")}
     convs.update(extra)
-    _write_atomic(world.script, json.dumps({"conversations": convs}))
+    write_script(world.script, json.dumps({"conversations": convs}))
 
 
 def _trigger_cleanup(world: World) -> None:
@@ -135,12 +123,13 @@ def _trigger_cleanup(world: World) -> None:
     if sentinel.exists():
         past = time.time() - 2 * DAY
         os.utime(sentinel, (past, past))
-    code, out, err, waited = _held_run(
+    code, out, err, waited = held_run(
         [_claude(), "-p", f"{_marker('trigger')} hi", "--output-format", "json"],
         world.proj,
         world.env,
         until=lambda: not any(world.transcript(k).exists() for k in OLD),
         release=release,
+        wait=SWEEP_WAIT,
     )
     if waited is not None:
         world.sweep_seconds = round(waited, 1)
@@ -149,30 +138,6 @@ def _trigger_cleanup(world: World) -> None:
     else:
         world.trigger_id = json.loads(out)["session_id"]
     world.still_there = [k for k in OLD if world.transcript(k).exists()]
-
-
-def _held_run(
-    cmd: list[str], cwd: str, env: dict[str, str], *, until, release: Path
-) -> tuple[int, str, str, float | None]:
-    """Run ``cmd`` (a claude whose reply the stand-in API holds) until ``until()`` or it exits
-    or SWEEP_WAIT passes, then release the reply: (exit status, stdout, stderr, seconds until
-    ``until()`` held, or None)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    waited = None
-    try:
-        start = time.monotonic()
-        while time.monotonic() - start < SWEEP_WAIT and proc.poll() is None:
-            if until():
-                waited = time.monotonic() - start
-                break
-            time.sleep(0.2)
-        release.write_text("go")
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, out, err, waited
 
 
 @pytest.fixture(scope="module")
@@ -325,12 +290,13 @@ def test_resume_puts_the_transcript_back_and_claude_appends_to_it(world):
     # As the archived row's resume command says (`c3async resume ID`), run in the project, with
     # claude's arguments after `--`. (Not `resume ID --project DIR -- ...`: any option between the
     # id and `--` makes argparse reject everything after `--`; see the report.)
-    code, stdout, stderr, _ = _held_run(
+    code, stdout, stderr, _ = held_run(
         [sys.executable, "-m", "c3async", "resume", sid, "--", "-p", RESUMED_PROMPT, "--output-format", "json"],
         world.proj,
         world.c3env,
         until=lambda: sentinel.stat().st_mtime > aged + DAY,  # rewritten: this start swept
         release=release,
+        wait=SWEEP_WAIT,
     )
     swept = sentinel.stat().st_mtime > aged + DAY
     assert code == 0, f"exit {code}: {stderr[-2000:]} {stdout[-500:]}"

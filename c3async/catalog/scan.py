@@ -62,6 +62,9 @@ class ProjectScan:
     sessions: list[Session] = field(default_factory=list)
     examined: int = 0
     found: int = 0  # transcripts found for the project (the newest ``limit`` of them are read)
+    # every one of them, newest first (``examined``: how many of the first were read); the keep
+    # pass looks at the older ones' mtimes (Claude Code's cleanup goes by them), never reads them
+    candidates: list[Candidate] = field(default_factory=list)
     read: int = 0  # files actually opened (cache misses)
     bytes_read: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
@@ -141,6 +144,7 @@ class _Scanner:
             if more:
                 self.cands = sorted([*self.cands, *more], key=lambda c: (c.mtime_ns, c.session_id), reverse=True)
         self.result.found = len(self.cands)
+        self.result.candidates = self.cands
         self.old = cache.load(self.cache_file) if self.cands else {}
         self.new: dict[str, Transcript] = {}
         self.start = 0

@@ -61,6 +61,7 @@ from ..ground import safefs
 from ..ground.disk import DiskFull
 from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
 from ..ground.paths import project_root
+from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
 from ..sessions.projects import KnownProject, known_projects, listed_projects
@@ -589,24 +590,35 @@ async def _body(request: Request, limit: int = MAX_BODY) -> bytes:
     return b"".join(chunks)
 
 
-async def api_mark(request: Request) -> Response:
-    sid = request.path_params["sid"].lower()
-    if not is_session_id(sid):
-        return _error(400, "a session id is a UUID")
+async def _object(request: Request, shape: str, *, empty: bool = False) -> dict[str, Any] | Response:
+    """The request's body, a JSON object of at most MAX_BODY bytes (``empty``: no body reads as
+    ``{}``), or the refusal to answer with (``shape`` says what the body holds)."""
     try:
         raw = await _body(request)
     except _TooLarge:
         return _error(413, f"the body is larger than {MAX_BODY // 1024} KiB")
     except ClientDisconnect:
         return _error(400, "the client left before sending the whole body")
+    if empty and not raw.strip():
+        return {}
     try:
         # msgspec refuses what is not UTF-8, lone surrogates (raw or as \ud800 escapes) included;
         # nesting deeper than the recursion limit raises RecursionError.
         body = msgspec.json.decode(raw)
     except DECODE_ERRORS:
-        return _error(400, "the body must be UTF-8 JSON: {op, reason, successor, summary, next_steps, project}")
+        return _error(400, f"the body must be UTF-8 JSON: {shape}")
     if not isinstance(body, dict):
         return _error(400, "the body must be a JSON object")
+    return body
+
+
+async def api_mark(request: Request) -> Response:
+    sid = request.path_params["sid"].lower()
+    if not is_session_id(sid):
+        return _error(400, "a session id is a UUID")
+    body = await _object(request, "{op, reason, successor, summary, next_steps, project}")
+    if isinstance(body, Response):
+        return body
     project = _project_param(request, body.get("project"))
     if not project:  # (an `or` would infer run_sync's result as `str | None`)
         project = await anyio.to_thread.run_sync(_session_project, request, sid)
@@ -627,6 +639,31 @@ async def api_mark(request: Request) -> Response:
         log.warning("could not write a mark for %s in %s: %s", sid, project, exc)
         return _error(500, "could not write the mark; the Hub's terminal shows why")
     return _json(mark, status=201)
+
+
+async def api_keep_expiring(request: Request) -> Response:
+    """Keep every session Claude Code deletes within the week (the banner's "keep them all"):
+    of ``project`` (a registered one), else of every registered project; a keep mark each, each
+    preserved at once (``sessions.act.keep_expiring``). The answer counts what was kept and
+    says the archive's refusal, if any."""
+    body = await _object(request, "{project}", empty=True)
+    if isinstance(body, Response):
+        return body
+    project = _project_param(request, body.get("project"))
+    projects = [project] if project else _projects()
+    done = await anyio.to_thread.run_sync(lambda: keep_expiring(projects, by="user"))
+    failed = [k for k in done.kept if not k.preserved]
+    return _json(
+        {
+            "kept": len(done.kept) - len(failed),
+            "marked": len(done.kept),
+            "failed": len(failed),
+            "error": failed[0].error if failed else None,
+            "expiring": done.expiring,
+            "held": done.held,
+            "waived": done.waived,
+        }
+    )
 
 
 async def api_events(request: Request) -> Response:
@@ -765,6 +802,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/sessions/{sid}", api_session),
             Route("/api/sessions/{sid}/conversation", api_conversation),
             Route("/api/sessions/{sid}/marks", api_mark, methods=["POST"]),
+            Route("/api/keep/expiring", api_keep_expiring, methods=["POST"]),
             Route("/api/events", api_events),
             Mount("/static", StaticFiles(directory=static), name="static"),
         ],

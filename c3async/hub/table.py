@@ -24,6 +24,7 @@ import msgspec
 
 from ..catalog.scan import NEWEST
 from ..ground.clock import parse_iso
+from ..sessions import keep
 from ..sessions.rows import Row
 from ..sessions.view import FILTERS, haystack, list_rows_sync
 
@@ -194,6 +195,7 @@ class _Built:
     depth: int
     entries: list[Entry]
     by_id: dict[str, Entry] = field(default_factory=dict)
+    survey: keep.Survey | None = None  # the sessions near Claude Code's cleanup (the keep pass's)
 
 
 class Table:
@@ -224,7 +226,7 @@ class Table:
 
             safefs.warn_once(exc)
             return have
-        fresh = _Built(want, depth, _entries(rows))
+        fresh = _Built(want, depth, _entries(rows), survey=keep.surveyed(project) if rows else None)
         fresh.by_id = {e.row["id"]: e for e in fresh.entries}
         with self.lock:
             old = self.built.get(project)
@@ -288,6 +290,7 @@ class Table:
         page = hits[q.cursor : q.cursor + q.limit]
         nxt = q.cursor + q.limit if q.cursor + q.limit < len(hits) else None
         listed = {p: len(b.entries) for p, b in built.items()}
+        near = keep.total(b.survey for p, b in built.items() if q.project in (None, p))
         return {
             "rows": [e.row for e in page],
             "total": matched,
@@ -297,6 +300,16 @@ class Table:
             "order": "asc" if q.order == "asc" else "desc",
             "counts": counts,
             "waiting": sum(waiting.values()),
+            # the banner's figures: sessions Claude Code deletes within the week, those kept, those
+            # a person unkept, and the others (``unkept``), the first of them in ``soonest`` days
+            "expiring": {
+                "sessions": near.expiring,
+                "kept": near.kept,
+                "waived": near.waived,
+                "unkept": len(near.unkept),
+                "soonest": near.unkept[0].expires_in_days if near.unkept else None,
+                "days": keep.WARN_DAYS,
+            },
             "projects": [
                 {
                     "path": p,

@@ -13,11 +13,13 @@ carries ``predecessor``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import stat
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -132,8 +134,14 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     return activity.record(project, "hook", session_id=session_id, event=event, claude_pid=pid)
 
 
-def main() -> int:
-    """``c3async hook``: always exits 0, so Claude Code is never blocked by us."""
+STARTS = ("startup", "resume")  # a SessionStart that is a start of claude (not /clear, not compact)
+
+
+def main(on_start: Callable[[str], None] | None = None) -> int:
+    """``c3async hook``: always exits 0, so Claude Code is never blocked by us. ``on_start``:
+    called with the project when claude itself starts (SessionStart from a start or a resume),
+    once the event is recorded: Claude Code's cleanup of old transcripts follows within seconds."""
+    payload: Any = None
     try:
         data = sys.stdin.buffer.read(MAX_INPUT + 1)
         if len(data) > MAX_INPUT:
@@ -145,7 +153,27 @@ def main() -> int:
         _note_error("ValueError: hook input nested too deeply, ignored")
     except Exception as exc:  # bad input, a full disk: note it, never fail the hook
         _note_error(f"{type(exc).__name__}: {exc}")
+    if on_start is None or not isinstance(payload, dict) or _text(payload, "hook_event_name", 64) != "SessionStart":
+        return 0
+    source, project = _text(payload, "source", 64), _project(payload)
+    if project and source in (*STARTS, None) and os.path.isdir(project):
+        # What it warns of goes where a hook's problems go, not to Claude Code's screen.
+        root = logging.getLogger()
+        handlers, root.handlers = root.handlers, [_Noted(logging.WARNING)]
+        try:
+            on_start(project)
+        except Exception as exc:
+            _note_error(f"keeping sessions before Claude Code's cleanup: {type(exc).__name__}: {exc}")
+        finally:
+            root.handlers = handlers
     return 0
+
+
+class _Noted(logging.Handler):
+    """Log records into ``hook-errors.log``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _note_error(record.getMessage())
 
 
 def _note_error(text: str) -> None:

@@ -1,27 +1,51 @@
 """What a door does to one session once it is found: mark it (a keep also preserves it in the
 archive, an unkeep may release its entry), link it to a task, and bring it back to resume it.
-Above ``refs`` (what was typed -> a session) and ``view`` (its row)."""
+Above ``refs`` (what was typed -> a session) and ``view`` (its row). And what the doors do to the
+sessions near Claude Code's cleanup, no listing needed (``keep``): ``survey`` one project,
+``keep_expiring`` (keep them all), ``last_chance`` (the SessionStart hook's pass)."""
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from pathlib import Path
 from typing import NamedTuple
 
 import msgspec
 
-from ..catalog.locate import config_home, projects_root
+from ..catalog.listing import candidates
+from ..catalog.locate import config_home, locate, projects_root
 from ..ground.disk import DiskFull
 from ..ground.errors import BadArgument, C3Error, UnknownSession
 from ..pm import actions
 from ..stores import archive, registry
-from ..stores.marks import Mark, check_mark_text, write_mark
+from ..stores.marks import Mark, MarkBook, check_mark_text, write_keeps, write_mark
 from . import keep
 from .refs import Found, find
 from .resume import resume_command
-from .view import row_for
+from .view import extra_cwds, row_for
 
-__all__ = ("Marked", "ResumePlan", "check_unkeep", "mark", "on_mark", "prepare_resume", "run_task")
+__all__ = (
+    "HOOK_BUDGET_S",
+    "KeptExpiring",
+    "KeptNow",
+    "Marked",
+    "ResumePlan",
+    "check_unkeep",
+    "keep_expiring",
+    "last_chance",
+    "mark",
+    "on_mark",
+    "prepare_resume",
+    "run_task",
+    "survey",
+)
+
+log = logging.getLogger("c3async.sessions")
+
+HOOK_BUDGET_S = 2.0  # the SessionStart hook's pass: Claude Code's cleanup starts ~5 s after it starts
+EXPIRING_REASON = "expiring: kept before Claude Code's cleanup"
 
 
 class Marked(NamedTuple):
@@ -170,3 +194,82 @@ def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePl
         except OSError as exc:
             raise C3Error(f"could not put {session} back into {folder}: {exc}") from None
     return ResumePlan(session, row.cwd, restored, home, found.elsewhere, config_dir)
+
+
+# ----------------------------------------------------------------- near Claude Code's cleanup
+
+
+def survey(project: str, *, preserve: bool = True, deadline: float | None = None) -> keep.Survey:
+    """One project's sessions within ``keep.WARN_DAYS`` of Claude Code's cleanup, from their
+    mtimes (no transcript is read): the kept ones preserved first, the soonest first, until
+    ``deadline`` (``time.monotonic()``); ``preserve`` False: only counted (a read-only report)."""
+    dirs = locate(project, extra_cwds(project))
+    cands = candidates([folder for folder, _ in dirs.folders])
+    out = keep.Survey(project)
+    cover = keep.Cover(project, MarkBook(project).refresh())
+    ids = sorted(c.session_id for c in cands)
+    base = os.fspath(archive.root()) + os.sep
+    keep.pass_over(out, cover, cands, dict(dirs.folders), ids, time.time(), base, deadline, preserve=preserve)
+    out.unkept.sort(key=lambda e: (e.expires_in_days, e.id))
+    return out
+
+
+class KeptNow(msgspec.Struct):
+    """A session ``keep_expiring`` kept: its keep mark is written; ``preserved``: the archive
+    holds it now (else ``error`` says why not: a later listing tries again)."""
+
+    id: str
+    project: str
+    expires_in_days: int
+    preserved: bool
+    error: str | None = None
+
+
+class KeptExpiring(msgspec.Struct):
+    kept: list[KeptNow]
+    expiring: int = 0  # sessions within the week, kept before or now
+    held: int = 0  # of them, the archive held already
+    waived: int = 0  # left as they are: a person unkept them
+
+
+def keep_expiring(projects: list[str], *, by: str = "user", host: str | None = None) -> KeptExpiring:
+    """Keep every session of ``projects`` that Claude Code deletes within ``keep.WARN_DAYS``
+    and the archive does not hold (a session someone unkept stays as they said): a keep mark
+    each, in one append per project, then each preserved at once, the soonest first. The first
+    refusal of the archive (a read-only or full disk) stops the copying, not the marks: it is
+    said on the sessions not tried, which later listings preserve once the archive takes them."""
+    out = KeptExpiring([])
+    refused: str | None = None
+    for project in projects:
+        found = survey(project)
+        out.expiring += found.expiring
+        out.held += found.kept
+        out.waived += found.waived
+        unmarked = [e.id for e in found.unkept if e.kept_by != "mark"]
+        write_keeps(project, unmarked, reason=EXPIRING_REASON, by=by, by_session=host)
+        for e in found.unkept:
+            keep.hush(e.id)  # said here, not by a listing of this process
+            error = refused
+            if error is None:
+                try:
+                    archive.preserve(e.path, e.id, now=True)
+                except (OSError, ValueError, C3Error) as exc:
+                    error = refused = str(exc)
+            out.kept.append(KeptNow(e.id, project, e.expires_in_days, error is None, error))
+    return out
+
+
+def last_chance(project: str | None, budget: float = HOOK_BUDGET_S) -> None:
+    """The SessionStart hook's pass, as Claude Code starts (its cleanup follows within seconds,
+    in the background): the kept sessions nearest the cut-off preserved first, in the project
+    it starts in, then in every registered one (the cleanup covers every project), until the
+    budget is spent. A project that cannot be surveyed costs itself only."""
+    deadline = time.monotonic() + budget
+    projects = list(dict.fromkeys([*([project] if project else []), *registry.projects()]))
+    for p in projects:
+        if time.monotonic() >= deadline:
+            return
+        try:
+            survey(p, deadline=deadline)
+        except (OSError, C3Error) as exc:
+            log.warning("keeping the sessions of %s before Claude Code's cleanup: %s", p, exc)

@@ -158,7 +158,7 @@ def join_scan(
             cleared=cleared | set(timed),
         ),
     )
-    keep.apply(project, rows, keeps, now)
+    keep.apply(project, rows, keeps, now, book=book, scan=scan)
     marked = [(r.id, r.stale.successor) for r in rows if r.stale is not None and r.stale.successor]
     handoffs = [(src, s.session_id) for s in scan.sessions if (src := s.record.handoff_from)]
     parents = fork_parents((s.session_id, s.record) for s in scan.sessions)

@@ -60,6 +60,7 @@ __all__ = (
     "Kept",
     "NoRoom",
     "UnsafeArchive",
+    "holds",
     "preserve",
     "release",
     "restore",
@@ -151,10 +152,10 @@ def preserve(
     untouched."""
     if not is_session_id(session):
         raise ValueError(f"not a session id: {session!r}")
-    src = Path(transcript)
-    if src.parent.parent == root() or root() in src.parents:
+    src, base = Path(transcript), root()
+    if os.fspath(src).startswith(os.fspath(base) + os.sep):
         return 0  # it is the archive's own copy: the original is gone
-    dst_dir = root() / src.parent.name
+    dst_dir = base / src.parent.name
     if _current(src, dst_dir, session):
         return 0
     trusted()
@@ -484,6 +485,14 @@ def _append(fd: int, dst: Path, start: int, end: int) -> None:
 def archived_path(transcript: str | os.PathLike[str], session: str) -> Path:
     """Where a transcript of Claude Code's folder is (or would be) preserved."""
     return root() / Path(transcript).parent.name / f"{session}.jsonl"
+
+
+def holds(transcript: str | os.PathLike[str], session: str) -> bool:
+    """Does the archive hold this session's transcript (a regular file of ours, one ``lstat``)?"""
+    try:
+        return stat.S_ISREG(os.lstat(archived_path(transcript, session)).st_mode)
+    except OSError:
+        return False
 
 
 def release(folder: str, session: str) -> int:

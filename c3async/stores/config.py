@@ -6,6 +6,11 @@ A value of the wrong type or out of range is an error (``ConfigError``) naming t
 key: a setting someone wrote must not be silently replaced by its default. A key that is no
 setting (a misspelling) is ignored, and named once in a warning with the setting it most likely
 means.
+
+``keep`` is the exception to the rule on wrong values: a keep policy that is not one is named in
+a warning (with the policy it most likely means) and read as the default, ``marked``, which keeps
+more than ``none`` and less than ``all``: an error there would stop the listings, the server and
+the hooks from preserving anything, and a typo would then cost what Claude Code deletes.
 """
 
 from __future__ import annotations
@@ -22,20 +27,27 @@ from ..ground.stateroot import project_state
 
 MAX_BYTES = 1 << 20
 MAX_IDLE_DAYS = 36_500  # a hundred years
-KEEP_TERMS = ("noted", "linked", "snapshot", "all")  # sessions/keep.py applies them
+# The keep policy (sessions/keep.py applies it): ``marked`` keeps every session someone said
+# something about (a note, a stale or unstale mark, a linked task or decision, a snapshot).
+KEEP_POLICIES = ("marked", "all", "none")
+DEFAULT_KEEP = "marked"
+# The list an earlier version took: ``[]`` is ``none``, one holding ``all`` is ``all``, any other
+# is ``marked`` (which covers each of these terms).
+OLD_KEEP_TERMS = ("noted", "linked", "snapshot", "all")
 
-__all__ = ("Config", "ConfigError", "load")
+__all__ = ("KEEP_POLICIES", "Config", "ConfigError", "keep_policy", "load")
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=False):
     idle_days: int = 7  # a session with no activity for this long gets the `idle Nd` hint
-    # which sessions are kept past Claude Code's cleanup without a keep mark (sessions/keep.py)
-    keep: list[str] = msgspec.field(default_factory=lambda: ["noted", "linked"])
+    # which sessions are kept past Claude Code's cleanup without a keep mark (sessions/keep.py):
+    # always one of KEEP_POLICIES once loaded (``keep_value`` reads what a file says)
+    keep: str = DEFAULT_KEEP
     # the MCP server: how many recent sessions `resources/list` offers (Claude Code's `@` menu),
     # and the most bytes of one session's brief
     mcp_resources: int = 50
     brief_bytes: int = 8192
-    # more Claude Code config dirs to read (stores/roots.py); honoured in $C3_HOME/config.json only
+    # more Claude Code config dirs to read (stores/claude_dirs.py); honoured in $C3_HOME/config.json only
     claude_dirs: list[str] = msgspec.field(default_factory=list)
 
 
@@ -69,6 +81,8 @@ def _read(path: Path) -> dict:
 def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     """The file's settings, each of the right type and range (ConfigError names the first that
     is not); keys that are no setting are named in a warning (once)."""
+    if "keep" in data:
+        data = {**data, "keep": keep_value(path, data["keep"])}
     strange = unknown_keys(data, Config.__struct_fields__)
     if strange:
         settings = ", ".join(Config.__struct_fields__)
@@ -93,13 +107,54 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(
                 path, "claude_dirs", f"holds {folder[:80]!r}; give absolute paths of Claude Code config dirs"
             )
-    for term in data.get("keep") or ():
-        if term not in KEEP_TERMS:
-            raise ConfigError(path, "keep", f"holds {term[:40]!r}; the terms are {', '.join(KEEP_TERMS)}")
     return data
 
 
 HOME_ONLY = ("claude_dirs",)  # where c3async reads transcripts from: a cloned repository's .c3 has no say
+
+
+def keep_value(path: Path, value: Any) -> str:
+    """The keep policy a file's ``keep`` says: one of KEEP_POLICIES, or the list an earlier
+    version took (mapped: see OLD_KEEP_TERMS). Anything else is named in a warning (once) and
+    read as the default."""
+    if isinstance(value, list) and all(isinstance(term, str) for term in value):
+        strange = unknown_keys(value, OLD_KEEP_TERMS)
+        if strange:
+            safefs.warn_once(
+                C3Error(
+                    f"{path}: keep: ignoring {strange}: not a term of the list (the list of an earlier "
+                    f"version reads as a policy; the policies are {', '.join(KEEP_POLICIES)})"
+                )
+            )
+        known = [term for term in value if term in OLD_KEEP_TERMS]
+        if not value:
+            return "none"
+        return "all" if "all" in known else DEFAULT_KEEP
+    if isinstance(value, str) and value in KEEP_POLICIES:
+        return value
+    if isinstance(value, str):
+        shown = unknown_keys([value], KEEP_POLICIES)
+    else:  # a number, null, an object, a list holding something else than words
+        shown = f"the {type(value).__name__} {msgspec.json.encode(value)[:60].decode('utf-8', 'replace')}"
+    safefs.warn_once(
+        C3Error(
+            f"{path}: keep is {shown}, not a policy (the policies are {', '.join(KEEP_POLICIES)}); "
+            f"keeping what is {DEFAULT_KEEP}, the default"
+        )
+    )
+    return DEFAULT_KEEP
+
+
+def keep_policy(project: str | None = None) -> str:
+    """The keep policy alone, never an error: a background pass preserving sessions must not
+    stop at a wrong value of another setting."""
+    policy = DEFAULT_KEEP
+    files = [c3_home() / "config.json"] + ([project_state(project) / "config.json"] if project else [])
+    for path in files:
+        data = _read(path)
+        if "keep" in data:
+            policy = keep_value(path, data["keep"])
+    return policy
 
 
 def load(project: str | None = None) -> Config:

@@ -41,6 +41,7 @@ __all__ = (
     "Stale",
     "check_mark_text",
     "marks_path",
+    "write_keeps",
     "write_mark",
 )
 
@@ -183,6 +184,17 @@ class MarkBook:
         """The sessions whose last stale/unstale mark may name a successor."""
         return list(self._state.stale)
 
+    def keep_ids(self) -> list[str]:
+        """The sessions with a keep or unkeep mark (``get_many`` says which)."""
+        return list(self._state.keep)
+
+    def judged(self, session_id: str) -> str | None:
+        """What a person or an agent said of this session, from the fold alone (no line read):
+        "noted" (a note), "stale" (a stale mark, or the unstale that undid one), else None."""
+        if session_id in self._state.note:
+            return "noted"
+        return "stale" if session_id in self._state.stale else None
+
     def get(self, session_id: str) -> MarkState | None:
         return self.get_many([session_id]).get(session_id)
 
@@ -303,6 +315,41 @@ def write_mark(
     except Exception as exc:
         log.warning("the %s mark on %s was written, but its activity row was not: %s", op, session_id, exc)
     return mark
+
+
+def write_keeps(
+    project: str, session_ids: list[str], *, reason: str | None, by: str = "user", by_session: str | None = None
+) -> list[Mark]:
+    """A keep mark on each of ``session_ids`` (full ids), all in one append, and their activity
+    rows in one more: ``keep --expiring`` keeps thousands at once without a write each."""
+    if by not in ("agent", "user"):
+        raise BadArgument(f"by must be 'agent' or 'user', got {by!r}")
+    check_mark_text(reason=reason)
+    if by_session is not None:
+        check_text(by_session, "by_session", MAX_REF)
+    bad = next((sid for sid in session_ids if not is_session_id(sid)), None)
+    if bad is not None:
+        raise BadArgument(f"the session id must be a full session id, got {clip(bad, 60)!r}")
+    if not session_ids:
+        return []
+    ts, reason = round(time.time(), 6), _clean(reason)
+    marks = [
+        Mark(ts=ts, id=sid, op="keep", reason=reason, by=cast(By, by), by_session=by_session) for sid in session_ids
+    ]
+    with jsonl.appending(marks_path(project)) as out:
+        out.write(b"".join(jsonl.encode_line(m) for m in marks))
+    try:  # written: from here on nothing may report the marks as failed (as ``write_mark``)
+        rows = [
+            {"ts": round(ts, 3), "kind": "session_mark", "target": sid, "op": "keep", "by": by}
+            | ({"by_session": clip(by_session, LOG_FIELD)} if by_session else {})
+            | ({"reason": clip(reason, LOG_FIELD)} if reason else {})
+            for sid in session_ids
+        ]
+        with jsonl.appending(activity.activity_path(project)) as out:
+            out.write(b"".join(jsonl.encode_line(row) for row in rows))
+    except Exception as exc:
+        log.warning("%d keep marks were written, but their activity rows were not: %s", len(marks), exc)
+    return marks
 
 
 def check_mark_text(

@@ -41,7 +41,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,15 +50,15 @@ import msgspec
 
 from ..catalog import cache as catalog_cache
 from ..catalog.forks import ancestors, fork_parents
-from ..catalog.listing import transcript_files
-from ..catalog.locate import locate
+from ..catalog.listing import folder_candidates, transcript_files
+from ..catalog.locate import folders_under, locate
 from ..catalog.scan import cache_path as catalog_cache_path
 from ..ground import clock, jsonl, safefs, workers
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.jsondoc import write_atomic
 from ..ground.paths import warn_once
 from ..ground.stateroot import project_state
-from ..stores import claude_dirs
+from ..stores import archive, claude_dirs
 from .prices import TIER_TOKENS, current_prices
 from .reader import MAX_TOKENS, FileScan, Hit, Job, ResponseUSD, Tokens, better, read_files, read_files_packed, unpack
 from .totals import NO_TOKENS, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
@@ -72,6 +72,7 @@ __all__ = (
     "account",
     "account_if_changed",
     "account_projects",
+    "deleted",
     "latest_totals",
     "session_titles",
     "stats_path",
@@ -145,6 +146,19 @@ def _files(project: str) -> Iterator[tuple[str, str | None, os.stat_result]]:
     """(transcript, the session it counts toward (None: read it from its lines), its lstat)."""
     for folder, _cwd in locate(project, roots=claude_dirs.roots()).folders:
         yield from transcript_files(folder)
+
+
+def deleted(project: str, sessions: Iterable[str]) -> set[str]:
+    """Of ``sessions``, those whose transcript is in none of the project's transcript folders
+    and not in the archive of kept sessions: Claude Code deleted it, and nothing kept it. A
+    listing of the folders, no file read."""
+    dirs = locate(project)
+    folders = [folder for folder, _cwd in dirs.folders]
+    kept = archive.usable()
+    if kept is not None:
+        folders += [folder for folder, _cwd in folders_under(kept, dirs.cwds)]
+    present = {c.session_id for folder in folders for c in folder_candidates(folder)}
+    return {sid for sid in sessions if sid not in present}
 
 
 def session_titles(project: str) -> dict[str, str]:

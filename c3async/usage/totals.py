@@ -17,7 +17,7 @@ does; the rows on disk keep ``session_id``, so files written before read as they
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, NamedTuple
 
@@ -149,10 +149,16 @@ class StatsRow(msgspec.Struct):
     cost_by_model: dict[str, float]
     tokens_by_model: dict[str, int]
     as_of: float
+    # its transcript is gone (Claude Code's cleanup) and the archive does not hold it: what it
+    # spent was spent, so it stays in the report and in every total, as ccusage's ledger keeps it
+    deleted: bool = False
 
 
-def stats_rows(project: str, totals: Mapping[str, SessionTotals], table: PriceTable) -> list[StatsRow]:
-    """``totals`` as report rows, priced with ``table``, the most recently active first."""
+def stats_rows(
+    project: str, totals: Mapping[str, SessionTotals], table: PriceTable, gone: Collection[str] = ()
+) -> list[StatsRow]:
+    """``totals`` as report rows, priced with ``table``, the most recently active first;
+    ``gone``: the sessions whose transcripts are deleted (``account.deleted``)."""
     rows = []
     for t in totals.values():
         c = cost_of(t, table)
@@ -174,6 +180,7 @@ def stats_rows(project: str, totals: Mapping[str, SessionTotals], table: PriceTa
                 dict(c.by_model),
                 dict(t.tokens_by_model),
                 t.ts,
+                t.session_id in gone,
             )
         )
     rows.sort(key=lambda r: r.last_ts or "", reverse=True)

@@ -273,6 +273,7 @@ function showCount() {
   const exp = list.counts.expiring || 0, badge = $("#expiring-count");
   badge.textContent = exp ? String(exp) : ""; badge.hidden = !exp;
   badge.closest("button").title = `${exp ? plural(exp, "session") : "No session"} ${exp === 1 ? "is" : "are"} deleted by Claude Code's cleanup within a week, unless kept`;
+  showExpiring();
   for (const h of document.querySelectorAll("#columns button[data-sort]")) {
     const on = h.dataset.sort === list.sort;
     h.classList.toggle("on", on);
@@ -280,8 +281,37 @@ function showCount() {
   }
 }
 
+// The banner: sessions of the shown projects that Claude Code's cleanup deletes within the week
+// and c3async does not keep (beyond the rows listed too), and a button that keeps them all.
+function showExpiring() {
+  const e = list.expiring, banner = $("#expiring-banner");
+  if (!e || !e.unkept) { banner.hidden = true; return; }
+  const when = e.soonest === 0 ? "at its next start" : `in ${plural(e.soonest, "day")}`;
+  const waived = e.waived ? `, ${num(e.waived)} unkept by a mark` : "";
+  const which = e.unkept === e.sessions ? (e.sessions === 1 ? "it" : "them")
+    : e.unkept === 1 ? "the other one" : `the ${num(e.unkept)} others`;  // worded as the CLI's warning
+  $("#expiring-text").textContent = `${plural(e.sessions, "session")} ${e.sessions === 1 ? "expires" : "expire"} within ${e.days} days ` +
+    `(${num(e.kept)} kept${waived}): Claude Code deletes ${which}, the first ${when}.`;
+  banner.hidden = false;
+}
+
+async function keepAll() {
+  const button = $("#keep-all"), said = $("#keep-all-result");
+  button.disabled = true; said.className = ""; said.textContent = "keeping…";
+  try {
+    const r = await api("/api/keep/expiring", { method: "POST", body: { project: state.project || null } });
+    // the banner goes once they are kept: the header says what was done
+    $("#status").textContent = `kept ${plural(r.kept, "session")} past Claude Code's cleanup`;
+    said.textContent = r.failed ? `the archive refused ${num(r.failed)}: ${r.error}` : "";
+    if (r.failed) said.className = "error";
+  } catch (e) { said.className = "error"; said.textContent = e.message; }
+  finally { button.disabled = false; }
+  load();
+}
+
 function take(data) {
   list.total = data.total; list.counts = data.counts; list.projects = data.projects; list.next = data.next;
+  list.expiring = data.expiring || null;
   list.sort = data.sort; list.order = data.order;
   document.title = `${data.waiting ? `(${data.waiting}) ` : ""}Sessions · c3async Hub`;  // how many wait for the user, in the tab
   const scope = state.project ? data.projects.filter(p => p.path === state.project) : data.projects;
@@ -1251,6 +1281,7 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const id of ["#search-tools", "#search-role", "#search-since"]) $(id).addEventListener("change", () => runSearch());
   for (const h of document.querySelectorAll("#columns button[data-sort]")) h.addEventListener("click", () => sortBy(h.dataset.sort));
   $("#notify").addEventListener("click", toggleNotify);
+  $("#keep-all").addEventListener("click", keepAll);
   showNotify();
   document.addEventListener("keydown", onKey);
   const header = $("header");
