@@ -9,7 +9,14 @@ from pathlib import Path
 
 __all__ = ("c3_home",)
 
+_held: tuple[str | None, str | None, Path] | None = None
+
 
 def c3_home() -> Path:
-    value = os.environ.get("C3_HOME")
-    return Path(value) if value else Path.home() / ".c3"
+    """The folder, made once per value of the variables it depends on (a listing asks thousands
+    of times)."""
+    global _held
+    value, home = os.environ.get("C3_HOME"), os.environ.get("HOME")
+    if _held is None or _held[0] != value or _held[1] != home:
+        _held = (value, home, Path(value) if value else Path.home() / ".c3")
+    return _held[2]

@@ -11,7 +11,6 @@ from pathlib import Path
 import msgspec
 
 from ..catalog.accounts import account_name
-from ..catalog.listing import Candidate
 from ..catalog.locate import config_home
 from ..catalog.scan import Session
 from ..ground.clock import clamp_ns, parse_iso
@@ -22,6 +21,7 @@ __all__ = (
     "Chain",
     "DecisionLink",
     "Links",
+    "Places",
     "Row",
     "RowTokens",
     "SnapshotLink",
@@ -143,18 +143,41 @@ def iso(ns: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{rest // 1_000_000:03d}Z"
 
 
-def root_of(cand: Candidate) -> str | None:
-    """The Claude Code root whose ``projects/<folder>`` holds the file (None for the archive's)."""
-    projects = cand.folder.parent
-    return str(projects.parent) if projects.name == "projects" else None
+class Places:
+    """Where each transcript folder of a listing is: its Claude Code root (None for the
+    archive's), and that root again when it is not the default one (claude must be told of it).
+    Worked out once a folder, and the login's name once a root and account: ``to_row`` runs for
+    every row of every listing."""
+
+    def __init__(self) -> None:
+        self.default = config_home()
+        self.held: dict[Path, tuple[str | None, str | None]] = {}
+        self.names: dict[tuple[str | None, str], str] = {}
+
+    def of(self, folder: Path) -> tuple[str | None, str | None]:
+        place = self.held.get(folder)
+        if place is None:
+            projects = folder.parent
+            root = projects.parent if projects.name == "projects" else None
+            place = self.held[folder] = (
+                str(root) if root is not None else None,
+                str(root) if root is not None and root != self.default else None,
+            )
+        return place
+
+    def account(self, root: str | None, account: str) -> str:
+        name = self.names.get((root, account))
+        if name is None:
+            name = self.names[(root, account)] = account_name(root, account)
+        return name
 
 
-def to_row(session: Session) -> Row:
+def to_row(session: Session, places: Places | None = None) -> Row:
     rec, cand = session.record, session.candidate
     cwd = rec.cwd or session.project
     title, source = rec.title()
-    root = root_of(cand)
-    elsewhere = root if root is not None and Path(root) != config_home() else None
+    places = places or Places()
+    root, elsewhere = places.of(cand.folder)
     # Positional, in field order: this runs for every row of every listing.
     row = Row(
         cand.session_id,
@@ -181,5 +204,5 @@ def to_row(session: Session) -> Row:
         resume_command(cwd, cand.session_id, config_dir=elsewhere),
     )
     row.root = root
-    row.account = account_name(root, rec.account) if rec.account else None
+    row.account = places.account(root, rec.account) if rec.account else None
     return row

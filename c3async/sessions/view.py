@@ -41,6 +41,7 @@ from .hints import HintContext, add_hints, clear_pairs
 from .rows import (
     Chain,
     DecisionLink,
+    Places,
     Row,
     RowTokens,
     SnapshotLink,
@@ -121,7 +122,8 @@ def join_scan(
     """Rows of one project with their marks, liveness, links, hints and chain. ``facts``: the
     activity log's fold, when the caller has it already."""
     project = scan.dirs.project
-    rows = [to_row(s) for s in scan.sessions]
+    places = Places()
+    rows = [to_row(s, places) for s in scan.sessions]
     if not rows:
         return rows
     book = (book or MarkBook(project)).refresh()
