@@ -40,6 +40,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from plugin_build import Gate, wait_for
 from transcripts import simple_session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,53 +71,6 @@ def _env(claude, data: Path, project: str) -> dict[str, str]:
 def _builds(data: Path) -> int:
     log = data / "build.log"
     return log.read_text().count(" building ") if log.exists() else 0
-
-
-def _wait_for(what: str, ready, timeout: float = 120) -> None:
-    """Wait for another process's doing (a file appears): ``ready()`` true within ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not ready():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:.0f} s"
-        time.sleep(0.05)
-
-
-class Gate:
-    """A ``uv`` first on PATH that builds the environment from this Python's packages (a venv
-    with its site-packages: no download), its ``venv`` held until the test opens the gate (a
-    FIFO) when there is one: ``held`` appears when it waits; ``open("fail")`` fails the build."""
-
-    def __init__(self, tmp: Path, held: bool = True) -> None:
-        self.bin = tmp / "uv-bin"
-        self.bin.mkdir()
-        self.fifo, self.held = tmp / "gate", tmp / "gate.held"
-        if held:
-            os.mkfifo(self.fifo)
-        shim = self.bin / "uv"
-        shim.write_text(
-            f"#!{sys.executable}\n"
-            "import os, subprocess, sys\n"
-            "if sys.argv[1] == 'venv':\n"
-            f"    if os.path.exists({str(self.fifo)!r}):\n"
-            f"        open({str(self.held)!r}, 'w').close()\n"
-            f"        with open({str(self.fifo)!r}) as gate:\n"
-            "            if gate.read() == 'fail':\n"
-            "                sys.exit(1)\n"
-            "    python = sys.argv[sys.argv.index('--python') + 1]\n"
-            "    cmd = [python, '-m', 'venv', '--without-pip', '--system-site-packages', sys.argv[-1]]\n"
-            "    sys.exit(subprocess.call(cmd))\n"
-            "sys.exit(0)  # pip install: the packages are this Python's own\n"
-        )
-        shim.chmod(0o755)
-
-    def env(self, env: dict[str, str]) -> dict[str, str]:
-        return {**env, "PATH": f"{self.bin}{os.pathsep}{env.get('PATH', '')}"}
-
-    def wait_held(self) -> None:
-        _wait_for("the build reached the gate", self.held.exists)
-
-    def open(self, verdict: str = "go") -> None:
-        with open(self.fifo, "w") as gate:  # the build waits on the other end
-            gate.write(verdict)
 
 
 class Client:
@@ -251,9 +205,9 @@ def test_a_build_outlives_the_launcher_claude_code_gave_up_on(root, claude, tmp_
     project = claude.project("q")
     env = _env(claude, data, project)
     client = Client(root, env, project)
-    _wait_for("the build started", (data / "build.log").exists, 30)
+    wait_for("the build started", (data / "build.log").exists, 30)
     client.kill()
-    _wait_for("the build finished", lambda: bool(list(data.glob("env-*/.c3async-ready"))), 180)
+    wait_for("the build finished", lambda: bool(list(data.glob("env-*/.c3async-ready"))), 180)
     later = Client(root, env, project)
     assert later.initialize()["result"]["serverInfo"]["name"] == "c3async" and later.real()
     assert later.close() == 0 and "first start" not in later.stderr()
@@ -398,7 +352,7 @@ def test_a_hook_during_the_build_is_saved_then_replayed_with_its_time(root, clau
     assert not log.exists()  # nothing recorded yet, nothing skipped either
     released = time.time()
     gate.open()
-    _wait_for("the saved hooks replayed", lambda: not list(pending.iterdir()))
+    wait_for("the saved hooks replayed", lambda: not list(pending.iterdir()))
     rows = [json.loads(x) for x in log.read_text().splitlines()]
     assert [(r["kind"], r["session_id"], r["claude_pid"]) for r in rows] == [
         ("session_start", sid, 4242), ("session_end", sid, 4242)]
