@@ -232,7 +232,7 @@ class Proxy:
         if self.child_eof:
             self._unanswered("the server stopped (its messages are on stderr)")
             self._drain()
-            return child.wait()
+            return self._reap(child)
         if self.client_eof and not self.to_server:
             self._close_server_in()  # EOF: the server ends as it does when Claude Code closes it
         return None
@@ -260,11 +260,20 @@ class Proxy:
         if self.child is None:
             return 0
         self._close_server_in()
-        try:
-            return self.child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.child.terminate()
-            return self.child.wait()
+        return self._reap(self.child)
+
+    @staticmethod
+    def _reap(child: subprocess.Popen[bytes]) -> int:
+        """The server's exit status once it ends (its stdin is closed, or its stdout was): after
+        5 s it is asked to end, then made to."""
+        for stop in (None, child.terminate, child.kill):
+            if stop is not None:
+                stop()
+            try:
+                return child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                continue
+        return child.wait()
 
     def _signal(self, signum: int, frame: object) -> None:
         if self.child is not None and self.child.poll() is None:

@@ -361,6 +361,62 @@ def test_a_hook_during_the_build_is_saved_then_replayed_with_its_time(root, clau
     assert "hook skipped" not in ((data / "hook-errors.log").read_text() if (data / "hook-errors.log").exists() else "")
 
 
+def _saved_hook(data: Path, when: float, event: dict, **env: str) -> Path:
+    """A hook event as the launcher saves it during a build (its replay cut short, say)."""
+    pending = data / "pending-hooks"
+    pending.mkdir(mode=0o700, exist_ok=True)
+    path = pending / f"{int(when * 1e9):020d}-{os.getpid()}.hook"
+    meta = {"time": when, "cwd": "", "env": env}
+    path.write_bytes(json.dumps(meta).encode() + b"\n" + json.dumps(event).encode())
+    path.chmod(0o600)
+    return path
+
+
+def test_a_hook_after_events_left_waiting_is_recorded_after_them(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("left-waiting")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    built = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    first, second = "abcd1234-0000-4000-8000-000000000003", "abcd1234-0000-4000-8000-000000000004"
+    earlier = time.time() - 60
+    _saved_hook(data, earlier, {"hook_event_name": "SessionStart", "session_id": first, "source": "startup"},
+                CLAUDE_PROJECT_DIR=project)
+    event = {"hook_event_name": "SessionStart", "session_id": second, "source": "startup", "cwd": project}
+    out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"], input=json.dumps(event),
+                         text=True, env=env, cwd=project, capture_output=True, timeout=60)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    wait_for("the events replayed, in order", lambda: not list((data / "pending-hooks").iterdir()))
+    rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
+    assert [r["session_id"] for r in rows] == [first, second]
+    assert rows[0]["ts"] == pytest.approx(earlier, abs=0.001)
+
+
+@pytest.mark.parametrize("how", ["a link", "a hard link", "a folder that is a link"])
+def test_a_planted_hook_event_is_never_replayed(root, claude, tmp_path, how):
+    data, project = tmp_path / "data", claude.project("planted-event")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    event = {"hook_event_name": "SessionStart", "session_id": "abcd1234-0000-4000-8000-000000000005", "cwd": project}
+    saved = _saved_hook(outside, time.time(), event, CLAUDE_PROJECT_DIR=project)
+    data.mkdir(mode=0o700)
+    if how == "a folder that is a link":
+        (data / "pending-hooks").symlink_to(saved.parent)
+    else:
+        (data / "pending-hooks").mkdir(mode=0o700)
+        planted = data / "pending-hooks" / saved.name
+        planted.symlink_to(saved) if how == "a link" else os.link(saved, planted)
+    built = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    assert not Path(project, ".c3", "activity.jsonl").exists()  # nothing replayed
+    assert saved.exists() and json.dumps(event).encode() in saved.read_bytes()  # never followed, never changed
+    if how != "a folder that is a link":
+        assert not os.path.lexists(data / "pending-hooks" / saved.name)  # said, then removed
+        assert "not replayed" in (data / "hook-errors.log").read_text()
+
+
 def test_a_replaced_environment_goes_once_no_server_runs_from_it(root, claude, tmp_path):
     data, project = tmp_path / "data", claude.project("versions")
     env = Gate(tmp_path, held=False).env(_env(claude, data, project))
