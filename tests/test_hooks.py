@@ -393,3 +393,22 @@ def test_install_hooks_user_settings(claude) -> None:
     first = path.read_bytes()
     assert claude.run("install-hooks", "--user").returncode == 0
     assert path.read_bytes() == first
+
+
+def test_a_replayed_event_keeps_the_time_it_fired_and_only_a_time_that_can_be(claude):
+    """The plugin's launcher replays events kept during its build with C3_HOOK_EVENT_TIME: an
+    event time in range and not in the future is the row's time; anything else is now."""
+    project = claude.project("replayed")
+    fired = time.time() - 3600
+    cases = [("s-past", f"{fired:.3f}"), ("s-future", f"{time.time() + 86400:.3f}"), ("s-nan", "nan"),
+             ("s-words", "yesterday"), ("s-huge", "9" * 400)]
+    for name, when in cases:
+        before = time.time()
+        proc, _ = run_hook(claude, payload("SessionStart", name, project, source="startup"), project=project,
+                           C3_HOOK_EVENT_TIME=when)
+        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+        (row,) = [r for r in rows(project) if r["session_id"] == name]
+        if name == "s-past":
+            assert row["ts"] == round(fired, 3)
+        else:
+            assert before - 0.001 <= row["ts"] <= time.time() + 0.001, (name, row["ts"])

@@ -13,22 +13,35 @@ a folder others could write), an ``env-<key>`` (the key computed by the launcher
 plugin folder, package or module others could change: each refused in one line naming it, the
 planted ``python`` (which leaves a marker: a control shows it does run when nothing is wrong)
 never run, a hook exiting 0.
+
+While it builds (a ``uv`` of the test's first on PATH: it makes the environment from this
+Python's own packages, and holds the build until the test opens its gate, or fails it): the
+launcher answers ``initialize`` and the lists from the manifest at once, a tool call waits and is
+answered by the real server once the gate opens, the server's ``list_changed`` reaches the client,
+closing stdin or a signal ends both; a failed build answers a call with an error naming
+``build.log``; the manifest is what the server answers; two Pythons of one version share one
+environment; a hook fired during the build is saved, then replayed with its own time; an
+environment replaced by a new version goes once no server runs from it, another Python's stays.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
 import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from plugin_build import Gate, wait_for
+from transcripts import simple_session
 
 REPO = Path(__file__).resolve().parents[1]
 INITIALIZE = json.dumps({
@@ -55,30 +68,117 @@ def _env(claude, data: Path, project: str) -> dict[str, str]:
     return env
 
 
-def _serve(root: Path, env: dict[str, str], cwd: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "serve"],
-        cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-
-
-def _initialize(proc: subprocess.Popen, timeout: float = 120) -> dict:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(INITIALIZE.encode())
-    proc.stdin.flush()
-    deadline = time.monotonic() + timeout
-    line = proc.stdout.readline()  # the build runs before the server reads anything
-    assert time.monotonic() < deadline
-    proc.stdin.close()
-    proc.stdin = None  # closed: EOF, the server stops
-    _rest, err = proc.communicate(timeout=30)
-    assert line, err.decode()
-    return json.loads(line)
-
-
 def _builds(data: Path) -> int:
     log = data / "build.log"
     return log.read_text().count(" building ") if log.exists() else 0
+
+
+class Client:
+    """An MCP client of ``launch.py serve`` over its stdin and stdout, one message a line."""
+
+    def __init__(self, root: Path, env: dict[str, str], cwd: str, python: str = sys.executable) -> None:
+        self.proc = subprocess.Popen(
+            [python, "-I", str(root / "plugin" / "launch.py"), "serve"],
+            cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.inbox: queue.Queue[dict | None] = queue.Queue()
+        self.notes: list[dict] = []
+        self.err: list[bytes] = []
+        self.next_id = 0
+        self.readers = [threading.Thread(target=self._read), threading.Thread(target=self._read_err)]
+        for reader in self.readers:
+            reader.daemon = True
+            reader.start()
+
+    def _read_err(self) -> None:
+        self.err.extend(self.proc.stderr)
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.inbox.put(json.loads(line))  # anything but JSON on stdout fails here
+        self.inbox.put(None)
+
+    def send(self, **msg) -> None:
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **msg}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def next(self, timeout: float = 120) -> dict:
+        try:
+            msg = self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no message in {timeout:.0f} s; stderr: {self.stderr()}") from None
+        assert msg is not None, f"stdout closed; stderr: {self.stderr()}"
+        return msg
+
+    def ask(self, method: str, params: dict | None = None) -> int:
+        self.next_id += 1
+        self.send(id=self.next_id, method=method, **({"params": params} if params is not None else {}))
+        return self.next_id
+
+    def answer(self, mid: int, timeout: float = 120) -> dict:
+        """The answer to request ``mid`` (notifications met on the way kept in ``notes``)."""
+        while True:
+            msg = self.next(timeout)
+            if "method" in msg:
+                self.notes.append(msg)
+            else:
+                assert msg.get("id") == mid, msg
+                return msg
+
+    def request(self, method: str, params: dict | None = None, timeout: float = 120) -> dict:
+        return self.answer(self.ask(method, params), timeout)
+
+    def initialize(self, version: str = "2025-11-25") -> dict:
+        params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        reply = self.request("initialize", params)
+        self.send(method="notifications/initialized")
+        return reply
+
+    def real(self, timeout: float = 180) -> str:
+        """What only the real server can answer (the build waited for): the open tasks' text."""
+        reply = self.request("resources/read", {"uri": "c3://tasks/open"}, timeout)
+        return reply["result"]["contents"][0]["text"]
+
+    def close(self, timeout: float = 30) -> int:
+        """Close stdin (what Claude Code does at the end): the launcher's exit status, once its
+        output is all read."""
+        self.proc.stdin.close()
+        status = self.proc.wait(timeout)
+        self._done(timeout)
+        return status
+
+    def kill(self) -> None:
+        """What a timed-out start comes to in Claude Code."""
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdin.close()
+        self._done(30)
+
+    def _done(self, timeout: float) -> None:
+        for reader in self.readers:
+            reader.join(timeout)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+    def stderr(self) -> str:
+        return b"".join(self.err).decode(errors="replace")[-2000:]
+
+
+def _server_of(client: Client) -> psutil.Process:
+    """The real server the launcher started (its other child, the builder, may still run)."""
+    found = []
+    for child in psutil.Process(client.proc.pid).children():
+        try:
+            if child.cmdline()[-3:] == ["-m", "c3async", "serve"]:
+                found.append(child)
+        except psutil.Error:
+            pass  # the builder, ending
+    (server,) = found
+    return server
+
+
+def _manifest(root: Path) -> dict:
+    return json.loads((root / "plugin" / "manifest.json").read_text())
 
 
 def test_windows_starting_at_once_build_once_and_all_connect(root, claude, tmp_path):
@@ -86,12 +186,16 @@ def test_windows_starting_at_once_build_once_and_all_connect(root, claude, tmp_p
     data = tmp_path / "data"
     project = claude.project("p")
     env = _env(claude, data, project)
-    procs = [_serve(root, env, project) for _ in range(3)]
-    replies = [_initialize(p) for p in procs]
-    assert all(r["result"]["serverInfo"]["name"] == "c3async" for r in replies), replies
+    clients = [Client(root, env, project) for _ in range(3)]
+    for client in clients:  # answered from the manifest while the environment builds
+        assert client.initialize()["result"]["serverInfo"]["name"] == "c3async"
+    assert all(client.real().startswith("# Open tasks") for client in clients)  # then by the server
+    assert [client.close() for client in clients] == [0, 0, 0]
     assert _builds(data) == 1
-    again = _initialize(_serve(root, env, project), timeout=30)  # a later start: no build
-    assert again["result"]["serverInfo"]["name"] == "c3async" and _builds(data) == 1
+    later = Client(root, env, project)  # a later start: the server itself, no build
+    assert later.initialize()["result"]["serverInfo"]["name"] == "c3async"
+    assert later.real().startswith("# Open tasks") and later.close() == 0
+    assert "first start" not in later.stderr() and _builds(data) == 1
     assert _files(root) == before, "the launcher wrote under the plugin's folder"
     assert len(list(data.glob("env-*/.c3async-ready"))) == 1
 
@@ -100,41 +204,24 @@ def test_a_build_outlives_the_launcher_claude_code_gave_up_on(root, claude, tmp_
     data = tmp_path / "data"
     project = claude.project("q")
     env = _env(claude, data, project)
-    proc = _serve(root, env, project)
-    deadline = time.monotonic() + 30
-    while not (data / "build.log").exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)  # what a timed-out MCP start comes to
-    proc.communicate()
-    deadline = time.monotonic() + 180
-    while not list(data.glob("env-*/.c3async-ready")):
-        assert time.monotonic() < deadline, (data / "build.log").read_text()
-        time.sleep(0.2)
-    assert _initialize(_serve(root, env, project), timeout=30)["result"]["serverInfo"]["name"] == "c3async"
+    client = Client(root, env, project)
+    wait_for("the build started", (data / "build.log").exists, 30)
+    client.kill()
+    wait_for("the build finished", lambda: bool(list(data.glob("env-*/.c3async-ready"))), 180)
+    later = Client(root, env, project)
+    assert later.initialize()["result"]["serverInfo"]["name"] == "c3async" and later.real()
+    assert later.close() == 0 and "first start" not in later.stderr()
     assert _builds(data) == 1
-
-
-def test_a_new_version_builds_anew_and_keeps_the_one_before(root, claude, tmp_path):
-    data = tmp_path / "data"
-    project = claude.project("r")
-    env = _env(claude, data, project)
-    bumped = tmp_path / "bumped"
-    shutil.copytree(root, bumped)
-    manifest = bumped / ".claude-plugin" / "plugin.json"
-    _initialize(_serve(root, env, project))
-    doc = json.loads(manifest.read_text())
-    doc["version"] = "99.0.0"
-    manifest.write_text(json.dumps(doc))
-    _initialize(_serve(bumped, env, project))
-    assert _builds(data) == 2 and len(list(data.glob("env-*/.c3async-ready"))) == 2
 
 
 def test_the_hook_records_through_the_plugins_environment(root, claude, tmp_path):
     data = tmp_path / "data"
     project = claude.project("h")
     env = _env(claude, data, project)
-    _initialize(_serve(root, env, project))  # built
+    client = Client(root, env, project)
+    client.initialize()
+    client.real()  # built
+    client.close()
     sid = "abcd1234-0000-4000-8000-000000000001"
     payload = json.dumps({"hook_event_name": "SessionStart", "session_id": sid, "source": "startup", "cwd": project})
     out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"], input=payload,
@@ -150,11 +237,216 @@ def test_the_folder_it_starts_in_never_puts_a_module_on_its_path(root, claude, t
     marker = tmp_path / "pwned"
     for name in ("msgspec.py", "anyio.py", "c3async.py"):
         Path(project, name).write_text(f"open({str(marker)!r}, 'w').write('x')\n")
-    env = _env(claude, data, project)
-    reply = _initialize(_serve(root, env, project))
-    assert reply["result"]["serverInfo"]["name"] == "c3async"
+    client = Client(root, _env(claude, data, project), project)
+    assert client.initialize()["result"]["serverInfo"]["name"] == "c3async"
+    assert client.real().startswith("# Open tasks")  # the server ran there
+    client.close()
     assert not marker.exists()
     assert os.path.isdir(data / "pycache") or os.environ.get("PYTHONDONTWRITEBYTECODE")
+
+
+def test_the_first_start_answers_at_once_then_hands_over_to_the_server(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("first")
+    gate = Gate(tmp_path)
+    manifest = _manifest(root)
+    client = Client(root, gate.env(_env(claude, data, project)), project)
+    unknown = client.initialize("2099-01-01")["result"]  # the build cannot end before the gate opens
+    assert unknown == {**manifest["initialize"], "protocolVersion": manifest["fallbackProtocolVersion"]}
+    assert client.initialize("2025-06-18")["result"]["protocolVersion"] == "2025-06-18"
+    for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
+        assert client.request(method)["result"] == manifest[method], method
+    call = client.ask("tools/call", {"name": "c3_session", "arguments": {"action": "list"}})
+    assert client.request("ping")["result"] == {}  # answered while the call waits
+    gate.wait_held()
+    assert not list(data.glob("env-*/.c3async-ready"))
+    gate.open()
+    answer = client.answer(call, 180)["result"]  # by the real server, once the environment is there
+    assert answer["isError"] is False and answer["content"][0]["text"] == "no sessions", answer
+    assert {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"} in client.notes
+    server = _server_of(client)
+    client.notes.clear()
+    client.request("resources/list")  # the server's now: it tells of changes from here on
+    simple_session(claude.folder(project), project, "port the retry loop")
+    note = client.next(60)  # the server's own notification, relayed
+    assert note == {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}, note
+    listed = client.request("resources/list")["result"]["resources"]
+    assert "port the retry loop" in [r["name"] for r in listed]
+    assert client.close() == 0  # stdin closed: the server ends, then the launcher
+    assert not server.is_running()
+
+
+def test_a_failed_build_answers_a_call_with_where_its_log_is(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("failed")
+    gate = Gate(tmp_path)
+    client = Client(root, gate.env(_env(claude, data, project)), project)
+    client.initialize()
+    call = client.ask("tools/call", {"name": "c3_status", "arguments": {}})
+    gate.wait_held()
+    gate.open("fail")
+    answer = client.answer(call)["result"]
+    assert answer["isError"] is True and str(data / "build.log") in answer["content"][0]["text"], answer
+    prompt = client.request("prompts/get", {"name": "triage"})
+    assert prompt["error"]["code"] == -32603 and "build.log" in prompt["error"]["message"], prompt
+    assert client.request("tools/list")["result"] == _manifest(root)["tools/list"]  # what it can, it still answers
+    assert client.close() == 0 and "could not be built" in client.stderr()
+
+
+def test_a_signal_reaches_the_server_the_launcher_started(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("signalled")
+    client = Client(root, Gate(tmp_path, held=False).env(_env(claude, data, project)), project)
+    client.initialize()
+    client.real()
+    server = _server_of(client)
+    client.proc.send_signal(signal.SIGTERM)  # stdin stays open
+    assert client.proc.wait(30) >= 0, "the launcher died of the signal instead of handing it on"
+    assert not server.is_running()
+    client.close()
+
+
+def test_the_manifest_is_what_the_server_answers():
+    out = subprocess.run(
+        [sys.executable, "-B", str(REPO / "plugin" / "manifest.py"), "--check"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_two_pythons_of_one_version_share_one_environment(root, claude, tmp_path):
+    venv = tmp_path / "venv"  # an activated venv's python3, made from this Python
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    data, project = tmp_path / "data", claude.project("pythons")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    launcher = str(root / "plugin" / "launch.py")
+    for python in (str(venv / "bin" / "python"), sys.executable):
+        built = subprocess.run([python, "-I", launcher, "build"], env=env, capture_output=True, text=True, timeout=300)
+        assert built.returncode == 0 and _builds(data) == 1, built.stderr
+    client = Client(root, env, project)  # this Python runs the server at once from the venv's build
+    client.initialize()
+    assert client.real() and client.close() == 0 and "first start" not in client.stderr()
+    assert len(list(data.glob("env-*"))) == 1
+
+
+def test_a_hook_during_the_build_is_saved_then_replayed_with_its_time(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("hooked-early")
+    gate = Gate(tmp_path)
+    env = {**gate.env(_env(claude, data, project)), "CLAUDE_PID": "4242"}
+    sid = "abcd1234-0000-4000-8000-000000000002"
+    events = [
+        {"hook_event_name": "SessionStart", "session_id": sid, "source": "startup", "cwd": project},
+        {"hook_event_name": "SessionEnd", "session_id": sid, "reason": "other", "cwd": project},
+    ]
+    spans = []
+    for event in events:
+        before = time.time()
+        out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
+                             input=json.dumps(event), text=True, env=env, cwd=project, capture_output=True, timeout=60)
+        spans.append((before, time.time()))
+        assert out.returncode == 0 and out.stderr == "", out.stderr
+    gate.wait_held()
+    pending = data / "pending-hooks"
+    saved = sorted(pending.iterdir())
+    assert len(saved) == 2 and stat.S_IMODE(pending.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in saved)
+    assert saved[0].read_bytes().endswith(json.dumps(events[0]).encode())
+    log = Path(project, ".c3", "activity.jsonl")
+    assert not log.exists()  # nothing recorded yet, nothing skipped either
+    released = time.time()
+    gate.open()
+    wait_for("the saved hooks replayed", lambda: not list(pending.iterdir()))
+    rows = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(r["kind"], r["session_id"], r["claude_pid"]) for r in rows] == [
+        ("session_start", sid, 4242), ("session_end", sid, 4242)]
+    for row, (before, after) in zip(rows, spans):  # the time each fired, not the replay's (after released)
+        assert before - 0.001 <= row["ts"] <= after + 0.001 and after <= released
+    assert "hook skipped" not in ((data / "hook-errors.log").read_text() if (data / "hook-errors.log").exists() else "")
+
+
+def _saved_hook(data: Path, when: float, event: dict, **env: str) -> Path:
+    """A hook event as the launcher saves it during a build (its replay cut short, say)."""
+    pending = data / "pending-hooks"
+    pending.mkdir(mode=0o700, exist_ok=True)
+    path = pending / f"{int(when * 1e9):020d}-{os.getpid()}.hook"
+    meta = {"time": when, "cwd": "", "env": env}
+    path.write_bytes(json.dumps(meta).encode() + b"\n" + json.dumps(event).encode())
+    path.chmod(0o600)
+    return path
+
+
+def test_a_hook_after_events_left_waiting_is_recorded_after_them(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("left-waiting")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    built = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    first, second = "abcd1234-0000-4000-8000-000000000003", "abcd1234-0000-4000-8000-000000000004"
+    earlier = time.time() - 60
+    _saved_hook(data, earlier, {"hook_event_name": "SessionStart", "session_id": first, "source": "startup"},
+                CLAUDE_PROJECT_DIR=project)
+    event = {"hook_event_name": "SessionStart", "session_id": second, "source": "startup", "cwd": project}
+    out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"], input=json.dumps(event),
+                         text=True, env=env, cwd=project, capture_output=True, timeout=60)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    wait_for("the events replayed, in order", lambda: not list((data / "pending-hooks").iterdir()))
+    rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
+    assert [r["session_id"] for r in rows] == [first, second]
+    assert rows[0]["ts"] == pytest.approx(earlier, abs=0.001)
+
+
+@pytest.mark.parametrize("how", ["a link", "a hard link", "a folder that is a link"])
+def test_a_planted_hook_event_is_never_replayed(root, claude, tmp_path, how):
+    data, project = tmp_path / "data", claude.project("planted-event")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    event = {"hook_event_name": "SessionStart", "session_id": "abcd1234-0000-4000-8000-000000000005", "cwd": project}
+    saved = _saved_hook(outside, time.time(), event, CLAUDE_PROJECT_DIR=project)
+    data.mkdir(mode=0o700)
+    if how == "a folder that is a link":
+        (data / "pending-hooks").symlink_to(saved.parent)
+    else:
+        (data / "pending-hooks").mkdir(mode=0o700)
+        planted = data / "pending-hooks" / saved.name
+        planted.symlink_to(saved) if how == "a link" else os.link(saved, planted)
+    built = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"], env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    assert not Path(project, ".c3", "activity.jsonl").exists()  # nothing replayed
+    assert saved.exists() and json.dumps(event).encode() in saved.read_bytes()  # never followed, never changed
+    if how != "a folder that is a link":
+        assert not os.path.lexists(data / "pending-hooks" / saved.name)  # said, then removed
+        assert "not replayed" in (data / "hook-errors.log").read_text()
+
+
+def test_a_replaced_environment_goes_once_no_server_runs_from_it(root, claude, tmp_path):
+    data, project = tmp_path / "data", claude.project("versions")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    running = Client(root, env, project)
+    running.initialize()
+    running.real()  # the first version's environment, a server running from it
+    (first,) = [p.parent for p in data.glob("env-*/.c3async-ready")]
+    other, idle = data / "env-00000000000000aa", data / "env-00000000000000bb"  # another Python's
+    for path, age in ((other, 0), (idle, 31 * 86400)):
+        path.mkdir()
+        marker = path / ".c3async-ready"
+        marker.write_text(json.dumps({"key": path.name[4:], "python": "cpython-3.99-linux-x86_64"}) + "\n")
+        os.utime(marker, (time.time() - age,) * 2)
+    bumped = tmp_path / "bumped"
+    shutil.copytree(root, bumped)
+    manifest = bumped / ".claude-plugin" / "plugin.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "version": "99.0.0"}))
+
+    def build() -> None:
+        out = subprocess.run([sys.executable, "-I", str(bumped / "plugin" / "launch.py"), "build"], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+
+    build()
+    assert _builds(data) == 2
+    assert first.exists() and other.exists() and not idle.exists()  # in use; started lately; idle a month
+    assert running.close() == 0
+    build()  # nothing to build: what it replaced goes now
+    assert _builds(data) == 2 and not first.exists()
+    assert sorted(p.name for p in data.glob("env-*")) == sorted([other.name, f"env-{_key_of(bumped)}"])
 
 
 def _launch(root: Path, command: str, env: dict[str, str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -217,8 +509,11 @@ def test_a_linked_environment_is_never_run(root, claude, tmp_path):
     data.mkdir()
     (data / f"env-{key}").symlink_to(evil)
     project = claude.project("linked")
-    reply = _initialize(_serve(root, _env(claude, data, project), project))
-    assert reply["result"]["serverInfo"]["name"] == "c3async"
+    gate = Gate(tmp_path, held=False)
+    client = Client(root, gate.env(_env(claude, data, project)), project)
+    assert client.initialize()["result"]["serverInfo"]["name"] == "c3async"
+    assert client.real().startswith("# Open tasks")  # the link replaced by a real environment
+    client.close()
     assert not marker.exists() and (evil / "bin" / "python").exists()  # not run, not followed to delete
     assert not (data / f"env-{key}").is_symlink()
 
@@ -398,3 +693,24 @@ def test_a_hook_log_that_is_not_safe_to_write_is_left_alone(root, claude, tmp_pa
     hook = _launch(copy, "hook", _env(claude, data, project), project)
     assert hook.returncode == 0 and str(copy / "c3async") in _one_line(hook)  # stderr only
     assert outside.read_text() == "the user's file\n"
+
+
+@pytest.mark.parametrize("what", ["interpreter", "its folder"])
+def test_an_environment_whose_interpreter_others_could_change_is_never_run(root, claude, tmp_path, what):
+    """An environment made by one python3 is run by every python3 of its version: the
+    interpreter its ``python`` link leads to is checked as the rest is."""
+    data, marker = tmp_path / "data", tmp_path / "ran"
+    data.mkdir()
+    env = _plant(data, _key_of(root), marker)
+    interpreter = tmp_path / "pythons" / "python3"
+    interpreter.parent.mkdir()
+    (env / "bin" / "python").rename(interpreter)
+    (env / "bin" / "python").symlink_to(interpreter)
+    loose = interpreter if what == "interpreter" else interpreter.parent
+    loose.chmod(0o757 if what == "interpreter" else 0o777)
+    project = claude.project("interpreter")
+    _refused(root, _env(claude, data, project), project, loose)
+    assert not marker.exists()
+    loose.chmod(0o755)  # the control: as it should be, it runs
+    assert _launch(root, "hook", _env(claude, data, project), project).returncode == 0
+    assert marker.read_text() == "-P -m c3async hook\n"

@@ -8,6 +8,10 @@ one append, and exits 0 whatever happens (problems go to ``$C3_HOME/hook-errors.
 (source=clear) for the new one, from the same claude process (CLAUDE_PID). Nothing in either
 transcript names the other, so the pair is recorded here as a fact: the new session_start row
 carries ``predecessor``.
+
+A row's time is when the hook ran, or, for an event the plugin's launcher saved while it built its
+environment and replays now, when it fired (``C3_HOOK_EVENT_TIME``, epoch seconds: taken when it is
+an event time in range (``ground.clock``) and not later than now).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ EVENTS = ("SessionStart", "SessionEnd")
 
 
 MAX_FIELD = 4096  # a path or a name longer than this is not Claude Code's
+EVENT_TIME = "C3_HOOK_EVENT_TIME"  # set by the plugin's launcher on an event it replays
 
 
 def _text(payload: dict[str, Any], key: str, limit: int = MAX_FIELD) -> str | None:
@@ -65,6 +70,21 @@ def _claude_pid() -> int | None:
         return int(os.environ["CLAUDE_PID"])
     except (KeyError, ValueError):
         return None
+
+
+def _event_time() -> float:
+    """When the event fired: now, or the time a replayed event carries when it is one."""
+    now = time.time()
+    raw = os.environ.get(EVENT_TIME)
+    if raw:
+        try:
+            value: float | None = float(raw[:64])
+        except ValueError:
+            value = None
+        fired = clock.event(value, f"{EVENT_TIME}={raw[:64]!r}", "the hook's environment", key=EVENT_TIME)
+        if fired is not None and fired <= now:
+            return fired
+    return now
 
 
 def _predecessor(project: str, claude_pid: int | None, now: float) -> str | None:
@@ -104,14 +124,17 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     session_id = session_id.lower()
     pid = _claude_pid()
+    fired = _event_time()
+    ts = round(fired, 3)  # the row's own time (it replaces the store's "now")
     if event == "SessionStart":
         source = _text(payload, "source", 64)
-        predecessor = _predecessor(project, pid, time.time()) if source == "clear" else None
+        predecessor = _predecessor(project, pid, fired) if source == "clear" else None
         return activity.record_once(
             project,
             "session_start",
             SAME_EVENT_S,
             ("session_id", "source", "claude_pid"),
+            ts=ts,
             session_id=session_id,
             source=source,
             claude_pid=pid,
@@ -125,13 +148,14 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
             "session_end",
             SAME_EVENT_S,
             ("session_id", "reason", "claude_pid"),
+            ts=ts,
             session_id=session_id,
             reason=_text(payload, "reason", 64),
             claude_pid=pid,
         )
     if event is None:
         return None
-    return activity.record(project, "hook", session_id=session_id, event=event, claude_pid=pid)
+    return activity.record(project, "hook", ts=ts, session_id=session_id, event=event, claude_pid=pid)
 
 
 STARTS = ("startup", "resume")  # a SessionStart that is a start of claude (not /clear, not compact)
