@@ -192,7 +192,7 @@ def _fold(old: str, new: str) -> list[str]:
         if src == state or not os.path.isdir(src) or os.path.islink(src):
             continue
         done = stateroot.fold_copy(src, state)
-        if done is not None and (sum(done.lines.values()) or done.records or done.copied or done.pm_items):
+        if done is not None and (any(done.lines.values()) or done.records or done.copied or done.pm_items):
             out.append(os.fspath(src))
     return out
 
