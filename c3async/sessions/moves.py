@@ -90,13 +90,13 @@ def _no_target(given: str, new: str) -> str | None:
     if not os.path.isdir(new):
         return f"{new} is not a folder: NEW must exist (move the folder first, then its sessions)"
     if new == os.sep:
-        return "/ is no project's folder"
+        return "/ is not a project's folder"
     if new == canonical(os.path.expanduser("~")):
         return f"{new} is your home folder: its sessions are your own, not a project's"
     for top in (c3_home(), *(r.path for r in claude_dirs.roots())):
         top_path = canonical(os.fspath(top))
         if new == top_path or new.startswith(top_path + os.sep):
-            return f"{new} is inside {top_path}, which is c3async's or Claude Code's own"
+            return f"{new} is in {top_path}, c3async's or Claude Code's own folder, not a project's"
     return None
 
 
