@@ -145,6 +145,8 @@ def test_a_folder_still_there_moves_too_and_its_state_is_folded_not_moved(claude
     assert json.loads(proc.stdout)["folded"] == [os.path.join(old, ".c3")]
     assert Path(old, ".c3", "session_marks.jsonl").read_bytes() == marks  # OLD's own state as it was
     assert claude.rows_by_id(new)[sid]["stale"]["reason"] == "superseded"
+    assert claude.run("sessions", "--project", old).returncode == 0  # used again: registered again
+    assert old not in _projects(claude)  # but its sessions are NEW's: it is not listed on its own
     again = json.loads(claude.run("projects", "--move", old, new, "--json").stdout)  # run again: nothing twice
     assert (again["linked"], again["present"]) == (0, 1)
     assert len(_moved(claude)) == 1

@@ -51,12 +51,13 @@ def _project_of(cwd: str) -> tuple[str, bool]:
 
 def known_projects(roots: tuple[ClaudeRoot, ...] | None = None) -> list[KnownProject]:
     """The registered projects (in the order they were added), then the found ones (by path)."""
-    entries = registry.entries()
+    moved = bool(moves.load())
+    # an entry of a folder a person moved (``projects --move``) is the new folder's project now
+    entries = [e for e in registry.entries() if not (moved and moves.renamed(e.path))]
     out = {e.path: KnownProject(e.path, True, registry.missing(e.path)) for e in entries}
     # A gone worktree of a registered project is that project's (its sessions are listed there).
     covered = {w: e.path for e in entries for w in checkouts.remembered(e.path)}
     found: dict[str, KnownProject] = {}
-    moved = bool(moves.load())
     for folder, cwds in discover.cwds_of_folders(claude_dirs.roots() if roots is None else roots).items():
         for cwd in cwds:
             path, gone = _project_of((moves.renamed(cwd) or cwd) if moved else cwd)  # a folder a person moved
