@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from transcripts import simple_session
+import pytest
+from transcripts import claude_slug, simple_session
 
 
 def _git(path: str) -> None:
@@ -263,3 +264,32 @@ def test_every_door_gives_the_moved_sessions_as_the_new_folders(claude):
     listed, shown = anyio.run(ask)
     assert sid[:8] in listed and "the moved one" in listed
     assert f"cd {new} && claude --resume {sid}" in shown
+
+
+def test_a_session_on_another_device_is_copied_with_its_mtime_and_the_undo_keeps_a_copy_that_grew(claude):
+    from stress.fulldisk import mounted
+
+    with mounted(claude.root / "other-disk") as other:
+        if other is None:
+            pytest.skip("mounting a tmpfs needs root")
+        old, new = claude.project("far"), claude.project("near")
+        away = other / "far-sessions"  # Claude Code's folder of OLD, symlinked to another device
+        away.mkdir()
+        (claude.projects_root / claude_slug(old)).symlink_to(away)
+        grown, untouched = simple_session(away, old, "will grow"), simple_session(away, old, "stays")
+        before = _snapshot(claude.projects_root)
+        proc = claude.run("projects", "--move", old, new, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert (json.loads(proc.stdout)["copied"], json.loads(proc.stdout)["linked"]) == (2, 0)
+        for sid in (grown, untouched):
+            copy, original = claude.folder(new) / f"{sid}.jsonl", away / f"{sid}.jsonl"
+            assert copy.read_bytes() == original.read_bytes()
+            assert copy.stat().st_mtime_ns == original.stat().st_mtime_ns  # Claude Code's cleanup goes by it
+        assert set(claude.rows_by_id(new)) == {grown, untouched}
+        with open(claude.folder(new) / f"{grown}.jsonl", "a") as f:  # resumed in NEW: the copy grew
+            f.write('{"type":"last-prompt","lastPrompt":"more"}\n')
+        proc = claude.run("projects", "--move", new, old)
+        assert proc.returncode == 0 and "changed since it was copied" in proc.stderr, proc.stderr
+        after = _snapshot(claude.projects_root)
+        here = claude_slug(new)
+        assert set(after) - set(before) == {here, os.path.join(here, f"{grown}.jsonl")}  # the grown copy stays
