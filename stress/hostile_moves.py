@@ -42,6 +42,7 @@ def check(res: Result, sb, quick: bool) -> None:
     _another_project(p)
     _at_once(p)
     _bad_record(p)
+    _git_asks_nothing(p)
     _many(p, FEW if quick else MANY)
     res.fig("probes", f"{p.runs} commands")
 
@@ -223,6 +224,24 @@ def _bad_record(p: Probe) -> None:
     proc = p.run("sessions with moves in a loop", "sessions", "--project", new, "--json")
     p.res.check(sid in proc.stdout, "moves in a loop end", proc.stderr[-300:])
     moves.unlink()
+
+
+def _git_asks_nothing(p: Probe) -> None:
+    """A found project whose repository's config names commands (as one unpacked from an archive
+    can): listing it, which asks git for its root commit, runs none of them."""
+    proj = p.project("git-config")
+    p.session(proj, "work in a booby-trapped repository")
+    marker = p.root / "home" / "ran"
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", proj], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], cwd=proj, check=True)
+    for key in ("core.fsmonitor", "core.pager", "gpg.program", "core.sshCommand", "core.askPass"):
+        subprocess.run(["git", "config", key, f"touch {marker}"], cwd=proj, check=True)
+    subprocess.run(["git", "config", "log.showSignature", "true"], cwd=proj, check=True)
+    proc = p.run("projects over a repository whose config names commands", "projects", "--json")
+    listed = {e["path"]: e for e in json.loads(proc.stdout or "[]")}
+    p.res.check(proj in listed, "the project is listed", str(list(listed))[:300])
+    p.res.check(not marker.exists(), "asking git for a root commit runs no command a repository names", str(marker))
 
 
 def _many(p: Probe, n: int) -> None:
