@@ -1094,7 +1094,7 @@ _EXAMPLES = {
     "keep": ["c3async keep 1a2b", "c3async keep --expiring --all", "c3async keep --status"],
     "mark keep": ['c3async mark keep 1a2b --reason "the design discussion"'],
     "mark unkeep": ["c3async mark unkeep 1a2b"],
-    "projects": ["c3async projects", "c3async projects --prune"],
+    "projects": ["c3async projects", "c3async projects --prune", "c3async projects --move ~/src/app ~/work/app"],
     "resume": ["c3async resume 1a2b", "c3async resume 1a2b --print", "c3async resume 1a2b -- -p 'carry on'"],
     "live": ["c3async live", "c3async live --all --json"],
     "stats": ["c3async stats", "c3async stats --all", "c3async stats --json"],
