@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,7 +36,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import disk, safefs
-from .listing import MAX_DEPTH, folder_candidates, regular_files
+from .listing import MAX_DEPTH, candidates, regular_files
 from .locate import MAX_SLUG_LENGTH, ClaudeRoot, folders_of, slug
 from .moves import Added, Move
 from .read import read_transcript
@@ -46,7 +47,7 @@ __all__ = ("Linked", "Unlinked", "link", "unlink")
 log = logging.getLogger("c3async.catalog")
 
 CHUNK = 1 << 20
-_NON_ALNUM_TABLE = {c: "-" for c in range(128) if not chr(c).isalnum()}
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 
 class Linked(msgspec.Struct):
@@ -107,27 +108,26 @@ def link(old: str, new: str, accepted: tuple[str, ...], roots: Iterable[ClaudeRo
 def _link_root(sources: list[Path], target: Path, accepted: tuple[str, ...], out: Linked) -> None:
     folders: dict[tuple[str, ...], int] = {}
     try:
-        for folder in sources:
-            for cand in folder_candidates(folder):
-                try:
-                    rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
-                except OSError:
-                    continue
-                if skip_reason(rec, accepted) is not None:
-                    continue  # not OLD's (another path sharing the folder), or no session
-                sid = cand.session_id
-                files: list[tuple[Path, int, tuple[str, ...]]] = [(Path(cand.path), 1, ())]
-                side = folder / sid
-                for path, _st in regular_files(os.fspath(side)):
-                    rel = Path(path).relative_to(side).parts
-                    files.append((Path(path), 1 + len(rel), (sid, *rel[:-1])))
-                for src, depth, where in files:
-                    dfd = folders.get(where)
-                    if dfd is None:
-                        dfd = folders[where] = _open_made(target, where, out)
-                    _put(src, depth, dfd, target.joinpath(*where, src.name), out)
-                if sid not in out.sessions:
-                    out.sessions.append(sid)
+        for cand in candidates(sources):  # one file a session (OLD's folders may be several)
+            try:
+                rec = read_transcript(cand.path, cand.size, cand.mtime_ns)
+            except OSError:
+                continue
+            if skip_reason(rec, accepted) is not None:
+                continue  # not OLD's (another path sharing the folder), or no session
+            sid = cand.session_id
+            files: list[tuple[Path, int, tuple[str, ...]]] = [(Path(cand.path), 1, ())]
+            side = cand.folder / sid
+            for path, _st in regular_files(os.fspath(side)):
+                rel = Path(path).relative_to(side).parts
+                files.append((Path(path), 1 + len(rel), (sid, *rel[:-1])))
+            for src, depth, where in files:
+                dfd = folders.get(where)
+                if dfd is None:
+                    dfd = folders[where] = _open_made(target, where, out)
+                _put(src, depth, dfd, target.joinpath(*where, src.name), out)
+            if sid not in out.sessions:
+                out.sessions.append(sid)
     finally:
         for dfd in folders.values():
             os.close(dfd)
@@ -136,9 +136,8 @@ def _link_root(sources: list[Path], target: Path, accepted: tuple[str, ...], out
 def _open_made(target: Path, where: tuple[str, ...], out: Linked) -> int:
     """The folder ``target/where`` opened without following a link at any level below the
     projects folder, made where missing (what was made is noted, for the undo)."""
-    here = target
-    for part in ("", *where):
-        here = here / part if part else here
+    for depth in range(len(where) + 1):
+        here = target.joinpath(*where[:depth])
         if not os.path.lexists(here):
             out.made.append(os.fspath(here))
     return safefs.open_folder_below(target.joinpath(*where), 1 + len(where), create=True)
@@ -170,6 +169,9 @@ def _put(src: Path, depth: int, dfd: int, dst: Path, out: Linked) -> None:
                 Added(os.fspath(dst), os.fspath(src), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, True)
             )
             return
+        free, reserve = disk.free_bytes(dst.parent), disk.reserve(dst.parent)
+        if free is not None and st.st_size + reserve > free:  # Claude Code needs its disk too
+            raise disk.DiskFull(dst.parent, free, f"no room to copy {src} ({st.st_size:,} bytes) into {dst.parent}")
         with disk.reported(dst.parent):
             done = _copy(fd, st, dfd, dst.name)
         if done is None:
@@ -248,7 +250,7 @@ def _below(path: str, roots: Iterable[ClaudeRoot], cwd: str) -> tuple[Path, tupl
         if len(want) > MAX_SLUG_LENGTH:
             ok = folder[:MAX_SLUG_LENGTH] == want[:MAX_SLUG_LENGTH]
         else:
-            ok = folder.translate(_NON_ALNUM_TABLE) == want
+            ok = _NON_ALNUM.sub("-", folder) == want  # the exact slug, or another build's separators
         return (root.projects, parts) if ok else None
     return None
 
