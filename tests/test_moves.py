@@ -293,3 +293,18 @@ def test_a_session_on_another_device_is_copied_with_its_mtime_and_the_undo_keeps
         after = _snapshot(claude.projects_root)
         here = claude_slug(new)
         assert set(after) - set(before) == {here, os.path.join(here, f"{grown}.jsonl")}  # the grown copy stays
+
+
+def test_a_move_cut_short_before_its_record_is_completed_by_running_it_again(claude):
+    old, new = claude.project("cut-a"), claude.project("cut-b")
+    ids = [simple_session(claude.folder(old), old, f"step {i}") for i in range(2)]
+    before = _snapshot(claude.projects_root)
+    # what a move stopped by Ctrl-C after its first link, before writing its record, leaves
+    os.link(claude.folder(old) / f"{ids[0]}.jsonl", claude.folder(new) / f"{ids[0]}.jsonl")
+    done = json.loads(claude.run("projects", "--move", old, new, "--json").stdout)
+    assert (done["linked"], done["present"]) == (1, 1)
+    assert sorted(os.path.basename(a["path"]) for a in _moved(claude)[0]["added"]) == sorted(f"{i}.jsonl" for i in ids)
+    assert claude.run("projects", "--move", new, old).returncode == 0
+    after = _snapshot(claude.projects_root)
+    assert after.pop(claude_slug(new)) == "folder"  # made by the run cut short, unrecorded: empty, it stays
+    assert after == before

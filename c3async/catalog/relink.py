@@ -54,7 +54,7 @@ class Linked(msgspec.Struct):
     sessions: list[str] = msgspec.field(default_factory=list)  # put into NEW's folders (or there already)
     added: list[Added] = msgspec.field(default_factory=list)
     made: list[str] = msgspec.field(default_factory=list)  # folders made
-    present: int = 0  # files an earlier move put there (the same file)
+    present: list[Added] = msgspec.field(default_factory=list)  # there already as the same file (a move run before)
     kept: list[str] = msgspec.field(default_factory=list)  # names NEW's folder holds as another file: left
     skipped: list[str] = msgspec.field(default_factory=list)  # roots left out, and why
 
@@ -154,8 +154,10 @@ def _put(src: Path, depth: int, dfd: int, dst: Path, out: Linked) -> None:
         except FileNotFoundError:
             have = None
         if have is not None:
-            if (have.st_dev, have.st_ino) == (st.st_dev, st.st_ino):
-                out.present += 1
+            if (have.st_dev, have.st_ino) == (st.st_dev, st.st_ino):  # its second name already
+                out.present.append(
+                    Added(os.fspath(dst), os.fspath(src), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, True)
+                )
             else:
                 out.kept.append(os.fspath(dst))
             return

@@ -141,7 +141,7 @@ def _move(old: str, new: str, new_given: str, held: list[records.Move]) -> Moved
         why = "; ".join(linked.skipped) or f"Claude Code has no sessions of {old} (looked in {looked})"
         raise C3Error(f"not moved: {why}")
     _record(old, new, earlier, linked, roots)
-    out = Moved(old, new, sessions=len(linked.sessions), present=linked.present, skipped=linked.skipped)
+    out = Moved(old, new, sessions=len(linked.sessions), present=len(linked.present), skipped=linked.skipped)
     out.linked = sum(1 for a in linked.added if a.linked)
     out.copied = len(linked.added) - out.linked
     out.kept = [f"{path}: {new}'s transcript folder has another file of that name" for path in linked.kept]
@@ -162,7 +162,10 @@ def _record(
         if mine is None:
             mine = fresh
             doc.moves.append(mine)
-        mine.added += linked.added
+        # links found there already are recorded too: a move cut short (Ctrl-C) before its record
+        # was written, run again, leaves none that an undo would not take out
+        held = {a.path for a in mine.added}
+        mine.added += [a for a in (*linked.added, *linked.present) if a.path not in held]
         mine.made += [f for f in linked.made if f not in mine.made]
 
     try:
