@@ -329,12 +329,16 @@ def _warn_expiring(args: argparse.Namespace, projects: list[str]) -> None:
 
 
 def cmd_projects(args: argparse.Namespace) -> int:
+    import shlex
+
     import msgspec
 
     from .sessions.projects import project_overview
     from .sessions.rows import age
     from .stores import registry
 
+    if args.move:
+        return _move(args)
     if args.forget or args.prune:
         gone = registry.forget(args.forget) if args.forget else []
         if args.prune:
@@ -365,9 +369,57 @@ def cmd_projects(args: argparse.Namespace) -> int:
         missing = ""
         if p.missing:
             missing = "; missing: its folder is gone" + (
-                " (`c3async projects --prune` forgets it)" if p.registered else ""
+                " (`c3async projects --prune` forgets it)" if p.registered and not p.moved_to else ""
             )
-        print(f"{inert_line(p.path)}  {count}{active} ({kind}{missing})")
+        moved = f"; moved from {inert_line(', '.join(p.moved_from))}" if p.moved_from else ""
+        print(f"{inert_line(p.path)}  {count}{active} ({kind}{missing}{moved})")
+        if p.moved_to:
+            print(
+                f"  moved? {inert_line(p.path)} \u2192 {inert_line(p.moved_to)} ({p.moved_why}): "
+                f"`c3async projects --move {inert_line(shlex.quote(p.path))} {inert_line(shlex.quote(p.moved_to))}` "
+                "makes its sessions that folder's"
+            )
+    return 0
+
+
+def _move(args: argparse.Namespace) -> int:
+    """``projects --move OLD NEW``: OLD's sessions become NEW's (or a move of NEW to OLD is undone)."""
+    import shlex
+
+    import msgspec
+
+    from .ground.errors import UsageError
+    from .sessions.moves import move
+
+    if args.forget or args.prune:
+        raise UsageError("--move goes alone (not with --forget or --prune)")
+    old, new = args.move
+    done = move(old, new)
+    if args.json:
+        _write_json(msgspec.json.encode(done))
+        return 0
+    for line in done.kept:
+        _err(f"c3async: kept {line}")
+    for line in done.skipped:
+        _err(f"c3async: left out {line}")
+    if done.undone:
+        print(
+            f"undone: the move of {inert_line(new)} to {inert_line(old)}; {done.removed} file"
+            f"{'s' if done.removed != 1 else ''} it added taken out of Claude Code's folders"
+            f"{f', {len(done.kept)} kept' if done.kept else ''} (marks, notes and tasks folded into "
+            f"{inert_line(old)} stay there)"
+        )
+        return 0
+    files = [f"{done.linked} file{'s' if done.linked != 1 else ''} linked"]
+    files += [f"{done.copied} copied"] if done.copied else []
+    files += [f"{done.present} there already"] if done.present else []
+    print(
+        f"moved {inert_line(done.old)} \u2192 {inert_line(done.new)}: {done.sessions} session"
+        f"{'s' if done.sessions != 1 else ''} listed and resumed there ({', '.join(files)} in "
+        "Claude Code's folders, nothing changed in place)"
+        + (f"; marks, notes and tasks folded from {inert_line(', '.join(done.folded))}" if done.folded else "")
+    )
+    print(f"undo: c3async projects --move {inert_line(shlex.quote(done.new))} {inert_line(shlex.quote(done.old))}")
     return 0
 
 
@@ -1042,7 +1094,7 @@ _EXAMPLES = {
     "keep": ["c3async keep 1a2b", "c3async keep --expiring --all", "c3async keep --status"],
     "mark keep": ['c3async mark keep 1a2b --reason "the design discussion"'],
     "mark unkeep": ["c3async mark unkeep 1a2b"],
-    "projects": ["c3async projects", "c3async projects --prune"],
+    "projects": ["c3async projects", "c3async projects --prune", "c3async projects --move ~/src/app ~/work/app"],
     "resume": ["c3async resume 1a2b", "c3async resume 1a2b --print", "c3async resume 1a2b -- -p 'carry on'"],
     "live": ["c3async live", "c3async live --all --json"],
     "stats": ["c3async stats", "c3async stats --all", "c3async stats --json"],
@@ -1146,10 +1198,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     pj = sub.add_parser(
         "projects",
-        help="the registered projects (what the Hub and --all list): sessions, last activity, missing",
+        help="every project (what the Hub and --all list): sessions, last activity, missing, moved?",
     )
     pj.add_argument("--forget", nargs="+", metavar="DIR", type=_text, help="take these projects out of the registry")
     pj.add_argument("--prune", action="store_true", help="take out every project whose folder is gone")
+    pj.add_argument(
+        "--move",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        type=_text,
+        help="a folder moved or renamed: OLD's sessions become NEW's, resumable there (--move NEW OLD undoes it)",
+    )
     pj.add_argument("--json", action="store_true", help="print JSON")
     pj.set_defaults(func=cmd_projects)
 

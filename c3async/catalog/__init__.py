@@ -3,9 +3,11 @@ and tails.
 
 Stages, one module each: ``locate`` (transcript folders), ``listing`` (session files),
 ``read`` (windows), ``extract`` (facts from bytes), ``cache``, ``scan`` (the pipeline),
-``resolve`` (an id or prefix -> a transcript), ``gitrefs``, ``forks``, ``conversation`` (the
-reader's turns), ``changes`` (files a session edited), ``watch`` (which session files moved,
-without a stat per file at every pass). May import only the ground: it knows
+``resolve`` (an id or prefix -> a transcript), ``gitrefs``, ``gitroot`` (a repository's root
+commits), ``forks``, ``conversation`` (the reader's turns), ``changes`` (files a session edited),
+``watch`` (which session files moved, without a stat per file at every pass), ``discover`` (every
+transcript folder's cwd), ``moves`` (folders a person moved: whose sessions are whose) and
+``relink`` (a moved folder's sessions put where ``claude --resume`` looks). May import only the ground: it knows
 nothing of marks, liveness, tasks or C3 records; the sessions view (``c3async.sessions``) joins
 those in.
 """

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ground.paths import canonical, git_common_dir, linked_worktrees, project_root
+from . import moves
 
 __all__ = (
     "MAX_SLUG_LENGTH",
@@ -24,6 +25,7 @@ __all__ = (
     "ProjectDirs",
     "claude_roots",
     "config_home",
+    "folders_of",
     "locate",
     "project_dirs",
     "projects_root",
@@ -153,7 +155,8 @@ class ProjectDirs:
 
 
 def project_dirs(project: str, extra_cwds: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...]]:
-    """The canonical project path and every cwd whose sessions belong to it."""
+    """The canonical project path and every cwd whose sessions belong to it: its checkouts, the
+    folders a person moved into it (``moves``), and ``extra_cwds``."""
     root = canonical(project)
     cwds = [root]
     if not is_windows_path(root):
@@ -161,7 +164,8 @@ def project_dirs(project: str, extra_cwds: tuple[str, ...] = ()) -> tuple[str, t
             if wt not in cwds:
                 cwds.append(wt)
     held = set(cwds)
-    for extra in extra_cwds:
+    moved = [old for cwd in cwds for old in moves.moved_into(cwd)] if moves.load() else []
+    for extra in (*moved, *extra_cwds):
         extra = canonical(extra)
         if extra not in held:
             held.add(extra)
@@ -202,6 +206,11 @@ def _folders(root: Path, wanted: list[tuple[str, str]], follow: bool = True) -> 
         except OSError:
             pass
     return found
+
+
+def folders_of(top: Path, cwd: str) -> list[Path]:
+    """The folders of one cwd in a projects folder of Claude Code's (a symlinked one followed)."""
+    return [folder for folder, _ in _folders(top, [(slug(cwd), cwd)])]
 
 
 def folders_under(root: Path, cwds: tuple[str, ...]) -> list[tuple[Path, str]]:

@@ -38,6 +38,7 @@ from .home import c3_home
 
 __all__ = (
     "GITIGNORE",
+    "PROJECT_FILE",
     "TEMP_NAME",
     "NotRegularFile",
     "UnsafeState",
@@ -47,6 +48,7 @@ __all__ = (
     "link_fd",
     "listdir",
     "lstat",
+    "name_project",
     "open_dir",
     "open_file",
     "open_folder_below",
@@ -274,6 +276,7 @@ def _descend(
                     raise
                 if made and state and name == STATE_DIR_NAME:
                     ignore_in_git(nfd)
+                    name_project(nfd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise refuse(fd, name, here, True) from None
@@ -292,21 +295,37 @@ def ignore_in_git(dir_fd: int, text: bytes = GITIGNORE) -> bool:
     """Put a ``.gitignore`` holding ``text`` in the folder ``dir_fd``, unless one is there (of
     any kind: a person's own file, or a link, is left as it is). Best effort: False when not
     written."""
+    return _create_new(dir_fd, ".gitignore", text, 0o644)
+
+
+PROJECT_FILE = "project.json"  # in a project's .c3: {"id": <uuid4>}, which a moved folder carries along
+
+
+def name_project(dir_fd: int) -> bool:
+    """Give the ``.c3`` folder ``dir_fd`` a project id (``project.json``), unless it has one (or
+    anything of that name). The id travels with the folder, so a project whose folder moved is
+    known again under its new path. Best effort: False when not written."""
+    import uuid
+
+    return _create_new(dir_fd, PROJECT_FILE, b'{"id": "' + str(uuid.uuid4()).encode() + b'"}\n', FILE_MODE)
+
+
+def _create_new(dir_fd: int, name: str, data: bytes, mode: int) -> bool:
+    """A new file ``name`` in the folder ``dir_fd`` holding ``data``, never over anything of that
+    name; a short write (a full disk) is removed again, so the next run tries again."""
     try:
-        fd = os.open(
-            ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o644, dir_fd=dir_fd
-        )
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
     except OSError:
         return False
     try:
-        done = os.write(fd, text) == len(text)
+        done = os.write(fd, data) == len(data)
     except OSError:
         done = False
     finally:
         os.close(fd)
-    if not done:  # a short write (a full disk) must not stay: the next run tries again
+    if not done:
         try:
-            os.unlink(".gitignore", dir_fd=dir_fd)
+            os.unlink(name, dir_fd=dir_fd)
         except OSError:
             pass
     return done

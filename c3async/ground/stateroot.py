@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import stat
 import time
 from collections.abc import Iterable
@@ -59,10 +60,12 @@ __all__ = (
     "Fold",
     "adopt",
     "fallback_state",
+    "fold_copy",
     "fold_into",
     "fold_worktrees",
     "found_only",
     "merge_pm",
+    "project_id",
     "project_state",
     "root_state",
 )
@@ -127,6 +130,19 @@ def fold_into(root: str, state: Path) -> list[Fold]:
         return []
 
 
+def fold_copy(src: Path, state: Path) -> Fold | None:
+    """Fold the state folder ``src`` (another project's: a folder that was moved or renamed)
+    into ``state`` by the same rules, leaving ``src`` as it was (not renamed aside: it is still
+    its folder's). Never raises; None when ``src`` is no folder of state."""
+    try:
+        with locked(state / "fold"):
+            return _fold_source(src, state, aside=False)
+    except Exception as exc:
+        warn_once(f"could not fold {src} into {state}: {exc}; it stays where it is")
+        log.debug("fold of %s into %s failed", src, state, exc_info=True)
+        return None
+
+
 # ---------------------------------------------------------------- which folders
 
 
@@ -169,7 +185,7 @@ def _sources(root: str, state: Path) -> list[Path]:
 # ---------------------------------------------------------------- one folder
 
 
-def _fold_source(src: Path, dst: Path) -> Fold | None:
+def _fold_source(src: Path, dst: Path, *, aside: bool = True) -> Fold | None:
     if _kind(src) != "dir":
         return None  # folded by another process while we waited for the lock
     fold = Fold(source=src, target=dst)
@@ -197,6 +213,8 @@ def _fold_source(src: Path, dst: Path) -> Fold | None:
             f"{src} was not folded into {dst}: {'; '.join(fold.problems)}. It stays in place, "
             "and the fold is tried again (nothing already folded is added twice)."
         )
+        return fold
+    if not aside:
         return fold
     try:
         fold.aside = _rename_aside(src)
@@ -238,8 +256,9 @@ def _ignore_all(folder: Path) -> None:
     _with_gitignore(folder, b"# c3async: this state was folded into the project's root .c3; kept as a backup\n*\n")
 
 
-def _with_gitignore(folder: Path, text: bytes = safefs.GITIGNORE) -> None:
-    """``safefs.ignore_in_git`` for ``folder``, opened without following a link."""
+def _with_gitignore(folder: Path, text: bytes = safefs.GITIGNORE, *, named: bool = False) -> None:
+    """``safefs.ignore_in_git`` for ``folder``, opened without following a link (``named``: and
+    ``safefs.name_project``, for a project's own ``.c3`` made before projects had an id)."""
     nofollow = getattr(os, "O_NOFOLLOW", 0)
     if not nofollow or os.open not in os.supports_dir_fd:
         return
@@ -249,8 +268,24 @@ def _with_gitignore(folder: Path, text: bytes = safefs.GITIGNORE) -> None:
         return
     try:
         safefs.ignore_in_git(dfd, text)
+        if named:
+            safefs.name_project(dfd)
     finally:
         os.close(dfd)
+
+
+_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def project_id(root: str) -> str | None:
+    """The id in ``<root>/.c3/project.json`` (``safefs.name_project``), None when there is none
+    that reads as one (a link, a file too big, not an object, not a uuid)."""
+    try:
+        doc = msgspec.json.decode(safefs.read_bytes(Path(root) / ".c3" / safefs.PROJECT_FILE, 4096))
+    except (OSError, *DECODE_ERRORS):
+        return None
+    value = doc.get("id") if isinstance(doc, dict) else None
+    return value.lower() if isinstance(value, str) and _ID.fullmatch(value.lower()) else None
 
 
 def _read_source(path: Path) -> bytes | None:
@@ -621,7 +656,8 @@ def root_state(root: str) -> Path:
 def _first_use(root: str, state: Path) -> None:
     """Fold what earlier versions left in the root's worktrees (never fails the caller)."""
     if state == Path(root) / ".c3" and os.path.isdir(state):
-        _with_gitignore(state)  # a .c3 made before c3async wrote one: out of git from now on
+        # a .c3 made before c3async wrote these: out of git from now on, and with a project id
+        _with_gitignore(state, named=True)
     try:
         fold_into(root, state)
     except Exception:  # a migration must never break a listing or a write

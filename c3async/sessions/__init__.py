@@ -5,5 +5,7 @@ session's detail. The CLI, the MCP tools and the Hub ask here and nowhere else.
 Modules, bottom up: ``rows`` (the row), ``resume``, ``chain``, ``hints``, ``keep`` (kept rows
 and the archive), ``view`` (the join, filters, listings), ``refs`` (what was typed -> a session),
 ``act`` (marking, linking, resuming one), ``detail``, ``brief``, ``board`` (live sessions),
-``search``, ``watch`` (whether a project's rows may have moved, cheaply, for the watchers). May import floors 1 and 2, never a door.
+``search``, ``watch`` (whether a project's rows may have moved, cheaply, for the watchers),
+``projects`` (every project c3async can list), ``moves`` (moved and renamed folders). May
+import floors 1 and 2, never a door.
 """

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..catalog import discover
+from ..catalog import discover, moves
 from ..catalog.locate import ClaudeRoot
 from ..catalog.scan import ProjectScan, scan_projects_sync
 from ..ground import stateroot
@@ -51,14 +51,16 @@ def _project_of(cwd: str) -> tuple[str, bool]:
 
 def known_projects(roots: tuple[ClaudeRoot, ...] | None = None) -> list[KnownProject]:
     """The registered projects (in the order they were added), then the found ones (by path)."""
-    entries = registry.entries()
+    moved = bool(moves.load())
+    # an entry of a folder a person moved (``projects --move``) is the new folder's project now
+    entries = [e for e in registry.entries() if not (moved and moves.renamed(e.path))]
     out = {e.path: KnownProject(e.path, True, registry.missing(e.path)) for e in entries}
     # A gone worktree of a registered project is that project's (its sessions are listed there).
     covered = {w: e.path for e in entries for w in checkouts.remembered(e.path)}
     found: dict[str, KnownProject] = {}
     for folder, cwds in discover.cwds_of_folders(claude_dirs.roots() if roots is None else roots).items():
         for cwd in cwds:
-            path, gone = _project_of(cwd)
+            path, gone = _project_of((moves.renamed(cwd) or cwd) if moved else cwd)  # a folder a person moved
             if gone:
                 owner = covered.get(cwd) or next((p for p in out if cwd.startswith(p.rstrip(os.sep) + os.sep)), None)
                 path = owner or path
@@ -105,15 +107,24 @@ class ProjectOverview(msgspec.Struct):
     last_activity: str | None
     added: float | None  # registered projects: when they were added, and last seen
     last_seen: float | None
+    # a missing project: the existing one it plausibly moved to (the same project id or git root
+    # commit), and why; ``c3async projects --move path moved_to`` makes its sessions that one's
+    moved_to: str | None = None
+    moved_why: str | None = None
+    moved_from: list[str] = msgspec.field(default_factory=list)  # folders moved into it (--move)
 
 
 def project_overview() -> list[ProjectOverview]:
-    """Every known project with its counts (from the catalog's cache: no joins)."""
+    """Every known project with its counts (from the catalog's cache: no joins), and where each
+    missing one plausibly moved (``moves.suggestions``)."""
+    from . import moves as moved
     from .view import extra_cwds
 
     known = known_projects()
     entries = {e.path: e for e in registry.entries()}
     paths = [p.path for p in known if _names_a_folder(p.path)]
+    gone = {p.path for p in known if p.missing}
+    guesses = moved.suggestions([p for p in paths if p not in gone], [p for p in paths if p in gone])
     roots = claude_dirs.roots()
     scans = {
         s.dirs.project: s
@@ -125,6 +136,7 @@ def project_overview() -> list[ProjectOverview]:
         sessions = scan.sessions if scan is not None else []
         newest = max((s.record.last_activity or "" for s in sessions), default="")
         entry = entries.get(p.path)
+        guess = guesses.get(p.path)
         out.append(
             ProjectOverview(
                 path=p.path,
@@ -135,6 +147,9 @@ def project_overview() -> list[ProjectOverview]:
                 last_activity=newest or None,
                 added=entry.added if entry is not None else None,
                 last_seen=entry.last_seen if entry is not None else None,
+                moved_to=guess.new if guess is not None else None,
+                moved_why=guess.why if guess is not None else None,
+                moved_from=list(moves.moved_into(p.path)),
             )
         )
     return out

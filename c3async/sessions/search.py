@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..catalog import moves
 from ..catalog.locate import config_home, folders_under, locate
 from ..ground.errors import BadArgument
 from ..search import index
@@ -196,7 +197,7 @@ def search(
     archive_base = os.fspath(archive.root()) + os.sep
     results = []
     for hit in found.hits:
-        cwd = hit.cwd or ""
+        cwd = (moves.renamed(hit.cwd) or hit.cwd) if hit.cwd else ""  # a folder a person moved: where it is now
         project = _project_of(cwd) if cwd else hit.folder
         gone = bool(cwd) and not os.path.isdir(cwd)
         archived = hit.path is not None and hit.path.startswith(archive_base)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..catalog import moves
 from ..catalog.forks import fork_parents
 from ..catalog.gitrefs import branches
 from ..catalog.locate import config_home
@@ -143,6 +144,7 @@ def join_scan(
         if info is not None and info.live:
             row.live, row.mcp_count, row.state = True, info.mcp_count, info.state
             row.state_since = iso(int(info.state_since * 1e9)) if info.state_since else None
+    _follow_moves(rows)
     _mark_gone(project, rows)
     _join_links(project, rows)
     _join_usage(project, rows)
@@ -189,6 +191,21 @@ def whole_chain(project: str, rows: list[Row], sid: str) -> Chain:
     listed = [(r.id, nxt) for r in rows for nxt in r.chain_next]
     after, before = chain.build([*listed, *activity.facts(project).pairs, *marked])
     return Chain(chain.walk(before, sid), chain.walk(after, sid))
+
+
+def _follow_moves(rows: list[Row]) -> None:
+    """Rows of sessions whose folder a person moved (``projects --move``): shown, and resumed,
+    in the folder it moved to. One lookup per distinct folder."""
+    if not moves.load():
+        return
+    moved: dict[str, str | None] = {}
+    for row in rows:
+        if row.cwd not in moved:
+            moved[row.cwd] = moves.renamed(row.cwd)
+        new = moved[row.cwd]
+        if new is not None:
+            row.cwd = new
+            row.resume = resume_command(new, row.id, config_dir=_elsewhere(row.root))
 
 
 def _mark_gone(project: str, rows: list[Row]) -> None:

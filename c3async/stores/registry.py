@@ -33,6 +33,7 @@ __all__ = (
     "register",
     "remember_roots",
     "remembered_roots",
+    "rename",
 )
 
 
@@ -143,6 +144,27 @@ def register(project: str) -> None:
     if any(p.path == root and now - p.last_seen <= 3600 for p in current.projects):
         return  # the common case costs one read, no lock
     jsondoc.update(_path(), Registry, Registry, change)
+
+
+def rename(old: str, new: str) -> bool:
+    """A project's folder moved: the entry of ``old`` (as stored) becomes ``new``'s, keeping when
+    it was added and the roots it remembers (folded into ``new``'s entry when both have one).
+    False when ``old`` has no entry (nothing changed)."""
+    root, gone = project_root(new), _key(old)
+
+    def change(reg: Registry) -> bool:
+        reg.projects = _folded(reg.projects)
+        held = next((e for e in reg.projects if e.path in (old, gone)), None)
+        if held is None:
+            return False
+        held.path = root
+        reg.projects = _folded(reg.projects)  # new's own entry, if any, folds with it
+        return True
+
+    if missing(root):
+        raise BadArgument(f"{root} is not a directory: it is not registered")
+    stateroot.adopt(root)
+    return jsondoc.update(_path(), Registry, Registry, change)
 
 
 def _key(path: str) -> str:
