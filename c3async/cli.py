@@ -238,7 +238,7 @@ def _say_where_sessions_are(project: str) -> None:
 
     looked = ", ".join(str(r.projects / slug(project)) for r in roots())
     _err(f"c3async: Claude Code has no sessions of {inert_line(project)} (looked for {inert_line(looked)})")
-    others = [p for p in known_projects() if p.path != project and p.folders]
+    others = [p for p in known_projects(save=False) if p.path != project and p.folders]
     sessions = sum(len(folder_candidates(Path(f))) for p in others for f in p.folders)
     if sessions:
         _err(

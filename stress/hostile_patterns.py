@@ -45,6 +45,9 @@ from .harness import (
 AUDIT: dict[str, str] = {
     "c3async.catalog.extract._TAG_START": "match",
     "c3async.catalog.gitrefs._CONTROL": "search",
+    "c3async.catalog.gitroot._SHA": "fullmatch",
+    "c3async.catalog.relink._NON_ALNUM": "sub",
+    "c3async.ground.stateroot._ID": "fullmatch",
     "c3async.ground.disk._TEMP_TAIL": "fullmatch",
     "c3async.catalog.extract._IMAGE_REF": "fullmatch",
     "c3async.catalog.extract._WS": "sub",

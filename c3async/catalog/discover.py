@@ -108,10 +108,10 @@ def _cwd_of(folder: Path) -> str | None:
     return None
 
 
-def cwds_of_folders(roots: Iterable[ClaudeRoot]) -> dict[Path, list[str]]:
+def cwds_of_folders(roots: Iterable[ClaudeRoot], *, save: bool = True) -> dict[Path, list[str]]:
     """Every transcript folder of these roots, and the cwds its sessions ran in (empty: none
     said). Reads one head per folder that is new or changed since the last call; saves what it
-    learnt."""
+    learnt (unless ``save`` is false: a command that only says where sessions are makes no file)."""
     held = _load()
     out: dict[Path, list[str]] = {}
     changed = False
@@ -130,7 +130,7 @@ def cwds_of_folders(roots: Iterable[ClaudeRoot]) -> dict[Path, list[str]]:
     gone = [name for name in held if Path(name) not in out]
     for name in gone:  # a folder Claude Code removed, or a root no longer read
         del held[name]
-    if changed or gone:
+    if save and (changed or gone):
         _save(held)
     return out
 

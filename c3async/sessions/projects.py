@@ -49,8 +49,9 @@ def _project_of(cwd: str) -> tuple[str, bool]:
     return root, not here
 
 
-def known_projects(roots: tuple[ClaudeRoot, ...] | None = None) -> list[KnownProject]:
-    """The registered projects (in the order they were added), then the found ones (by path)."""
+def known_projects(roots: tuple[ClaudeRoot, ...] | None = None, *, save: bool = True) -> list[KnownProject]:
+    """The registered projects (in the order they were added), then the found ones (by path).
+    ``save``: keep what discovery learnt (see ``discover.cwds_of_folders``)."""
     moved = bool(moves.load())
     # an entry of a folder a person moved (``projects --move``) is the new folder's project now
     entries = [e for e in registry.entries() if not (moved and moves.renamed(e.path))]
@@ -58,7 +59,7 @@ def known_projects(roots: tuple[ClaudeRoot, ...] | None = None) -> list[KnownPro
     # A gone worktree of a registered project is that project's (its sessions are listed there).
     covered = {w: e.path for e in entries for w in checkouts.remembered(e.path)}
     found: dict[str, KnownProject] = {}
-    for folder, cwds in discover.cwds_of_folders(claude_dirs.roots() if roots is None else roots).items():
+    for folder, cwds in discover.cwds_of_folders(claude_dirs.roots() if roots is None else roots, save=save).items():
         for cwd in cwds:
             path, gone = _project_of((moves.renamed(cwd) or cwd) if moved else cwd)  # a folder a person moved
             if gone:
