@@ -247,6 +247,11 @@ def _quote(fragment: str) -> re.Pattern:
     return re.compile(pattern)
 
 
+def _shape(text: str) -> str:
+    """A message with its paths and numbers set aside."""
+    return re.sub(r"\b\d[\d,]*", "N", re.sub(r"/\S*[^\s)]", "PATH", text)).strip()
+
+
 def test_the_messages_it_quotes_are_the_ones_c3async_prints(console, tmp_path):
     text = " ".join(README.read_text().split())  # as it reads, whatever the line breaks
     # a folder Claude Code has no sessions of: where it looked, and where the sessions are
@@ -260,6 +265,9 @@ def test_the_messages_it_quotes_are_the_ones_c3async_prints(console, tmp_path):
     assert proc.returncode == 0 and proc.stdout == ""
     assert _quote(said).search(proc.stderr), proc.stderr
     assert "`c3async sessions --all` lists them" in proc.stderr and "(`c3async sessions --all` lists them)" in text
+    cli = (REPO / "docs" / "cli.md").read_text()
+    example = cli[cli.index("A folder Claude Code has no sessions of is said on stderr") :]
+    assert _shape(blocks(example, "")[0].group(2)) == _shape(proc.stderr)  # docs/cli.md's example
 
     # the Hub's port held by another program
     said = "port 8765 on 127.0.0.1 is in use"
