@@ -223,7 +223,7 @@ def _projects(args: argparse.Namespace) -> list[str]:
         )
     if not projects:
         looked = ", ".join(str(r.projects) for r in roots())
-        _err(f"c3async: Claude Code has no sessions here yet (looked in {inert_line(looked)})")
+        _err(f"c3async: Claude Code has no sessions yet (looked in {inert_line(looked)})")
     return projects
 
 
