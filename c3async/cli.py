@@ -252,6 +252,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
     from .catalog.scan import NEWEST
+    from .sessions.moves import remember as remember_identity
     from .sessions.view import list_rows_sync, remember_roots
     from .stores import registry
 
@@ -283,6 +284,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             try:
                 registry.register(scans[0].dirs.project)
                 remember_roots(scans[:1])
+                remember_identity(scans[0].dirs.project)
             except Exception as exc:
                 _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
