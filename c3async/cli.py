@@ -223,7 +223,7 @@ def _projects(args: argparse.Namespace) -> list[str]:
         )
     if not projects:
         looked = ", ".join(str(r.projects) for r in roots())
-        _err(f"c3async: Claude Code has no sessions here yet (looked in {inert_line(looked)})")
+        _err(f"c3async: Claude Code has no sessions yet (looked in {inert_line(looked)})")
     return projects
 
 
@@ -252,6 +252,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
     from .catalog.scan import NEWEST
+    from .sessions.moves import remember as remember_identity
     from .sessions.view import list_rows_sync, remember_roots
     from .stores import registry
 
@@ -283,6 +284,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             try:
                 registry.register(scans[0].dirs.project)
                 remember_roots(scans[:1])
+                remember_identity(scans[0].dirs.project)
             except Exception as exc:
                 _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
@@ -1139,7 +1141,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("sessions", help="list a project's sessions, one row each, newest first")
     _project_and_json(p, "print a JSON array of rows")
-    p.add_argument("--all", action="store_true", help="every registered project")
+    p.add_argument("--all", action="store_true", help="every project Claude Code has sessions of")
     p.add_argument(
         "--limit", type=_positive, metavar="N", help="print at most N rows (above 200, older sessions are listed too)"
     )
@@ -1222,7 +1224,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep every session Claude Code deletes within 7 days (a keep mark each; one a person unkept stays)",
     )
-    kp.add_argument("--all", action="store_true", help="with --expiring: every registered project")
+    kp.add_argument("--all", action="store_true", help="with --expiring: every project")
     kp.add_argument("--status", action="store_true", help="what the archive holds and how much only it holds")
     _project_and_json(kp, "print JSON")
     kp.set_defaults(func=cmd_keep)
@@ -1245,12 +1247,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="The sessions running now, waiting for you first (the longest waiting first).",
     )
     _project_and_json(lv, "print JSON")
-    lv.add_argument("--all", action="store_true", help="every project, registered or where a claude runs now")
+    lv.add_argument("--all", action="store_true", help="every project, and wherever a claude runs now")
     lv.set_defaults(func=cmd_live)
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
     _project_and_json(st, "print a JSON array of rows (id, project, tokens, cost_usd, unpriced_models...)")
-    st.add_argument("--all", action="store_true", help="every registered project, read in one pass")
+    st.add_argument("--all", action="store_true", help="every project, read in one pass")
     st.set_defaults(func=cmd_stats)
 
     se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")
@@ -1274,7 +1276,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
     sv.set_defaults(func=cmd_serve)
 
-    hb = sub.add_parser("hub", help="the local web Hub: every session of every registered project")
+    hb = sub.add_parser("hub", help="the local web Hub: every session of every project")
     hb.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks a free one)")
     hb.add_argument("--host", type=_text, default="127.0.0.1", help="a loopback address; anything else is refused")
     hb.add_argument("--open", action="store_true", help="open the page in a browser")

@@ -161,10 +161,19 @@ async def _warm_scan(state: ServerState) -> None:
         await anyio.to_thread.run_sync(_preload)
         await anyio.to_thread.run_sync(_scan_catalog, state.project)
         state.warm = True
+        await anyio.to_thread.run_sync(_remember_identity, state.project)
     finally:
         if state.warmed is not None:
             state.warmed.set()
     await anyio.to_thread.run_sync(_release_memory, STANDALONE)
+
+
+def _remember_identity(project: str) -> None:
+    """What the project is (its id, its git root commits), noted while it exists: once moved,
+    ``projects`` can say where to (``sessions.moves.remember``)."""
+    from .sessions.moves import remember
+
+    remember(project)
 
 
 def _refresh_marks(state: ServerState) -> None:

@@ -122,6 +122,9 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     project = _project(payload)
     if not project or session_id is None or not is_session_id(session_id):
         return None
+    if not os.path.isdir(project):  # moved or deleted since (a replayed event): nowhere to record it
+        _note_error(f"{event or 'a hook'} of session {session_id}: its folder {project} no longer exists; not recorded")
+        return None
     session_id = session_id.lower()
     pid = _claude_pid()
     fired = _event_time()

@@ -158,7 +158,10 @@ def _adopt(project: str) -> None:
     try:
         registry.register(project)
     except BadArgument:
-        pass  # its folder is gone
+        return  # its folder is gone
+    from .moves import remember
+
+    remember(project)
 
 
 class ResumePlan(msgspec.Struct):

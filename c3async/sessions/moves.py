@@ -48,7 +48,7 @@ from ..ground.locking import locked
 from ..ground.paths import canonical, git_common_dir
 from ..stores import claude_dirs, registry
 
-__all__ = ("Moved", "Suggestion", "move", "suggestions")
+__all__ = ("Moved", "Suggestion", "move", "remember", "suggestions")
 
 log = logging.getLogger("c3async.sessions")
 
@@ -292,6 +292,24 @@ def _identities(present: Iterable[str]) -> dict[str, _Identity]:
         except OSError:
             pass  # a cache: the next listing computes it again
     return out
+
+
+def remember(root: str) -> None:
+    """Note what ``root`` is (its project id, its git root commits) while it exists, so that once
+    it is moved ``projects`` can say where to: called where a project is registered, so a person
+    who never ran ``projects`` before moving the folder is still told. One stat pass when known."""
+    held = _load()
+    sig = _signature(root)
+    known = held.get(root)
+    if not sig or (known is not None and known.sig == sig):
+        return
+    held[root] = _Identity(sig, stateroot.project_id(root), list(root_commits(root) or ()))
+    if len(held) > MAX_KEPT:
+        return  # full: ``projects`` prunes it (present and gone folders only)
+    try:
+        jsondoc.write_atomic(_cache(), msgspec.json.encode(_Identities(FORMAT, VERSION, held)), fsync=False)
+    except OSError:
+        pass
 
 
 def suggestions(present: list[str], gone: list[str]) -> dict[str, Suggestion]:
