@@ -1136,6 +1136,8 @@ def _add_examples(parser: argparse.ArgumentParser, name: str = "") -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .sessions.query import FILTERS
+
     parser = _Parser(prog="c3async", description="Find, judge and resume your Claude Code sessions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -1147,14 +1149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--filter",
-        choices=(
-            "all",
-            "likely",
-            "stale",
-            "live",
-            "waiting",
-            "expiring",
-        ),  # sessions.view.FILTERS (not imported: start-up)
+        choices=FILTERS,
         default="all",
         help="likely: unmarked rows with at least one hint; waiting: live and waiting for you (default: all)",
     )

@@ -51,7 +51,7 @@ from mcp.types import (
 
 from . import __version__
 from .catalog.gitrefs import current_branch
-from .ground import disk, safefs
+from .ground import disk
 from .ground.errors import BadArgument, C3Error, clip
 from .ground.paths import canonical, default_project, project_root
 from .live.heartbeat import HeartbeatWriter
@@ -59,17 +59,12 @@ from .live.identity import HostIdentity, detect_ide
 from .stores import activity, records, registry
 
 if TYPE_CHECKING:
-    from .sessions.watch import ProjectWatch
-    from .stores.marks import MarkBook
+    from .sessions.runtime import Runtime
 
 __all__ = ("mcp", "serve")
 
 log = logging.getLogger("c3async.server")
 
-BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
-MARK_POLL_S = 2.0
-USAGE_EVERY_S = 60.0
-USAGE_WAITS_S = 30.0  # the first accounting waits for the warm scan, at most this long
 ANSWER_WAITS_S = 5.0  # background reads wait for the first answer to a client, at most this long
 TEARDOWN_BUDGET_S = 0.8  # from the signal to the process gone, whatever teardown is doing
 # serve() sets it: signal handlers, gc.freeze() and fewer malloc arenas are for a process of our
@@ -82,11 +77,6 @@ LOG_FIELD = 200  # characters of a string kept in an activity row
 # a sign of life for the liveness fallback, which needs activity within 20 minutes, not a row
 # per read. Keyed per host session, so the session a /clear starts gets its row at once.
 READ_ROW_EVERY_S = 60.0
-# The keep pass (a listing: ``_refresh_archive``) runs when the project moves, and at least this
-# often: a kept session nears Claude Code's cut-off with no file moving, and is preserved within
-# the week before it (``sessions.keep``).
-ARCHIVE_EVERY_S = 3600.0
-RESOURCES_POLL_S = 3.0  # how often the project's position is compared, once the client listed resources
 RELIST_S = 60.0  # the resources listed again at least this often, moved or not
 
 
@@ -98,11 +88,9 @@ class ServerState:
     ide: str
     heartbeat: HeartbeatWriter
     record: records.SessionRecord
-    book: MarkBook | None = None  # made by the marks task (marks and the catalog load then)
     started: float = field(default_factory=time.time)
-    warm: bool = False
     answered: anyio.Event | None = None  # set once the first message (`initialize`) is answered
-    warmed: anyio.Event | None = None  # set when the first warm scan ends (well or not)
+    runtime: Runtime | None = None  # the background jobs (``sessions.runtime``), over this project
     lock: threading.Lock = field(default_factory=threading.Lock)
     # host session -> time.monotonic() of this server's last tool_call row for it (write less)
     rows_logged: dict[str | None, float] = field(default_factory=dict)
@@ -110,27 +98,6 @@ class ServerState:
     # the client's session (for notifications) and the keys of the resources it last listed
     session: Any = None
     listed: tuple | None = None
-    # what the resource watch and the archive's refresh compare (``sessions.watch``), made by each
-    resources_watch: ProjectWatch | None = None
-    archive_watch: ProjectWatch | None = None
-    archived_at: float | None = None  # time.monotonic() of the last keep pass
-
-
-async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
-    """Run ``job``; when it fails, log it and start it again after a growing pause."""
-    failures = 0
-    while True:
-        try:
-            await job()
-            return
-        except Exception as exc:
-            pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
-            failures += 1
-            if isinstance(exc, C3Error):  # a refused or corrupt file: its message says it all, once
-                safefs.warn_once(exc)
-            else:
-                log.exception("background task %s failed; restarting in %.0f s", name, pause)
-            await anyio.sleep(pause)
 
 
 async def _after_first_answer(state: ServerState) -> None:
@@ -141,102 +108,25 @@ async def _after_first_answer(state: ServerState) -> None:
             await state.answered.wait()
 
 
-def _scan_catalog(project: str) -> None:
-    from .catalog.scan import scan_projects_sync
-
-    # All of it in this worker thread (the stat pass and the cache too, not only the reads):
-    # the event loop stays free for the protocol. No worker processes: this process has threads.
-    scan_projects_sync([project], processes=False)  # the result is not kept: the cache file is the point
-
-
 def _preload() -> None:
     """The modules behind ``c3_session`` (the sessions view, details, marks): the first call,
     often a ``list`` soon after start, then finds them loaded."""
     from . import session_actions  # noqa: F401
 
 
-async def _warm_scan(state: ServerState) -> None:
-    await _after_first_answer(state)
-    try:
-        await anyio.to_thread.run_sync(_preload)
-        await anyio.to_thread.run_sync(_scan_catalog, state.project)
-        state.warm = True
-        await anyio.to_thread.run_sync(_remember_identity, state.project)
-    finally:
-        if state.warmed is not None:
-            state.warmed.set()
-    await anyio.to_thread.run_sync(_release_memory, STANDALONE)
-
-
-def _remember_identity(project: str) -> None:
-    """What the project is (its id, its git root commits), noted while it exists: once moved,
-    ``projects`` can say where to (``sessions.moves.remember``)."""
+async def _after_warm(state: ServerState) -> None:
+    """Once the first answer is out: the tool's modules loaded, and what the project is noted
+    while it exists (once moved, ``projects`` can say where to: ``sessions.moves.remember``)."""
     from .sessions.moves import remember
 
-    remember(project)
-
-
-def _refresh_marks(state: ServerState) -> None:
-    if state.book is None:
-        from .stores.marks import MarkBook
-
-        state.book = MarkBook(state.project)
-    state.book.refresh()
-
-
-async def _fold_marks(state: ServerState) -> None:
     await _after_first_answer(state)
-    while True:
-        await anyio.to_thread.run_sync(_refresh_marks, state)
-        await anyio.sleep(MARK_POLL_S)
+    await anyio.to_thread.run_sync(_preload)
+    await anyio.to_thread.run_sync(remember, state.project)
 
 
-def _account_once(state: ServerState, seen: tuple | None) -> tuple:
-    """Bring the token totals up to date, and the archive of kept sessions when the project's
-    position (``sessions.watch``: transcripts, marks, tasks, config...) moved since ``seen``, or
-    ARCHIVE_EVERY_S passed. Returns the position. An unchanged project costs a stat per
-    transcript, nothing read."""
-    from .sessions.watch import ProjectWatch
-    from .usage.account import account_if_changed  # loaded by the first run
-
-    # this process has threads: never fork it
-    worked = account_if_changed(state.project, processes=False) is not None
-    if state.archive_watch is None:
-        state.archive_watch = ProjectWatch(state.project)
-    now = state.archive_watch.poll(full=True)
-    due = state.archived_at is None or time.monotonic() - state.archived_at >= ARCHIVE_EVERY_S
-    if now != seen or due:
-        _refresh_archive(state.project)
-        state.archived_at = time.monotonic()
-        worked = True
-    if worked:
-        _release_memory()
-    return now
-
-
-def _refresh_archive(project: str) -> None:
-    """A listing brings the archive of kept sessions up to date (a copy on another device gets
-    its new bytes), so a session kept long ago is current when Claude Code deletes it; and it
-    preserves the kept sessions older than its rows that near the cut-off (``sessions.keep``)."""
-    from .sessions.view import list_rows_sync
-
-    try:
-        list_rows_sync([project], processes=False)
-    except Exception as exc:  # a background chore: logged, never fatal
-        log.warning("could not refresh the archive of kept sessions: %s", exc)
-
-
-async def _account_usage(state: ServerState) -> None:
-    """Keep .c3/session_stats.jsonl current: each run reads only bytes appended since the last.
-    The first run waits for the warm scan (the first ``list`` matters more than the first stats;
-    the accountant also takes the titles from the catalog's cache)."""
-    if state.warmed is not None:
-        with anyio.move_on_after(USAGE_WAITS_S):
-            await state.warmed.wait()
-    seen = None
-    while True:
-        seen = await anyio.to_thread.run_sync(_account_once, state, seen)
-        await anyio.sleep(USAGE_EVERY_S)
+def _release(first: bool) -> None:
+    """After the runtime's warm scan (``first``) or a pass that read a lot."""
+    _release_memory(freeze=first and STANDALONE)
 
 
 @cache
@@ -282,31 +172,22 @@ def _listed(project: str) -> list[Any]:
     return mcp_prompts.listed(project)
 
 
-def _resources_position(state: ServerState) -> tuple:
-    from .sessions.watch import ProjectWatch
-
-    if state.resources_watch is None:
-        state.resources_watch = ProjectWatch(state.project)
-    return state.resources_watch.poll()
-
-
 async def _watch_resources(state: ServerState) -> None:
     """Tell the client when the resources it listed change (a new session, a new title, a
     mark), so Claude Code's ``@`` menu stays current. Nothing is compared before the client's
     first ``resources/list``: a client that never lists is never notified. The resources are
-    listed again when the project's position moves (a stat per watched file and folder:
-    ``sessions.watch``), and at least every ``RELIST_S`` (a heartbeat that ends or a hint that
-    comes with age moves no file)."""
+    listed again when the runtime's watcher says the project moved, and at least every
+    ``RELIST_S`` (a heartbeat that ends or a hint that comes with age moves no file)."""
+    assert state.runtime is not None
+    feed = state.runtime.feed
     await _after_first_answer(state)
-    seen, listed_at = None, 0.0
+    await feed.primed.wait()
+    seen = feed.version(state.project)
     while True:
-        await anyio.sleep(RESOURCES_POLL_S)
+        with anyio.move_on_after(RELIST_S):
+            seen = await feed.wait(state.project, seen)
         if state.listed is None or state.session is None:
             continue
-        now = await anyio.to_thread.run_sync(_resources_position, state)
-        if now == seen and time.monotonic() - listed_at < RELIST_S:
-            continue
-        seen, listed_at = now, time.monotonic()
         keys = tuple(item.key for item in await anyio.to_thread.run_sync(_listed, state.project))
         if keys != state.listed:
             state.listed = keys
@@ -370,7 +251,10 @@ def _serving(state: ServerState, host: str | None) -> str | None:
 @asynccontextmanager
 async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
     state = _new_state()
-    state.answered, state.warmed = anyio.Event(), anyio.Event()
+    from .sessions.runtime import Runtime, supervised
+
+    state.answered = anyio.Event()
+    state.runtime = Runtime(lambda: [state.project], after=state.answered, release=_release)
     try:
         registry.register(state.project)
     except Exception as exc:  # the registry only feeds the Hub's project list
@@ -379,9 +263,8 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(supervised, "heartbeat", state.heartbeat.run)
-            tg.start_soon(supervised, "catalog", lambda: _warm_scan(state))
-            tg.start_soon(supervised, "marks", lambda: _fold_marks(state))
-            tg.start_soon(supervised, "usage", lambda: _account_usage(state))
+            tg.start_soon(state.runtime.run)  # the watcher, the warm scan, token totals, the keep pass
+            tg.start_soon(supervised, "after warm", lambda: _after_warm(state))
             tg.start_soon(supervised, "resources", lambda: _watch_resources(state))
             if STANDALONE:
                 tg.start_soon(_watch_signals, state, tg.cancel_scope)

@@ -22,9 +22,10 @@ from datetime import datetime
 from .ground.errors import BadArgument, C3Error, check_text, clip
 from .sessions import detail as session_detail
 from .sessions.act import mark as mark_session
+from .sessions.query import FILTERS
 from .sessions.refs import find
 from .sessions.rows import age
-from .sessions.view import FILTERS, list_rows_sync
+from .sessions.view import list_rows_sync
 from .stores import activity, records
 from .stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
 

@@ -816,7 +816,7 @@ def test_rows_detail_and_rail_carry_tokens_and_cost(client, world):
 def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monkeypatch):
     """Whoever writes new totals (a server, `c3async stats`, the Hub's own run): the change feed
     sees the stats log move and the rows show them. Here a row appended as an accountant does."""
-    from c3async.hub.changes import position
+    from c3async.sessions.watch import position
 
     world.claude.activate(monkeypatch)
     _accounted(client, world.beta)

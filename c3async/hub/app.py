@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, overload
@@ -57,7 +57,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
-from ..ground import safefs
 from ..ground.disk import DiskFull
 from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
 from ..ground.paths import project_root
@@ -65,9 +64,10 @@ from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
 from ..sessions.projects import KnownProject, known_projects, listed_projects
-from ..sessions.view import FILTERS, list_rows_sync, project_usage, row_for
-from .changes import ChangeFeed
-from .table import MAX_DEPTH, MAX_PAGE, PAGE, SORTS, Query, Table
+from ..sessions.query import FILTERS, PAGE, SORTS, Query
+from ..sessions.runtime import Feed, Runtime
+from ..sessions.view import list_rows_sync, project_usage, row_for
+from .table import MAX_DEPTH, MAX_PAGE, Table
 
 __all__ = ("LOOPBACK_HOSTS", "Guard", "create_app")
 
@@ -95,8 +95,6 @@ MAX_BODY = 64 * 1024  # a mark's body; the marks layer bounds each field further
 MAX_QUERY = 8 * 1024  # the whole query string
 MAX_PROJECT = 4096  # a project path
 MAX_SEARCH = 1000  # the search box
-USAGE_EVERY_S = 60.0  # the accountant's period, as the MCP server's
-USAGE_WAITS_S = 30.0  # its first run waits for the page's first listings, at most this long
 _HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:\[\]/]+)(?::(\d{1,5}))?$")
 
 
@@ -387,17 +385,10 @@ async def api_sessions(request: Request) -> Response:
         return _error(400, f"filter must be one of {', '.join(FILTERS)}")
     q = (_text(request.query_params.get("q"), "the search (q)", MAX_SEARCH) or "").strip() or None
     projects = [project] if project else _projects()
-    listings: Listings = request.app.state.listings
-    listings.running += 1
-    try:
-        # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
-        scans, rows = await anyio.to_thread.run_sync(
-            lambda: list_rows_sync(projects, which=which, search=q, processes=False)
-        )
-    finally:
-        listings.running -= 1
-        if not listings.running:
-            listings.settled.set()
+    # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
+    scans, rows = await anyio.to_thread.run_sync(
+        lambda: list_rows_sync(projects, which=which, search=q, processes=False)
+    )
     return _json(
         {
             "rows": [_listing_row(r) for r in rows],
@@ -553,28 +544,6 @@ async def api_search_status(request: Request) -> Response:
     return _json({"updating": status.updating, "done_bytes": status.done, "total_bytes": status.total})
 
 
-def _start_indexing() -> None:
-    """At start: index what is new, in a process of its own when it is a first build."""
-    from ..search.index import update
-    from ..sessions.search import INLINE_BYTES
-
-    try:
-        update(inline_max=INLINE_BYTES)
-    except (C3Error, OSError) as exc:
-        log.warning("search index: %s", exc)
-
-
-async def _start_indexing_thread() -> None:
-    # abandoned when the Hub stops: an update in this process ends with it (SQLite rolls back)
-    await anyio.to_thread.run_sync(_start_indexing, abandon_on_cancel=True)
-
-
-def _stop_indexing() -> None:
-    from ..search.index import stop_background
-
-    stop_background()
-
-
 class _TooLarge(Exception):
     pass
 
@@ -670,9 +639,9 @@ async def api_events(request: Request) -> Response:
     """Server-sent events: `change` whenever marks, liveness or the catalog move, so the page
     refreshes its rows without a reload; a comment line every 15 s keeps proxies quiet.
     ``?project=P`` (a registered project) watches that project alone. Every stream waits on the
-    Hub's one watcher (``changes.ChangeFeed``): N open pages cost one poll a second."""
+    Hub's one watcher (``sessions.runtime.Feed``): N open pages cost one poll a second."""
     project = _project_param(request)  # checked before the stream starts: a bad one is a 400
-    feed: ChangeFeed = request.app.state.feed
+    feed: Feed = request.app.state.feed
 
     table: Table = request.app.state.table
 
@@ -714,79 +683,29 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return _error(500, "the Hub failed on this request; its terminal shows the details")
 
 
-def _account_once(project: str) -> None:
-    from ..usage.account import account_if_changed  # loaded by the first run
-
-    try:
-        account_if_changed(project, processes=False)  # this process has threads: never fork it
-    except Exception as exc:  # a refused .c3 (a link, a FIFO), a read-only checkout...
-        safefs.warn_once(RuntimeError(f"tokens and cost of {project} not brought up to date: {exc}"))
-
-
-class Listings:
-    """Listings in flight; ``settled`` once the first ones (a page asks for each project at
-    once) are all answered."""
-
-    def __init__(self) -> None:
-        self.running = 0
-        self.settled = anyio.Event()
-
-
-async def account_usage(projects: Callable[[], list[str]], listings: Listings | None = None) -> None:
-    """Keep each registered project's ``.c3/session_stats.jsonl`` current, as ``c3async serve``
-    does: a first run soon after start, then every ``USAGE_EVERY_S``; each run reads only bytes
-    appended since the last (a project at a time, one worker-thread hop each). New totals reach
-    the pages through the change feed, which watches that file.
-
-    The first run (on a new machine, a read of every transcript: about 0.4 s of one core per
-    200 transcripts) waits until the page's first listings are answered, at most
-    ``USAGE_WAITS_S``: as the server's waits for its warm scan, the first page matters more."""
-    if listings is not None:
-        with anyio.move_on_after(USAGE_WAITS_S):
-            await listings.settled.wait()
-    while True:
-        try:
-            registered = await anyio.to_thread.run_sync(projects)
-        except Exception as exc:  # never the end of the Hub: the listings say what is wrong
-            safefs.warn_once(exc)
-            registered = []
-        for project in registered:
-            await anyio.to_thread.run_sync(_account_once, project, abandon_on_cancel=True)
-        await anyio.sleep(USAGE_EVERY_S)
-
-
 def create_app(token: str | None = None) -> Guard:
     """The Hub as an ASGI app: ``Guard`` around the Starlette app (``.app``); ``.token`` is the
     token every ``/api`` request needs (a fresh one unless given)."""
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
-    feed = ChangeFeed(_projects)
-    listings = Listings()
-    table = Table(_projects, feed.version)
+    runtime = Runtime(_projects, index=True)  # the watcher, the warm scan, token totals, the keep pass
+    table = Table(_projects, runtime.feed.version)
 
     async def warm() -> None:
-        """Every project's rows built once the feed has its baseline: the first page is a query."""
-        await feed.primed.wait()
-        listings.running += 1
-        try:
-            await anyio.to_thread.run_sync(table.refresh, abandon_on_cancel=True)
-        finally:
-            listings.running -= 1
-            if not listings.running:
-                listings.settled.set()
+        """Every project's rows built once the catalog is warm: the first page is a query."""
+        await runtime.warmed.wait()
+        await anyio.to_thread.run_sync(table.refresh, abandon_on_cancel=True)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(feed.run)  # the one watcher every event stream waits on
+            tg.start_soon(runtime.run)
             tg.start_soon(warm)
-            tg.start_soon(account_usage, _projects, listings)  # tokens and cost for the rows
-            tg.start_soon(_start_indexing_thread)  # so the first search is quick
             try:
                 yield
             finally:
                 tg.cancel_scope.cancel()
-                _stop_indexing()
+                runtime.stop()
 
     app = Starlette(
         lifespan=lifespan,
@@ -809,7 +728,6 @@ def create_app(token: str | None = None) -> Guard:
         exception_handlers={HTTPException: _http_error, C3Error: _refused, Exception: _crash},
     )
     app.state.token = token
-    app.state.feed = feed
-    app.state.listings = listings
+    app.state.feed = runtime.feed
     app.state.table = table
     return Guard(app, token)

@@ -27,16 +27,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ..ground import safefs
 from ..ground.errors import C3Error
-from ..live.running import read_registry
-from ..stores import activity
-from ..stores.marks import MarkBook
-from ..usage.prices import prices_signature
-from .watch import ProjectWatch
+
+if TYPE_CHECKING:
+    from .watch import ProjectWatch
 
 __all__ = ("ACCOUNT_S", "KEEP_S", "POLL_S", "Feed", "Runtime", "supervised")
 
@@ -96,6 +95,12 @@ class Feed:
         """One pass over every project: the projects whose position moved. ``full``: as
         ``TranscriptWatch.poll`` (None: a full pass when one is due); ``quick``: the marks, the
         activity log and Claude Code's registry alone (``ProjectWatch.position``)."""
+        # Imported by the first poll, in its worker thread: a door's start (the server's
+        # ``initialize``) does not wait for them.
+        from ..live.running import read_registry
+        from ..usage.prices import prices_signature
+        from .watch import ProjectWatch
+
         moved = []
         self.polls += 1
         registry = read_registry()  # once a poll, for every project
@@ -136,6 +141,9 @@ class Feed:
 def _fold(project: str) -> None:
     """A moved project's marks and activity folds, brought up to date in memory: the next
     listing reads nothing of them."""
+    from ..stores import activity
+    from ..stores.marks import MarkBook
+
     try:
         MarkBook(project).refresh()
         activity.log_fold(project).refresh()
@@ -159,7 +167,7 @@ class Runtime:
     def __post_init__(self) -> None:
         self.feed = Feed(self.projects)
         self.warmed = anyio.Event()
-        self.kept_at: dict[str, float] = {}  # time.monotonic() of each project's last keep pass
+        self.kept_at: dict[str, tuple[float, int]] = {}  # each project's last keep pass: when, at what version
 
     async def run(self) -> None:
         """Every job, until cancelled (start it in the door's task group)."""
@@ -199,8 +207,8 @@ class Runtime:
             await anyio.sleep(ACCOUNT_S)
 
     def account_once(self, project: str) -> bool:
-        """One project's token totals, and its keep pass when ``KEEP_S`` has passed since the
-        last; True when either did work."""
+        """One project's token totals, and its keep pass when the project moved since the last
+        one, or ``KEEP_S`` passed; True when either did work."""
         from ..usage.account import account_if_changed  # loaded by the first run
 
         worked = False
@@ -209,9 +217,10 @@ class Runtime:
         except Exception as exc:  # a refused .c3 (a link, a FIFO), a read-only checkout...
             safefs.warn_once(RuntimeError(f"tokens and cost of {project} not brought up to date: {exc}"))
         last = self.kept_at.get(project)
-        if last is None or time.monotonic() - last >= KEEP_S:
+        version = self.feed.version(project)
+        if last is None or last[1] != version or time.monotonic() - last[0] >= KEEP_S:
             keep_pass(project)
-            self.kept_at[project] = time.monotonic()
+            self.kept_at[project] = (time.monotonic(), version)
             worked = True
         return worked
 
