@@ -641,18 +641,18 @@ async def c3_task(
     )
 
     def check() -> tuple[str, bool]:
-        from .pm import actions as pm_actions  # the task store: loaded by the first c3_task call
+        from .tasks import actions as task_actions  # the task store: loaded by the first c3_task call
 
-        name = pm_actions.validate(action, **args)
-        return name, name in pm_actions.READ_ACTIONS
+        name = task_actions.validate(action, **args)
+        return name, name in task_actions.READ_ACTIONS
 
     def body(host: str | None) -> str:
         import msgspec
 
-        from .pm import actions as pm_actions
         from .sessions.act import run_task
+        from .tasks import actions as task_actions
 
-        result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
+        result = run_task(state.project, task_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
 
     return await _call(state, "c3_task", action, body, check)

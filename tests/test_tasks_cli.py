@@ -11,7 +11,7 @@ import pytest
 from transcripts import simple_session
 
 from c3async.cli import _TASK_ACTIONS
-from c3async.pm import actions, store
+from c3async.tasks import actions, store
 
 WHO = actions.Who(session=None, by="agent")
 

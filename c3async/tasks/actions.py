@@ -30,7 +30,7 @@ from ..catalog.listing import is_session_id
 from ..ground.errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
 from . import store
 from .errors import Arg, Call, TaskArgError, TaskError, about
-from .store import PM, Decision, Event, Milestone, Task, TimeEntry
+from .store import Decision, Event, Milestone, Task, TaskFile, TimeEntry
 
 __all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run", "validate")
 
@@ -96,9 +96,9 @@ def _id_ref(ref: str, arg: str, kind: str, listing: str) -> str:
     return ref
 
 
-def _task(pm: PM, ref: str, arg: str = "task_id") -> Task:
+def _task(doc: TaskFile, ref: str, arg: str = "task_id") -> Task:
     ref = _id_ref(ref, arg, "task", "list")
-    found = [t for t in pm.tasks if t.id.startswith(ref)]
+    found = [t for t in doc.tasks if t.id.startswith(ref)]
     if len(found) > 1:
         raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
     if not found:
@@ -106,9 +106,9 @@ def _task(pm: PM, ref: str, arg: str = "task_id") -> Task:
     return found[0]
 
 
-def _decision(pm: PM, ref: str) -> Decision:
+def _decision(doc: TaskFile, ref: str) -> Decision:
     ref = _id_ref(ref, "ref", "decision", "decisions")
-    found = [d for d in pm.decisions if d.id.startswith(ref)]
+    found = [d for d in doc.decisions if d.id.startswith(ref)]
     if len(found) > 1:
         names = ", ".join(f"{d.id} ({clip(d.text, 40)})" for d in found[:10])
         raise TaskError(
@@ -124,14 +124,14 @@ def _decision(pm: PM, ref: str) -> Decision:
     return found[0]
 
 
-def _milestone(pm: PM, ref: str) -> Milestone:
+def _milestone(doc: TaskFile, ref: str) -> Milestone:
     ref = (ref or "").strip(" \t")  # never strip a newline from a ref
     if not ref:
         raise TaskArgError("{action} needs {arg}: a milestone id or its unique name", arg=Arg("milestone"))
-    by_id = [m for m in pm.milestones if m.id == ref or (len(ref) >= MIN_PREFIX and m.id.startswith(ref.lower()))]
+    by_id = [m for m in doc.milestones if m.id == ref or (len(ref) >= MIN_PREFIX and m.id.startswith(ref.lower()))]
     if len(by_id) == 1:
         return by_id[0]
-    by_name = [m for m in pm.milestones if m.name.casefold() == ref.casefold()]
+    by_name = [m for m in doc.milestones if m.name.casefold() == ref.casefold()]
     if len(by_name) == 1:
         return by_name[0]
     if len(by_id) + len(by_name) > 1:
@@ -217,8 +217,8 @@ def _touch(task: Task, who: Who) -> None:
         task.sessions.append(who.session)
 
 
-def _event(pm: PM, who: Who, action: str, target: str | None, **changes: Any) -> None:
-    pm.events.append(
+def _event(doc: TaskFile, who: Who, action: str, target: str | None, **changes: Any) -> None:
+    doc.events.append(
         Event(
             ts=store.now(),
             action=action,
@@ -259,7 +259,7 @@ def add(
     if not title:
         raise TaskArgError("{action} needs {arg}", arg=Arg("title"))
 
-    def fn(pm: PM) -> dict:
+    def fn(doc: TaskFile) -> dict:
         task = Task(
             id=_new_id(),
             title=title,
@@ -271,11 +271,11 @@ def add(
             created=store.now(),
         )
         if milestone.strip():
-            task.milestone = _milestone(pm, milestone).id
-        task.blocked_by = [_task(pm, ref, "blocked_by").id for ref in _refs(blocked_by)]
+            task.milestone = _milestone(doc, milestone).id
+        task.blocked_by = [_task(doc, ref, "blocked_by").id for ref in _refs(blocked_by)]
         _touch(task, who)
-        pm.tasks.append(task)
-        _event(pm, who, "add", task.id, title=task.title, status=task.status, priority=task.priority)
+        doc.tasks.append(task)
+        _event(doc, who, "add", task.id, title=task.title, status=task.status, priority=task.priority)
         return _view(task)
 
     return store.change(project, fn)
@@ -298,8 +298,8 @@ def update(
     blocked_by: str = "",
     **_: str,
 ) -> dict:
-    def fn(pm: PM) -> dict:
-        task = _task(pm, task_id)
+    def fn(doc: TaskFile) -> dict:
+        task = _task(doc, task_id)
         changes: dict[str, Any] = {}
         if title.strip():
             changes["title"] = task.title = title.strip()
@@ -314,11 +314,11 @@ def update(
         if tags.strip():
             changes["tags"] = task.tags = _tags(tags)
         if milestone.strip():
-            task.milestone = None if milestone.strip().lower() == "none" else _milestone(pm, milestone).id
+            task.milestone = None if milestone.strip().lower() == "none" else _milestone(doc, milestone).id
             changes["milestone"] = task.milestone
         if blocked_by.strip():
             refs = [] if blocked_by.strip().lower() == "none" else _refs(blocked_by)
-            changes["blocked_by"] = task.blocked_by = [_task(pm, r, "blocked_by").id for r in refs]
+            changes["blocked_by"] = task.blocked_by = [_task(doc, r, "blocked_by").id for r in refs]
         if not changes:
             raise TaskArgError(
                 "{action} changed nothing: give {title}, {description}, {status}, {priority}, {due}, {tags}, "
@@ -326,7 +326,7 @@ def update(
                 **{name: Arg(name) for name in _UPDATABLE},
             )
         _touch(task, who)
-        _event(pm, who, "update", task.id, **changes)
+        _event(doc, who, "update", task.id, **changes)
         return _view(task)
 
     return store.change(project, fn)
@@ -347,12 +347,12 @@ def link(project: str, who: Who, task_id: str = "", link_type: str = "session", 
             "{arg} must be 'current' or a full session id (a UUID), got {got}", arg=Arg("ref"), got=_shown(ref)
         )
 
-    def fn(pm: PM) -> dict:
-        task = _task(pm, task_id)
+    def fn(doc: TaskFile) -> dict:
+        task = _task(doc, task_id)
         if session not in task.sessions:
             task.sessions.append(session)
         task.updated = store.now()
-        _event(pm, who, "link", task.id, session=session)
+        _event(doc, who, "link", task.id, session=session)
         return {**_view(task), "session": session}  # the session linked
 
     return store.change(project, fn)
@@ -363,13 +363,13 @@ def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id:
     if not text:
         raise TaskArgError("{action} needs {arg}: the decision", arg=Arg("text"))
 
-    def fn(pm: PM) -> dict:
-        task = _task(pm, task_id).id if task_id.strip() else None
+    def fn(doc: TaskFile) -> dict:
+        task = _task(doc, task_id).id if task_id.strip() else None
         d = Decision(
             id=_new_id(), text=text, reasoning=reasoning.strip(), task=task, session=who.session, ts=store.now()
         )
-        pm.decisions.append(d)
-        _event(pm, who, "decide", d.id, task=task)
+        doc.decisions.append(d)
+        _event(doc, who, "decide", d.id, task=task)
         return msgspec.to_builtins(d)
 
     return store.change(project, fn)
@@ -392,23 +392,23 @@ def milestone_add(project: str, who: Who, milestone: str = "", title: str = "", 
     except BadArgument as exc:
         raise about("milestone" if milestone.strip() else "title", exc) from None
 
-    def fn(pm: PM) -> dict:
-        if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in pm.milestones):
+    def fn(doc: TaskFile) -> dict:
+        if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in doc.milestones):
             raise C3Error(f"a milestone named {name!r} exists already")
         m = Milestone(id=_new_id(), name=name, due=_due(due), created=store.now())
-        pm.milestones.append(m)
-        _event(pm, who, "milestone_add", m.id, name=name)
+        doc.milestones.append(m)
+        _event(doc, who, "milestone_add", m.id, name=name)
         return msgspec.to_builtins(m)
 
     return store.change(project, fn)
 
 
 def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) -> dict:
-    def fn(pm: PM) -> dict:
-        m = _milestone(pm, milestone)
+    def fn(doc: TaskFile) -> dict:
+        m = _milestone(doc, milestone)
         if m.status != "open":
             raise C3Error(f"milestone {m.name!r} is {m.status}, not open")
-        still_open = [t for t in pm.tasks if t.milestone == m.id and t.status != "done"]
+        still_open = [t for t in doc.tasks if t.milestone == m.id and t.status != "done"]
         if still_open:
             names = "; ".join(f"{t.id[:8]} {t.title} ({t.status})" for t in still_open)
             raise C3Error(
@@ -416,19 +416,19 @@ def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) ->
                 "Finish them or move them to another milestone first."
             )
         m.status, m.completed_at = "completed", store.now()
-        _event(pm, who, "milestone_complete", m.id)
+        _event(doc, who, "milestone_complete", m.id)
         return msgspec.to_builtins(m)
 
     return store.change(project, fn)
 
 
 def milestone_reopen(project: str, who: Who, milestone: str = "", **_: str) -> dict:
-    def fn(pm: PM) -> dict:
-        m = _milestone(pm, milestone)
+    def fn(doc: TaskFile) -> dict:
+        m = _milestone(doc, milestone)
         if m.status != "completed":
             raise C3Error(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
         m.status, m.completed_at = "open", None
-        _event(pm, who, "milestone_reopen", m.id)
+        _event(doc, who, "milestone_reopen", m.id)
         return msgspec.to_builtins(m)
 
     return store.change(project, fn)
@@ -438,42 +438,42 @@ def milestone_archive(project: str, who: Who, milestone: str = "", **_: str) -> 
     """Archive a milestone and detach its tasks (what shipped under it survives only in the
     event log: `milestone_complete` keeps the links)."""
 
-    def fn(pm: PM) -> dict:
-        m = _milestone(pm, milestone)
-        detached = [t.id for t in pm.tasks if t.milestone == m.id]
-        for t in pm.tasks:
+    def fn(doc: TaskFile) -> dict:
+        m = _milestone(doc, milestone)
+        detached = [t.id for t in doc.tasks if t.milestone == m.id]
+        for t in doc.tasks:
             if t.milestone == m.id:
                 t.milestone = None
                 t.updated = store.now()
         m.status, m.archived_at = "archived", store.now()
-        _event(pm, who, "milestone_archive", m.id, detached=detached)
+        _event(doc, who, "milestone_archive", m.id, detached=detached)
         return {**msgspec.to_builtins(m), "detached": detached}
 
     return store.change(project, fn)
 
 
 def time_start(project: str, who: Who, task_id: str = "", **_: str) -> dict:
-    def fn(pm: PM) -> dict:
-        task = _task(pm, task_id)
+    def fn(doc: TaskFile) -> dict:
+        task = _task(doc, task_id)
         if any(e.end is None for e in task.time):
             raise C3Error(f"the timer of task {task.id[:8]} is already running")
         task.time.append(TimeEntry(start=store.now(), session=who.session))
         _touch(task, who)
-        _event(pm, who, "time_start", task.id)
+        _event(doc, who, "time_start", task.id)
         return _view(task)
 
     return store.change(project, fn)
 
 
 def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
-    def fn(pm: PM) -> dict:
-        task = _task(pm, task_id)
+    def fn(doc: TaskFile) -> dict:
+        task = _task(doc, task_id)
         entry = next((e for e in task.time if e.end is None), None)
         if entry is None:
             raise C3Error(f"no timer is running on task {task.id[:8]}")
         entry.end = store.now()
         _touch(task, who)
-        _event(pm, who, "time_stop", task.id, seconds=round(entry.end - entry.start, 1))
+        _event(doc, who, "time_stop", task.id, seconds=round(entry.end - entry.start, 1))
         return _view(task)
 
     return store.change(project, fn)
@@ -484,18 +484,18 @@ def delete(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     it keep their text and lose the task. The event keeps the whole task, so what was deleted
     can still be read in the log."""
 
-    def fn(pm: PM) -> dict:
-        task = _task(pm, task_id)
-        waited = [t for t in pm.tasks if task.id in t.blocked_by]
+    def fn(doc: TaskFile) -> dict:
+        task = _task(doc, task_id)
+        waited = [t for t in doc.tasks if task.id in t.blocked_by]
         for t in waited:
             t.blocked_by = [b for b in t.blocked_by if b != task.id]
             t.updated = store.now()
-        about_it = [d for d in pm.decisions if d.task == task.id]
+        about_it = [d for d in doc.decisions if d.task == task.id]
         for d in about_it:
             d.task = None
-        pm.tasks.remove(task)
+        doc.tasks.remove(task)
         unlinked = {"blocked_by": [t.id for t in waited], "decisions": [d.id for d in about_it]}
-        _event(pm, who, "delete", task.id, title=task.title, task=msgspec.to_builtins(task), unlinked=unlinked)
+        _event(doc, who, "delete", task.id, title=task.title, task=msgspec.to_builtins(task), unlinked=unlinked)
         return {**_view(task), "unlinked": unlinked}
 
     return store.change(project, fn)
@@ -504,15 +504,15 @@ def delete(project: str, who: Who, task_id: str = "", **_: str) -> dict:
 def milestone_delete(project: str, who: Who, milestone: str = "", **_: str) -> dict:
     """Remove a milestone, whatever its status, and detach its tasks (they stay)."""
 
-    def fn(pm: PM) -> dict:
-        m = _milestone(pm, milestone)
-        detached = [t for t in pm.tasks if t.milestone == m.id]
+    def fn(doc: TaskFile) -> dict:
+        m = _milestone(doc, milestone)
+        detached = [t for t in doc.tasks if t.milestone == m.id]
         for t in detached:
             t.milestone = None
             t.updated = store.now()
-        pm.milestones.remove(m)
+        doc.milestones.remove(m)
         shown = msgspec.to_builtins(m)
-        _event(pm, who, "milestone_delete", m.id, name=m.name, milestone=shown, detached=[t.id for t in detached])
+        _event(doc, who, "milestone_delete", m.id, name=m.name, milestone=shown, detached=[t.id for t in detached])
         return {**shown, "detached": [t.id for t in detached]}
 
     return store.change(project, fn)
@@ -521,11 +521,11 @@ def milestone_delete(project: str, who: Who, milestone: str = "", **_: str) -> d
 def decision_delete(project: str, who: Who, ref: str = "", **_: str) -> dict:
     """Remove a decision note (``ref``: its id or a unique prefix); the event keeps its text."""
 
-    def fn(pm: PM) -> dict:
-        d = _decision(pm, ref)
-        pm.decisions.remove(d)
+    def fn(doc: TaskFile) -> dict:
+        d = _decision(doc, ref)
+        doc.decisions.remove(d)
         shown = msgspec.to_builtins(d)
-        _event(pm, who, "decision_delete", d.id, decision=shown)
+        _event(doc, who, "decision_delete", d.id, decision=shown)
         return shown
 
     return store.change(project, fn)
@@ -535,24 +535,24 @@ def decision_delete(project: str, who: Who, ref: str = "", **_: str) -> dict:
 
 
 def get(project: str, who: Who, task_id: str = "", **_: str) -> dict:
-    pm = store.load(project)
-    task = _task(pm, task_id)
+    doc = store.load(project)
+    task = _task(doc, task_id)
     out = _view(task)
-    out["decisions"] = [msgspec.to_builtins(d) for d in pm.decisions if d.task == task.id]
+    out["decisions"] = [msgspec.to_builtins(d) for d in doc.decisions if d.task == task.id]
     return out
 
 
-def _closed_milestones(pm: PM) -> set[str]:
+def _closed_milestones(doc: TaskFile) -> set[str]:
     """The ids of completed and archived milestones."""
-    return {m.id for m in pm.milestones if m.status != "open"}
+    return {m.id for m in doc.milestones if m.status != "open"}
 
 
-def _shown_by_default(pm: PM) -> list[Task]:
+def _shown_by_default(doc: TaskFile) -> list[Task]:
     """The tasks a default `list` and the board show: all but the finished work of a completed
     or archived milestone (those tasks keep their link; `list` with `milestone` or `status`
     shows them). An open task is never hidden, whatever its milestone."""
-    closed = _closed_milestones(pm)
-    return [t for t in pm.tasks if not (t.status == "done" and t.milestone in closed)]
+    closed = _closed_milestones(doc)
+    return [t for t in doc.tasks if not (t.status == "done" and t.milestone in closed)]
 
 
 def list_(
@@ -568,14 +568,14 @@ def list_(
     """Tasks, filtered. Without ``milestone`` or ``status``, the done tasks of completed and
     archived milestones are left out; ``status='all'`` (or any status, or the milestone named)
     brings them back."""
-    pm = store.load(project)
-    tasks = pm.tasks
+    doc = store.load(project)
+    tasks = doc.tasks
     if status.strip():
         wanted = {_choice(s, (*STATUSES, "all"), "status") for s in status.split(",")}
         if "all" not in wanted:
             tasks = [t for t in tasks if t.status in wanted]
     elif not milestone.strip():
-        tasks = _shown_by_default(pm)
+        tasks = _shown_by_default(doc)
     if priority.strip():
         wanted = {_choice(p, PRIORITIES, "priority") for p in priority.split(",")}
         tasks = [t for t in tasks if t.priority in wanted]
@@ -583,7 +583,7 @@ def list_(
         wanted_tags = set(_tags(tags))
         tasks = [t for t in tasks if wanted_tags & set(t.tags)]
     if milestone.strip():
-        mid = _milestone(pm, milestone).id
+        mid = _milestone(doc, milestone).id
         tasks = [t for t in tasks if t.milestone == mid]
     if due.strip():
         limit = _due(due)
@@ -601,11 +601,11 @@ def board(project: str, who: Who, **_: str) -> dict:
     """``columns``: status -> tasks, every task a default `list` shows (the done tasks of
     completed and archived milestones leave the board). ``milestones``: each open milestone,
     in `milestones` order, with its own tasks in the same columns."""
-    pm = store.load(project)
-    opened = sorted((m for m in pm.milestones if m.status == "open"), key=_milestone_order)
+    doc = store.load(project)
+    opened = sorted((m for m in doc.milestones if m.status == "open"), key=_milestone_order)
     columns: dict[str, list[dict]] = {s: [] for s in STATUSES}
     groups: dict[str, dict[str, list[dict]]] = {m.id: {s: [] for s in STATUSES} for m in opened}
-    for t in sorted(_shown_by_default(pm), key=lambda t: (t.priority, -t.updated)):
+    for t in sorted(_shown_by_default(doc), key=lambda t: (t.priority, -t.updated)):
         card = {"id": t.id, "title": t.title, "priority": t.priority}
         columns[t.status].append(card)
         if t.milestone in groups:
@@ -619,12 +619,12 @@ def board(project: str, who: Who, **_: str) -> dict:
 def report(project: str, who: Who, **_: str) -> dict:
     """What is blocking (open tasks others wait on), and what is ready to unblock (blocked
     tasks whose blockers are all done)."""
-    pm = store.load(project)
-    by_id = {t.id: t for t in pm.tasks}
+    doc = store.load(project)
+    by_id = {t.id: t for t in doc.tasks}
     waiting: dict[str, list[str]] = {}
     ready: list[dict] = []
     blocked: list[dict] = []
-    for t in pm.tasks:
+    for t in doc.tasks:
         if t.status == "done":
             continue
         open_blockers = [b for b in t.blocked_by if b in by_id and by_id[b].status != "done"]
@@ -637,32 +637,34 @@ def report(project: str, who: Who, **_: str) -> dict:
     ]
     today = date.today().isoformat()
     overdue = [
-        {"id": t.id, "title": t.title, "due": t.due} for t in pm.tasks if t.status != "done" and t.due and t.due < today
+        {"id": t.id, "title": t.title, "due": t.due}
+        for t in doc.tasks
+        if t.status != "done" and t.due and t.due < today
     ]
     return {"blocking": blocking, "ready_to_unblock": ready, "still_blocked": blocked, "overdue": overdue}
 
 
-def _for_task(pm: PM, task_id: str, items: list, field: str) -> list:
+def _for_task(doc: TaskFile, task_id: str, items: list, field: str) -> list:
     """``items`` whose ``field`` is the task ``task_id`` names (all of them without one)."""
     if not task_id.strip():
         return items
-    tid = _task(pm, task_id).id
+    tid = _task(doc, task_id).id
     return [x for x in items if getattr(x, field) == tid]
 
 
 def history(project: str, who: Who, task_id: str = "", **_: str) -> dict:
-    pm = store.load(project)
-    return {"events": [msgspec.to_builtins(e) for e in _for_task(pm, task_id, pm.events, "target")[-200:]]}
+    doc = store.load(project)
+    return {"events": [msgspec.to_builtins(e) for e in _for_task(doc, task_id, doc.events, "target")[-200:]]}
 
 
 def decisions(project: str, who: Who, task_id: str = "", **_: str) -> dict:
-    pm = store.load(project)
-    return {"decisions": [msgspec.to_builtins(d) for d in _for_task(pm, task_id, pm.decisions, "task")[-100:]]}
+    doc = store.load(project)
+    return {"decisions": [msgspec.to_builtins(d) for d in _for_task(doc, task_id, doc.decisions, "task")[-100:]]}
 
 
 def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:
-    pm = store.load(project)
-    tasks = [_task(pm, task_id)] if task_id.strip() else pm.tasks
+    doc = store.load(project)
+    tasks = [_task(doc, task_id)] if task_id.strip() else doc.tasks
     rows = [
         {
             "id": t.id,
@@ -697,13 +699,13 @@ def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
                     got=_shown(part),
                 )
             wanted |= set(MILESTONE_STATUSES) if part == "all" else {part}
-    pm = store.load(project)
+    doc = store.load(project)
     by_milestone: dict[str, list[Task]] = {}
-    for t in pm.tasks:
+    for t in doc.tasks:
         if t.milestone:
             by_milestone.setdefault(t.milestone, []).append(t)
     rows = []
-    for m in sorted((m for m in pm.milestones if m.status in wanted), key=_milestone_order):
+    for m in sorted((m for m in doc.milestones if m.status in wanted), key=_milestone_order):
         tasks = by_milestone.get(m.id, [])
         still_open = sorted(
             (t for t in tasks if t.status != "done"),
