@@ -67,7 +67,7 @@ AUDIT: dict[str, str] = {
     "c3async.ground.paths._NON_ALNUM": "sub",
     "c3async.ground.paths._COMMENT": "split",
     "c3async.tasks.store.DATE": "fullmatch",
-    "c3async.tasks.actions._TASK_REF": "fullmatch",
+    "c3async.tasks.schema._TASK_REF": "fullmatch",
     "c3async.hub.app._HOST": "match",
     "c3async.hub.app._OLD_COOKIE": "fullmatch",
     "c3async.hub.server._OURS": "match",

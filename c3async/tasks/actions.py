@@ -1,23 +1,16 @@
-"""The c3_task operations, shared by the MCP tool, the CLI and the Hub.
+"""The c3_task operations, shared by the MCP tool and the CLI.
 
-Each takes the project, a ``Who`` (which host session and C3 session act, agent or user) and
-string arguments as a tool receives them, and returns a plain dict (JSON for scripts; the
-front ends render it). Read actions never write: they are safe in plan mode. Every change is
+Each takes the project, a ``Who`` (which host session acts, agent or user) and the call as its
+action's struct (``schema``: what the action takes, read and checked before anything else), and
+returns a plain dict (JSON for scripts; the front ends render it). ``run`` takes the call's text
+as a tool receives it. Read actions never write: they are safe in plan mode. Every change is
 recorded as an Event, and a task or decision changed from a session is linked to that session.
 A delete leaves no link behind (blockers, milestones, decisions) and its event keeps what was
 deleted. Refusals are ``errors.TaskError``: written once, worded by each door in its syntax.
-
-Limits, in characters: a task title ``MAX_TITLE`` (500), a description ``MAX_DESCRIPTION``
-(20,000), a decision's text and reasoning ``MAX_DECISION_TEXT`` / ``MAX_DECISION_REASONING``
-(8,000 each), a milestone name ``MAX_MILESTONE_NAME`` (200), at most ``MAX_TAGS`` (50) tags of
-``MAX_TAG`` (64) each, at most ``MAX_BLOCKED_BY`` (50) blockers, and ``MAX_SHORT`` (200) for an
-id, a status, a priority, a date or a link type. ``validate`` checks them (and refuses NUL and
-lone surrogates) before anything is logged or written.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,38 +19,47 @@ from typing import Any
 
 import msgspec
 
-from ..catalog.listing import is_session_id
-from ..ground.errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
-from . import store
-from .errors import Arg, Call, TaskArgError, TaskError, about
+from ..ground.errors import AmbiguousSession, C3Error, clip
+from ..ground.schema import UNSET, name_of
+from . import schema, store
+from .errors import Arg, Call, TaskArgError, TaskError
+from .schema import (
+    MAX_BLOCKED_BY,
+    MAX_DECISION_REASONING,
+    MAX_DECISION_TEXT,
+    MAX_DESCRIPTION,
+    MAX_MILESTONE_NAME,
+    MAX_SHORT,
+    MAX_TAG,
+    MAX_TAGS,
+    MAX_TITLE,
+    MILESTONE_STATUSES,
+    MIN_PREFIX,
+    PRIORITIES,
+    STATUSES,
+    UPDATABLE,
+)
 from .store import Decision, Event, Milestone, Task, TaskFile, TimeEntry
 
-__all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run", "validate")
-
-STATUSES = ("backlog", "in_progress", "blocked", "done")
-PRIORITIES = ("p0", "p1", "p2", "p3")
-MIN_PREFIX = 4
-MAX_TITLE = 500
-MAX_DESCRIPTION = 20_000
-MAX_DECISION_TEXT = 8_000
-MAX_DECISION_REASONING = 8_000
-MAX_MILESTONE_NAME = 200
-MAX_TAGS = 50
-MAX_TAG = 64
-MAX_BLOCKED_BY = 50
-MAX_SHORT = 200  # a task id, status, priority, due date, link type or session ref
-# Per argument of c3_task; "text" and "reasoning" belong to `decide`.
-LIMITS = {
-    "title": MAX_TITLE,
-    "description": MAX_DESCRIPTION,
-    "text": MAX_DECISION_TEXT,
-    "reasoning": MAX_DECISION_REASONING,
-    "milestone": MAX_MILESTONE_NAME,
-    "tags": MAX_TAGS * (MAX_TAG + 2),
-    "blocked_by": MAX_BLOCKED_BY * (MAX_SHORT // 2),
-}
-# fullmatch everywhere: `$` would also accept a final newline. ASCII digits only (\d is Unicode).
-_TASK_REF = re.compile(rf"[0-9a-z_-]{{{MIN_PREFIX},64}}")
+__all__ = (
+    "ACTIONS",
+    "MAX_BLOCKED_BY",
+    "MAX_DECISION_REASONING",
+    "MAX_DECISION_TEXT",
+    "MAX_DESCRIPTION",
+    "MAX_MILESTONE_NAME",
+    "MAX_SHORT",
+    "MAX_TAG",
+    "MAX_TAGS",
+    "MAX_TITLE",
+    "MILESTONE_STATUSES",
+    "PRIORITIES",
+    "READ_ACTIONS",
+    "STATUSES",
+    "Who",
+    "run",
+    "validate",
+)
 
 
 @dataclass
@@ -70,34 +72,8 @@ def _new_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _shown(value: str, limit: int = 60) -> str:
-    return repr(clip(value, limit))
-
-
-def _id_ref(ref: str, arg: str, kind: str, listing: str) -> str:
-    """A typed id or id prefix of a ``kind`` (task, decision), checked; ``arg`` is the argument
-    that held it and ``listing`` the read action that shows the ids."""
-    ref = (ref or "").strip(" \t").lower()  # spaces around a pasted id; never a newline
-    parts: dict[str, str | Arg | Call] = {
-        "arg": Arg(arg),
-        "kind": kind,
-        "least": str(MIN_PREFIX),
-        "got": _shown(ref),
-        "listing": Call(listing),
-    }
-    if not ref:
-        raise TaskArgError("{action} needs {arg}: a {kind} id or a unique prefix of {least}+ characters", **parts)
-    if len(ref) < MIN_PREFIX:
-        raise TaskArgError("{arg} needs at least {least} characters of a {kind} id, got {got}", **parts)
-    if _TASK_REF.fullmatch(ref) is None:
-        raise TaskArgError(
-            "{got} is not a {kind} id: {kind} ids are letters, digits, '-' and '_' (`{listing}` shows them)", **parts
-        )
-    return ref
-
-
-def _task(doc: TaskFile, ref: str, arg: str = "task_id") -> Task:
-    ref = _id_ref(ref, arg, "task", "list")
+def _task(doc: TaskFile, ref: str) -> Task:
+    """The task ``ref`` (an id or a unique prefix, checked by ``schema``) names."""
     found = [t for t in doc.tasks if t.id.startswith(ref)]
     if len(found) > 1:
         raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
@@ -107,7 +83,6 @@ def _task(doc: TaskFile, ref: str, arg: str = "task_id") -> Task:
 
 
 def _decision(doc: TaskFile, ref: str) -> Decision:
-    ref = _id_ref(ref, "ref", "decision", "decisions")
     found = [d for d in doc.decisions if d.id.startswith(ref)]
     if len(found) > 1:
         names = ", ".join(f"{d.id} ({clip(d.text, 40)})" for d in found[:10])
@@ -125,9 +100,7 @@ def _decision(doc: TaskFile, ref: str) -> Decision:
 
 
 def _milestone(doc: TaskFile, ref: str) -> Milestone:
-    ref = (ref or "").strip(" \t")  # never strip a newline from a ref
-    if not ref:
-        raise TaskArgError("{action} needs {arg}: a milestone id or its unique name", arg=Arg("milestone"))
+    """The milestone ``ref`` names: its id, a unique prefix of it, or its name."""
     by_id = [m for m in doc.milestones if m.id == ref or (len(ref) >= MIN_PREFIX and m.id.startswith(ref.lower()))]
     if len(by_id) == 1:
         return by_id[0]
@@ -142,73 +115,24 @@ def _milestone(doc: TaskFile, ref: str) -> Milestone:
     )
 
 
-def _choice(value: str, allowed: tuple[str, ...], name: str) -> str:
-    value = value.strip().lower()
-    if value not in allowed:
-        raise TaskArgError(
-            "{arg} must be one of {allowed}, got {got}", arg=Arg(name), allowed=", ".join(allowed), got=repr(value)
-        )
-    return value
-
-
-def _due(value: str) -> str | None:
-    value = value.strip()
-    if not value or value.lower() == "none":
-        return None
-    if store.DATE.fullmatch(value) is None:
-        raise TaskArgError("{arg} must be a date YYYY-MM-DD, got {got}", arg=Arg("due"), got=_shown(value))
-    if not store.real_date(value):
-        raise TaskArgError("{arg} is not a real date: {got}", arg=Arg("due"), got=repr(value))
-    return value
-
-
-def _tags(value: str) -> list[str]:
-    tags = sorted({t.strip().lower() for t in value.split(",") if t.strip()})
-    if len(tags) > MAX_TAGS:
-        raise TaskArgError("{arg}: " + f"{len(tags)} given, the limit is {MAX_TAGS}", arg=Arg("tags"))
-    for tag in tags:
-        if len(tag) > MAX_TAG:
-            raise TaskArgError(
-                "{arg}: the tag {tag} " + f"is {len(tag)} characters long, the limit is {MAX_TAG}",
-                arg=Arg("tags"),
-                tag=_shown(tag),
-            )
-    return tags
-
-
-def _refs(value: str) -> list[str]:
-    refs = [r for r in value.split(",") if r.strip()]
-    if len(refs) > MAX_BLOCKED_BY:
-        raise TaskArgError("{arg}: " + f"{len(refs)} tasks given, the limit is {MAX_BLOCKED_BY}", arg=Arg("blocked_by"))
-    return refs
-
-
 def validate(action: str, **args: str) -> str:
-    """The action's name, normalised, once every check that needs no file has passed: a known
-    action, every argument within its limit and free of NUL and lone surrogates, tags and
-    blockers within their counts. Raises BadArgument naming the argument, the limit and the
-    length. Nothing is logged or written before this passes."""
-    name = (action or "").strip().lower()
-    if name not in _CHANGES and name not in _READS:
-        raise BadArgument(f"unknown action {_shown(name)}: use one of {', '.join(ACTIONS)}")
-    try:
-        for arg, value in args.items():
-            if value is None:
-                continue
-            if not isinstance(value, str):
-                raise BadArgument(f"c3_task {arg} must be text")
-            try:
-                check_text(value, arg, LIMITS.get(arg, MAX_SHORT))
-            except BadArgument as exc:
-                raise about(arg, exc) from None
-        if args.get("tags"):
-            _tags(args["tags"])
-        if args.get("blocked_by"):
-            _refs(args["blocked_by"])
-    except TaskError as exc:
-        exc.action = name
-        raise
-    return name
+    """The action's name, normalised, once every check that needs no file has passed
+    (``schema.read``). Nothing is logged or written before this passes."""
+    return name_of(type(schema.read(action, **args)))
+
+
+# The operation of each action: fn(project, who, call)
+_DO: dict[type[schema.Action], Callable[[str, Who, Any], dict]] = {}
+
+
+def _does(action: type[schema.Action]) -> Callable[[Callable[[str, Who, Any], dict]], Callable[[str, Who, Any], dict]]:
+    """Make the decorated function the operation of ``action``."""
+
+    def register(fn: Callable[[str, Who, Any], dict]) -> Callable[[str, Who, Any], dict]:
+        _DO[action] = fn
+        return fn
+
+    return register
 
 
 def _touch(task: Task, who: Who) -> None:
@@ -242,37 +166,22 @@ def _view(task: Task) -> dict[str, Any]:
 # ------------------------------------------------------------------ changes
 
 
-def add(
-    project: str,
-    who: Who,
-    title: str = "",
-    description: str = "",
-    status: str = "",
-    priority: str = "",
-    due: str = "",
-    tags: str = "",
-    milestone: str = "",
-    blocked_by: str = "",
-    **_: str,
-) -> dict:
-    title = title.strip()
-    if not title:
-        raise TaskArgError("{action} needs {arg}", arg=Arg("title"))
-
+@_does(schema.Add)
+def add(project: str, who: Who, call: schema.Add) -> dict:
     def fn(doc: TaskFile) -> dict:
         task = Task(
             id=_new_id(),
-            title=title,
-            description=description.strip(),
-            status=_choice(status or "backlog", STATUSES, "status"),  # type: ignore[arg-type]
-            priority=_choice(priority or "p2", PRIORITIES, "priority"),  # type: ignore[arg-type]
-            due=_due(due),
-            tags=_tags(tags),
+            title=call.title,
+            description=call.description,
+            status=call.status,  # type: ignore[arg-type]  # one of STATUSES (schema)
+            priority=call.priority,  # type: ignore[arg-type]
+            due=call.due,
+            tags=list(call.tags),
             created=store.now(),
         )
-        if milestone.strip():
-            task.milestone = _milestone(doc, milestone).id
-        task.blocked_by = [_task(doc, ref, "blocked_by").id for ref in _refs(blocked_by)]
+        if call.milestone is not None:
+            task.milestone = _milestone(doc, call.milestone).id
+        task.blocked_by = [_task(doc, ref).id for ref in call.blocked_by]
         _touch(task, who)
         doc.tasks.append(task)
         _event(doc, who, "add", task.id, title=task.title, status=task.status, priority=task.priority)
@@ -281,49 +190,28 @@ def add(
     return store.change(project, fn)
 
 
-_UPDATABLE = ("title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by")
+@_does(schema.Update)
+def update(project: str, who: Who, call: schema.Update) -> dict:
+    """Change what the call gives (``UPDATABLE``); a milestone or blockers of ``none`` clear them."""
 
-
-def update(
-    project: str,
-    who: Who,
-    task_id: str = "",
-    title: str = "",
-    description: str = "",
-    status: str = "",
-    priority: str = "",
-    due: str = "",
-    tags: str = "",
-    milestone: str = "",
-    blocked_by: str = "",
-    **_: str,
-) -> dict:
     def fn(doc: TaskFile) -> dict:
-        task = _task(doc, task_id)
+        task = _task(doc, call.task_id)
         changes: dict[str, Any] = {}
-        if title.strip():
-            changes["title"] = task.title = title.strip()
-        if description.strip():
-            changes["description"] = task.description = description.strip()
-        if status.strip():
-            changes["status"] = task.status = _choice(status, STATUSES, "status")  # type: ignore[assignment]
-        if priority.strip():
-            changes["priority"] = task.priority = _choice(priority, PRIORITIES, "priority")  # type: ignore[assignment]
-        if due.strip():
-            changes["due"] = task.due = _due(due)
-        if tags.strip():
-            changes["tags"] = task.tags = _tags(tags)
-        if milestone.strip():
-            task.milestone = None if milestone.strip().lower() == "none" else _milestone(doc, milestone).id
-            changes["milestone"] = task.milestone
-        if blocked_by.strip():
-            refs = [] if blocked_by.strip().lower() == "none" else _refs(blocked_by)
-            changes["blocked_by"] = task.blocked_by = [_task(doc, r, "blocked_by").id for r in refs]
+        for name in UPDATABLE:
+            value = getattr(call, name)
+            if value is UNSET:
+                continue
+            if name == "milestone" and value is not None:
+                value = _milestone(doc, value).id
+            elif name == "blocked_by":
+                value = [_task(doc, ref).id for ref in value]
+            setattr(task, name, value)
+            changes[name] = value
         if not changes:
             raise TaskArgError(
-                "{action} changed nothing: give {title}, {description}, {status}, {priority}, {due}, {tags}, "
-                "{milestone} or {blocked_by}",
-                **{name: Arg(name) for name in _UPDATABLE},
+                "{action} changed nothing: give " + ", ".join(f"{{{n}}}" for n in UPDATABLE[:-1]) + " or {last}",
+                last=Arg(UPDATABLE[-1]),
+                **{name: Arg(name) for name in UPDATABLE[:-1]},
             )
         _touch(task, who)
         _event(doc, who, "update", task.id, **changes)
@@ -332,23 +220,17 @@ def update(
     return store.change(project, fn)
 
 
-def link(project: str, who: Who, task_id: str = "", link_type: str = "session", ref: str = "", **_: str) -> dict:
-    if (link_type or "session").strip() != "session":
-        raise TaskArgError("{arg} must be 'session', got {got}", arg=Arg("link_type"), got=repr(link_type))
-    ref = ref.strip(" \t")
-    if ref in ("", "current"):
+@_does(schema.Link)
+def link(project: str, who: Who, call: schema.Link) -> dict:
+    if call.ref is UNSET:  # the session acting
         if not who.session:
             raise TaskArgError("{arg}='current' needs a current session; give a session id", arg=Arg("ref"))
         session = who.session
-    elif is_session_id(ref):
-        session = ref.lower()
     else:
-        raise TaskArgError(
-            "{arg} must be 'current' or a full session id (a UUID), got {got}", arg=Arg("ref"), got=_shown(ref)
-        )
+        session = call.ref
 
     def fn(doc: TaskFile) -> dict:
-        task = _task(doc, task_id)
+        task = _task(doc, call.task_id)
         if session not in task.sessions:
             task.sessions.append(session)
         task.updated = store.now()
@@ -358,15 +240,12 @@ def link(project: str, who: Who, task_id: str = "", link_type: str = "session", 
     return store.change(project, fn)
 
 
-def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id: str = "", **_: str) -> dict:
-    text = text.strip()
-    if not text:
-        raise TaskArgError("{action} needs {arg}: the decision", arg=Arg("text"))
-
+@_does(schema.Decide)
+def decide(project: str, who: Who, call: schema.Decide) -> dict:
     def fn(doc: TaskFile) -> dict:
-        task = _task(doc, task_id).id if task_id.strip() else None
+        task = _task(doc, call.task_id).id if call.task_id is not None else None
         d = Decision(
-            id=_new_id(), text=text, reasoning=reasoning.strip(), task=task, session=who.session, ts=store.now()
+            id=_new_id(), text=call.text, reasoning=call.reasoning, task=task, session=who.session, ts=store.now()
         )
         doc.decisions.append(d)
         _event(doc, who, "decide", d.id, task=task)
@@ -375,27 +254,23 @@ def decide(project: str, who: Who, text: str = "", reasoning: str = "", task_id:
     return store.change(project, fn)
 
 
-def milestone_add(project: str, who: Who, milestone: str = "", title: str = "", due: str = "", **_: str) -> dict:
+@_does(schema.MilestoneAdd)
+def milestone_add(project: str, who: Who, call: schema.MilestoneAdd) -> dict:
     """A new open milestone named by ``milestone`` or ``title`` (what a task is named by)."""
-    name, other = milestone.strip(), title.strip()
-    if name and other and name != other:
+    if call.milestone and call.title and call.milestone != call.title:
         raise TaskArgError(
             "{action} takes one name: give {milestone} or {title}, not both",
             milestone=Arg("milestone"),
             title=Arg("title"),
         )
-    name = name or other
+    name = call.milestone or call.title
     if not name:
         raise TaskArgError("{action} needs {arg}: its name", arg=Arg("milestone"))
-    try:  # a title may be longer than a milestone's name
-        check_text(name, "milestone" if milestone.strip() else "title", MAX_MILESTONE_NAME)
-    except BadArgument as exc:
-        raise about("milestone" if milestone.strip() else "title", exc) from None
 
     def fn(doc: TaskFile) -> dict:
         if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in doc.milestones):
             raise C3Error(f"a milestone named {name!r} exists already")
-        m = Milestone(id=_new_id(), name=name, due=_due(due), created=store.now())
+        m = Milestone(id=_new_id(), name=name, due=call.due, created=store.now())
         doc.milestones.append(m)
         _event(doc, who, "milestone_add", m.id, name=name)
         return msgspec.to_builtins(m)
@@ -403,9 +278,10 @@ def milestone_add(project: str, who: Who, milestone: str = "", title: str = "", 
     return store.change(project, fn)
 
 
-def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+@_does(schema.MilestoneComplete)
+def milestone_complete(project: str, who: Who, call: schema.MilestoneComplete) -> dict:
     def fn(doc: TaskFile) -> dict:
-        m = _milestone(doc, milestone)
+        m = _milestone(doc, call.milestone)
         if m.status != "open":
             raise C3Error(f"milestone {m.name!r} is {m.status}, not open")
         still_open = [t for t in doc.tasks if t.milestone == m.id and t.status != "done"]
@@ -422,9 +298,10 @@ def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) ->
     return store.change(project, fn)
 
 
-def milestone_reopen(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+@_does(schema.MilestoneReopen)
+def milestone_reopen(project: str, who: Who, call: schema.MilestoneReopen) -> dict:
     def fn(doc: TaskFile) -> dict:
-        m = _milestone(doc, milestone)
+        m = _milestone(doc, call.milestone)
         if m.status != "completed":
             raise C3Error(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
         m.status, m.completed_at = "open", None
@@ -434,12 +311,13 @@ def milestone_reopen(project: str, who: Who, milestone: str = "", **_: str) -> d
     return store.change(project, fn)
 
 
-def milestone_archive(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+@_does(schema.MilestoneArchive)
+def milestone_archive(project: str, who: Who, call: schema.MilestoneArchive) -> dict:
     """Archive a milestone and detach its tasks (what shipped under it survives only in the
     event log: `milestone_complete` keeps the links)."""
 
     def fn(doc: TaskFile) -> dict:
-        m = _milestone(doc, milestone)
+        m = _milestone(doc, call.milestone)
         detached = [t.id for t in doc.tasks if t.milestone == m.id]
         for t in doc.tasks:
             if t.milestone == m.id:
@@ -452,9 +330,10 @@ def milestone_archive(project: str, who: Who, milestone: str = "", **_: str) -> 
     return store.change(project, fn)
 
 
-def time_start(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.TimeStart)
+def time_start(project: str, who: Who, call: schema.TimeStart) -> dict:
     def fn(doc: TaskFile) -> dict:
-        task = _task(doc, task_id)
+        task = _task(doc, call.task_id)
         if any(e.end is None for e in task.time):
             raise C3Error(f"the timer of task {task.id[:8]} is already running")
         task.time.append(TimeEntry(start=store.now(), session=who.session))
@@ -465,9 +344,10 @@ def time_start(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     return store.change(project, fn)
 
 
-def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.TimeStop)
+def time_stop(project: str, who: Who, call: schema.TimeStop) -> dict:
     def fn(doc: TaskFile) -> dict:
-        task = _task(doc, task_id)
+        task = _task(doc, call.task_id)
         entry = next((e for e in task.time if e.end is None), None)
         if entry is None:
             raise C3Error(f"no timer is running on task {task.id[:8]}")
@@ -479,13 +359,14 @@ def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     return store.change(project, fn)
 
 
-def delete(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.Delete)
+def delete(project: str, who: Who, call: schema.Delete) -> dict:
     """Remove a task and every link to it: other tasks' ``blocked_by`` lose it, decisions about
     it keep their text and lose the task. The event keeps the whole task, so what was deleted
     can still be read in the log."""
 
     def fn(doc: TaskFile) -> dict:
-        task = _task(doc, task_id)
+        task = _task(doc, call.task_id)
         waited = [t for t in doc.tasks if task.id in t.blocked_by]
         for t in waited:
             t.blocked_by = [b for b in t.blocked_by if b != task.id]
@@ -501,11 +382,12 @@ def delete(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     return store.change(project, fn)
 
 
-def milestone_delete(project: str, who: Who, milestone: str = "", **_: str) -> dict:
+@_does(schema.MilestoneDelete)
+def milestone_delete(project: str, who: Who, call: schema.MilestoneDelete) -> dict:
     """Remove a milestone, whatever its status, and detach its tasks (they stay)."""
 
     def fn(doc: TaskFile) -> dict:
-        m = _milestone(doc, milestone)
+        m = _milestone(doc, call.milestone)
         detached = [t for t in doc.tasks if t.milestone == m.id]
         for t in detached:
             t.milestone = None
@@ -518,11 +400,12 @@ def milestone_delete(project: str, who: Who, milestone: str = "", **_: str) -> d
     return store.change(project, fn)
 
 
-def decision_delete(project: str, who: Who, ref: str = "", **_: str) -> dict:
+@_does(schema.DecisionDelete)
+def decision_delete(project: str, who: Who, call: schema.DecisionDelete) -> dict:
     """Remove a decision note (``ref``: its id or a unique prefix); the event keeps its text."""
 
     def fn(doc: TaskFile) -> dict:
-        d = _decision(doc, ref)
+        d = _decision(doc, call.ref)
         doc.decisions.remove(d)
         shown = msgspec.to_builtins(d)
         _event(doc, who, "decision_delete", d.id, decision=shown)
@@ -534,9 +417,10 @@ def decision_delete(project: str, who: Who, ref: str = "", **_: str) -> dict:
 # ------------------------------------------------------------------ reads (never write)
 
 
-def get(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.Get)
+def get(project: str, who: Who, call: schema.Get) -> dict:
     doc = store.load(project)
-    task = _task(doc, task_id)
+    task = _task(doc, call.task_id)
     out = _view(task)
     out["decisions"] = [msgspec.to_builtins(d) for d in doc.decisions if d.task == task.id]
     return out
@@ -555,39 +439,29 @@ def _shown_by_default(doc: TaskFile) -> list[Task]:
     return [t for t in doc.tasks if not (t.status == "done" and t.milestone in closed)]
 
 
-def list_(
-    project: str,
-    who: Who,
-    status: str = "",
-    priority: str = "",
-    tags: str = "",
-    milestone: str = "",
-    due: str = "",
-    **_: str,
-) -> dict:
+@_does(schema.List)
+def list_(project: str, who: Who, call: schema.List) -> dict:
     """Tasks, filtered. Without ``milestone`` or ``status``, the done tasks of completed and
     archived milestones are left out; ``status='all'`` (or any status, or the milestone named)
     brings them back."""
     doc = store.load(project)
     tasks = doc.tasks
-    if status.strip():
-        wanted = {_choice(s, (*STATUSES, "all"), "status") for s in status.split(",")}
-        if "all" not in wanted:
-            tasks = [t for t in tasks if t.status in wanted]
-    elif not milestone.strip():
+    if call.status is not UNSET:
+        if "all" not in call.status:
+            tasks = [t for t in tasks if t.status in call.status]
+    elif call.milestone is UNSET:
         tasks = _shown_by_default(doc)
-    if priority.strip():
-        wanted = {_choice(p, PRIORITIES, "priority") for p in priority.split(",")}
-        tasks = [t for t in tasks if t.priority in wanted]
-    if tags.strip():
-        wanted_tags = set(_tags(tags))
+    if call.priority is not UNSET:
+        tasks = [t for t in tasks if t.priority in call.priority]
+    if call.tags is not UNSET:
+        wanted_tags = set(call.tags)
         tasks = [t for t in tasks if wanted_tags & set(t.tags)]
-    if milestone.strip():
-        mid = _milestone(doc, milestone).id
+    if call.milestone is not UNSET:
+        mid = _milestone(doc, call.milestone).id
         tasks = [t for t in tasks if t.milestone == mid]
-    if due.strip():
-        limit = _due(due)
-        tasks = [t for t in tasks if t.due is not None and limit is not None and t.due <= limit]
+    if call.due is not UNSET:
+        due = call.due  # None (`none`): no date is on or before it
+        tasks = [t for t in tasks if t.due is not None and due is not None and t.due <= due]
     tasks = sorted(tasks, key=lambda t: (t.status == "done", t.priority, t.due or "9999", -t.updated))
     return {"tasks": [_view(t) for t in tasks]}
 
@@ -597,7 +471,8 @@ def _milestone_order(m: Milestone) -> tuple:
     return (m.due is None, m.due or "", m.name.casefold(), m.id)
 
 
-def board(project: str, who: Who, **_: str) -> dict:
+@_does(schema.Board)
+def board(project: str, who: Who, call: schema.Board) -> dict:
     """``columns``: status -> tasks, every task a default `list` shows (the done tasks of
     completed and archived milestones leave the board). ``milestones``: each open milestone,
     in `milestones` order, with its own tasks in the same columns."""
@@ -616,7 +491,8 @@ def board(project: str, who: Who, **_: str) -> dict:
     }
 
 
-def report(project: str, who: Who, **_: str) -> dict:
+@_does(schema.Report)
+def report(project: str, who: Who, call: schema.Report) -> dict:
     """What is blocking (open tasks others wait on), and what is ready to unblock (blocked
     tasks whose blockers are all done)."""
     doc = store.load(project)
@@ -644,27 +520,30 @@ def report(project: str, who: Who, **_: str) -> dict:
     return {"blocking": blocking, "ready_to_unblock": ready, "still_blocked": blocked, "overdue": overdue}
 
 
-def _for_task(doc: TaskFile, task_id: str, items: list, field: str) -> list:
+def _for_task(doc: TaskFile, task_id: str | None, items: list, field: str) -> list:
     """``items`` whose ``field`` is the task ``task_id`` names (all of them without one)."""
-    if not task_id.strip():
+    if task_id is None:
         return items
     tid = _task(doc, task_id).id
     return [x for x in items if getattr(x, field) == tid]
 
 
-def history(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.History)
+def history(project: str, who: Who, call: schema.History) -> dict:
     doc = store.load(project)
-    return {"events": [msgspec.to_builtins(e) for e in _for_task(doc, task_id, doc.events, "target")[-200:]]}
+    return {"events": [msgspec.to_builtins(e) for e in _for_task(doc, call.task_id, doc.events, "target")[-200:]]}
 
 
-def decisions(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.Decisions)
+def decisions(project: str, who: Who, call: schema.Decisions) -> dict:
     doc = store.load(project)
-    return {"decisions": [msgspec.to_builtins(d) for d in _for_task(doc, task_id, doc.decisions, "task")[-100:]]}
+    return {"decisions": [msgspec.to_builtins(d) for d in _for_task(doc, call.task_id, doc.decisions, "task")[-100:]]}
 
 
-def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:
+@_does(schema.TimeReport)
+def time_report(project: str, who: Who, call: schema.TimeReport) -> dict:
     doc = store.load(project)
-    tasks = [_task(doc, task_id)] if task_id.strip() else doc.tasks
+    tasks = [_task(doc, call.task_id)] if call.task_id is not None else doc.tasks
     rows = [
         {
             "id": t.id,
@@ -678,34 +557,18 @@ def time_report(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     return {"tasks": rows, "total_s": round(sum(r["tracked_s"] for r in rows), 1)}
 
 
-MILESTONE_STATUSES = ("open", "completed", "archived")
-
-
-def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
+@_does(schema.Milestones)
+def milestones(project: str, who: Who, call: schema.Milestones) -> dict:
     """Milestones with their task counts: open ones by default; ``status`` takes open,
     completed, archived (comma-separated) or all. Sorted by due date (none last), then name.
     An archived milestone's tasks were detached when it was archived, so its counts are 0."""
-    wanted = {"open"}
-    if status.strip():
-        wanted = set()
-        for part in status.split(","):
-            part = part.strip().lower()
-            if part not in (*MILESTONE_STATUSES, "all"):
-                raise TaskArgError(
-                    "{arg} for milestones must be one of "
-                    + f"{', '.join(MILESTONE_STATUSES)} or all (comma-separated), got "
-                    + "{got}",
-                    arg=Arg("status"),
-                    got=_shown(part),
-                )
-            wanted |= set(MILESTONE_STATUSES) if part == "all" else {part}
     doc = store.load(project)
     by_milestone: dict[str, list[Task]] = {}
     for t in doc.tasks:
         if t.milestone:
             by_milestone.setdefault(t.milestone, []).append(t)
     rows = []
-    for m in sorted((m for m in doc.milestones if m.status in wanted), key=_milestone_order):
+    for m in sorted((m for m in doc.milestones if m.status in call.status), key=_milestone_order):
         tasks = by_milestone.get(m.id, [])
         still_open = sorted(
             (t for t in tasks if t.status != "done"),
@@ -713,13 +576,7 @@ def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
         )
         rows.append(
             {
-                "id": m.id,
-                "name": m.name,
-                "status": m.status,
-                "due": m.due,
-                "created": m.created,
-                "completed_at": m.completed_at,
-                "archived_at": m.archived_at,
+                **msgspec.to_builtins(m),  # the milestone as stored, every field
                 "tasks": {"total": len(tasks), "done": len(tasks) - len(still_open), "open": len(still_open)},
                 "open_tasks": [
                     {"id": t.id, "title": t.title, "status": t.status, "priority": t.priority} for t in still_open
@@ -729,43 +586,16 @@ def milestones(project: str, who: Who, status: str = "", **_: str) -> dict:
     return {"milestones": rows}
 
 
-# each is called as fn(project, who, **args)
-_CHANGES: dict[str, Callable[..., dict]] = {
-    "add": add,
-    "update": update,
-    "link": link,
-    "decide": decide,
-    "milestone_add": milestone_add,
-    "milestone_complete": milestone_complete,
-    "milestone_reopen": milestone_reopen,
-    "milestone_archive": milestone_archive,
-    "time_start": time_start,
-    "time_stop": time_stop,
-    "delete": delete,
-    "milestone_delete": milestone_delete,
-    "decision_delete": decision_delete,
-}
-_READS: dict[str, Callable[..., dict]] = {
-    "get": get,
-    "list": list_,
-    "board": board,
-    "report": report,
-    "history": history,
-    "decisions": decisions,
-    "time_report": time_report,
-    "milestones": milestones,
-}
-ACTIONS = tuple(_CHANGES) + tuple(_READS)
-READ_ACTIONS = tuple(_READS)
+ACTIONS = tuple(schema.BY_NAME)
+READ_ACTIONS = schema.READS
 
 
 def run(project: str, who: Who, action: str, **args: str) -> dict:
-    """Raises C3Error; a TaskError says which action failed (``action``) for a door to word."""
-    args = {k: (v or "") for k, v in args.items()}
-    action = validate(action, **args)
-    fn = _CHANGES.get(action) or _READS[action]  # validate() returned a known action
+    """The call of ``action`` with the text ``args``, read (``schema.read``) and done. Raises
+    C3Error; a TaskError says which action failed (``action``) for a door to word."""
+    call = schema.read(action, **args)
     try:
-        return fn(project, who, **args)
+        return _DO[type(call)](project, who, call)
     except TaskError as exc:
-        exc.action = action
+        exc.action = name_of(type(call))
         raise
