@@ -673,13 +673,11 @@ class _TaskWords:
         return " ".join(["c3async tasks", action, *(f"{self.arg(action, name)} {value}" for name, value in args)])
 
 
-def _task_parsers(sub) -> None:
+def _task_parsers(sub, actions_too: bool = True) -> None:
     """`tasks` and one subparser per action, each with only what the action takes: its
     arguments, flags and help come from the action's struct (``tasks.schema``). `tasks` alone
-    is `tasks list`."""
-    from .ground.schema import fields, helped, name_of
-    from .tasks.schema import ACTION_TYPES
-
+    is `tasks list`. ``actions_too=False``: `tasks` alone, for a command line that runs another
+    command (the actions' declarations are then not imported)."""
     tk = sub.add_parser(
         "tasks",
         help="durable tasks, milestones and decisions (the c3_task actions)",
@@ -691,6 +689,11 @@ def _task_parsers(sub) -> None:
     )
     _project_and_json(tk, "print JSON (what c3_task returns)")
     tk.set_defaults(func=cmd_tasks, task_action="list", task_inputs=())
+    if not actions_too:
+        return
+    from .ground.schema import fields, helped, name_of
+    from .tasks.schema import ACTION_TYPES
+
     actions = tk.add_subparsers(metavar="ACTION", title="actions")
     for action in ACTION_TYPES:
         name = name_of(action)
@@ -1023,7 +1026,9 @@ def _add_examples(parser: argparse.ArgumentParser, name: str = "") -> None:
                     _add_examples(sub, f"{name} {child}".strip())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the ``command`` about to run, only what it needs of it
+    (the `tasks` actions are declared in ``tasks.schema``: imported for `tasks` alone)."""
     parser = _Parser(prog="c3async", description="Find, judge and resume your Claude Code sessions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -1127,7 +1132,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     rs.set_defaults(func=cmd_resume)
 
-    _task_parsers(sub)
+    _task_parsers(sub, actions_too=command in (None, "tasks"))
 
     lv = sub.add_parser(
         "live",
@@ -1301,8 +1306,9 @@ def _main(argv: list[str]) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_InertFormatter("c3async: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    parser = build_parser()
-    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (see `c3async completion`)
+    completing = "_ARGCOMPLETE" in os.environ
+    parser = build_parser(None if completing or not argv else argv[0])
+    if completing:  # the shell asks for completions (see `c3async completion`)
         import argcomplete
 
         argcomplete.autocomplete(parser)
