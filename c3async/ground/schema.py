@@ -55,7 +55,7 @@ class Param:
     limit: int  # characters, checked (with NUL and lone surrogates) before anything is written
     read: Callable[[str, str], Any] = text  # (text, argument name) -> value, or UNSET
     needs: str = ""  # what a call that lacks a required one is told it is ("needs title: ...")
-    prose: bool = False  # free text: the tool's description says its limit
+    prose: bool = False  # free text: its description (the MCP parameter's) says its limit
     metavar: str = ""  # the CLI's placeholder (default: the name in capitals)
     positional: bool = False  # the CLI takes it without a flag, shown as its metavar
     flags: tuple[str, ...] | None = None  # the CLI's spellings (None: --name-with-dashes; (): none)

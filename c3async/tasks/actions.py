@@ -173,8 +173,8 @@ def add(project: str, who: Who, call: schema.Add) -> dict:
             id=_new_id(),
             title=call.title,
             description=call.description,
-            status=call.status,  # type: ignore[arg-type]  # one of STATUSES (schema)
-            priority=call.priority,  # type: ignore[arg-type]
+            status=call.status,
+            priority=call.priority,
             due=call.due,
             tags=list(call.tags),
             created=store.now(),

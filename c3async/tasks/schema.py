@@ -7,7 +7,7 @@ action is one field.
 
 ``read`` turns a call's text into its action's struct, refusing what needs no file to refuse: an
 unknown action, text over its limit or holding NUL or lone surrogates, a status, priority or
-date that is none, an id that cannot be one, too many tags or blockers. The values it gives are
+date that is not one, an id that cannot be one, too many tags or blockers. The values it gives are
 typed: a status is one of ``STATUSES``, tags a sorted list, a due date ``None`` when cleared, and
 an update's field ``UNSET`` when the call leaves it as it is.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, get_args
 
 import msgspec
 
@@ -32,12 +32,14 @@ from ..ground.errors import BadArgument, check_text, clip
 from ..ground.schema import UNSET, Field, Param, UnsetType, fields, limit, name_of, parse
 from . import store
 from .errors import Arg, Call, TaskArgError, TaskError, about
+from .store import MilestoneStatus, Priority, Status
 
 __all__ = ("ACTION_TYPES", "BY_NAME", "READS", "STATUSES", "UPDATABLE", "Action", "read")
 
-STATUSES = ("backlog", "in_progress", "blocked", "done")
-PRIORITIES = ("p0", "p1", "p2", "p3")
-MILESTONE_STATUSES = ("open", "completed", "archived")
+# the values the records hold (``store``), in their order
+STATUSES: tuple[str, ...] = get_args(Status)
+PRIORITIES: tuple[str, ...] = get_args(Priority)
+MILESTONE_STATUSES: tuple[str, ...] = get_args(MilestoneStatus)
 MIN_PREFIX = 4
 MAX_TITLE = 500
 MAX_DESCRIPTION = 20_000
@@ -324,8 +326,8 @@ class Add(Action, tag="add"):
     example: ClassVar[str] = 'c3async tasks add --title "ship it" --priority p1 --tags release'
     title: Annotated[str, TITLE]
     description: Annotated[str, DESCRIPTION] = ""
-    status: Annotated[str, STATUS] = "backlog"
-    priority: Annotated[str, PRIORITY] = "p2"
+    status: Annotated[Status, STATUS] = "backlog"
+    priority: Annotated[Priority, PRIORITY] = "p2"
     due: Annotated[str | None, DUE] = None
     tags: Annotated[list[str], TAGS] = msgspec.field(default_factory=list)
     milestone: Annotated[str | None, MILESTONE] = None
@@ -338,8 +340,8 @@ class Update(OnTask, tag="update"):
     example: ClassVar[str] = "c3async tasks update 1a2b --status done"
     title: Annotated[str | UnsetType, TITLE] = UNSET
     description: Annotated[str | UnsetType, DESCRIPTION] = UNSET
-    status: Annotated[str | UnsetType, STATUS] = UNSET
-    priority: Annotated[str | UnsetType, PRIORITY] = UNSET
+    status: Annotated[Status | UnsetType, STATUS] = UNSET
+    priority: Annotated[Priority | UnsetType, PRIORITY] = UNSET
     due: Annotated[str | UnsetType | None, replace(DUE, help="a date, YYYY-MM-DD, or none")] = UNSET
     tags: Annotated[list[str] | UnsetType, TAGS] = UNSET
     milestone: Annotated[
