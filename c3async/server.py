@@ -30,11 +30,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from inspect import Parameter, Signature
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from mcp.server import NotificationOptions, ServerRequestContext
@@ -48,15 +49,17 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
+from pydantic import Field as Described
 
-from . import __version__
+from . import __version__, session_actions
 from .catalog.gitrefs import current_branch
-from .ground import disk
+from .ground import disk, schema
 from .ground.errors import BadArgument, C3Error, clip
 from .ground.paths import canonical, default_project, project_root
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
 from .stores import activity, records, registry
+from .tasks import schema as task_schema
 
 if TYPE_CHECKING:
     from .sessions.runtime import Runtime
@@ -111,7 +114,7 @@ async def _after_first_answer(state: ServerState) -> None:
 def _preload() -> None:
     """The modules behind ``c3_session`` (the sessions view, details, marks): the first call,
     often a ``list`` soon after start, then finds them loaded."""
-    from . import session_actions  # noqa: F401
+    from .sessions import act, detail, refs, view  # noqa: F401
 
 
 async def _after_warm(state: ServerState) -> None:
@@ -403,8 +406,68 @@ def _check_view(view: str) -> tuple[str, bool]:
     return name, True  # every view only reads
 
 
+def _takes(actions: Sequence[type], order: Sequence[str] | None = None) -> Callable[[Callable], Callable]:
+    """Give the decorated tool the parameters its ``actions`` take (``ground.schema``): ``action``,
+    then every argument as text, "" by default, described for each action that takes it. The SDK
+    publishes them as the tool's input schema; the tool receives them as keywords. ``order``: the
+    arguments' order where the spec fixes the signature (else the order they first appear)."""
+    arguments = schema.arguments(actions)
+    names = list(arguments) if order is None else list(order)
+    if sorted(names) != sorted(arguments):
+        raise TypeError(f"the arguments {sorted(arguments)} are not the signature {names}")
+    which = f"one of {', '.join(schema.name_of(a) for a in actions)} (the tool's description says what each takes)"
+    takes = [
+        Parameter("action", Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[str, Described(description=which)])
+    ]
+    for name in names:
+        about = Described(description=schema.described(actions, name))
+        takes.append(Parameter(name, Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=Annotated[str, about]))
+    takes.append(Parameter("ctx", Parameter.KEYWORD_ONLY, annotation=Context[ServerState]))
+
+    def declare(fn: Callable) -> Callable:
+        fn.__signature__ = Signature(takes, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+        return fn
+
+    return declare
+
+
+def _lines(actions: Sequence[type]) -> str:
+    """One line per action: its name, what it takes (optional ones in brackets) and what it does."""
+    return "\n".join(f"- {schema.usage(a)}" for a in actions)
+
+
+_SESSION_ACTIONS = session_actions.ACTION_TYPES
+C3_SESSION = f"""\
+Sessions of this project: the catalog of Claude Code conversations, and this C3 session.
+
+Catalog actions (target takes a session id or a unique prefix of 4+ characters):
+{_lines([a for a in _SESSION_ACTIONS if not a.lifecycle])}
+Sessions with a note or linked tasks are kept by default.
+Lifecycle actions, on this C3 session's record:
+{_lines([a for a in _SESSION_ACTIONS if a.lifecycle])}
+Changes: the marks (stale, unstale, note, keep, unkeep) in .c3/session_marks.jsonl, this C3 \
+session's record and the activity log; never a transcript. {", ".join(session_actions.READS)} and plan \
+without data only read. Each parameter says what it is for each action, and its limit in characters. No NUL.
+"""
+_TASK_ACTIONS = task_schema.ACTION_TYPES
+C3_TASK = f"""\
+Durable project tasks, milestones and decisions (they outlive every conversation).
+
+Changes (each recorded in the event log, which keeps what a delete removed; tasks and decisions \
+changed here are linked to the current session):
+{_lines([a for a in _TASK_ACTIONS if not a.reads])}
+Reads (never write):
+{_lines([a for a in _TASK_ACTIONS if a.reads])}
+Task ids accept a unique prefix of {task_schema.MIN_PREFIX}+ characters; a milestone, its id or its name. \
+Done tasks of a completed milestone leave the default list and board but keep their link. Changes \
+write .c3/pm/pm.json. Each parameter says what it is for each action, and its limit in characters; \
+tags: at most {task_schema.MAX_TAGS} of {task_schema.MAX_TAG} characters each. No NUL.
+"""
+
+
 @mcp.tool(
     title="Sessions of this project",
+    description=C3_SESSION,
     annotations=ToolAnnotations(
         title="Sessions of this project",
         read_only_hint=False,  # marks, notes and this C3 session's record; list, show, search only read
@@ -413,53 +476,16 @@ def _check_view(view: str) -> tuple[str, bool]:
         open_world_hint=False,
     ),
 )
-async def c3_session(
-    action: str,
-    data: str = "",
-    reasoning: str = "",
-    description: str = "",
-    summary: str = "",
-    event_type: str = "",
-    target: str = "",
-    *,
-    ctx: Context[ServerState],
-) -> CallToolResult:
-    """Sessions of this project: the catalog of Claude Code conversations, and this C3 session.
-
-    Catalog actions (target takes a session id or a unique prefix of 4+ characters):
-    - list: one line per session, newest first. target: all | likely | stale | live | search text.
-    - show: one session expanded (prompts, note or snapshot, chain, last turns). target: id.
-    - search: full text of every conversation (what was said; not tool output unless asked).
-      target: words, "exact phrase", prefix*, OR, -word, identifiers like retry_budget. data:
-      options, e.g. "all tools role=user since=7d branch=main limit=5" (default: this project).
-    - stale: mark a session not worth resuming. target, reasoning (why) required; data: successor id.
-    - unstale: undo it. target.
-    - note: leave a note. data: summary, reasoning: next steps; target defaults to this session.
-    - keep / unkeep: keep a session past Claude Code's cleanup (its transcript is preserved in
-      the archive and stays listed and resumable after Claude Code deletes it), or release it.
-      target; reasoning optional. Sessions with a note or linked tasks are kept by default.
-    Lifecycle actions: start (description), log (event_type, data, reasoning),
-    snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
-    Changes: the marks (stale, unstale, note, keep, unkeep) in .c3/session_marks.jsonl, this C3
-    session's record and the activity log; never a transcript. list, show, search, restore and
-    plan without data only read.
-    Text limits (characters): stale reasoning 2,000; note data and reasoning 8,000 each; log and
-    snapshot data and plan 20,000; summaries 8,000; description 2,000; target 500 (search 2,000). No NUL.
-    """
+@_takes(_SESSION_ACTIONS, order=("data", "reasoning", "description", "summary", "event_type", "target"))
+async def c3_session(action: str, *, ctx: Context[ServerState], **args: str) -> CallToolResult:
+    """``C3_SESSION``; its parameters are what ``session_actions`` declares, in the spec's order."""
     state: ServerState = ctx.request_context.lifespan_context
-    args = dict(
-        data=data, reasoning=reasoning, description=description, summary=summary, event_type=event_type, target=target
-    )
 
     def check() -> tuple[str, bool]:
-        from . import session_actions  # the sessions view, marks, details: loaded by the first call
-
         name = session_actions.validate(action, **args)
-        return name, session_actions.reads_only(name, data)
+        return name, session_actions.reads_only(name, args.get("data", ""))
 
     def body(host: str | None) -> str:
-        from . import session_actions
-
         caller = session_actions.Caller(state.project, state.c3_session_id, host, state.record, by="agent")
         if action.strip().lower() in session_actions.LIFECYCLE:
             with state.lock:  # one writer of this process's record at a time
@@ -471,80 +497,33 @@ async def c3_session(
 
 @mcp.tool(
     title="Project tasks, milestones and decisions",
+    description=C3_TASK,
     annotations=ToolAnnotations(
         title="Project tasks, milestones and decisions",
-        read_only_hint=False,  # changes .c3/pm.json; the read actions never write
+        read_only_hint=False,  # changes .c3/pm/pm.json; the read actions never write
         destructive_hint=True,  # delete, milestone_delete and decision_delete remove what they name
         idempotent_hint=False,
         open_world_hint=False,
     ),
 )
-async def c3_task(
-    action: str,
-    task_id: str = "",
-    title: str = "",
-    description: str = "",
-    status: str = "",
-    priority: str = "",
-    due: str = "",
-    tags: str = "",
-    milestone: str = "",
-    blocked_by: str = "",
-    text: str = "",
-    reasoning: str = "",
-    link_type: str = "",
-    ref: str = "",
-    *,
-    ctx: Context[ServerState],
-) -> CallToolResult:
-    """Durable project tasks, milestones and decisions (they outlive every conversation).
-
-    Changes: add (title; description, status backlog|in_progress|blocked|done, priority p0-p3,
-    due YYYY-MM-DD, tags a,b, milestone, blocked_by ids), update (task_id + fields), delete
-    (task_id; its blocked_by and decision links go too), link (task_id, link_type='session',
-    ref='current' or a session id), decide (text, reasoning, task_id), decision_delete (ref: the
-    decision id), milestone_add (milestone or title: its name; due), milestone_complete /
-    milestone_reopen / milestone_archive / milestone_delete (milestone: id or name; archive and
-    delete detach its tasks), time_start / time_stop (task_id).
-    Reads (never write): get, list (filters status, priority, tags, milestone, due), board,
-    report (blocking / ready to unblock), history, decisions, time_report, milestones (status:
-    open by default, or completed, archived, all; each with task counts and open tasks). Done
-    tasks of a completed milestone leave the default list and board but keep their link.
-    Task ids accept a unique prefix of 4+ characters. Changes write .c3/pm.json (tasks and
-    decisions changed here are linked to the current session) and its event log, which keeps
-    what a delete removed. Text limits (characters): title 500, description 20,000,
-    decision text and reasoning 8,000 each, milestone name 200, up to 50 tags of 64. No NUL.
-    """
+@_takes(_TASK_ACTIONS)
+async def c3_task(action: str, *, ctx: Context[ServerState], **args: str) -> CallToolResult:
+    """``C3_TASK``; its parameters are what ``tasks.schema`` declares."""
     state: ServerState = ctx.request_context.lifespan_context
-    args = dict(
-        task_id=task_id,
-        title=title,
-        description=description,
-        status=status,
-        priority=priority,
-        due=due,
-        tags=tags,
-        milestone=milestone,
-        blocked_by=blocked_by,
-        text=text,
-        reasoning=reasoning,
-        link_type=link_type,
-        ref=ref,
-    )
 
     def check() -> tuple[str, bool]:
-        from .pm import actions as pm_actions  # the task store: loaded by the first c3_task call
+        from .tasks import actions as task_actions  # the task store: loaded by the first c3_task call
 
-        name = pm_actions.validate(action, **args)
-        return name, name in pm_actions.READ_ACTIONS
+        name = task_actions.validate(action, **args)
+        return name, name in task_schema.READS
 
     def body(host: str | None) -> str:
         import msgspec
 
-        from .pm import actions as pm_actions
         from .sessions.act import run_task
+        from .tasks import actions as task_actions
 
-        result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
+        result = run_task(state.project, task_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
 
     return await _call(state, "c3_task", action, body, check)

@@ -22,13 +22,13 @@ import pytest
 from hubproc import Hub, wait_for
 from transcripts import simple_session
 
-from c3async.pm import actions
-from c3async.pm import store as pm_store
 from c3async.sessions import keep
 from c3async.sessions.act import keep_expiring, survey
 from c3async.sessions.view import list_rows_sync
 from c3async.stores import config, records
 from c3async.stores.marks import write_mark
+from c3async.tasks import actions
+from c3async.tasks import store as task_store
 
 DAY = 86_400
 
@@ -127,7 +127,7 @@ def _judged_world(sb, proj: str, folder: Path) -> dict[str, str]:
     def as_typed(pm) -> None:  # an earlier version stored the prefix a person typed
         pm.tasks[0].sessions = [s["linked"][:8]]
 
-    pm_store.change(proj, as_typed)
+    task_store.change(proj, as_typed)
     actions.run(proj, actions.Who(session=s["decided"], by="agent"), "decide", text="use sqlite", reasoning="why")
     rec = records.new_record("c3-" + s["snapshot"][:8], "test", proj)
     rec.snapshots.append(records.Snapshot(ts=time.time(), host_session_id=s["snapshot"], summary="where we are"))

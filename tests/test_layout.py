@@ -21,7 +21,7 @@ RANK = {
     "catalog": (2, 0),
     "stores": (2, 1),
     "live": (2, 2),
-    "pm": (2, 2),
+    "tasks": (2, 2),
     "usage": (2, 2),
     "search": (2, 2),
     "sessions": (3, 0),

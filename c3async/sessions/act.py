@@ -18,9 +18,9 @@ from ..catalog.listing import candidates
 from ..catalog.locate import config_home, locate, projects_root
 from ..ground.disk import DiskFull
 from ..ground.errors import BadArgument, C3Error, UnknownSession
-from ..pm import actions
 from ..stores import archive, registry
 from ..stores.marks import Mark, MarkBook, check_mark_text, write_keeps, write_mark
+from ..tasks import actions
 from . import keep
 from .refs import Found, find
 from .resume import resume_command

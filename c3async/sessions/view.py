@@ -32,9 +32,9 @@ from ..ground import safefs
 from ..ground.errors import C3Error
 from ..ground.paths import project_root
 from ..live.reader import live_sessions
-from ..pm import store as pm_store
 from ..stores import activity, archive, checkouts, claude_dirs, config, records, registry
 from ..stores.marks import MarkBook
+from ..tasks import store as task_store
 from ..usage import totals as usage_totals
 from ..usage.prices import PricesError, PriceTable, current_prices
 from . import chain, keep
@@ -239,19 +239,19 @@ def _join_links(project: str, rows: list[Row]) -> None:
     by_id = {row.id: row for row in rows}
     ids = sorted(by_id)
     try:
-        pm = pm_store.load(project)
+        task_file = task_store.load(project)
     except C3Error as exc:  # a corrupt pm.json costs the links, not the listing
         log.warning("%s", exc)
-        pm = None
-    if pm is not None:
-        for task in pm.tasks:
+        task_file = None
+    if task_file is not None:
+        for task in task_file.tasks:
             linked: set[str] = set()
             for ref in task.sessions:
                 row = _session_of(ref, by_id, ids)
                 if row is not None and row.id not in linked:
                     linked.add(row.id)
                     row.links.tasks.append(TaskLink(task.id, task.title, task.status))
-        for d in pm.decisions[-500:]:
+        for d in task_file.decisions[-500:]:
             row = _session_of(d.session, by_id, ids) if d.session else None
             if row is not None:
                 row.links.decisions.append(DecisionLink(d.id, d.text, d.ts))
