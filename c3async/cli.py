@@ -762,7 +762,7 @@ _TASK_OLD_FLAGS = {"task_id": "--task-id", "milestone": "--milestone", "ref": "-
 
 
 class _TaskWords:
-    """How the CLI words a task error (pm.errors.Door): `tasks add needs --title`."""
+    """How the CLI words a task error (``ground.errors.Words``): `tasks add needs --title`."""
 
     def action(self, action: str) -> str:
         return f"tasks {action}"
@@ -853,8 +853,8 @@ def _task_args(args: argparse.Namespace) -> dict[str, str]:
 def cmd_tasks(args: argparse.Namespace) -> int:
     import msgspec
 
+    from .ground.errors import TaskArgError, TaskError
     from .pm import actions, text
-    from .pm.errors import TaskArgError, TaskError
     from .sessions.act import run_task
 
     action = args.task_action

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from .ground.errors import BadArgument, C3Error, check_text, clip
+from .ground.errors import BadArgument, NotFound, check_text, clip
 from .sessions import detail as session_detail
 from .sessions.act import mark as mark_session
 from .sessions.refs import find
@@ -178,7 +178,7 @@ def restore(c: Caller, target: str = "", **_: str) -> str:
                 if best is None or s.ts > best.ts:
                     best = s
     if best is None:
-        raise C3Error(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
+        raise NotFound(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
     when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds") if best.ts else "an unknown time"
     return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (
         f"\n\n{best.data}" if best.data else ""

@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import disk, safefs
+from ..ground.errors import DiskFull
 from .listing import MAX_DEPTH, candidates, regular_files
 from .locate import MAX_SLUG_LENGTH, ClaudeRoot, folders_of, slug
 from .moves import Added, Move
@@ -173,7 +174,7 @@ def _put(src: Path, depth: int, dfd: int, dst: Path, out: Linked) -> None:
             return
         free, reserve = disk.free_bytes(dst.parent), disk.reserve(dst.parent)
         if free is not None and st.st_size + reserve > free:  # Claude Code needs its disk too
-            raise disk.DiskFull(dst.parent, free, f"no room to copy {src} ({st.st_size:,} bytes) into {dst.parent}")
+            raise DiskFull(dst.parent, free, f"no room to copy {src} ({st.st_size:,} bytes) into {dst.parent}")
         with disk.reported(dst.parent):
             done = _copy(fd, st, dfd, dst.name)
         if done is None:

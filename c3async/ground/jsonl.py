@@ -3,7 +3,7 @@
 Writing: the whole line is ONE ``write()`` on an ``O_APPEND`` descriptor, under the sidecar lock
 (``<file>.lock``). Under that lock, a file that does not end in ``\\n`` (a writer was killed
 mid-line) first gets the ``\\n``, so a torn fragment never swallows the next good line. A write
-that fails part-way (disk full: ``disk.DiskFull``) is cut back off, so no half line is left to
+that fails part-way (disk full: ``DiskFull``) is cut back off, so no half line is left to
 glue to the next.
 
 Reading: split on ``\\n``; the bytes after the last ``\\n`` are a write in flight or a torn one

@@ -101,7 +101,9 @@ class Fold:
 
 
 class _Problem(Exception):
-    """Something that leaves the source folder in place (the fold is retried later)."""
+    """Something that leaves the source folder in place (the fold is retried later), carried up
+    to ``_fold_source``, which notes it in the fold's problems: it never leaves this module (so
+    it is not in ``ground.errors``'s tree)."""
 
 
 def fold_worktrees(project: str) -> list[Fold]:

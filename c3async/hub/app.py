@@ -58,8 +58,7 @@ from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
 from ..ground import safefs
-from ..ground.disk import DiskFull
-from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
+from ..ground.errors import DECODE_ERRORS, C3Error, DiskFull, NotFound
 from ..ground.paths import project_root
 from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session

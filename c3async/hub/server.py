@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..ground import disk
+from ..ground.errors import UnsafeHubFolder
 from ..ground.term import inert_line
 
 __all__ = ("HubFiles", "RunningHub", "is_loopback", "run_hub", "running_hubs")
@@ -49,10 +50,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-class HubFileError(Exception):
-    pass
 
 
 class HubFiles:
@@ -82,12 +79,12 @@ class HubFiles:
             pass
         st = os.lstat(self.dir)
         if stat.S_ISLNK(st.st_mode):
-            raise HubFileError(
+            raise UnsafeHubFolder(
                 f"{self.dir} is a symbolic link; refusing to put the Hub's token there. "
                 "Remove it (c3async creates a private directory in its place)."
             )
         if not stat.S_ISDIR(st.st_mode):
-            raise HubFileError(f"{self.dir} is not a directory; remove it and start the Hub again")
+            raise UnsafeHubFolder(f"{self.dir} is not a directory; remove it and start the Hub again")
         if not _DIR_FD:
             self._dir_fd = -1
             return -1
@@ -95,12 +92,12 @@ class HubFiles:
         try:
             st = os.fstat(fd)
             if st.st_uid != os.geteuid():
-                raise HubFileError(
+                raise UnsafeHubFolder(
                     f"{self.dir} belongs to another account (uid {st.st_uid}); refusing to put the Hub's token "
                     "there. Remove it (c3async creates a private one in its place)."
                 )
             if stat.S_IMODE(st.st_mode) & 0o077:
-                raise HubFileError(
+                raise UnsafeHubFolder(
                     f"{self.dir} can be read or entered by other accounts (mode {stat.S_IMODE(st.st_mode):o}); "
                     f"refusing to put the Hub's token there. Make it private (chmod 700 {self.dir}) or remove it."
                 )
@@ -253,7 +250,7 @@ def running_hubs() -> list[RunningHub]:
                 continue
             if hub.port == int(m.group(1)) and _ours_running(hub.pid, when) and _listening(hub.url, hub.port):
                 found.append((when, hub))
-    except (OSError, HubFileError):
+    except (OSError, UnsafeHubFolder):
         return []
     finally:
         reader.remove()
@@ -417,7 +414,7 @@ def _open(files: HubFiles) -> None:
     opened = False
     try:
         opened = _browser_can_open() and webbrowser.open(files.write_opener().as_uri())
-    except (OSError, HubFileError, webbrowser.Error) as exc:
+    except (OSError, UnsafeHubFolder, webbrowser.Error) as exc:
         print(f"c3async: could not open a browser ({exc}); open the URL above", file=sys.stderr)
         return
     if not opened:
@@ -465,7 +462,7 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
     files = HubFiles(bound, url, token)
     try:
         where = files.write_token()
-    except (OSError, HubFileError) as exc:
+    except (OSError, UnsafeHubFolder) as exc:
         sock.close()
         files.remove()
         print(f"c3async: error: cannot write the Hub's token file: {exc}", file=sys.stderr)

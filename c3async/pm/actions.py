@@ -5,7 +5,7 @@ string arguments as a tool receives them, and returns a plain dict (JSON for scr
 front ends render it). Read actions never write: they are safe in plan mode. Every change is
 recorded as an Event, and a task or decision changed from a session is linked to that session.
 A delete leaves no link behind (blockers, milestones, decisions) and its event keeps what was
-deleted. Refusals are ``errors.TaskError``: written once, worded by each door in its syntax.
+deleted. Refusals are ``ground.errors.TaskError``: written once, worded by each door in its syntax.
 
 Limits, in characters: a task title ``MAX_TITLE`` (500), a description ``MAX_DESCRIPTION``
 (20,000), a decision's text and reasoning ``MAX_DECISION_TEXT`` / ``MAX_DECISION_REASONING``
@@ -27,9 +27,21 @@ from typing import Any
 import msgspec
 
 from ..catalog.listing import is_session_id
-from ..ground.errors import AmbiguousSession, BadArgument, C3Error, check_text, clip
+from ..ground.errors import (
+    Ambiguous,
+    AmbiguousSession,
+    Arg,
+    BadArgument,
+    Call,
+    Conflict,
+    TaskAmbiguous,
+    TaskArgError,
+    TaskError,
+    TaskNotFound,
+    check_text,
+    clip,
+)
 from . import store
-from .errors import Arg, Call, TaskArgError, TaskError, about
 from .store import PM, Decision, Event, Milestone, Task, TimeEntry
 
 __all__ = ("ACTIONS", "READ_ACTIONS", "Who", "run", "validate")
@@ -102,7 +114,7 @@ def _task(pm: PM, ref: str, arg: str = "task_id") -> Task:
     if len(found) > 1:
         raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
     if not found:
-        raise TaskError("no task has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("list"))
+        raise TaskNotFound("no task has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("list"))
     return found[0]
 
 
@@ -111,14 +123,14 @@ def _decision(pm: PM, ref: str) -> Decision:
     found = [d for d in pm.decisions if d.id.startswith(ref)]
     if len(found) > 1:
         names = ", ".join(f"{d.id} ({clip(d.text, 40)})" for d in found[:10])
-        raise TaskError(
+        raise TaskAmbiguous(
             "the id prefix {ref} matches {n} decisions: {names}. Give more characters.",
             ref=repr(ref),
             n=str(len(found)),
             names=names,
         )
     if not found:
-        raise TaskError(
+        raise TaskNotFound(
             "no decision has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("decisions")
         )
     return found[0]
@@ -136,8 +148,8 @@ def _milestone(pm: PM, ref: str) -> Milestone:
         return by_name[0]
     if len(by_id) + len(by_name) > 1:
         names = ", ".join(f"{m.id} ({m.name}, {m.status})" for m in by_id + by_name)
-        raise C3Error(f"milestone {ref!r} is ambiguous: {names}; use the id")
-    raise TaskError(
+        raise Ambiguous(f"milestone {ref!r} is ambiguous: {names}; use the id")
+    raise TaskNotFound(
         "no milestone {ref} (`{add}` creates one)", ref=repr(ref), add=Call("milestone_add", (("milestone", "..."),))
     )
 
@@ -200,7 +212,7 @@ def validate(action: str, **args: str) -> str:
             try:
                 check_text(value, arg, LIMITS.get(arg, MAX_SHORT))
             except BadArgument as exc:
-                raise about(arg, exc) from None
+                raise TaskArgError.about(arg, exc) from None
         if args.get("tags"):
             _tags(args["tags"])
         if args.get("blocked_by"):
@@ -390,11 +402,11 @@ def milestone_add(project: str, who: Who, milestone: str = "", title: str = "", 
     try:  # a title may be longer than a milestone's name
         check_text(name, "milestone" if milestone.strip() else "title", MAX_MILESTONE_NAME)
     except BadArgument as exc:
-        raise about("milestone" if milestone.strip() else "title", exc) from None
+        raise TaskArgError.about("milestone" if milestone.strip() else "title", exc) from None
 
     def fn(pm: PM) -> dict:
         if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in pm.milestones):
-            raise C3Error(f"a milestone named {name!r} exists already")
+            raise Conflict(f"a milestone named {name!r} exists already")
         m = Milestone(id=_new_id(), name=name, due=_due(due), created=store.now())
         pm.milestones.append(m)
         _event(pm, who, "milestone_add", m.id, name=name)
@@ -407,11 +419,11 @@ def milestone_complete(project: str, who: Who, milestone: str = "", **_: str) ->
     def fn(pm: PM) -> dict:
         m = _milestone(pm, milestone)
         if m.status != "open":
-            raise C3Error(f"milestone {m.name!r} is {m.status}, not open")
+            raise Conflict(f"milestone {m.name!r} is {m.status}, not open")
         still_open = [t for t in pm.tasks if t.milestone == m.id and t.status != "done"]
         if still_open:
             names = "; ".join(f"{t.id[:8]} {t.title} ({t.status})" for t in still_open)
-            raise C3Error(
+            raise Conflict(
                 f"milestone {m.name!r} still has {len(still_open)} open task(s): {names}. "
                 "Finish them or move them to another milestone first."
             )
@@ -426,7 +438,7 @@ def milestone_reopen(project: str, who: Who, milestone: str = "", **_: str) -> d
     def fn(pm: PM) -> dict:
         m = _milestone(pm, milestone)
         if m.status != "completed":
-            raise C3Error(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
+            raise Conflict(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
         m.status, m.completed_at = "open", None
         _event(pm, who, "milestone_reopen", m.id)
         return msgspec.to_builtins(m)
@@ -456,7 +468,7 @@ def time_start(project: str, who: Who, task_id: str = "", **_: str) -> dict:
     def fn(pm: PM) -> dict:
         task = _task(pm, task_id)
         if any(e.end is None for e in task.time):
-            raise C3Error(f"the timer of task {task.id[:8]} is already running")
+            raise Conflict(f"the timer of task {task.id[:8]} is already running")
         task.time.append(TimeEntry(start=store.now(), session=who.session))
         _touch(task, who)
         _event(pm, who, "time_start", task.id)
@@ -470,7 +482,7 @@ def time_stop(project: str, who: Who, task_id: str = "", **_: str) -> dict:
         task = _task(pm, task_id)
         entry = next((e for e in task.time if e.end is None), None)
         if entry is None:
-            raise C3Error(f"no timer is running on task {task.id[:8]}")
+            raise Conflict(f"no timer is running on task {task.id[:8]}")
         entry.end = store.now()
         _touch(task, who)
         _event(pm, who, "time_stop", task.id, seconds=round(entry.end - entry.start, 1))
