@@ -60,6 +60,8 @@ lives with its signal handler, which must import nothing before it is installed)
 exceptions that never leave the module that raises them: ``catalog.gitrefs._Unreadable`` and
 ``ground.stateroot._Problem`` (a reason carried up to the function that notes it),
 ``hub.server._Stopped`` (SIGTERM, from the Hub's own signal handler to its serving loop).
+``tests/test_layout.py`` checks that no other module defines an exception, that the roots are
+never raised, and that each door reads its table in one place.
 """
 
 from __future__ import annotations
