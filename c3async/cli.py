@@ -16,6 +16,7 @@ option) if they hold bytes that are not UTF-8; stdout and stderr never fail to e
 from __future__ import annotations
 
 import argparse
+import datetime  # noqa: F401 - before msgspec, see below
 import logging
 import os
 import sys
@@ -24,6 +25,10 @@ from typing import TypeVar
 
 from .ground.errors import C3Error, Kind, TaskError
 from .ground.term import inert, inert_line, json_inert
+
+# datetime is imported above, before any command imports msgspec: msgspec's C module imports it
+# as it starts, and a Ctrl-C or SIGTERM landing in that import made the interpreter crash
+# (SIGSEGV); imported here, it is an ordinary KeyboardInterrupt.
 
 __all__ = ("main",)
 
