@@ -36,7 +36,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import disk, safefs
-from ..ground.errors import DiskFull
+from ..ground.errors import DiskFull, NotRegularFile
 from .listing import MAX_DEPTH, candidates, regular_files
 from .locate import MAX_SLUG_LENGTH, ClaudeRoot, folders_of, slug
 from .moves import Added, Move
@@ -147,7 +147,7 @@ def _open_made(target: Path, where: tuple[str, ...], out: Linked) -> int:
 def _put(src: Path, depth: int, dfd: int, dst: Path, out: Linked) -> None:
     try:
         fd, st = safefs.open_regular(src, depth=depth)
-    except (FileNotFoundError, safefs.NotRegularFile):
+    except (FileNotFoundError, NotRegularFile):
         return  # gone meanwhile, or not a file: nothing to put
     try:
         try:
@@ -262,7 +262,7 @@ def _lstat_in(top: Path, parts: tuple[str, ...]) -> tuple[int, os.stat_result] |
     """(the descriptor of the file's folder, the file's lstat); None when it is not there."""
     try:
         dfd = safefs.open_folder_below(top.joinpath(*parts[:-1]), len(parts) - 1)
-    except (FileNotFoundError, safefs.NotRegularFile, NotADirectoryError):
+    except (FileNotFoundError, NotRegularFile, NotADirectoryError):
         return None
     try:
         return dfd, os.lstat(parts[-1], dir_fd=dfd)

@@ -26,7 +26,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import msgspec
 
 from . import disk, safefs
-from .errors import DECODE_ERRORS
+from .errors import DECODE_ERRORS, UnsafeState
 from .locking import locked
 
 __all__ = (
@@ -208,8 +208,8 @@ class Tail(Generic[T]):
         self.reset = False
         try:
             fd = safefs.open_file(self.path, os.O_RDONLY)
-        except (FileNotFoundError, safefs.UnsafeState) as exc:
-            if isinstance(exc, safefs.UnsafeState):
+        except (FileNotFoundError, UnsafeState) as exc:
+            if isinstance(exc, UnsafeState):
                 safefs.warn_once(exc)  # read as if absent; writes to it are refused
             if self.offset or self.ident is not None:
                 self.reset = self.offset > 0

@@ -49,7 +49,7 @@ from typing import Any
 import msgspec
 
 from . import jsonl, safefs
-from .errors import DECODE_ERRORS
+from .errors import DECODE_ERRORS, UnsafeState
 from .home import c3_home
 from .jsondoc import backup_path
 from .locking import locked
@@ -296,7 +296,7 @@ def _read_source(path: Path) -> bytes | None:
         return safefs.read_bytes(path)
     except FileNotFoundError:
         return None
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return None
     except OSError as exc:
@@ -369,7 +369,7 @@ def _fold_records(src: Path, dst: Path) -> int:
         names = safefs.listdir(src)
     except FileNotFoundError:
         return 0
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return 0
     except OSError as exc:

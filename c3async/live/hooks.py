@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from ..catalog.listing import is_session_id
 from ..ground import clock, safefs
-from ..ground.errors import DECODE_ERRORS, BadArgument, Damaged, Refused
+from ..ground.errors import DECODE_ERRORS, BadArgument, Damaged, Refused, UnsafeState
 from ..ground.home import c3_home
 from ..stores import activity
 
@@ -284,7 +284,7 @@ def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], di
         data = safefs.read_bytes(path, limit=MAX_SETTINGS + 1, trusted=target.trusted)
     except FileNotFoundError:
         data = b""
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         raise Refused(
             f"{exc.path} is {exc.what}: c3async never writes through one. "
             f"Change the file it leads to yourself; the hooks are: {_snippet(command)}"
@@ -323,7 +323,7 @@ def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: 
             safefs.write_atomic(backup_path(target), data, mode=0o600, trusted=target.trusted)
         encoded = (json.dumps(settings, indent=2) + "\n").encode("utf-8")
         safefs.write_atomic(target.path, encoded, mode=mode, trusted=target.trusted)
-    except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
+    except UnsafeState as exc:  # a folder on the way (.claude) is a link
         raise Refused(
             f"{exc.path} is {exc.what}: c3async never writes through one. Change the hooks yourself: {_snippet(command)}"
         ) from None

@@ -32,7 +32,7 @@ import msgspec
 
 from ..catalog.listing import transcript_files
 from ..ground import clock, safefs
-from ..ground.errors import DECODE_ERRORS, C3Error, DamagedIndex
+from ..ground.errors import DECODE_ERRORS, C3Error, DamagedIndex, UnsafeState
 from ..ground.locking import try_locked
 from . import store
 from .passages import TOOL, FileRead, Job, Passage, read_files
@@ -324,7 +324,7 @@ def _stamp_path() -> Path:
 def _last_stamp() -> str | None:
     try:
         return safefs.read_bytes(_stamp_path(), limit=256).decode("ascii", "replace")
-    except (OSError, safefs.UnsafeState):
+    except (OSError, UnsafeState):
         return None
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import disk, safefs
-from ..ground.errors import C3Error, DamagedIndex, IndexUnavailable, NoFTS5
+from ..ground.errors import C3Error, DamagedIndex, IndexUnavailable, NoFTS5, UnsafeState
 from ..ground.home import c3_home
 
 __all__ = (
@@ -157,7 +157,7 @@ def _check_names(path: Path) -> bool:
         except FileNotFoundError:
             continue
         if not stat.S_ISREG(st.st_mode):
-            raise safefs.UnsafeState(name, safefs._kind(st.st_mode))
+            raise UnsafeState(name, safefs._kind(st.st_mode))
         exists = exists or name == path
     return exists
 

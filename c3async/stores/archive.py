@@ -51,7 +51,7 @@ import msgspec
 
 from ..catalog.listing import MAX_DEPTH, is_session_id, regular_files
 from ..ground import disk, jsondoc, safefs
-from ..ground.errors import DECODE_ERRORS, C3Error, NoRoom, UnsafeArchive
+from ..ground.errors import DECODE_ERRORS, C3Error, NoRoom, NotRegularFile, UnsafeArchive, UnsafeState
 from ..ground.home import c3_home
 from ..ground.locking import locked
 
@@ -197,7 +197,7 @@ def _keep(src: Path, depth: int, dst: Path, session: str) -> int:
         fd, st = safefs.open_regular(src, depth=depth)
     except FileNotFoundError:
         return 0  # deleted meanwhile: what the archive has stays
-    except safefs.NotRegularFile:
+    except NotRegularFile:
         return 0
     try:
         try:
@@ -206,7 +206,7 @@ def _keep(src: Path, depth: int, dst: Path, session: str) -> int:
             have = None
         if have is not None:
             if not stat.S_ISREG(have.st_mode):
-                raise safefs.UnsafeState(dst, safefs._kind(have.st_mode))
+                raise UnsafeState(dst, safefs._kind(have.st_mode))
             if (have.st_dev, have.st_ino) == (st.st_dev, st.st_ino) or have.st_size == st.st_size:
                 return 0  # the same file (a link), or a copy that is current
             if have.st_size < st.st_size and _is_prefix(fd, dst, have.st_size):

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS, ConfigError, unknown_keys
+from ..ground.errors import DECODE_ERRORS, ConfigError, UnsafeState, unknown_keys
 from ..ground.home import c3_home
 from ..ground.stateroot import project_state
 
@@ -58,7 +58,7 @@ def _read(path: Path) -> dict:
         data = msgspec.json.decode(safefs.read_bytes(path, limit=MAX_BYTES))
     except FileNotFoundError:
         return {}
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return {}
     except (OSError, *DECODE_ERRORS) as exc:
