@@ -1,7 +1,9 @@
 """The ``c3async`` command. Thin: each subcommand calls the library functions the MCP tools call.
 
 Imports happen inside each command so that ``c3async sessions`` does not pay for the MCP SDK.
-Errors go to stderr with exit status 1; usage errors exit 2; ``--json`` output is for scripts.
+Errors are said in one place, ``_said`` (``c3async: error: MESSAGE`` on stderr), with the exit
+status its kind has in ``EXIT``: 2 for a usage error (as argparse's own), 1 for the rest; an
+OSError that is not ours is said as it is, exit 1. ``--json`` output is for scripts.
 
 Text printed for a person (tables, lists, messages, errors, argparse's own usage errors and log
 lines) goes through :mod:`c3async.ground.term`, so a title, branch, note, task or path cannot drive the
@@ -14,13 +16,19 @@ option) if they hold bytes that are not UTF-8; stdout and stderr never fail to e
 from __future__ import annotations
 
 import argparse
+import datetime  # noqa: F401 - before msgspec, see below
 import logging
 import os
 import sys
 import time
 from typing import TypeVar
 
+from .ground.errors import C3Error, Kind, TaskError
 from .ground.term import inert, inert_line, json_inert
+
+# datetime is imported above, before any command imports msgspec: msgspec's C module imports it
+# as it starts, and a Ctrl-C or SIGTERM landing in that import made the interpreter crash
+# (SIGSEGV); imported here, it is an ordinary KeyboardInterrupt.
 
 __all__ = ("main",)
 
@@ -633,21 +641,17 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     from .live.hooks import install, settings_path, uninstall
 
     target = settings_path(None if args.user else _project_dir(args.project), args.user)
-    try:
-        if args.remove:
-            removed = uninstall(target)
-            print(
-                inert(
-                    f"removed the {', '.join(removed)} hooks from {target.path}"
-                    if removed
-                    else f"no c3async hooks in {target.path}"
-                )
+    if args.remove:
+        removed = uninstall(target)
+        print(
+            inert(
+                f"removed the {', '.join(removed)} hooks from {target.path}"
+                if removed
+                else f"no c3async hooks in {target.path}"
             )
-            return 0
-        added = install(target)
-    except ValueError as exc:
-        _err(f"c3async: error: {exc}")
-        return 1
+        )
+        return 0
+    added = install(target)
     if added:
         print(inert(f"added {', '.join(added)} hooks to {target.path}"))
     else:
@@ -656,8 +660,8 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
 
 
 class _TaskWords:
-    """How the CLI words a task error (tasks.errors.Door): `tasks add needs --title`, an argument
-    by how the action's own parser spells it (``tasks.schema``)."""
+    """How the CLI words a task error (``ground.errors.Words``): `tasks add needs --title`, an
+    argument by how the action's own parser spells it (``tasks.schema``)."""
 
     def action(self, action: str) -> str:
         return f"tasks {action}"
@@ -750,17 +754,12 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 
     from .sessions.act import run_task
     from .tasks import actions, text
-    from .tasks.errors import TaskArgError, TaskError
 
     action = args.task_action
     given = _task_args(args)
     project = _projects(args)[0]
     who = actions.Who(session=_env_session(), by="user")
-    try:
-        result = run_task(project, who, action, **given)
-    except TaskError as exc:
-        _err(f"c3async: error: {exc.worded(_TaskWords())}")
-        return 2 if isinstance(exc, TaskArgError) else 1
+    result = run_task(project, who, action, **given)  # a refusal is worded by _said, in --flags
     if args.json:
         _write_json(msgspec.json.format(msgspec.json.encode(result), indent=2))
     elif action in actions.READ_ACTIONS:
@@ -811,7 +810,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     failed = []
 
     def refused(project: str, exc: Exception) -> None:  # --all: one project's failure is its own
-        failed.append(project)
+        failed.append(project)  # said here, with the project it was (the listing goes on)
         _err(f"c3async: error: {project}: {exc}")
 
     results = account_projects(projects, on_error=refused if args.all else None)
@@ -1327,15 +1326,36 @@ def _main(argv: list[str]) -> int:
         return 0
     except Exception as exc:
         from .ground import stop
-        from .ground.errors import C3Error
 
         code = stop.signalled()
         if code is not None:  # an error the interruption itself caused (a SQLite call cut short)
             return code
         if isinstance(exc, (C3Error, OSError)):
-            from .ground.disk import said
-            from .ground.errors import UsageError
-
-            _err(f"c3async: error: {said(exc)}")
-            return 2 if isinstance(exc, UsageError) else 1
+            return _said(exc)
         raise
+
+
+# The exit status of each kind of error (ground/errors.py): 2 for a call that cannot run as
+# written, as argparse's own usage errors; 1 for every refusal of what was asked.
+EXIT = {
+    Kind.USAGE: 2,
+    Kind.BAD_ARGUMENT: 1,
+    Kind.NOT_FOUND: 1,
+    Kind.AMBIGUOUS: 1,
+    Kind.CONFLICT: 1,
+    Kind.REFUSED: 1,
+    Kind.UNAVAILABLE: 1,
+    Kind.DAMAGED: 1,
+    Kind.DISK_FULL: 1,
+}
+
+
+def _said(exc: C3Error | OSError) -> int:
+    """The CLI's one translation of an error: its message on stderr (a task error in the CLI's
+    words), and its kind's exit status; an OSError not ours (EACCES on a file) exits 1, a full
+    disk that no writer named is said as one (``disk.said``)."""
+    from .ground.disk import said
+
+    told = said(exc)
+    _err(f"c3async: error: {told.worded(_TaskWords()) if isinstance(told, TaskError) else told}")
+    return EXIT[told.kind] if isinstance(told, C3Error) else 1

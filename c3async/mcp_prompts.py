@@ -208,11 +208,3 @@ def triage_text(project: str, host: str | None = None) -> str:
         "write the marks I confirmed with c3_session (action='stale', target, reasoning, data=successor).",
     ]
     return "\n".join(lines)
-
-
-def safe(fn, *args) -> str:
-    """A prompt's text, or what went wrong in words (a prompt is never empty, never a traceback)."""
-    try:
-        return fn(*args)
-    except C3Error as exc:
-        return f"c3async could not build this prompt: {exc}"

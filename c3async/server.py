@@ -18,6 +18,10 @@ import (its protocol types are pydantic models; its server modules import starle
 httpx2 and the OAuth stack whether or not a stdio server uses them). After each background job
 the server collects garbage and hands freed heap back to the OS (``_release_memory``), and it
 runs with one malloc arena (``_limit_arenas``).
+
+Errors are translated in one place, ``_answer``, by their kind (``ANSWERS``): a tool call's is
+a tool error result whose text is the message, a resource read's a resource error, a prompt's
+a line of text; anything else is logged on stderr and said in general words.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from inspect import Parameter, Signature
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import anyio
 from mcp.server import NotificationOptions, ServerRequestContext
@@ -54,7 +58,7 @@ from pydantic import Field as Described
 from . import __version__, session_actions
 from .catalog.gitrefs import current_branch
 from .ground import disk, schema
-from .ground.errors import BadArgument, C3Error, clip
+from .ground.errors import BadArgument, C3Error, Kind, clip
 from .ground.paths import canonical, default_project, project_root
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
@@ -336,6 +340,38 @@ def _result(text: str, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
+class _Answer(NamedTuple):
+    """What the MCP door makes of one kind of error."""
+
+    about_files: bool  # a tool's text leads with "TOOL: could not read or write a file: "
+    resource: type[ResourceError]  # what a resource read raises with the message
+
+
+# The MCP answer of each kind of error (ground/errors.py). Every tool error is a tool error
+# result whose text is the message, for the agent to act on; a refused file and a full disk
+# lead with what failed, as an OSError that is not ours does. A resource read of a reference
+# that names no resource (malformed, unknown, ambiguous) is "not found"; any other, an error.
+ANSWERS = {
+    Kind.USAGE: _Answer(False, ResourceNotFoundError),
+    Kind.BAD_ARGUMENT: _Answer(False, ResourceNotFoundError),
+    Kind.NOT_FOUND: _Answer(False, ResourceNotFoundError),
+    Kind.AMBIGUOUS: _Answer(False, ResourceNotFoundError),
+    Kind.CONFLICT: _Answer(False, ResourceError),
+    Kind.REFUSED: _Answer(True, ResourceError),
+    Kind.UNAVAILABLE: _Answer(False, ResourceError),
+    Kind.DAMAGED: _Answer(False, ResourceError),
+    Kind.DISK_FULL: _Answer(True, ResourceError),
+}
+NOT_OURS = _Answer(True, ResourceError)  # an OSError that is not ours (EACCES on a file)
+
+
+def _answer(exc: C3Error | OSError) -> tuple[str, _Answer]:
+    """The MCP door's one translation: an error's message (a full disk that no writer named
+    said as one, ``disk.said``) and what its kind is here."""
+    told = disk.said(exc)
+    return str(told), ANSWERS[told.kind] if isinstance(told, C3Error) else NOT_OURS
+
+
 def _row_due(state: ServerState, host: str | None, read_only: bool) -> bool:
     """Whether this call logs its ``tool_call`` row (see READ_ROW_EVERY_S). The slot is taken
     before the row is written, so concurrent reads log one row, not one each."""
@@ -381,10 +417,9 @@ async def _call(
 
     try:
         text = await anyio.to_thread.run_sync(body)
-    except OSError as exc:  # first: a refused state file (safefs.UnsafeState) is both
-        return _result(f"{tool}: could not read or write a file: {disk.said(exc)}", error=True)
-    except C3Error as exc:
-        return _result(str(exc), error=True)
+    except (C3Error, OSError) as exc:
+        said, answer = _answer(exc)
+        return _result(f"{tool}: could not read or write a file: {said}" if answer.about_files else said, error=True)
     except Exception:
         shown = ascii(clip(action or "", 60))  # any text: bounded and escaped for stderr and the result
         log.exception("%s(action=%s) failed", tool, shown)
@@ -585,15 +620,13 @@ mcp._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParam
 
 async def _read(state: ServerState, fn: Callable[..., str], *args: Any) -> str:
     """A resource's text, read in a worker thread; our errors become resource errors the client
-    shows (an unknown or ambiguous id: not found), anything else a logged, generic one."""
-    from .ground.errors import AmbiguousSession, BadArgument, UnknownSession
-
+    shows (``ANSWERS``: an unknown or ambiguous id is not found), anything else a logged, generic
+    one."""
     try:
         return await anyio.to_thread.run_sync(fn, *args)
-    except (UnknownSession, AmbiguousSession, BadArgument) as exc:
-        raise ResourceNotFoundError(str(exc)) from None
     except (C3Error, OSError) as exc:
-        raise ResourceError(str(exc)) from None
+        said, answer = _answer(exc)
+        raise answer.resource(said) from None
 
 
 @mcp.resource(
@@ -654,7 +687,9 @@ async def _prompt(fn_name: str, *args: Any) -> str:
     from . import mcp_prompts
 
     try:
-        return await anyio.to_thread.run_sync(mcp_prompts.safe, getattr(mcp_prompts, fn_name), *args)
+        return await anyio.to_thread.run_sync(getattr(mcp_prompts, fn_name), *args)
+    except (C3Error, OSError) as exc:  # a prompt is never empty, never a traceback
+        return f"c3async could not build this prompt: {_answer(exc)[0]}"
     except Exception:
         log.exception("prompt %s failed", fn_name)
         return "c3async could not build this prompt (its server's stderr has the details)."

@@ -30,7 +30,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 
 from .ground import schema
-from .ground.errors import BadArgument, C3Error, check_text, clip
+from .ground.errors import BadArgument, NotFound, check_text, clip
 from .ground.schema import Field, Param, name_of
 from .stores import activity, records
 from .stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
@@ -368,7 +368,7 @@ def restore(c: Caller, call: Restore) -> str:
                 if best is None or s.ts > best.ts:
                     best = s
     if best is None:
-        raise C3Error(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
+        raise NotFound(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
     when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds") if best.ts else "an unknown time"
     return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (
         f"\n\n{best.data}" if best.data else ""

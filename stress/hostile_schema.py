@@ -21,7 +21,7 @@ CLASS = "every declared argument, hostile, at both doors"
 
 ESCAPES = "\x1b]52;c;AAAA\x07\x1b[2J\u202e{action} {arg} {0}"
 CONTROLS = ("\x1b", "\x07", "\u202e", "\x9b")  # what must never reach a terminal raw
-# the fields of the refusals' templates (``tasks.errors``): never printed unfilled
+# the fields of the refusals' templates (``ground.errors.TaskError``): never printed unfilled
 TEMPLATE_FIELDS = ("{got}", "{kind}", "{least}", "{listing}", "{allowed}", "{ref}", "{tag}", "{last}")
 
 

@@ -987,9 +987,9 @@ def test_bad_marks_are_400_with_a_message(hub, client, world, body):
     assert world.marks_lines(world.beta) == before
 
 
-def test_a_mark_into_a_linked_marks_log_is_a_400_naming_it(claude, tmp_path):
+def test_a_mark_into_a_linked_marks_log_is_a_403_naming_it(claude, tmp_path):
     """A cloned repository may ship ``.c3/session_marks.jsonl`` as a link: the write is refused
-    (a 400 naming it: the refusal is an OSError too, never a 500), and the target is untouched."""
+    (a 403 naming it: the refusal is an OSError too, never a 500), and the target is untouched."""
     project = claude.project("linked")
     sid = simple_session(claude.folder(project), project, "a session")
     assert claude.run("sessions", "--project", project).returncode == 0
@@ -1001,7 +1001,7 @@ def test_a_mark_into_a_linked_marks_log_is_a_400_naming_it(claude, tmp_path):
     log.symlink_to(target)
     with Hub(claude) as h, h.client() as c:
         r = _post(c, h, sid, {"op": "note", "summary": "x", "project": project})
-    assert r.status_code == 400, r.text
+    assert r.status_code == 403, r.text
     assert "session_marks.jsonl" in r.json()["error"]
     assert target.read_text() == "keep me\n"
 

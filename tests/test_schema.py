@@ -14,10 +14,9 @@ from mcp.server.mcpserver import MCPServer
 from c3async import server, session_actions
 from c3async.cli import _TaskWords, build_parser
 from c3async.ground import schema
-from c3async.ground.errors import BadArgument
+from c3async.ground.errors import BadArgument, TaskArgError
 from c3async.tasks import actions
 from c3async.tasks import schema as task_schema
-from c3async.tasks.errors import TaskArgError
 
 SEED_SESSION_SIGNATURE = ("action", "data", "reasoning", "description", "summary", "event_type", "target")
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from transcripts import simple_session
 
-from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error
+from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error, TaskArgError, TaskError
 from c3async.tasks import actions, store
-from c3async.tasks.errors import TaskArgError, TaskError
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 

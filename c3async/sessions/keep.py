@@ -45,7 +45,7 @@ import msgspec
 
 from ..catalog.listing import Candidate, is_session_id
 from ..catalog.scan import ProjectScan
-from ..ground.errors import C3Error
+from ..ground.errors import C3Error, NoRoom
 from ..stores import archive, config, records, retention
 from ..stores.marks import MarkBook
 from ..tasks import store as task_store
@@ -349,7 +349,7 @@ def _preserve(project: str, sid: str, path: str) -> bool:
         if sid not in _warned and kind not in _warned:
             _warned.add(kind)
             others = " (and any other kept session it refuses alike, said once)"
-            if isinstance(exc, archive.NoRoom):  # it names the session, the bytes and the room
+            if isinstance(exc, NoRoom):  # it names the session, the bytes and the room
                 log.warning("%s%s", exc, others)
             else:
                 log.warning("could not preserve kept session %s in the archive: %s%s", sid, exc, others)

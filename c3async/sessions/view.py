@@ -29,14 +29,14 @@ from ..catalog.scan import (
     scan_projects_sync,
 )
 from ..ground import safefs
-from ..ground.errors import C3Error
+from ..ground.errors import C3Error, PricesError
 from ..ground.paths import project_root
 from ..live.reader import live_sessions
 from ..stores import activity, archive, checkouts, claude_dirs, config, records, registry
 from ..stores.marks import MarkBook
 from ..tasks import store as task_store
 from ..usage import totals as usage_totals
-from ..usage.prices import PricesError, PriceTable, current_prices
+from ..usage.prices import PriceTable, current_prices
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
 from .query import filters_of, haystack, matches, words
@@ -363,7 +363,7 @@ def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict
 def _left_out(project: str, exc: Exception) -> None:
     """One project of several that could not be listed: said once; the others are listed."""
     log.debug("listing %s failed", project, exc_info=exc)
-    safefs.warn_once(C3Error(f"{project} is left out of this listing: {exc}"))
+    safefs.warn_once(f"{project} is left out of this listing: {exc}")
 
 
 def _logs(projects: list[str]) -> dict[str, activity.Facts]:

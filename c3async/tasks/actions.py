@@ -6,7 +6,7 @@ returns a plain dict (JSON for scripts; the front ends render it). ``run`` takes
 as a tool receives it. Read actions never write: they are safe in plan mode. Every change is
 recorded as an Event, and a task or decision changed from a session is linked to that session.
 A delete leaves no link behind (blockers, milestones, decisions) and its event keeps what was
-deleted. Refusals are ``errors.TaskError``: written once, worded by each door in its syntax.
+deleted. Refusals are ``ground.errors.TaskError``: written once, worded by each door in its syntax.
 """
 
 from __future__ import annotations
@@ -19,10 +19,20 @@ from typing import Any
 
 import msgspec
 
-from ..ground.errors import AmbiguousSession, C3Error, clip
+from ..ground.errors import (
+    Ambiguous,
+    AmbiguousSession,
+    Arg,
+    Call,
+    Conflict,
+    TaskAmbiguous,
+    TaskArgError,
+    TaskError,
+    TaskNotFound,
+    clip,
+)
 from ..ground.schema import UNSET, name_of
 from . import schema, store
-from .errors import Arg, Call, TaskArgError, TaskError
 from .schema import (
     MAX_BLOCKED_BY,
     MAX_DECISION_REASONING,
@@ -78,7 +88,7 @@ def _task(doc: TaskFile, ref: str) -> Task:
     if len(found) > 1:
         raise AmbiguousSession(ref, [f"{t.id} ({t.title})" for t in found])
     if not found:
-        raise TaskError("no task has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("list"))
+        raise TaskNotFound("no task has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("list"))
     return found[0]
 
 
@@ -86,14 +96,14 @@ def _decision(doc: TaskFile, ref: str) -> Decision:
     found = [d for d in doc.decisions if d.id.startswith(ref)]
     if len(found) > 1:
         names = ", ".join(f"{d.id} ({clip(d.text, 40)})" for d in found[:10])
-        raise TaskError(
+        raise TaskAmbiguous(
             "the id prefix {ref} matches {n} decisions: {names}. Give more characters.",
             ref=repr(ref),
             n=str(len(found)),
             names=names,
         )
     if not found:
-        raise TaskError(
+        raise TaskNotFound(
             "no decision has the id {ref} (`{listing}` shows them)", ref=repr(ref), listing=Call("decisions")
         )
     return found[0]
@@ -109,8 +119,8 @@ def _milestone(doc: TaskFile, ref: str) -> Milestone:
         return by_name[0]
     if len(by_id) + len(by_name) > 1:
         names = ", ".join(f"{m.id} ({m.name}, {m.status})" for m in by_id + by_name)
-        raise C3Error(f"milestone {ref!r} is ambiguous: {names}; use the id")
-    raise TaskError(
+        raise Ambiguous(f"milestone {ref!r} is ambiguous: {names}; use the id")
+    raise TaskNotFound(
         "no milestone {ref} (`{add}` creates one)", ref=repr(ref), add=Call("milestone_add", (("milestone", "..."),))
     )
 
@@ -269,7 +279,7 @@ def milestone_add(project: str, who: Who, call: schema.MilestoneAdd) -> dict:
 
     def fn(doc: TaskFile) -> dict:
         if any(m.name.casefold() == name.casefold() and m.status != "archived" for m in doc.milestones):
-            raise C3Error(f"a milestone named {name!r} exists already")
+            raise Conflict(f"a milestone named {name!r} exists already")
         m = Milestone(id=_new_id(), name=name, due=call.due, created=store.now())
         doc.milestones.append(m)
         _event(doc, who, "milestone_add", m.id, name=name)
@@ -283,11 +293,11 @@ def milestone_complete(project: str, who: Who, call: schema.MilestoneComplete) -
     def fn(doc: TaskFile) -> dict:
         m = _milestone(doc, call.milestone)
         if m.status != "open":
-            raise C3Error(f"milestone {m.name!r} is {m.status}, not open")
+            raise Conflict(f"milestone {m.name!r} is {m.status}, not open")
         still_open = [t for t in doc.tasks if t.milestone == m.id and t.status != "done"]
         if still_open:
             names = "; ".join(f"{t.id[:8]} {t.title} ({t.status})" for t in still_open)
-            raise C3Error(
+            raise Conflict(
                 f"milestone {m.name!r} still has {len(still_open)} open task(s): {names}. "
                 "Finish them or move them to another milestone first."
             )
@@ -303,7 +313,7 @@ def milestone_reopen(project: str, who: Who, call: schema.MilestoneReopen) -> di
     def fn(doc: TaskFile) -> dict:
         m = _milestone(doc, call.milestone)
         if m.status != "completed":
-            raise C3Error(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
+            raise Conflict(f"milestone {m.name!r} is {m.status}; only a completed one can be reopened")
         m.status, m.completed_at = "open", None
         _event(doc, who, "milestone_reopen", m.id)
         return msgspec.to_builtins(m)
@@ -335,7 +345,7 @@ def time_start(project: str, who: Who, call: schema.TimeStart) -> dict:
     def fn(doc: TaskFile) -> dict:
         task = _task(doc, call.task_id)
         if any(e.end is None for e in task.time):
-            raise C3Error(f"the timer of task {task.id[:8]} is already running")
+            raise Conflict(f"the timer of task {task.id[:8]} is already running")
         task.time.append(TimeEntry(start=store.now(), session=who.session))
         _touch(task, who)
         _event(doc, who, "time_start", task.id)
@@ -350,7 +360,7 @@ def time_stop(project: str, who: Who, call: schema.TimeStop) -> dict:
         task = _task(doc, call.task_id)
         entry = next((e for e in task.time if e.end is None), None)
         if entry is None:
-            raise C3Error(f"no timer is running on task {task.id[:8]}")
+            raise Conflict(f"no timer is running on task {task.id[:8]}")
         entry.end = store.now()
         _touch(task, who)
         _event(doc, who, "time_stop", task.id, seconds=round(entry.end - entry.start, 1))

@@ -28,10 +28,9 @@ from typing import Annotated, Any, ClassVar, get_args
 import msgspec
 
 from ..catalog.listing import is_session_id
-from ..ground.errors import BadArgument, check_text, clip
+from ..ground.errors import Arg, BadArgument, Call, TaskArgError, TaskError, check_text, clip
 from ..ground.schema import UNSET, Field, Param, UnsetType, fields, limit, name_of, parse
 from . import store
-from .errors import Arg, Call, TaskArgError, TaskError, about
 from .store import MilestoneStatus, Priority, Status
 
 __all__ = ("ACTION_TYPES", "BY_NAME", "READS", "STATUSES", "UPDATABLE", "Action", "read")
@@ -553,7 +552,7 @@ def read(action: str, **args: str | None) -> Action:
             try:
                 check_text(value, arg, most)
             except BadArgument as exc:
-                raise about(arg, exc) from None
+                raise TaskArgError.about(arg, exc) from None
         return parse(kind, {k: v or "" for k, v in args.items()}, _needs)
     except TaskError as exc:
         exc.action = name

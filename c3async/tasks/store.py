@@ -19,7 +19,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from ..ground import clock, jsondoc
-from ..ground.jsondoc import CorruptDocument
+from ..ground.errors import CorruptDocument
 from ..ground.stateroot import project_state
 
 __all__ = (
