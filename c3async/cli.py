@@ -593,7 +593,7 @@ def cmd_live(args: argparse.Namespace) -> int:
     if not rows:
         _err(f"c3async: no live sessions {'in any project' if args.all else f'in {project}'}")
         return 0
-    from .status import live_table
+    from .sessions.reports import live_table
 
     sys.stdout.write(live_table(rows, show_project=args.all) + "\n")
     return 0
@@ -800,7 +800,7 @@ def _hub_url(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     import msgspec
 
-    from .status import format_table
+    from .sessions.reports import format_table
     from .usage.account import account_projects, deleted
     from .usage.prices import current_prices
     from .usage.totals import latest, stats_rows

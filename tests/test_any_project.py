@@ -97,7 +97,7 @@ def test_show_and_resume_find_a_session_of_any_claude_code_folder(claude, two):
 def test_the_mcp_server_shows_and_marks_another_projects_session(claude, two, monkeypatch):
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     a, b, _ = two
     for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": a}.items():
@@ -117,7 +117,7 @@ def test_the_mcp_server_shows_and_marks_another_projects_session(claude, two, mo
 def test_an_id_found_nowhere_says_which_projects_were_searched(claude, two, monkeypatch):
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     a, b, c = two
     nowhere = "eeee0006-0000-4000-8000-000000000006"

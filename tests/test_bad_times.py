@@ -416,7 +416,7 @@ def test_misspelt_keys_of_prices_and_config_are_named(claude, project):
 def test_the_mcp_server_reads_bad_times_and_logs_unknown_keys(claude, project, monkeypatch, said):
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": project}.items():
         monkeypatch.setenv(key, value)
@@ -487,7 +487,7 @@ def test_a_record_or_a_registered_project_with_times_out_of_range_reads(claude, 
     _said_once(said[0], str(registry), "ignoring a registered project's time")  # and stored as unknown
     assert json.loads(proc.stdout)[0]["added"] == 0.0 and "registered project" not in said[2]
     claude.activate(monkeypatch)
-    from c3async import session_actions
+    from c3async.serve import session_actions
     from c3async.stores import records
 
     [rec] = records.load_all(project)

@@ -181,7 +181,7 @@ def test_the_hub_answers_bad_values_with_4xx(claude, project):
 def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, monkeypatch):
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     for key, value in {**claude.env(), "CLAUDE_PROJECT_DIR": project}.items():
         monkeypatch.setenv(key, value)

@@ -80,7 +80,7 @@ def test_a_full_disk_is_one_line_at_the_cli_with_nothing_half_written(claude, sm
 def test_a_full_disk_is_a_tool_error_over_mcp(claude, small_disk, monkeypatch):
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     small, project, env = small_disk
     sid = simple_session(claude.folder(project), project, "the quokka prompt")

@@ -18,10 +18,12 @@ from starlette.requests import Request
 from starlette.routing import Route
 from transcripts import simple_session
 
-from c3async import cli, mcp_prompts, server
+from c3async import cli
 from c3async.ground import errors
 from c3async.ground.errors import Arg, C3Error, Call, Kind, TaskArgError, TaskError, TaskNotFound
 from c3async.hub import app as hub_app
+from c3async.serve import app as server
+from c3async.serve import prompts as mcp_prompts
 
 # One error of each kind, as the floors raise them.
 SAMPLES: dict[Kind, C3Error] = {

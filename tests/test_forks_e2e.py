@@ -122,7 +122,7 @@ def test_an_interactive_branch_names_its_parent_in_every_door(claude, offline, m
     from hubproc import Hub
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     env, project = offline
     folder = claude.folder(project)

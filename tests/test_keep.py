@@ -683,7 +683,7 @@ def test_mcp_keep_and_unkeep(world, monkeypatch) -> None:
     import anyio
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     sb, proj, folder = world
     sid = simple_session(folder, proj, "kept through MCP")

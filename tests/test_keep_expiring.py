@@ -364,7 +364,7 @@ def test_c3_status_says_what_expires_and_what_was_deleted(world, monkeypatch) ->
     import anyio
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     sb, proj, folder = world
     gone = aged(folder, proj, "spent, then deleted", 40)

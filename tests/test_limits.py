@@ -24,11 +24,11 @@ from test_server_inprocess import (
 )
 from transcripts import simple_session
 
-from c3async import server
 from c3async.catalog.listing import candidates, is_session_id
 from c3async.catalog.resolve import resolve
 from c3async.ground.errors import BadArgument, C3Error, check_text, clip
-from c3async.session_actions import LIMITS
+from c3async.serve import app as server
+from c3async.serve.session_actions import LIMITS
 from c3async.sessions import act
 from c3async.stores import marks
 from c3async.tasks import actions

@@ -132,7 +132,7 @@ def test_the_hub_lists_cut_titles_and_neighbours_and_shows_them_whole(client, wo
 def test_mcp_lists_short_titles_and_shows_the_whole_one(world, monkeypatch):
     from mcp import Client
 
-    from c3async import server
+    from c3async.serve import app as server
 
     for key, value in {**world.claude.env(), "CLAUDE_PROJECT_DIR": world.titled}.items():
         monkeypatch.setenv(key, value)

@@ -11,10 +11,11 @@ from typing import Annotated, ClassVar
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from c3async import server, session_actions
 from c3async.cli import _TaskWords, build_parser
 from c3async.ground import schema
 from c3async.ground.errors import BadArgument, TaskArgError
+from c3async.serve import app as server
+from c3async.serve import session_actions
 from c3async.tasks import actions
 from c3async.tasks import schema as task_schema
 

@@ -31,7 +31,8 @@ from mcp.types import CallToolResult  # noqa: E402
 from transcripts import simple_session  # noqa: E402
 
 import c3async  # noqa: E402
-from c3async import server, session_actions  # noqa: E402
+from c3async.serve import app as server  # noqa: E402
+from c3async.serve import session_actions  # noqa: E402
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"  # the session the server serves (newest)
 OLD = "aaaa2222-0000-4000-8000-000000000002"  # shares the prefix "aaaa" with HOST

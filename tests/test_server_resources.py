@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:
 from mcp import Client, MCPError  # noqa: E402
 from transcripts import Conversation, simple_session, tool_use, write_session  # noqa: E402
 
-from c3async import server  # noqa: E402
+from c3async.serve import app as server  # noqa: E402
 
 HOST = "cccc1111-0000-4000-8000-000000000001"
 NOTED = "cccc2222-0000-4000-8000-000000000002"
@@ -248,8 +248,8 @@ async def test_the_list_changes_are_announced(world, monkeypatch):
 def test_a_brief_of_a_big_transcript_reads_only_its_windows(claude, monkeypatch):
     """40 MiB of tool rounds between an early and a late edit: the brief names the late edit and
     the last reply, and reading it costs the windows (changed files, last turns), not the file."""
-    from c3async import mcp_prompts
     from c3async.catalog import changes
+    from c3async.serve import prompts as mcp_prompts
 
     claude.activate(monkeypatch)
     project = claude.project("big")

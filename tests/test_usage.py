@@ -225,14 +225,14 @@ def test_stats_cli_and_status_view(project, claude):
     assert rows[0]["id"] == SID and rows[0]["output"] == 20 and rows[0]["project"] == proj
     table = claude.run("stats", "--project", proj)
     assert table.stdout.splitlines()[-1].split()[0] == "total"
-    from c3async.status import run as status_run
+    from c3async.sessions.reports import run as status_run
 
     assert SID[:8] in status_run(proj, "sessions")
 
 
 def test_status_view_without_stats(project):
     proj, _ = project
-    from c3async.status import run as status_run
+    from c3async.sessions.reports import run as status_run
 
     assert status_run(proj, "sessions").startswith("no stats yet")
 

@@ -56,7 +56,7 @@ def test_a_new_price_reprices_what_was_counted_in_every_report(claude, monkeypat
     proj = claude.project("app")
     write(claude.folder(proj) / f"{SID}.jsonl", _lines(SID, proj))
     assert claude.run("sessions", "--project", proj).returncode == 0  # registered: the Hub lists it
-    from c3async.status import run as status_run
+    from c3async.sessions.reports import run as status_run
 
     # Counted with no price for the future model: its tokens count, its cost is left out, said.
     (row,) = _stats(claude, "--project", proj)

@@ -5,6 +5,7 @@ session's detail. The CLI, the MCP tools and the Hub ask here and nowhere else.
 Modules, bottom up: ``rows`` (the row), ``resume``, ``chain``, ``hints``, ``keep`` (kept rows
 and the archive), ``view`` (the join, filters, listings), ``refs`` (what was typed -> a session),
 ``act`` (marking, linking, resuming one), ``detail``, ``brief``, ``board`` (live sessions),
+``reports`` (``c3_status``'s views as text: the token budget per host session, who runs now),
 ``search``, ``watch`` (whether a project's rows may have moved, cheaply, for the watchers),
 ``projects`` (every project c3async can list), ``moves`` (moved and renamed folders),
 ``runtime`` (the background jobs of the doors that stay up: the MCP server and the Hub start

@@ -29,11 +29,11 @@ from typing import Annotated, Any, ClassVar
 
 import msgspec
 
-from .ground import schema
-from .ground.errors import BadArgument, NotFound, check_text, clip
-from .ground.schema import Field, Param, name_of
-from .stores import activity, records
-from .stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
+from ..ground import schema
+from ..ground.errors import BadArgument, NotFound, check_text, clip
+from ..ground.schema import Field, Param, name_of
+from ..stores import activity, records
+from ..stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
 
 __all__ = (
     "ACTIONS",
@@ -351,7 +351,7 @@ def snapshot(c: Caller, call: Snapshot) -> str:
 def restore(c: Caller, call: Restore) -> str:
     """The last snapshot of a host session (target: id or prefix; default: the current one,
     else the project's latest)."""
-    from .sessions.refs import find
+    from ..sessions.refs import find
 
     target = call.target
     found = find(c.project, target, host=c.host_session_id) if target.strip() else None
@@ -398,9 +398,9 @@ def end(c: Caller, call: End) -> str:
 
 @_does(List)
 def list_(c: Caller, call: List) -> str:
-    from .sessions.query import FILTERS
-    from .sessions.rows import age
-    from .sessions.view import list_rows_sync
+    from ..sessions.query import FILTERS
+    from ..sessions.rows import age
+    from ..sessions.view import list_rows_sync
 
     target = call.target.strip()
     which, search = (target.lower(), None) if target.lower() in FILTERS else ("all", target or None)
@@ -433,7 +433,7 @@ def list_(c: Caller, call: List) -> str:
 
 @_does(Show)
 def show(c: Caller, call: Show) -> str:
-    from .sessions import detail as session_detail
+    from ..sessions import detail as session_detail
 
     if not call.target.strip() and not c.host_session_id:
         raise BadArgument("c3_session(action='show') needs target: a session id or prefix")
@@ -463,7 +463,7 @@ def _search_options(data: str) -> dict[str, str]:
 
 @_does(Search)
 def search(c: Caller, call: Search) -> str:
-    from .sessions.search import search as run_search
+    from ..sessions.search import search as run_search
 
     target = call.target
     opts = _search_options(call.data)
@@ -515,7 +515,7 @@ def search(c: Caller, call: Search) -> str:
 
 
 def _mark(c: Caller, op: str, target: str, **fields: Any) -> str:
-    from .sessions.act import mark as mark_session
+    from ..sessions.act import mark as mark_session
 
     mark, found = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
     where = f" ({found.where()}: the mark is written there)" if found.elsewhere else ""

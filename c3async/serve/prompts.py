@@ -13,13 +13,13 @@ import secrets
 import time
 from typing import NamedTuple
 
-from .ground.errors import C3Error
-from .ground.term import inert, inert_line
-from .sessions import brief as session_brief
-from .sessions.rows import Row, age
-from .sessions.view import filter_rows
-from .stores import config
-from .tasks import store as task_store
+from ..ground.errors import C3Error
+from ..ground.term import inert, inert_line
+from ..sessions import brief as session_brief
+from ..sessions.rows import Row, age
+from ..sessions.view import filter_rows
+from ..stores import config
+from ..tasks import store as task_store
 
 __all__ = (
     "SESSION_URI",

@@ -1,5 +1,6 @@
-"""``c3_status``: small read-only reports. ``sessions`` is the token and cost budget per host
-session (``.c3/session_stats.jsonl``), not the catalog; ``live`` is who is running now.
+"""``c3_status``'s views, small read-only reports (``c3async stats`` and ``live`` print them
+too). ``sessions`` is the token and cost budget per host session (``.c3/session_stats.jsonl``),
+not the catalog; ``live`` is who is running now.
 
 The reports are printed by the CLI and returned as MCP tool text: every cell that comes from a
 file (ids, titles, model names, IDE names) is made inert (:func:`c3async.ground.term.inert_line`)."""
@@ -10,12 +11,12 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from .ground.errors import BadArgument
-from .ground.term import inert_line
+from ..ground.errors import BadArgument
+from ..ground.term import inert_line
 
 if TYPE_CHECKING:
-    from .sessions.board import LiveRow
-    from .usage.totals import StatsRow
+    from ..usage.totals import StatsRow
+    from .board import LiveRow
 
 __all__ = ("UNPRICED", "VIEWS", "format_table", "run", "unpriced_note")
 
@@ -23,9 +24,9 @@ VIEWS = ("sessions", "live")
 
 
 def sessions_view(project: str) -> str:
-    from .usage.account import deleted, session_titles  # not for a `live` view
-    from .usage.prices import current_prices
-    from .usage.totals import latest, stats_path, stats_rows
+    from ..usage.account import deleted, session_titles  # not for a `live` view
+    from ..usage.prices import current_prices
+    from ..usage.totals import latest, stats_path, stats_rows
 
     expiring = _expiring_line(project)
     found = latest(project)
@@ -49,8 +50,8 @@ def sessions_view(project: str) -> str:
 def _expiring_line(project: str) -> str | None:
     """The sessions Claude Code deletes within a week, and how many of them are kept (counted,
     nothing preserved: a report only reads)."""
-    from .sessions.act import survey
-    from .sessions.keep import WARN_DAYS, warning
+    from .act import survey
+    from .keep import WARN_DAYS, warning
 
     found = survey(project, preserve=False)
     if not found.expiring:
@@ -105,7 +106,7 @@ def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
 
 def unpriced_note(unpriced: dict[str, int]) -> str:
     """The footnote of a ``+``: which models have no price, their tokens, and where to give one."""
-    from .usage.prices import normalise, prices_path
+    from ..usage.prices import normalise, prices_path
 
     models = ", ".join(f"{inert_line(m)} ({n:,} tokens)" if n else inert_line(m) for m, n in unpriced.items())
     example = inert_line(normalise(next(iter(unpriced))))
@@ -130,7 +131,7 @@ def _clip(text: str, width: int) -> str:
 def live_table(rows: list[LiveRow], *, show_project: bool = False, now: float | None = None) -> str:
     """The live board as text: waiting first with how long, the state, id, project, title, and
     how it is known (MCP servers and IDEs, or the registry or activity log)."""
-    from .sessions.rows import age
+    from .rows import age
 
     now = time.time() if now is None else now
     lines = []
@@ -153,7 +154,7 @@ def live_table(rows: list[LiveRow], *, show_project: bool = False, now: float | 
 
 def live_view(project: str) -> str:
     """This project's live sessions, then those waiting for the user in other projects."""
-    from .sessions.board import board
+    from .board import board
 
     rows = board(project, everywhere=True)
     here = [r for r in rows if r.project == project]
