@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from ..catalog.listing import is_session_id
 from ..ground.errors import (
     Ambiguous,
     AmbiguousSession,
@@ -236,8 +237,12 @@ def link(project: str, who: Who, call: schema.Link) -> dict:
         if not who.session:
             raise TaskArgError("{arg}='current' needs a current session; give a session id", arg=Arg("ref"))
         session = who.session
-    else:
+    elif is_session_id(call.ref):
         session = call.ref
+    else:  # a prefix reaches the store only past a door that did not resolve it
+        raise TaskArgError(
+            "{arg} must be 'current' or a full session id (a UUID) here, got {got}", arg=Arg("ref"), got=repr(call.ref)
+        )
 
     def fn(doc: TaskFile) -> dict:
         task = _task(doc, call.task_id)

@@ -27,8 +27,8 @@ from typing import Annotated, Any, ClassVar, get_args
 
 import msgspec
 
-from ..catalog.listing import is_session_id
-from ..ground.errors import Arg, BadArgument, Call, TaskArgError, TaskError, check_text, clip
+from ..catalog.resolve import check_ref
+from ..ground.errors import Arg, BadArgument, Call, TaskArgError, TaskError, UnknownSession, check_text, clip
 from ..ground.schema import UNSET, Field, Param, UnsetType, fields, limit, name_of, parse
 from . import store
 from .store import MilestoneStatus, Priority, Status
@@ -192,15 +192,15 @@ def _milestone_filter(value: str, name: str) -> str | UnsetType:
 
 
 def _session_ref(value: str, name: str) -> str | UnsetType:
-    """A full session id; blank or ``current``: the session acting (UNSET)."""
+    """A session id or a unique prefix of one (the doors resolve it to the full id before the
+    store links it: ``sessions.act.run_task``); blank or ``current``: the session acting (UNSET)."""
     ref = value.strip(" \t")
     if ref in ("", "current"):
         return UNSET
-    if not is_session_id(ref):
-        raise TaskArgError(
-            "{arg} must be 'current' or a full session id (a UUID), got {got}", arg=Arg(name), got=_shown(ref)
-        )
-    return ref.lower()
+    try:
+        return check_ref(ref)
+    except (BadArgument, UnknownSession) as exc:
+        raise TaskArgError.about(name, BadArgument(str(exc))) from None
 
 
 def _link_type(value: str, name: str) -> str | UnsetType:
