@@ -12,7 +12,8 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from c3async import server, session_actions
-from c3async.cli import _TaskWords, build_parser
+from c3async.cli.parser import build_parser
+from c3async.cli.tasks import TaskWords as _TaskWords
 from c3async.ground import schema
 from c3async.ground.errors import BadArgument, TaskArgError
 from c3async.tasks import actions
