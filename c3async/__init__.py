@@ -6,7 +6,7 @@ The package's folders are its floors (arrows only point down, ``tests/test_layou
 - Floor 2, what is on disk: ``catalog/`` (transcripts), ``stores/`` (c3async's own files),
   ``live/``, ``tasks/``, ``usage/``, ``search/``.
 - Floor 3, ``sessions/``: the sessions view, the one place the doors ask.
-- Floor 4, the doors, each a package laid out alike (parse, call the view, answer): ``cli``
+- Floor 4, the doors, each a package laid out alike (parse, call the view, answer): ``cli/``
   (the command line; ``__main__`` is its entry), ``serve/`` (the MCP server; ``server`` is its
   entry) and ``hub/`` (the web Hub). Each answers an error by its kind (``ground/errors.py``)
   from one table, in one place.

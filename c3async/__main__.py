@@ -24,11 +24,9 @@ def main() -> int:
     """Run the command, then end the process at once (``stop.exit_now``): a Ctrl-C that comes
     while the interpreter would tear itself down can then not print anything."""
     try:
-        from .cli import run  # inside the guard: a signal during the command's imports is quiet too
+        from .cli import main as command  # inside the guard: a signal during its imports is quiet too
 
-        code = run()
-    except SystemExit as exc:  # argparse's usage errors and --help
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        code = command()
     except BaseException as exc:
         signalled = stop.code_of(exc)  # a Ctrl-C or SIGTERM (maybe inside a task group's exceptions)
         if signalled is None:

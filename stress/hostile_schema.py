@@ -54,7 +54,7 @@ def _pm(project: str) -> Path:
 
 
 def check(res, sb, quick: bool) -> None:
-    from c3async.cli import _TaskWords
+    from c3async.cli.tasks import TaskWords as _TaskWords
     from c3async.ground.schema import name_of
     from c3async.tasks.schema import ACTION_TYPES
 

@@ -1,11 +1,13 @@
-"""Shared fixtures: a sandboxed Claude config home and C3 home, and the real CLI as a subprocess."""
+"""Shared fixtures: a sandboxed Claude config home and C3 home, and the real CLI (in process, or as a process)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,15 +52,40 @@ class Sandbox:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def run(self, *args: str, env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "c3async", *args],
-            capture_output=True,
-            text=True,
-            env=env or self.env(),
-            cwd=cwd or str(self.root),
-            timeout=120,
-        )
+    def run(self, *args: str, env: dict[str, str] | None = None, cwd: str | None = None,
+            process: bool = False) -> subprocess.CompletedProcess:
+        """``c3async ARGS`` in the sandbox (or ``env``), in ``cwd``: run in this process by
+        ``c3async.cli.main``, or with ``process=True`` as a process of its own (a test of
+        what only a process has: its signals, tty, stdin, exit, or several at once)."""
+        env, cwd = env or self.env(), cwd or str(self.root)
+        command = [sys.executable, "-m", "c3async", *args]
+        if process:
+            return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+        assert not _a_process_of_its_own(args, env), f"c3async {args[0]} needs process=True"
+        from c3async.cli import main
+
+        out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+        ended: list = []  # its exit status, or what it raised
+
+        def call() -> None:
+            try:
+                ended.append(main(list(args), out=out, err=err, env=env))
+            except BaseException as exc:  # raised again in the test's thread
+                ended.append(exc)
+
+        os.chdir(cwd)
+        try:
+            if asyncio_loop_runs():  # an async test, or Playwright's: the command's own loop needs a thread
+                thread = threading.Thread(target=call)
+                thread.start()
+                thread.join()
+            else:
+                call()
+        finally:
+            os.chdir(here)
+        if isinstance(ended[0], BaseException):
+            raise ended[0]
+        return subprocess.CompletedProcess(command, ended[0], out.getvalue(), err.getvalue())
 
     def sessions(self, project: str, *args: str, env: dict[str, str] | None = None) -> list[dict]:
         """``c3async sessions --project DIR --json``: the rows, after checking the exit status."""
@@ -68,6 +95,25 @@ class Sandbox:
 
     def rows_by_id(self, project: str, *args: str, env: dict[str, str] | None = None) -> dict[str, dict]:
         return {row["id"]: row for row in self.sessions(project, *args, env=env)}
+
+
+def asyncio_loop_runs() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _a_process_of_its_own(args: tuple[str, ...], env: dict[str, str]) -> bool:
+    """A command that would end or become the process that runs it (the test's, in process),
+    or read its stdin: `resume` (exec claude), the shell's completion, the MCP server, a hook."""
+    command = args[0] if args else None
+    if command == "resume":
+        return "--print" not in args[: args.index("--") if "--" in args else len(args)]
+    return command in ("serve", "hook") or "_ARGCOMPLETE" in env
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 from hubproc import Hub
 from transcripts import simple_session
 
-from c3async.cli import build_parser
+from c3async.cli.parser import build_parser
 
 
 def _every_parser(parser: argparse.ArgumentParser, name: str = "c3async"):

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from transcripts import Conversation, simple_session, write_session
 
-from c3async.cli import _InertFormatter
+from c3async.cli.render import InertFormatter as _InertFormatter
 from c3async.ground.term import inert, inert_line, json_inert
 from c3async.stores import activity
 from c3async.tasks import actions, store

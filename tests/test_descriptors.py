@@ -103,7 +103,7 @@ def test_resume_never_writes_through_a_linked_session_folder(world):
     elsewhere = Path(sb.root, "elsewhere")
     elsewhere.mkdir()
     (folder / conv.id).symlink_to(elsewhere)  # planted: Claude Code's session folder is a link
-    proc = sb.run("resume", conv.id, "--project", proj)
+    proc = sb.run("resume", conv.id, "--project", proj, process=True)  # it would become claude
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "not followed" in proc.stderr
     assert list(elsewhere.iterdir()) == []
@@ -144,7 +144,7 @@ def test_an_archive_others_can_write_is_refused(world, how):
         other, _ = session_conv(folder, proj, "another one")
         proc = sb.run("mark", "keep", other.id, "--project", proj)
         assert proc.returncode == 1 and "refusing the archive" in proc.stderr, proc.stderr
-        proc = sb.run("resume", conv.id, "--project", proj)
+        proc = sb.run("resume", conv.id, "--project", proj, process=True)  # it would become claude
         assert proc.returncode == 1 and not orig.exists(), proc.stderr
     finally:
         os.chown(target, os.geteuid(), os.getegid())

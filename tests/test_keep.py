@@ -88,7 +88,7 @@ def resume(sb, *args: str, env: dict | None = None) -> tuple[subprocess.Complete
     record.unlink(missing_ok=True)
     env = dict(env or sb.env())
     env["PATH"] = f"{tools}{os.pathsep}{env.get('PATH', '')}"
-    proc = ok(sb.run("resume", *args, env=env))
+    proc = ok(sb.run("resume", *args, env=env, process=True))  # it becomes claude (exec)
     return proc, record.read_text().splitlines()
 
 

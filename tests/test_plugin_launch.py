@@ -664,7 +664,7 @@ def test_a_plugin_folder_others_could_change_is_refused(root, claude, tmp_path, 
     copy = above / "c3async"
     shutil.copytree(root, copy)
     what, change = how.split(" ", 1)
-    path = {"root": copy, "package": copy / "c3async" / "sessions", "module": copy / "c3async" / "cli.py",
+    path = {"root": copy, "package": copy / "c3async" / "sessions", "module": copy / "c3async" / "cli" / "__init__.py",
             "above": above}[what]
     if change == "theirs":
         os.chown(path, NOBODY, -1)

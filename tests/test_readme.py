@@ -291,7 +291,7 @@ def test_the_messages_it_quotes_are_the_ones_c3async_prints(console, tmp_path):
 
     # what others print where no sandbox reaches: the words are in the code that prints them
     for said, where in (
-        ("the index is being built by another process", "c3async/cli.py"),
+        ("the index is being built by another process", "c3async/cli/reports.py"),
         ("belongs to another account", "plugin/launch.py"),
         ("can be written by other accounts", "plugin/launch.py"),
         (": nothing is run from it", "plugin/launch.py"),

@@ -11,7 +11,8 @@ from typing import Annotated, ClassVar
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from c3async.cli import _TaskWords, build_parser
+from c3async.cli.parser import build_parser
+from c3async.cli.tasks import TaskWords as _TaskWords
 from c3async.ground import schema
 from c3async.ground.errors import BadArgument, TaskArgError
 from c3async.serve import app as server

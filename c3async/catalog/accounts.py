@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..ground import memo
 from ..ground.errors import DECODE_ERRORS
 from ..ground.safefs import open_regular, pread_all
 from .locate import config_home
@@ -29,7 +30,7 @@ class _State(msgspec.Struct):
     oauthAccount: _Account | None = None
 
 
-_seen: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
+_seen: dict[str, tuple[tuple[int, int], dict[str, str]]] = memo.kept({})
 
 
 def _state_file(root: str) -> Path:

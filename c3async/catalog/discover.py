@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import safefs
+from ..ground import memo, safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.home import c3_home
 from ..ground.jsondoc import write_atomic
@@ -72,7 +72,7 @@ def _save(folders: dict[str, _Folder]) -> None:
 # The folders each projects folder held when last listed, while its stat holds (a folder made
 # or removed moves it): a poller (the Hub's, once a second) stats the folders alone, not every
 # entry again. A listing this recent may miss a folder made in the same clock tick: not kept.
-_listed: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
+_listed: dict[str, tuple[tuple[int, int, int], list[str]]] = memo.kept({})
 SETTLE_NS = 2_000_000_000
 
 

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 import msgspec
 
-from ..ground import jsondoc, safefs
+from ..ground import jsondoc, memo, safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.home import c3_home
 
@@ -96,7 +96,13 @@ def problem(move: Move) -> str | None:
 
 
 _held: tuple[tuple[int, int, int] | None, tuple[Move, ...]] | None = None
-_said: set[str] = set()
+_said: set[str] = memo.kept(set())
+
+
+@memo.on_forget
+def _forget() -> None:
+    global _held
+    _held = None
 
 
 def _say(message: str) -> None:

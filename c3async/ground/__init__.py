@@ -8,7 +8,8 @@ tail), ``jsondoc`` (locked read-modify-write), ``folds`` (checkpoints of folded 
 (a full disk said as such, room for a copy, temp files of killed writes), ``term`` (text made
 inert for a terminal), ``stop`` (Ctrl-C and SIGTERM end a command at once), ``workers`` (process
 pools), ``clock`` (the one range every time read from outside must fall in), ``schema`` (the
-actions of a tool declared once, as structs).
+actions of a tool declared once, as structs), ``memo`` (what a process remembers between calls,
+forgotten at once).
 
 Imports nothing of c3async outside this package (``tests/test_layout.py`` checks it).
 """

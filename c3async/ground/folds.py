@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from . import jsonl, safefs
+from . import jsonl, memo, safefs
 from .errors import DECODE_ERRORS
 
 __all__ = ("SAVE_EVERY", "LogFold", "fold_for")
@@ -149,7 +149,7 @@ class LogFold(Generic[R, S]):
         self.saved_offset = self.tail.offset
 
 
-_folds: dict[tuple[str, str], LogFold] = {}
+_folds: dict[tuple[str, str], LogFold] = memo.kept({})
 _folds_lock = threading.Lock()
 
 

@@ -40,7 +40,7 @@ import re
 import stat
 import unicodedata
 
-from . import safefs
+from . import memo, safefs
 
 __all__ = (
     "STATE_SLUG_LENGTH",
@@ -85,7 +85,7 @@ def canonical(path: str) -> str:
     return unicodedata.normalize("NFC", real)
 
 
-_warned: set[str] = set()
+_warned: set[str] = memo.kept(set())
 _SHOWN = 200  # characters of a path git's files name that a warning shows (it can be 64 KiB long)
 
 
@@ -311,7 +311,7 @@ def _resolve_root(p: str) -> str:
     return common  # a bare repository: its folder is the one place its worktrees share
 
 
-_roots: dict[str, tuple[tuple[int, int, int, int] | None, str]] = {}
+_roots: dict[str, tuple[tuple[int, int, int, int] | None, str]] = memo.kept({})
 
 
 def project_root(path: str | os.PathLike[str]) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import disk
+from . import disk, memo
 from .errors import NotRegularFile, UnsafeState
 from .home import c3_home
 
@@ -93,7 +93,7 @@ GITIGNORE = b"""# Written by c3async: this folder stays out of git. c3async neve
 """
 
 
-_warned: set[str] = set()
+_warned: set[str] = memo.kept(set())
 
 
 def warn_once(problem: BaseException | str) -> None:
@@ -169,7 +169,7 @@ def _open_root(root: Path, create: bool) -> int:
     return fd
 
 
-_private_seen: set[tuple[int, int]] = set()
+_private_seen: set[tuple[int, int]] = memo.kept(set())
 
 
 def keep_private(fd: int, path: Path) -> None:

@@ -48,7 +48,7 @@ from typing import Any
 
 import msgspec
 
-from . import jsonl, safefs
+from . import jsonl, memo, safefs
 from .errors import DECODE_ERRORS, UnsafeState
 from .home import c3_home
 from .jsondoc import backup_path
@@ -589,8 +589,8 @@ def _writable(root: str) -> str | None:
     return None if os.access(root, os.W_OK | os.X_OK) else "it is read-only"
 
 
-_states: dict[str, tuple[tuple[int, int, int, int] | None, Path]] = {}
-_resolved: set[str] = set()
+_states: dict[str, tuple[tuple[int, int, int, int] | None, Path]] = memo.kept({})
+_resolved: set[str] = memo.kept(set())
 
 
 def project_state(project: str | os.PathLike[str]) -> Path:
@@ -605,7 +605,8 @@ def project_state(project: str | os.PathLike[str]) -> Path:
     return state
 
 
-_found: set[str] = set()  # roots listed because Claude Code has sessions there, that c3async was never used in
+# roots listed because Claude Code has sessions there, that c3async was never used in
+_found: set[str] = memo.kept(set())
 
 
 def found_only(roots: Iterable[str]) -> None:

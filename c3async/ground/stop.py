@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ("BUDGET_S", "Stopped", "code_of", "exit_now", "install", "signalled", "uninstall")
+__all__ = ("BUDGET_S", "Stopped", "code_of", "exit_now", "install", "installed", "signalled", "uninstall")
 
 BUDGET_S = 0.8  # cleanup after the first signal may take this long before the process just ends
 
@@ -132,3 +134,30 @@ def uninstall() -> None:
     """For a command that handles its signals itself (the server, the Hub)."""
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def installed() -> Iterator[None]:
+    """``install`` for one command run in a process that goes on after it (the CLI's ``main``
+    in process): the handlers, the unraisable hook and what a signal left are put back after.
+    Outside the main thread, where no handler can be set, nothing is installed."""
+    global _stopping, _again, _signalled
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGALRM] if hasattr(signal, "setitimer") else [])
+    handlers = {sig: signal.getsignal(sig) for sig in sigs}
+    hook = sys.unraisablehook
+    install()
+    try:
+        yield
+    finally:
+        if _stopping and hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)  # the budget's alarm: the command is over
+        for sig, handler in handlers.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        sys.unraisablehook = hook
+        _stopping = _again = False
+        _signalled = None

@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from ..ground import clock, safefs
+from ..ground import clock, memo, safefs
 from ..ground.errors import DECODE_ERRORS
 
 __all__ = (
@@ -50,7 +50,7 @@ SETTLE_S = 2.0  # a file or folder written this recently may be written again in
 # second), at an even cost per read. Thousands of files that killed claudes left behind cost a
 # slice of stats per read, and no read pays for all of them at once.
 RECHECK_PARTS = 60
-_held: dict[str, _Held] = {}
+_held: dict[str, _Held] = memo.kept({})
 _NAME = re.compile(r"([1-9][0-9]{0,9})\.json")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import disk, safefs
+from ..ground import disk, memo, safefs
 from ..ground.errors import C3Error, DamagedIndex, IndexUnavailable, NoFTS5, UnsafeState
 from ..ground.home import c3_home
 
@@ -239,7 +239,7 @@ def aside_path(k: int) -> Path:
     return path.with_name(f".{path.name}.aside")
 
 
-_put_aside: set[Path] = set()  # copies this process put aside: they stay for its run
+_put_aside: set[Path] = memo.kept(set())  # copies this process put aside: they stay for its run
 
 
 def remove(k: int, *, aside: bool = True) -> None:

@@ -45,6 +45,7 @@ import msgspec
 
 from ..catalog.listing import Candidate, is_session_id
 from ..catalog.scan import ProjectScan
+from ..ground import memo
 from ..ground.errors import C3Error, NoRoom
 from ..stores import archive, config, records, retention
 from ..stores.marks import MarkBook
@@ -67,10 +68,10 @@ __all__ = (
 log = logging.getLogger("c3async.sessions")
 
 WARN_DAYS = retention.WARN_DAYS
-_warned: set[str] = set()
+_warned: set[str] = memo.kept(set())
 # What the last listing of each project in this process found (``surveyed``): a listing's doors
 # (the CLI's warning, the Hub's banner) read it after the listing, which runs the pass.
-_surveys: dict[str, Survey] = {}
+_surveys: dict[str, Survey] = memo.kept({})
 
 
 class Expiring(msgspec.Struct):

@@ -16,7 +16,7 @@ import msgspec
 from ..catalog import discover, moves
 from ..catalog.locate import ClaudeRoot
 from ..catalog.scan import ProjectScan, scan_projects_sync
-from ..ground import stateroot
+from ..ground import memo, stateroot
 from ..ground.paths import canonical, project_root
 from ..stores import checkouts, claude_dirs, registry
 
@@ -30,7 +30,7 @@ class KnownProject(msgspec.Struct):
     folders: list[str] = msgspec.field(default_factory=list)  # Claude Code's folders that named it
 
 
-_roots_of: dict[tuple[str, bool], str] = {}  # (cwd, whether it was a folder) -> its project
+_roots_of: dict[tuple[str, bool], str] = memo.kept({})  # (cwd, whether it was a folder) -> its project
 
 
 def _project_of(cwd: str) -> tuple[str, bool]:

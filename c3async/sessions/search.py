@@ -21,6 +21,7 @@ import msgspec
 
 from ..catalog import moves
 from ..catalog.locate import config_home, folders_under, locate
+from ..ground import memo
 from ..ground.errors import BadArgument
 from ..search import index
 from ..search.find import Filters, Hit, find
@@ -110,6 +111,9 @@ def _project_of(cwd: str) -> str:
         return project_root(canonical(cwd))
     except (OSError, ValueError):
         return cwd
+
+
+memo.on_forget(_project_of.cache_clear)  # a folder's project changes as git is set up in it
 
 
 def _folders(projects: list[str]) -> frozenset[str]:

@@ -50,7 +50,7 @@ from pathlib import Path
 import msgspec
 
 from ..catalog.listing import MAX_DEPTH, is_session_id, regular_files
-from ..ground import disk, jsondoc, safefs
+from ..ground import disk, jsondoc, memo, safefs
 from ..ground.errors import DECODE_ERRORS, C3Error, NoRoom, NotRegularFile, UnsafeArchive, UnsafeState
 from ..ground.home import c3_home
 from ..ground.locking import locked
@@ -264,7 +264,7 @@ class _Refusals(msgspec.Struct):
     refused: list[_Refusal] = msgspec.field(default_factory=list)
 
 
-_refused_here: dict[str, _Refusal] = {}  # what a full disk kept from being written
+_refused_here: dict[str, _Refusal] = memo.kept({})  # what a full disk kept from being written
 
 
 def _refusals_path() -> Path:

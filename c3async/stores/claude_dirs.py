@@ -11,6 +11,7 @@ import logging
 import os
 
 from ..catalog.locate import ClaudeRoot, claude_roots
+from ..ground import memo
 from ..ground.home import c3_home
 from . import config, registry
 
@@ -20,6 +21,12 @@ log = logging.getLogger("c3async")
 
 
 _held: tuple[tuple, tuple[ClaudeRoot, ...]] | None = None
+
+
+@memo.on_forget
+def _forget() -> None:
+    global _held
+    _held = None
 
 
 def _signature() -> tuple:

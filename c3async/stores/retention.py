@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 
 from ..catalog.locate import config_home
-from ..ground import safefs
+from ..ground import memo, safefs
 from ..ground.errors import DECODE_ERRORS
 
 __all__ = ("DEFAULT_DAYS", "WARN_DAYS", "Retention", "days_left", "effective", "settings_files")
@@ -55,7 +55,7 @@ def settings_files(cwd: str | None, root: str | None = None) -> list[Path]:
     return files + _managed()
 
 
-_memo: dict[tuple, Retention] = {}
+_memo: dict[tuple, Retention] = memo.kept({})
 
 
 def effective(cwd: str | None, root: str | None = None) -> Retention:

@@ -53,7 +53,7 @@ from ..catalog.forks import ancestors, fork_parents
 from ..catalog.listing import folder_candidates, transcript_files
 from ..catalog.locate import folders_under, locate
 from ..catalog.scan import cache_path as catalog_cache_path
-from ..ground import clock, jsonl, safefs, workers
+from ..ground import clock, jsonl, memo, safefs, workers
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.jsondoc import write_atomic
 from ..ground.paths import warn_once
@@ -283,7 +283,7 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
 
 # project -> what its last pass in this process read, as it was: the transcripts' stats before
 # the pass, the catalog's cache then, and the state and stats files as the pass left them
-_settled: dict[str, tuple] = {}
+_settled: dict[str, tuple] = memo.kept({})
 
 
 def _inputs(project: str) -> tuple[tuple, tuple | None]:

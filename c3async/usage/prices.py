@@ -21,7 +21,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..ground import safefs
+from ..ground import memo, safefs
 from ..ground.errors import DECODE_ERRORS, PricesError, unknown_keys
 from ..ground.home import c3_home
 
@@ -157,6 +157,12 @@ def prices_path() -> Path:
 
 _current: tuple[tuple[int, int, int, str] | None, PriceTable] | None = None
 _current_lock = threading.Lock()
+
+
+@memo.on_forget
+def _forget() -> None:
+    global _current
+    _current = None
 
 
 def prices_signature(path: Path | None = None) -> tuple[int, int, int, str] | None:

@@ -1,0 +1,107 @@
+"""The commands that report: token usage (`stats`) and what was said (`search`, `index`).
+
+Imports happen inside each command (the usage and search modules are not small).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..ground.term import inert, inert_line
+from . import render, scope
+from .render import Screen
+
+
+def cmd_stats(args: argparse.Namespace, screen: Screen) -> int:
+    import msgspec
+
+    from ..sessions.reports import format_table
+    from ..usage.account import account_projects, deleted
+    from ..usage.prices import current_prices
+    from ..usage.totals import latest, stats_rows
+
+    projects = scope.projects(args, screen)
+    table = current_prices()  # a prices.json that is no price table: said before anything is read
+    failed = []
+
+    def refused(project: str, exc: Exception) -> None:  # --all: one project's failure is its own
+        failed.append(project)  # said here, with the project it was (the listing goes on)
+        screen.say(f"c3async: error: {project}: {exc}")
+
+    results = account_projects(projects, on_error=refused if args.all else None)
+    rows = []
+    for r in results:  # the ledger's rows too: a session Claude Code deleted is still counted
+        totals = {**latest(r.project), **r.totals}
+        rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
+    if args.all:  # the most recently active first, whatever the project
+        rows.sort(key=lambda r: r.last_ts or "", reverse=True)
+    if args.json:
+        screen.json(msgspec.json.encode(rows))
+    elif rows:
+        # format_table makes each cell inert; this is a backstop
+        screen.print(inert(format_table(rows, show_project=args.all)))
+    elif projects and not failed:
+        where = f"{projects[0]}'s transcripts" if not args.all else f"the transcripts of {len(projects)} projects"
+        screen.say(f"no token usage found in {where}")
+    return 1 if failed else 0
+
+
+def cmd_search(args: argparse.Namespace, screen: Screen) -> int:
+    import msgspec
+
+    from ..sessions.search import search
+
+    projects = None if args.all else scope.projects(args, screen)
+    progress = screen.progress("indexing transcripts (MiB)")
+    try:
+        found = search(
+            args.query,
+            projects=projects,
+            role=args.role,
+            since=args.since,
+            until=args.until,
+            branch=args.branch,
+            tools=args.tools,
+            limit=20 if args.limit is None else args.limit,
+            progress=lambda done, total: progress(done >> 20, total >> 20),
+        )
+    finally:
+        progress.close()
+    for problem in found.problems:
+        screen.say(f"c3async: warning: {problem}")
+    if found.index.updating:
+        pct = f" ({100 * found.index.done_bytes // found.index.total_bytes}%)" if found.index.total_bytes else ""
+        screen.say(f"c3async: the index is being built by another process{pct}; results cover what it has indexed")
+    if args.json:
+        screen.json(msgspec.json.encode(found))
+        return 0
+    if not found.results:
+        screen.say(f"c3async: no session matches {inert_line(args.query)!s}")
+        return 0
+    for line in render.search_lines(found, screen.styled()):
+        screen.print(line)
+    return 0
+
+
+def cmd_index(args: argparse.Namespace, screen: Screen) -> int:
+    import msgspec
+
+    from ..search import index
+
+    progress = screen.progress("indexing transcripts (MiB)")
+    try:
+        if args.rebuild:
+            done = index.rebuild(progress=None if args.quiet else lambda d, t: progress(d >> 20, t >> 20))
+        else:
+            done = index.update(progress=None if args.quiet else lambda d, t: progress(d >> 20, t >> 20))
+    finally:
+        progress.close()
+    for problem in done.errors:
+        screen.say(f"c3async: warning: {problem}")
+    if done.busy:
+        screen.say("c3async: another process is updating the index; nothing done here")
+    if args.json:
+        screen.json(msgspec.json.encode({**msgspec.structs.asdict(done), "size_bytes": index.size()}))
+    elif not args.quiet:
+        screen.print(render.indexed_line(done, index.size()))
+    return 1 if done.errors else 0
