@@ -23,10 +23,18 @@ stop.install()
 def main() -> int:
     """Run the command, then end the process at once (``stop.exit_now``): a Ctrl-C that comes
     while the interpreter would tear itself down can then not print anything."""
-    try:
-        from .cli import main as command  # inside the guard: a signal during its imports is quiet too
+    import sys
 
-        code = command()
+    try:
+        code = None
+        if sys.argv[1:2] == ["statusline"]:  # every window's, after each response: no CLI package
+            from .statusline import main as statusline
+
+            code = statusline(sys.argv[2:])
+        if code is None:
+            from .cli import main as command  # inside the guard: a signal during its imports is quiet too
+
+            code = command()
     except BaseException as exc:
         signalled = stop.code_of(exc)  # a Ctrl-C or SIGTERM (maybe inside a task group's exceptions)
         if signalled is None:

@@ -7,14 +7,13 @@ untrusted input (bounded, a regular file only), once per change of its size and 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import msgspec
 
 from ..ground import memo
 from ..ground.errors import DECODE_ERRORS
+from ..ground.home import claude_json, config_home
 from ..ground.safefs import open_regular, pread_all
-from .locate import config_home
 
 __all__ = ("account_name",)
 
@@ -33,18 +32,9 @@ class _State(msgspec.Struct):
 _seen: dict[str, tuple[tuple[int, int], dict[str, str]]] = memo.kept({})
 
 
-def _state_file(root: str) -> Path:
-    """Where a root's ``.claude.json`` is: inside it when it was named by ``CLAUDE_CONFIG_DIR``,
-    beside the home folder for ``~/.claude`` itself."""
-    path = Path(root)
-    if path == Path.home() / ".claude" and not os.environ.get("CLAUDE_CONFIG_DIR"):
-        return Path.home() / ".claude.json"
-    return path / ".claude.json"
-
-
 def _logins(root: str) -> dict[str, str]:
     """accountUuid -> e-mail of the root's login (empty when unknown)."""
-    path = _state_file(root)
+    path = claude_json(root)
     try:
         fd, st = open_regular(path, follow=True, lstat_first=True)
     except OSError:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..ground.home import config_home
 from ..ground.paths import canonical, git_common_dir, linked_worktrees, project_root
 from . import moves
 
@@ -38,14 +39,6 @@ MAX_SLUG_LENGTH = 200
 _WINDOWS_ABS = re.compile(r"[A-Za-z]:[\\/]")  # .match: a prefix
 _HASH_SUFFIX = re.compile(r"-[0-9a-z]+")  # .fullmatch
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
-
-
-def config_home() -> Path:
-    """``$CLAUDE_CONFIG_DIR`` (an empty value counts as unset), else ``~/.claude``; NFC, as Claude Code."""
-    value = os.environ.get("CLAUDE_CONFIG_DIR")
-    if value:
-        return Path(unicodedata.normalize("NFC", value))
-    return Path.home() / ".claude"
 
 
 def projects_root() -> Path:

@@ -63,6 +63,8 @@ _EXAMPLES = {
         'echo \'{"hook_event_name": "SessionStart", "session_id": "1a2b", "cwd": "\'$PWD\'"}\' | c3async hook'
     ],
     "install-hooks": ["c3async install-hooks", "c3async install-hooks --user", "c3async install-hooks --remove"],
+    "statusline": ['echo \'{"session_id": "1a2b"}\' | c3async statusline'],
+    "install-statusline": ["c3async install-statusline", "c3async install-statusline --remove"],
     "completion": ["c3async completion bash > ~/.local/share/bash-completion/completions/c3async"],
 }
 
@@ -263,6 +265,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     where.add_argument("--project", metavar="DIR", help="this project's .claude/settings.local.json (default)")
     where.add_argument("--user", action="store_true", help="your user settings (every project)")
     ih.set_defaults(func=services.cmd_install_hooks)
+    statusline_parsers(sub)
     _add_examples(parser)
     return parser
 
@@ -324,6 +327,43 @@ def _task_parsers(sub, actions_too: bool = True) -> None:
         p.set_defaults(task_action=name, task_inputs=tuple(inputs))
 
 
+def statusline_parsers(sub, alone: bool = False) -> None:
+    """`statusline` and `install-statusline` (``alone``: the first only, when it is the command
+    run: every window runs it after each response, and it pays for no other command's parser)."""
+    from . import services
+
+    sl = sub.add_parser(
+        "statusline",
+        help="(for Claude Code) the status line: your note, who waits for you, the rate limits",
+        description="Claude Code's status-line command: reads its JSON on stdin, records the rate limits it "
+        "reports in $C3_HOME/usage/rate_limits.jsonl, prints one line. Set it with install-statusline.",
+    )
+    sl.add_argument("--then", metavar="CMD", help="a status-line command of yours to run first, on the same input")
+    sl.add_argument(
+        "--refresh-added",
+        action="store_true",
+        help="(written by install-statusline) refreshInterval was set by it: --remove takes it out",
+    )
+    sl.set_defaults(func=services.cmd_statusline)
+    if alone:
+        return
+    ins = sub.add_parser(
+        "install-statusline",
+        help="set c3async's status line in Claude Code's settings (keeping yours, shown first)",
+    )
+    ins.add_argument("--remove", action="store_true", help="put back the status line that was there before")
+    where = ins.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="your user settings, every project (default)")
+    where.add_argument("--project", metavar="DIR", help="this project's .claude/settings.local.json")
+    ins.set_defaults(func=services.cmd_install_statusline)
+
+
+def statusline_args(argv: list[str]) -> argparse.Namespace:
+    parser = Parser(prog="c3async")
+    statusline_parsers(parser.add_subparsers(dest="command", metavar="COMMAND"), alone=True)
+    return parser.parse_args(argv)
+
+
 def version() -> str:
     from .. import __version__
 
@@ -336,6 +376,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     import os
 
     completing = "_ARGCOMPLETE" in os.environ
+    if argv[:1] == ["statusline"] and not completing:
+        return statusline_args(argv)
     parser = build_parser(None if completing or not argv else argv[0])
     if completing:  # the shell asks for completions (see `c3async completion`): it ends the process
         import argcomplete

@@ -1,5 +1,6 @@
 """The commands that serve or set up: the MCP server (`serve`), the Hub (`hub`), the hooks
-(`hook`, `install-hooks`) and the shell's completion (`completion`). `serve`, `hub` (without
+(`hook`, `install-hooks`), the status line (`statusline`, `install-statusline`) and the shell's
+completion (`completion`). `serve`, `hub` (without
 ``--url``) and `hook` are a process's own: they run until told to stop, or read the hook's
 event from the process's stdin.
 """
@@ -91,4 +92,19 @@ def cmd_install_hooks(args: argparse.Namespace, screen: Screen) -> int:
         screen.print(inert(f"added {', '.join(added)} hooks to {target.path}"))
     else:
         screen.print(inert(f"the hooks are already in {target.path}"))
+    return 0
+
+
+def cmd_statusline(args: argparse.Namespace, screen: Screen) -> int:
+    from ..statusline import run
+
+    return run(args.then, screen.out)
+
+
+def cmd_install_statusline(args: argparse.Namespace, screen: Screen) -> int:
+    from ..live.hooks import settings_path
+    from ..live.statusline import install, uninstall
+
+    target = settings_path(scope.project_dir(args.project) if args.project else None, not args.project)
+    screen.print(inert_line(uninstall(target) if args.remove else install(target)))
     return 0

@@ -274,10 +274,10 @@ def _keep_folder_off_path(hook: dict[str, Any]) -> bool:
     return True
 
 
-def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
-    """The settings file's bytes, its object and its ``hooks`` object (made empty where absent).
-    A file that is not valid JSON is Damaged, one reached through a link Refused: each says what
-    to do instead."""
+def read_settings(target: SettingsFile, snippet: str, again: str) -> tuple[bytes, dict[str, Any]]:
+    """The settings file's bytes and its object (empty where there is no file). A file that is
+    not valid JSON is Damaged, one reached through a link Refused: each says what to do instead
+    (``snippet``: what to add by hand; ``again``: the command to run once it is fixed)."""
     path = target.path
     if target.make_trusted:
         target.trusted.mkdir(parents=True, exist_ok=True)
@@ -290,7 +290,7 @@ def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], di
     except UnsafeState as exc:
         raise Refused(
             f"{exc.path} is {exc.what}: c3async never writes through one. "
-            f"Change the file it leads to yourself; the hooks are: {_snippet(command)}"
+            f"Change the file it leads to yourself; add: {snippet}"
         ) from None
     if len(data) > MAX_SETTINGS:
         raise Damaged(f"{path} is larger than {MAX_SETTINGS >> 20} MiB: not a settings file; fix it first")
@@ -298,12 +298,18 @@ def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], di
     try:
         settings = json.loads(text) if text.strip() else {}
     except (*DECODE_ERRORS,) as exc:
-        raise Damaged(f"{path} is not valid JSON ({exc}); fix it and run install-hooks again") from None
+        raise Damaged(f"{path} is not valid JSON ({exc}); fix it and run {again} again") from None
     if not isinstance(settings, dict):
-        raise Damaged(f"{path} does not hold a JSON object; fix it and run install-hooks again")
+        raise Damaged(f"{path} does not hold a JSON object; fix it and run {again} again")
+    return data, settings
+
+
+def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+    """The settings file's bytes, its object and its ``hooks`` object (made empty where absent)."""
+    data, settings = read_settings(target, _snippet(command), "install-hooks")
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
-        raise Damaged(f"{path}: 'hooks' is not an object; fix it and run install-hooks again")
+        raise Damaged(f"{target.path}: 'hooks' is not an object; fix it and run install-hooks again")
     return data, settings, hooks
 
 
@@ -314,9 +320,10 @@ def backup_path(target: SettingsFile) -> Path:
     return target.path.with_name(target.path.name + BACKUP_SUFFIX)
 
 
-def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: str) -> None:
-    """Write the settings back (the previous file kept as ``<name>.c3async.bak``, private),
-    never through a link, keeping the file's own mode (settings can hold an API key in ``env``)."""
+def write_settings(target: SettingsFile, data: bytes, encoded: bytes, snippet: str) -> None:
+    """Write the settings file's new bytes (the previous file, ``data``, kept as
+    ``<name>.c3async.bak``, private), never through a link, keeping the file's own mode
+    (settings can hold an API key in ``env``)."""
     try:
         mode = stat.S_IMODE(os.lstat(target.path).st_mode) if data else 0o600
     except OSError:
@@ -324,12 +331,19 @@ def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: 
     try:
         if data:
             safefs.write_atomic(backup_path(target), data, mode=0o600, trusted=target.trusted)
-        encoded = (json.dumps(settings, indent=2) + "\n").encode("utf-8")
         safefs.write_atomic(target.path, encoded, mode=mode, trusted=target.trusted)
     except UnsafeState as exc:  # a folder on the way (.claude) is a link
         raise Refused(
-            f"{exc.path} is {exc.what}: c3async never writes through one. Change the hooks yourself: {_snippet(command)}"
+            f"{exc.path} is {exc.what}: c3async never writes through one. Add it yourself: {snippet}"
         ) from None
+
+
+def encode_settings(settings: dict[str, Any]) -> bytes:
+    return (json.dumps(settings, indent=2) + "\n").encode("utf-8")
+
+
+def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: str) -> None:
+    write_settings(target, data, encode_settings(settings), _snippet(command))
 
 
 def install(target: SettingsFile, command: str | None = None) -> list[str]:
@@ -393,18 +407,18 @@ def uninstall(target: SettingsFile) -> list[str]:
         if settings:
             _save(target, data, settings, hook_command())
         else:
-            _remove_empty(target)
+            remove_empty(target, _only_ours(backup_path(target), target.trusted))
     return removed
 
 
-def _remove_empty(target: SettingsFile) -> None:
-    """Our hooks were all the file held: remove it (an empty settings file means nothing), our
-    backup when it holds nothing but our hooks either (else it is the only copy of something a
-    person wrote: it stays), and a project's ``.claude`` folder if nothing else is in it, so an
-    install then a removal leaves the project as it was."""
+def remove_empty(target: SettingsFile, backup_too: bool) -> None:
+    """What we wrote was all the file held: remove it (an empty settings file means nothing), our
+    backup too when ``backup_too`` (when it holds nothing but ours either: else it is the only
+    copy of something a person wrote, and it stays), and a project's ``.claude`` folder if
+    nothing else is in it, so an install then a removal leaves the project as it was."""
     try:
         doomed = [target.path]
-        if _only_ours(backup_path(target), target.trusted):
+        if backup_too:
             doomed.insert(0, backup_path(target))
         for path in doomed:
             try:
