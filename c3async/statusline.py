@@ -97,7 +97,7 @@ def line(data: bytes, env: dict[str, str], now: float) -> str:
 
 def age(seconds: float) -> str:
     """A wait, as a person reads it: 45s, 4m, 1h05m, 2d."""
-    s = max(0, int(seconds))
+    s = max(0, round(seconds))
     if s < 60:
         return f"{s}s"
     if s < 3600:

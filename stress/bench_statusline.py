@@ -36,13 +36,34 @@ def _transcripts(config: Path, cwd: Path, n: int) -> list[str]:
     for i in range(n):
         sid = str(uuid.UUID(int=i + 1, version=4))
         ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - i * 60))
-        user = {"type": "user", "sessionId": sid, "cwd": str(cwd), "timestamp": ts, "uuid": str(uuid.uuid4()),
-                "message": {"role": "user", "content": f"task {i}"}}
-        reply = {"type": "assistant", "sessionId": sid, "cwd": str(cwd), "timestamp": ts, "uuid": str(uuid.uuid4()),
-                 "requestId": f"req_{i}", "message": {"id": f"msg_{i}", "role": "assistant", "model": "claude-sonnet-4-5",
-                 "content": [{"type": "text", "text": "done"}],
-                 "usage": {"input_tokens": 100 + i % 50, "output_tokens": 20, "cache_read_input_tokens": 1000,
-                           "cache_creation_input_tokens": 0}}}
+        user = {
+            "type": "user",
+            "sessionId": sid,
+            "cwd": str(cwd),
+            "timestamp": ts,
+            "uuid": str(uuid.uuid4()),
+            "message": {"role": "user", "content": f"task {i}"},
+        }
+        reply = {
+            "type": "assistant",
+            "sessionId": sid,
+            "cwd": str(cwd),
+            "timestamp": ts,
+            "uuid": str(uuid.uuid4()),
+            "requestId": f"req_{i}",
+            "message": {
+                "id": f"msg_{i}",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "done"}],
+                "usage": {
+                    "input_tokens": 100 + i % 50,
+                    "output_tokens": 20,
+                    "cache_read_input_tokens": 1000,
+                    "cache_creation_input_tokens": 0,
+                },
+            },
+        }
         (folder / f"{sid}.jsonl").write_text(json.dumps(user) + "\n" + json.dumps(reply) + "\n")
         ids.append(sid)
     return ids
@@ -60,10 +81,20 @@ def _live(config: Path, work: Path, ids: list[str], waiting: int) -> list[subpro
         ticks = data[data.rindex(b")") + 2 :].split()[19].decode()
         cwd = work / f"project-{k}"
         cwd.mkdir()
-        (registry / f"{proc.pid}.json").write_text(json.dumps({
-            "pid": proc.pid, "sessionId": sid, "cwd": str(cwd), "procStart": ticks, "startedAt": now_ms,
-            "status": "waiting" if k < waiting else "busy", "statusUpdatedAt": now_ms - (k + 1) * 60_000,
-            "kind": "interactive"}))
+        (registry / f"{proc.pid}.json").write_text(
+            json.dumps(
+                {
+                    "pid": proc.pid,
+                    "sessionId": sid,
+                    "cwd": str(cwd),
+                    "procStart": ticks,
+                    "startedAt": now_ms,
+                    "status": "waiting" if k < waiting else "busy",
+                    "statusUpdatedAt": now_ms - (k + 1) * 60_000,
+                    "kind": "interactive",
+                }
+            )
+        )
     return procs
 
 
@@ -88,18 +119,40 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
         env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(home), PYTHONPATH=str(REPO), NO_COLOR="1")
         me = ids[0]
-        subprocess.run([sys.executable, "-m", "c3async", "mark", "note", me, "--summary", "wire the status line",
-                        "--project", str(project)], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "c3async",
+                "mark",
+                "note",
+                me,
+                "--summary",
+                "wire the status line",
+                "--project",
+                str(project),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         procs = _live(config, work, ids[1:11], waiting=3)
         try:
             reset = int(time.time()) + 3 * 3600
-            payload = {"session_id": me, "transcript_path": str(config / "projects" / "x" / f"{me}.jsonl"),
-                       "cwd": str(project), "hook_event_name": "Status", "version": "2.1.332",
-                       "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
-                       "workspace": {"current_dir": str(project), "project_dir": str(project)},
-                       "cost": {"total_cost_usd": 0.42, "total_duration_ms": 60000},
-                       "rate_limits": {"five_hour": {"used_percentage": 42, "resets_at": reset},
-                                       "seven_day": {"used_percentage": 12, "resets_at": reset + 86_400}}}
+            payload = {
+                "session_id": me,
+                "transcript_path": str(config / "projects" / "x" / f"{me}.jsonl"),
+                "cwd": str(project),
+                "hook_event_name": "Status",
+                "version": "2.1.332",
+                "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
+                "workspace": {"current_dir": str(project), "project_dir": str(project)},
+                "cost": {"total_cost_usd": 0.42, "total_duration_ms": 60000},
+                "rate_limits": {
+                    "five_hour": {"used_percentage": 42, "resets_at": reset},
+                    "seven_day": {"used_percentage": 12, "resets_at": reset + 86_400},
+                },
+            }
             data = json.dumps(payload).encode()
             ours_cmd = [sys.executable, "-m", "c3async", "statusline"]
             cmds = {"python -c pass": [sys.executable, "-c", "pass"], "c3async statusline": ours_cmd}
@@ -117,12 +170,17 @@ def main(argv: list[str] | None = None) -> int:
                 p.kill()
                 p.wait()
     ours = shown["c3async statusline"].decode("utf-8", "replace").strip()
-    print(f"c3async statusline benchmark ({os.cpu_count()} cores): {args.sessions} sessions, 10 live (3 waiting), "
-          f"{args.runs} runs each, interleaved")
+    print(
+        f"c3async statusline benchmark ({os.cpu_count()} cores): {args.sessions} sessions, 10 live (3 waiting), "
+        f"{args.runs} runs each, interleaved"
+    )
     figures = {}
     for name, ts in times.items():
-        figures[name] = {"median_ms": round(statistics.median(ts) * 1e3, 1), "min_ms": round(min(ts) * 1e3, 1),
-                         "max_ms": round(max(ts) * 1e3, 1)}
+        figures[name] = {
+            "median_ms": round(statistics.median(ts) * 1e3, 1),
+            "min_ms": round(min(ts) * 1e3, 1),
+            "max_ms": round(max(ts) * 1e3, 1),
+        }
         f = figures[name]
         print(f"  {name:<22} {f['median_ms']:8.1f} ms  [{f['min_ms']:.1f}-{f['max_ms']:.1f}]")
     if "ccusage statusline" in figures:
@@ -131,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ccusage printed: {shown['ccusage statusline'].decode('utf-8', 'replace').strip()[:160]}")
     print(f"  c3async printed: {ours}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"sessions": args.sessions, "runs": args.runs, "figures": figures,
-                                               "printed": ours}, indent=1))
+        Path(args.json).write_text(
+            json.dumps({"sessions": args.sessions, "runs": args.runs, "figures": figures, "printed": ours}, indent=1)
+        )
     ok = "3 waiting" in ours and "5h 42%" in ours and "note: wire the status line" in ours
     if not ok:
         print("FAIL: the status line did not show the note, the waiting count and the window", file=sys.stderr)

@@ -113,7 +113,7 @@ def _a_process_of_its_own(args: tuple[str, ...], env: dict[str, str]) -> bool:
     command = args[0] if args else None
     if command == "resume":
         return "--print" not in args[: args.index("--") if "--" in args else len(args)]
-    return command in ("serve", "hook") or "_ARGCOMPLETE" in env
+    return command in ("serve", "hook", "statusline") or "_ARGCOMPLETE" in env
 
 
 @pytest.fixture

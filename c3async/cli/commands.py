@@ -316,6 +316,10 @@ def cmd_live(args: argparse.Namespace, screen: Screen) -> int:
     from ..sessions.board import board
 
     project = scope.projects(argparse.Namespace(project=args.project), screen)[0]
+    if args.watch:
+        from .watch import watch
+
+        return watch(project, args.all, args.notify, screen)
     rows = board(project, everywhere=args.all)
     if args.json:
         import msgspec

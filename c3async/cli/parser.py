@@ -53,7 +53,7 @@ _EXAMPLES = {
     "mark unkeep": ["c3async mark unkeep 1a2b"],
     "projects": ["c3async projects", "c3async projects --prune", "c3async projects --move ~/src/app ~/work/app"],
     "resume": ["c3async resume 1a2b", "c3async resume 1a2b --print", "c3async resume 1a2b -- -p 'carry on'"],
-    "live": ["c3async live", "c3async live --all --json"],
+    "live": ["c3async live", "c3async live --all --json", "c3async live --all --watch --notify"],
     "stats": ["c3async stats", "c3async stats --all", "c3async stats --json"],
     "search": ['c3async search "retry budget"', "c3async search 'pars*' --all --role user --since 7d"],
     "index": ["c3async index", "c3async index --rebuild --quiet"],
@@ -207,6 +207,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     project_and_json(lv, "print JSON")
     lv.add_argument("--all", action="store_true", help="every project, and wherever a claude runs now")
+    lv.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep the view current until Ctrl-C, ringing the bell when a session starts waiting "
+        "(not on a terminal: each change a line)",
+    )
+    lv.add_argument(
+        "--notify", action="store_true", help="with --watch: a desktop notification too (notify-send or osascript)"
+    )
     lv.set_defaults(func=commands.cmd_live)
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
