@@ -1,6 +1,8 @@
 """A stand-in for the Anthropic Messages API, so the real Claude Code CLI can run offline.
 
-Run as ``python fake_anthropic.py PORT SCRIPT LOG``. SCRIPT is a JSON list of replies, used in
+Run as ``python fake_anthropic.py PORT SCRIPT LOG``. Where ``SCRIPT.headers`` exists (a JSON
+object, re-read on every request), its entries are sent as response headers of every reply (the
+unified rate-limit headers a subscriber's responses carry; a test rewrites it between prompts). SCRIPT is a JSON list of replies, used in
 order, one per request: ``{"text": "..."}`` or ``{"tool_use": {"name": ..., "input": {...}}}``;
 when it runs out, every reply is a short text. Every request body is appended to LOG (JSONL).
 Replies stream as the API streams them (message_start ... message_stop) or come whole when the
@@ -126,8 +128,14 @@ async def _hold(reply: dict) -> dict:
 
 def _blocks(reply: dict, n: int) -> list[dict]:
     if "tool_use" in reply:
-        return [{"type": "tool_use", "id": f"toolu_fake{n}", "name": reply["tool_use"]["name"],
-                 "input": reply["tool_use"].get("input", {})}]
+        return [
+            {
+                "type": "tool_use",
+                "id": f"toolu_fake{n}",
+                "name": reply["tool_use"]["name"],
+                "input": reply["tool_use"].get("input", {}),
+            }
+        ]
     return [{"type": "text", "text": reply.get("text", "Done.")}]
 
 
@@ -140,9 +148,22 @@ async def messages(request: Request):
     blocks = _blocks(reply, n)
     stop = "tool_use" if "tool_use" in reply else "end_turn"
     usage = {"input_tokens": 12, "output_tokens": 8, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    message = {"id": f"msg_fake{n}", "type": "message", "role": "assistant", "model": body.get("model"),
-               "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage}
+    message = {
+        "id": f"msg_fake{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model"),
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     headers = {"request-id": f"req_fake{n}"}  # as the API sends it: Claude Code writes it as requestId
+    try:
+        with open(SCRIPT + ".headers") as f:
+            headers.update({str(k): str(v) for k, v in json.load(f).items()})
+    except FileNotFoundError:
+        pass
     if not body.get("stream"):
         return JSONResponse(message, headers=headers)
 
@@ -157,10 +178,14 @@ async def messages(request: Request):
                 yield ev("content_block_delta", {"index": i, "delta": {"type": "text_delta", "text": block["text"]}})
             else:
                 yield ev("content_block_start", {"index": i, "content_block": {**block, "input": {}}})
-                yield ev("content_block_delta", {"index": i, "delta": {"type": "input_json_delta",
-                                                                      "partial_json": json.dumps(block["input"])}})
+                yield ev(
+                    "content_block_delta",
+                    {"index": i, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}},
+                )
             yield ev("content_block_stop", {"index": i})
-        yield ev("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 8}})
+        yield ev(
+            "message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 8}}
+        )
         yield ev("message_stop", {})
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
@@ -170,8 +195,12 @@ async def anything(request: Request):
     return JSONResponse({})
 
 
-app = Starlette(routes=[Route("/v1/messages", messages, methods=["POST"]),
-                        Route("/{rest:path}", anything, methods=["GET", "POST", "PUT"])])
+app = Starlette(
+    routes=[
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/{rest:path}", anything, methods=["GET", "POST", "PUT"]),
+    ]
+)
 
 if __name__ == "__main__":
     uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")
