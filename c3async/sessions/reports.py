@@ -1,6 +1,7 @@
-"""``c3_status``'s views, small read-only reports (``c3async stats`` and ``live`` print them
-too). ``sessions`` is the token and cost budget per host session (``.c3/session_stats.jsonl``),
-not the catalog; ``live`` is who is running now.
+"""``c3_status``'s views, small read-only reports (``c3async usage --by session`` and ``live``
+print them too). ``sessions`` is the token and cost usage per host session
+(``.c3/session_stats.jsonl``), not the catalog; ``live`` is who is running now; ``usage`` the
+current 5-hour and weekly windows (``usage_report``).
 
 The reports are printed by the CLI and returned as MCP tool text: every cell that comes from a
 file (ids, titles, model names, IDE names) is made inert (:func:`c3async.ground.term.inert_line`)."""
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ("UNPRICED", "VIEWS", "format_table", "run", "unpriced_note")
 
-VIEWS = ("sessions", "live")
+VIEWS = ("sessions", "live", "usage")
 
 
 def sessions_view(project: str) -> str:
@@ -34,7 +35,7 @@ def sessions_view(project: str) -> str:
         return "\n".join(
             [
                 f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
-                "it accounts for transcripts; `c3async stats` computes it on demand)",
+                "it accounts for transcripts; `c3async usage` computes it on demand)",
                 *([expiring] if expiring else []),
             ]
         )
@@ -171,4 +172,8 @@ def run(project: str, view: str) -> str:
         return sessions_view(project)
     if view == "live":
         return live_view(project)
+    if view == "usage":
+        from .usage_report import usage_view
+
+        return usage_view(project)
     raise BadArgument(f"unknown view {view!r}: use one of {', '.join(VIEWS)}")

@@ -24,13 +24,13 @@ totals changed (all of a run's rows in one locked append); the last row of a ses
 total. A row keeps each model's tokens per kind, not a cost: reports price them with the table
 of the moment (``totals.cost_of``), so the accountant needs no price table at all.
 
-``account_projects`` accounts several projects in one pass (``c3async stats --all``): every
+``account_projects`` accounts several projects in one pass (``c3async usage --all``): every
 project's new bytes are read together, so a first accounting of many small projects forks one
 pool for all of them and keeps every core busy, where a pass a project would fork a pool for
 each (or none: each under ``PROCESS_MIN_BYTES``).
 
 Only regular files are read, each opened without following a symlink and without blocking (a
-FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async stats`` or a server's
+FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async usage`` or a server's
 shutdown); the sub-agent walk never follows a symlinked folder (no loops, nothing outside the
 session's folder), and an entry that cannot be examined costs that entry only.
 """

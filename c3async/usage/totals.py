@@ -135,7 +135,7 @@ def priced(t: SessionTotals, table: PriceTable) -> SessionTotals:
 
 
 class StatsRow(msgspec.Struct):
-    """A session's tokens and cost as the reports give them (``c3async stats --json``, the
+    """A session's tokens and cost as the reports give them (``c3async usage --by session --json``, the
     ``c3_status`` sessions view): ``id`` and ``project`` as in every listing; ``cost_usd`` is
     of the priced models, ``unpriced_models`` the models whose tokens are counted but have no
     price (``prices.json`` gives them one); ``as_of``: when the accountant counted these."""
