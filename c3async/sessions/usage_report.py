@@ -292,4 +292,4 @@ def _figures(u: UsageRow) -> str:
 
 
 def _hm(seconds: float) -> str:
-    return time.strftime("%a %H:%M", time.localtime(seconds))
+    return time.strftime("%a %d %b %H:%M", time.localtime(seconds))
