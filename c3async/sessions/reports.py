@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from ..ground.errors import BadArgument
 from ..ground.term import inert_line
+from ..usage.prices import UNPRICED, unpriced_note
 
 if TYPE_CHECKING:
     from ..usage.totals import StatsRow
     from .board import LiveRow
 
-__all__ = ("UNPRICED", "VIEWS", "format_table", "run", "unpriced_note")
+__all__ = ("VIEWS", "format_table", "run")
 
 VIEWS = ("sessions", "live", "usage")
 
@@ -64,9 +65,6 @@ def _expiring_line(project: str) -> str | None:
     return inert_line(line)
 
 
-UNPRICED = "+"  # after a cost: plus the usage of models with no price, which is not in it
-
-
 def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
     """Tokens and cost per session (the most recent first, as given), a total row, and, when
     some usage has no price, a footnote naming those models and how to price them. A cost
@@ -103,18 +101,6 @@ def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
             "(not kept); what it spent stays counted, in the total too"
         )
     return "\n".join(lines)
-
-
-def unpriced_note(unpriced: dict[str, int]) -> str:
-    """The footnote of a ``+``: which models have no price, their tokens, and where to give one."""
-    from ..usage.prices import normalise, prices_path
-
-    models = ", ".join(f"{inert_line(m)} ({n:,} tokens)" if n else inert_line(m) for m, n in unpriced.items())
-    example = inert_line(normalise(next(iter(unpriced))))
-    return (
-        f"{UNPRICED} not in the cost: the usage of models with no price: {models}. Price them in "
-        f'{inert_line(str(prices_path()))}, USD per million tokens: {{"{example}": {{"input": IN, "output": OUT}}}}'
-    )
 
 
 def _cost(usd: float, unpriced: bool) -> str:

@@ -19,11 +19,10 @@ from ..ground.term import inert_line
 from ..usage import limits
 from ..usage.account import Result, account_projects, deleted
 from ..usage.buckets import TIMED, Bucketed, UsageRow, bucket
-from ..usage.prices import PriceTable
+from ..usage.prices import UNPRICED, PriceTable, unpriced_note
 from ..usage.timeline import Slot
 from ..usage.timeline import load as load_timeline
 from ..usage.totals import StatsRow, latest, stats_rows
-from .reports import UNPRICED, unpriced_note
 
 __all__ = ("since_of", "usage_rows", "usage_table", "usage_view")
 
