@@ -48,6 +48,7 @@ def _usage(claude, *args: str, env: dict[str, str] | None = None) -> list[dict]:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.process  # ccusage
 @pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)")
 @pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York"])
 def test_daily_and_monthly_totals_are_ccusages(claude, zone, tmp_path):
@@ -72,6 +73,7 @@ def test_daily_and_monthly_totals_are_ccusages(claude, zone, tmp_path):
             assert o["cost_usd"] == pytest.approx(c["totalCost"], abs=0.01), key
 
 
+@pytest.mark.process  # ccusage
 @pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)")
 def test_windows_without_a_recorded_reset_are_ccusages_blocks(claude, tmp_path):
     proj = claude.project("app")
