@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from typing import TextIO
@@ -88,11 +89,13 @@ def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
     saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
+    time.tzset()  # local time is the call's TZ (`usage`'s days), as it is a process's
     try:
         yield
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        time.tzset()
 
 
 @contextmanager

@@ -13,6 +13,7 @@ import sys
 from typing import TypeVar
 
 from ..ground.term import inert
+from ..usage import BY as USAGE_BY
 from .typed import port, positive, text_arg
 
 
@@ -55,6 +56,12 @@ _EXAMPLES = {
     "resume": ["c3async resume 1a2b", "c3async resume 1a2b --print", "c3async resume 1a2b -- -p 'carry on'"],
     "live": ["c3async live", "c3async live --all --json", "c3async live --all --watch --notify"],
     "stats": ["c3async stats", "c3async stats --all", "c3async stats --json"],
+    "usage": [
+        "c3async usage",
+        "c3async usage --by window --since 7d --all",
+        "c3async usage --by model --since today",
+        "c3async usage --by month --all --json",
+    ],
     "search": ['c3async search "retry budget"', "c3async search 'pars*' --all --role user --since 7d"],
     "index": ["c3async index", "c3async index --rebuild --quiet"],
     "serve": ["claude mcp add c3 -- $(command -v c3async) serve"],
@@ -218,10 +225,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     lv.set_defaults(func=commands.cmd_live)
 
-    st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
+    us = sub.add_parser(
+        "usage",
+        help="tokens, cost and responses by day, week, month, 5-hour window, model, project or session",
+        description="Tokens, cost and responses, brought up to date from the transcripts (only what was added "
+        "since is read), summed by day (the default), week, month, 5-hour window, model, project or session. "
+        "Days, weeks and months are local time; daily and monthly totals are ccusage's. Weeks and 5-hour "
+        "windows are the ones Claude Code reported where `c3async statusline` recorded them, else calendar "
+        "weeks and ccusage's 5-hour rule (the RULE column says which). What a session Claude Code deleted "
+        "spent stays counted.",
+    )
+    project_and_json(
+        us, "print a JSON array of rows (by, bucket, start, end, rule, tokens, cost_usd, unpriced_models...)"
+    )
+    us.add_argument(
+        "--since",
+        type=text_arg,
+        metavar="WHEN",
+        help="only usage since: 5h, today, 7d, 30d, 2w, or a date (local midnight); default: all of it",
+    )
+    us.add_argument("--by", choices=USAGE_BY, default="day", help="what to sum by (default: day)")
+    us.add_argument("--all", action="store_true", help="every project, read in one pass")
+    us.set_defaults(func=reports.cmd_usage)
+
+    st = sub.add_parser(
+        "stats",
+        help="tokens and cost per host session: the same as `usage --by session` (kept for scripts)",
+    )
     project_and_json(st, "print a JSON array of rows (id, project, tokens, cost_usd, unpriced_models...)")
     st.add_argument("--all", action="store_true", help="every project, read in one pass")
-    st.set_defaults(func=reports.cmd_stats)
+    st.set_defaults(func=reports.cmd_usage, by="session", since=None)
 
     se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")
     se.add_argument("query", type=text_arg, help='words, "exact phrases", prefix*, AND / OR / NOT / -word, ( )')

@@ -1,4 +1,4 @@
-"""The commands that report: token usage (`stats`) and what was said (`search`, `index`).
+"""The commands that report: token usage (`usage`, and `stats`, its view by session) and what was said (`search`, `index`).
 
 Imports happen inside each command (the usage and search modules are not small).
 """
@@ -12,37 +12,36 @@ from . import render, scope
 from .render import Screen
 
 
-def cmd_stats(args: argparse.Namespace, screen: Screen) -> int:
+def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
+    """`usage` (and `stats`, which is `usage --by session`)."""
     import msgspec
 
     from ..sessions.reports import format_table
-    from ..usage.account import account_projects, deleted
+    from ..sessions.usage_report import since_of, usage_rows, usage_table
     from ..usage.prices import current_prices
-    from ..usage.totals import latest, stats_rows
 
     projects = scope.projects(args, screen)
     table = current_prices()  # a prices.json that is no price table: said before anything is read
+    since = since_of(args.since)
     failed = []
 
     def refused(project: str, exc: Exception) -> None:  # --all: one project's failure is its own
         failed.append(project)  # said here, with the project it was (the listing goes on)
         screen.say(f"c3async: error: {project}: {exc}")
 
-    results = account_projects(projects, on_error=refused if args.all else None)
-    rows = []
-    for r in results:  # the ledger's rows too: a session Claude Code deleted is still counted
-        totals = {**latest(r.project), **r.totals}
-        rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
-    if args.all:  # the most recently active first, whatever the project
-        rows.sort(key=lambda r: r.last_ts or "", reverse=True)
+    found = usage_rows(projects, args.by, table, since=since, on_error=refused if args.all else None)
+    rows = found if isinstance(found, list) else found.rows
     if args.json:
         screen.json(msgspec.json.encode(rows))
     elif rows:
-        # format_table makes each cell inert; this is a backstop
-        screen.print(inert(format_table(rows, show_project=args.all)))
+        if isinstance(found, list):  # by session: the table `stats` always printed
+            # format_table makes each cell inert; this is a backstop
+            screen.print(inert(format_table(found, show_project=args.all)))
+        else:
+            screen.print(inert(usage_table(found, args.by)))
     elif projects and not failed:
         where = f"{projects[0]}'s transcripts" if not args.all else f"the transcripts of {len(projects)} projects"
-        screen.say(f"no token usage found in {where}")
+        screen.say(f"no token usage found in {where}" + (f" since {inert_line(args.since)}" if since else ""))
     return 1 if failed else 0
 
 

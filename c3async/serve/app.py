@@ -313,8 +313,9 @@ whether it is stale, running or noted, and the project's durable tasks and decis
 
 Tools: c3_session finds and reads earlier sessions (list, show, search), leaves a note on this one \
 (do it before stopping: summary and next steps) and marks dead ends stale. c3_task keeps tasks, \
-milestones and decisions that outlive conversations. c3_status reports what is live and what \
-sessions cost; it only reads.
+milestones and decisions that outlive conversations. c3_status reports what is live, what sessions \
+cost, and (view=usage) the current 5-hour and weekly windows: check them before a long job; it only \
+reads.
 
 Resources: c3://session/<id> is the brief of one earlier session (note, next steps, files changed, \
 last turns, tokens); the user @-mentions them by title. When the user refers to earlier work, read \
@@ -566,9 +567,9 @@ async def c3_task(action: str, *, ctx: Context[ServerState], **args: str) -> Cal
 
 
 @mcp.tool(
-    title="Live sessions and token costs",
+    title="Live sessions, token usage and costs",
     annotations=ToolAnnotations(
-        title="Live sessions and token costs",
+        title="Live sessions, token usage and costs",
         read_only_hint=True,
         destructive_hint=False,
         idempotent_hint=True,
@@ -579,7 +580,10 @@ async def c3_status(view: str = "sessions", *, ctx: Context[ServerState]) -> Cal
     """Reports. view='sessions': tokens and cost per host session (a budget report, not the
     catalog; a session whose transcript Claude Code deleted stays counted, marked [deleted]),
     and how many sessions Claude Code deletes within 7 days, how many of them are kept.
-    view='live': the project's live sessions and their MCP processes. Only reads."""
+    view='live': the project's live sessions and their MCP processes. view='usage': the
+    current 5-hour and weekly windows (as Claude Code reported them where recorded), their
+    tokens and cost, and each project's and session's share: check it before a long job.
+    Only reads."""
     state: ServerState = ctx.request_context.lifespan_context
 
     def body(host: str | None) -> str:

@@ -159,7 +159,7 @@ def usage_line(row: Row) -> str:
     """``tokens 1,234,567 (input ..., output ..., cache write ..., cache read ...), cost $3.40``."""
     t = row.tokens
     if t is None:
-        return "tokens: not accounted yet (`c3async stats` counts them; the server does every minute)"
+        return "tokens: not accounted yet (`c3async usage` counts them; the server does every minute)"
     cost = usd(row.cost_usd or 0.0)
     if row.unpriced_models:  # the "+" of every report: plus the usage of models with no price
         cost += f"+ (not counting {', '.join(row.unpriced_models)}: no price known; prices.json gives one)"

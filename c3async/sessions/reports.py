@@ -1,6 +1,7 @@
-"""``c3_status``'s views, small read-only reports (``c3async stats`` and ``live`` print them
-too). ``sessions`` is the token and cost budget per host session (``.c3/session_stats.jsonl``),
-not the catalog; ``live`` is who is running now.
+"""``c3_status``'s views, small read-only reports (``c3async usage --by session`` and ``live``
+print them too). ``sessions`` is the token and cost usage per host session
+(``.c3/session_stats.jsonl``), not the catalog; ``live`` is who is running now; ``usage`` the
+current 5-hour and weekly windows (``usage_report``).
 
 The reports are printed by the CLI and returned as MCP tool text: every cell that comes from a
 file (ids, titles, model names, IDE names) is made inert (:func:`c3async.ground.term.inert_line`)."""
@@ -13,14 +14,15 @@ from typing import TYPE_CHECKING
 
 from ..ground.errors import BadArgument
 from ..ground.term import inert_line
+from ..usage.prices import UNPRICED, unpriced_note
 
 if TYPE_CHECKING:
     from ..usage.totals import StatsRow
     from .board import LiveRow
 
-__all__ = ("UNPRICED", "VIEWS", "format_table", "run", "unpriced_note")
+__all__ = ("VIEWS", "format_table", "run")
 
-VIEWS = ("sessions", "live")
+VIEWS = ("sessions", "live", "usage")
 
 
 def sessions_view(project: str) -> str:
@@ -34,7 +36,7 @@ def sessions_view(project: str) -> str:
         return "\n".join(
             [
                 f"no stats yet: {stats_path(project)} is missing or empty (the server writes it as "
-                "it accounts for transcripts; `c3async stats` computes it on demand)",
+                "it accounts for transcripts; `c3async usage` computes it on demand)",
                 *([expiring] if expiring else []),
             ]
         )
@@ -61,9 +63,6 @@ def _expiring_line(project: str) -> str | None:
         f"({found.kept:,} kept: the archive holds them)"
     )
     return inert_line(line)
-
-
-UNPRICED = "+"  # after a cost: plus the usage of models with no price, which is not in it
 
 
 def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
@@ -102,18 +101,6 @@ def format_table(rows: list[StatsRow], *, show_project: bool = False) -> str:
             "(not kept); what it spent stays counted, in the total too"
         )
     return "\n".join(lines)
-
-
-def unpriced_note(unpriced: dict[str, int]) -> str:
-    """The footnote of a ``+``: which models have no price, their tokens, and where to give one."""
-    from ..usage.prices import normalise, prices_path
-
-    models = ", ".join(f"{inert_line(m)} ({n:,} tokens)" if n else inert_line(m) for m, n in unpriced.items())
-    example = inert_line(normalise(next(iter(unpriced))))
-    return (
-        f"{UNPRICED} not in the cost: the usage of models with no price: {models}. Price them in "
-        f'{inert_line(str(prices_path()))}, USD per million tokens: {{"{example}": {{"input": IN, "output": OUT}}}}'
-    )
 
 
 def _cost(usd: float, unpriced: bool) -> str:
@@ -171,4 +158,8 @@ def run(project: str, view: str) -> str:
         return sessions_view(project)
     if view == "live":
         return live_view(project)
+    if view == "usage":
+        from .usage_report import usage_view
+
+        return usage_view(project)
     raise BadArgument(f"unknown view {view!r}: use one of {', '.join(VIEWS)}")

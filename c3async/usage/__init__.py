@@ -1,5 +1,12 @@
-"""Floor 2, a reader: token and cost accounting per host session (``c3_status(view='sessions')``,
-``c3async stats``): ``prices`` (the model price table), ``reader`` (one transcript's new bytes,
-in bounded pieces, only the usage lines decoded), ``account`` (the incremental accountant,
-worker processes for a big first pass), ``totals`` (what it last wrote, folded: what the session
-rows show). May import the ground, the catalog and the stores."""
+"""Floor 2, a reader: token and cost usage, per host session and over time (``c3async usage``,
+``c3_status(view='sessions')`` and ``view='usage'``): ``prices`` (the model price table),
+``reader`` (one transcript's new bytes, in bounded pieces, only the usage lines decoded),
+``account`` (the incremental accountant, worker processes for a big first pass), ``totals``
+(what it last wrote per session, folded: what the session rows show), ``timeline`` (the same
+usage per quarter hour, session and model, which it writes too), ``limits`` (the rate-limit
+windows Claude Code reported, as ``c3async statusline`` records them) and ``buckets`` (the
+timeline by day, week, month, 5-hour window, model, project or session, priced). May import the
+ground, the catalog and the stores."""
+
+# What ``c3async usage --by`` sums by (here, where the CLI's parser reads it without the rest).
+BY = ("day", "week", "month", "window", "model", "project", "session")

@@ -24,19 +24,20 @@ totals changed (all of a run's rows in one locked append); the last row of a ses
 total. A row keeps each model's tokens per kind, not a cost: reports price them with the table
 of the moment (``totals.cost_of``), so the accountant needs no price table at all.
 
-``account_projects`` accounts several projects in one pass (``c3async stats --all``): every
+``account_projects`` accounts several projects in one pass (``c3async usage --all``): every
 project's new bytes are read together, so a first accounting of many small projects forks one
 pool for all of them and keeps every core busy, where a pass a project would fork a pool for
 each (or none: each under ``PROCESS_MIN_BYTES``).
 
 Only regular files are read, each opened without following a symlink and without blocking (a
-FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async stats`` or a server's
+FIFO named ``x.jsonl`` under ``subagents/`` must not hang ``c3async usage`` or a server's
 shutdown); the sub-agent walk never follows a symlinked folder (no loops, nothing outside the
 session's folder), and an entry that cannot be examined costs that entry only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import stat
@@ -44,7 +45,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -59,9 +60,10 @@ from ..ground.jsondoc import write_atomic
 from ..ground.paths import warn_once
 from ..ground.stateroot import project_state
 from ..stores import archive, claude_dirs
+from . import timeline
 from .prices import TIER_TOKENS, current_prices
 from .reader import MAX_TOKENS, FileScan, Hit, Job, ResponseUSD, Tokens, better, read_files, read_files_packed, unpack
-from .totals import NO_TOKENS, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
+from .totals import NO_TOKENS, Kinds, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -130,6 +132,8 @@ class Result:
     bytes_decoded: int = 0  # bytes of the lines holding usage, the only ones decoded
     lines_skipped: int = 0  # lines holding the marker that did not decode (torn, hostile)
     project: str = ""
+    settled: bool = False  # nothing moved since the last pass: not read (``only_changed``)
+    timeline: timeline.Timeline | None = None  # the usage over time the pass wrote (or found)
 
     def priced(self) -> dict[str, SessionTotals]:
         """``totals`` with their costs, from the price table as it is now (PricesError for a
@@ -175,22 +179,37 @@ def _titles(catalog: dict) -> dict[str, str]:
     return out
 
 
-def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, SessionTotals]:
-    """Each session's totals, from every counted response. Summed per (session, model) first,
-    in one tight loop (a warm pass with nothing new still sums every response of the project):
-    the 5 kinds of the responses priced later, their responses, and those that recorded a cost
-    (a recorded cost); a response above the long-context tier adds its part above it."""
-    sums: dict[tuple[str, str], list] = {}
+def _totals(state: _State, titles: dict[str, str], now: float) -> tuple[dict[str, SessionTotals], list[timeline.Slot]]:
+    """Each session's totals, and the same usage per quarter hour (``timeline``), from every
+    counted response. Summed per (session, model, quarter hour) first, in one tight loop (a warm
+    pass with nothing new still sums every response of the project): the 5 kinds of the
+    responses priced later, their responses, and those that recorded a cost (a recorded cost);
+    a response above the long-context tier adds its part above it; the first and last times."""
+    sums: dict[tuple[str, str, int], list] = {}
     spans: dict[str, list] = {}  # session -> [first ts, last ts]
     tier = TIER_TOKENS
+    slot_s = timeline.SLOT_S
+    parse = clock.parse_iso
     # a line's time counts when in range (``ground.clock``): compared as text here, every pass
     earliest, last = clock.iso_window()
     for entries in (state.seen.values(), *(fs.loose for fs in state.files.values())):
         for e in entries:
-            key = (e.session, e.model)
+            ts = e.ts
+            if ts and not earliest < ts <= last:
+                clock.event_iso(ts, "a transcript's timestamp", e.file)  # says so, once
+                ts = None
+            at = parse(ts) if ts else None
+            if at is not None and at <= 0:  # in range as text, not as a time: no time
+                at = None
+            key = (e.session, e.model, -1 if at is None else int(at // slot_s))
             m = sums.get(key)
             if m is None:
-                m = sums[key] = [0, 0, 0, 0, 0, 0, None, None]
+                m = sums[key] = [0, 0, 0, 0, 0, 0, None, None, at or 0.0, at or 0.0]
+            elif at is not None:
+                if at < m[8]:
+                    m[8] = at
+                if at > m[9]:
+                    m[9] = at
             i, o, w5, w1, r = tok = e.tokens
             if e.cost is None:
                 m[0] += i
@@ -212,10 +231,6 @@ def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, Sess
                     rec[k] += tok[k]
                 rec[5] += e.cost
                 rec[6] += 1
-            ts = e.ts
-            if ts and not earliest < ts <= last:
-                clock.event_iso(ts, "a transcript's timestamp", e.file)  # says so, once
-                ts = None
             if ts:
                 span = spans.get(e.session)
                 if span is None:
@@ -225,14 +240,32 @@ def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, Sess
                 elif ts > span[1]:
                     span[1] = ts
     totals: dict[str, SessionTotals] = {}
-    for (session, model), m in sums.items():
+    models: dict[tuple[str, str], list] = {}  # (session, model) -> the sums over its quarter hours
+    slots = []
+    for (session, model, slot), m in sums.items():
+        rec = m[7] or (0, 0, 0, 0, 0, 0.0, 0)
+        above = tuple(m[6]) if m[6] else NO_TOKENS
+        slots.append(
+            timeline.Slot(slot, session, model, tuple(m[0:5]), above, m[5], rec[5], rec[6], tuple(rec[0:5]), m[8], m[9])
+        )
+        s = models.get((session, model))
+        if s is None:
+            models[(session, model)] = [*m[0:6], list(above), list(rec)]
+        else:
+            for k in range(6):
+                s[k] += m[k]
+            for k in range(5):
+                s[6][k] += above[k]
+            for k in range(7):
+                s[7][k] += rec[k]
+    for (session, model), m in models.items():
         t = totals.get(session)
         if t is None:
             span = spans.get(session) or [None, None]
             t = totals[session] = SessionTotals(
                 session_id=session, ts=now, title=titles.get(session), first_ts=span[0], last_ts=span[1]
             )
-        rec = m[7] or (0, 0, 0, 0, 0, 0.0, 0)
+        rec = m[7]
         t.input += m[0] + rec[0]
         t.output += m[1] + rec[1]
         t.cache_write_5m += m[2] + rec[2]
@@ -240,9 +273,9 @@ def _totals(state: _State, titles: dict[str, str], now: float) -> dict[str, Sess
         t.cache_read += m[4] + rec[4]
         t.responses += m[5] + rec[6]
         t.tokens_by_model[model] = sum(m[0:5]) + sum(rec[0:5])
-        above = tuple(m[6]) if m[6] else NO_TOKENS
+        above = tuple(m[6]) if any(m[6]) else NO_TOKENS
         t.models[model] = ModelTokens((m[0], m[1], m[2], m[3], m[4]), above, m[5], rec[5], rec[6])
-    return totals
+    return totals, slots
 
 
 def _load_state(path: Path) -> _State:
@@ -270,6 +303,7 @@ class _Pass:
     present: int = 0
     dirty: bool = False
     todo: list[tuple[_FileState, Job]] = field(default_factory=list)
+    inputs: tuple = ()  # what ``_stamp`` is made of, as the listing found it
 
 
 def account(project: str, *, write: bool = True, processes: bool = True) -> Result:
@@ -281,32 +315,27 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
     return account_projects([project], write=write, processes=processes)[0]
 
 
-# project -> what its last pass in this process read, as it was: the transcripts' stats before
-# the pass, the catalog's cache then, and the state and stats files as the pass left them
-_settled: dict[str, tuple] = memo.kept({})
+# project -> the stamp of what its last pass (or check) in this process found settled
+_settled: dict[str, str] = memo.kept({})
 
 
-def _inputs(project: str) -> tuple[tuple, tuple | None]:
-    files = tuple((path, st.st_ino, st.st_size, st.st_mtime_ns) for path, _session, st in _files(project))
-    return files, safefs.stamp(catalog_cache_path(project))
-
-
-def _outputs(project: str) -> tuple[tuple | None, tuple | None]:
-    return safefs.stamp(_state_path(project)), safefs.stamp(stats_path(project))
+def _stamp(project: str, inputs: tuple) -> str:
+    """What a pass read (``inputs``: every transcript's identity, size and time, and the
+    catalog's cache, as they were before it) and the state and stats files as they are now, in
+    a few bytes: the same stamp, nothing new to count (``timeline.Timeline.stamp``)."""
+    outputs = (safefs.stamp(_state_path(project)), safefs.stamp(stats_path(project)))
+    data = msgspec.msgpack.encode((STATE_VERSION, timeline.VERSION, inputs, outputs))
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def account_if_changed(project: str, *, processes: bool = True) -> Result | None:
-    """``account``, unless nothing it reads has moved since this process's last pass over
-    ``project`` (None then): no transcript grew or appeared, and the catalog's cache, the usage
-    state and the stats log are as that pass left them. A stat per transcript, where a pass
-    reads its state (a mebibyte for 200 sessions) and sums every response counted: for the
-    runs a Hub and a server make every minute, mostly over an unchanged world."""
-    before = _inputs(project)
-    if _settled.get(project) == (*before, *_outputs(project)):
-        return None
-    result = account(project, processes=processes)
-    _settled[project] = (*before, *_outputs(project))
-    return result
+    """``account``, unless nothing it reads has moved since the last pass over ``project`` (None
+    then): no transcript grew or appeared, and the catalog's cache, the usage state and the
+    stats log are as that pass left them. A stat per transcript, where a pass reads its state
+    (a mebibyte for 200 sessions) and sums every response counted: for the runs a Hub and a
+    server make every minute, mostly over an unchanged world."""
+    (result,) = account_projects([project], processes=processes, only_changed=True)
+    return None if result.settled else result
 
 
 def account_projects(
@@ -314,43 +343,65 @@ def account_projects(
     *,
     write: bool = True,
     processes: bool = True,
+    only_changed: bool = False,
     on_error: Callable[[str, Exception], None] | None = None,
 ) -> list[Result]:
     """``account`` for several projects, their new bytes read in one pass (see the module's
     docstring). ``on_error``: told of a project that cannot be accounted (its state refused, a
-    read-only checkout), which is then left out of the results; without it, that raises."""
+    read-only checkout), which is then left out of the results; without it, that raises.
+    ``only_changed``: a project with nothing new since its last pass (``account_if_changed``)
+    is not read: its result is ``settled``, with no ``totals`` (``totals.latest`` has them) and
+    the ``timeline`` that pass wrote."""
     started = time.perf_counter()
-    passes = []
+    passes: list[_Pass] = []
+    settled: dict[str, Result] = {}
     for project in projects:
         try:
-            passes.append(_plan(project))
+            planned = _plan(project, only_changed)
         except (OSError, C3Error) as exc:
             if on_error is None:
                 raise
             on_error(project, exc)
+            continue
+        if isinstance(planned, Result):
+            settled[project] = planned
+        else:
+            passes.append(planned)
     jobs = [job for p in passes for _, job in p.todo]
     scans, n = _read(jobs, processes)
-    results = []
+    done: dict[str, Result] = {}
     at = 0
     for p in passes:
         mine = scans[at : at + len(p.todo)]
         at += len(p.todo)
         try:
-            results.append(_finish(p, mine, n, write, started))
+            done[p.project] = _finish(p, mine, n, write, started)
         except (OSError, C3Error) as exc:
             if on_error is None:
                 raise
             on_error(p.project, exc)
-    return results
+    return [r for project in projects if (r := settled.get(project) or done.get(project)) is not None]
 
 
-def _plan(project: str) -> _Pass:
-    """The project's state, and what each of its files has to read since."""
+def _plan(project: str, only_changed: bool = False) -> _Pass | Result:
+    """The project's state, and what each of its files has to read since; with
+    ``only_changed``, a settled Result instead when nothing moved since the last pass."""
+    listing = list(_files(project))
+    inputs = (
+        tuple((path, st.st_ino, st.st_size, st.st_mtime_ns) for path, _session, st in listing),
+        safefs.stamp(catalog_cache_path(project)),
+    )
+    if only_changed:
+        stamp = _stamp(project, inputs)
+        held = None if _settled.get(project) == stamp else timeline.load(project)
+        if _settled.get(project) == stamp or (held is not None and held.stamp == stamp):
+            _settled[project] = stamp
+            return Result({}, len(listing), 0, 0, [], 0.0, project=project, settled=True, timeline=held)
     state_file = _state_path(project)
-    p = _Pass(project, state_file, _load_state(state_file))
+    p = _Pass(project, state_file, _load_state(state_file), inputs=inputs)
     files = p.state.files
     p.dirty = not files
-    for key, session, _st in _files(project):
+    for key, session, _st in listing:
         p.present += 1
         fs = files.get(key)
         if fs is None:
@@ -411,8 +462,10 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
         fs.loose.extend(_entry(job.path, hit) for hit in scan.loose)
     # A transcript deleted since (Claude Code's 30-day cleanup) keeps its place in the state:
     # what it spent was spent.
-    totals = _totals(state, _titles(catalog), time.time())
+    titles = _titles(catalog)
+    totals, slots = _totals(state, titles, time.time())
     changed = []
+    line = None
     if write:
         before = latest(project)  # read only
         rows = []
@@ -426,6 +479,13 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
                 write_atomic(p.state_file, msgspec.json.encode(state), fsync=False)
             except OSError:
                 pass  # the state is a cache: the next run reads from 0
+        # what the stats log holds of sessions the state no longer does: counted still
+        slots += [s for sid, t in before.items() if sid not in totals for s in _whole(t)]
+        titles.update((sid, t.title) for sid, t in before.items() if t.title and sid not in titles)
+        stamp = _stamp(project, p.inputs)
+        line = timeline.Timeline(stamp=stamp, written=time.time(), slots=slots, titles=titles)
+        timeline.save(project, line)
+        _settled[project] = stamp
     return Result(
         totals,
         p.present,
@@ -437,7 +497,46 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
         bytes_decoded=decoded,
         lines_skipped=skipped,
         project=project,
+        timeline=line,
     )
+
+
+def _whole(t: SessionTotals) -> list[timeline.Slot]:
+    """A session's total from the stats log as timeline rows at its last response, a row per
+    model (``whole``). The log keeps the tokens of responses that recorded their own cost only
+    in the session's sums: they go to a model that recorded one."""
+    when = t.last_ts or t.first_ts
+    at = clock.parse_iso(when) if when else None
+    at = at if at is not None and at > 0 else 0.0
+    slot = int(at // timeline.SLOT_S) if at else -1
+    sums = (t.input, t.output, t.cache_write_5m, t.cache_write_1h, t.cache_read)
+    if not t.models:  # a row written before tokens were kept per model: its stored cost
+        model = next(iter(t.tokens_by_model), "unknown")
+        return [
+            timeline.Slot(
+                slot, t.session_id, model, NO_TOKENS, NO_TOKENS, 0, t.cost_usd, t.responses or 1, sums, at, at, True
+            )
+        ]
+    counted = [sum(m.tokens[k] for m in t.models.values()) for k in range(5)]
+    rest = cast(Kinds, tuple(max(0, n - c) for n, c in zip(sums, counted)))
+    holder = next((name for name, m in t.models.items() if m.recorded), None)
+    return [
+        timeline.Slot(
+            slot,
+            t.session_id,
+            name,
+            m.tokens,
+            m.above_200k,
+            m.responses,
+            m.recorded_usd,
+            m.recorded,
+            rest if name == holder else NO_TOKENS,
+            at,
+            at,
+            True,
+        )
+        for name, m in t.models.items()
+    ]
 
 
 def _append_rows(path: Path, rows: list[SessionTotals]) -> None:

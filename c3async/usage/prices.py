@@ -24,8 +24,18 @@ import msgspec
 from ..ground import memo, safefs
 from ..ground.errors import DECODE_ERRORS, PricesError, unknown_keys
 from ..ground.home import c3_home
+from ..ground.term import inert_line
 
-__all__ = ("Price", "PriceTable", "current_prices", "load_prices", "prices_path", "prices_signature")
+__all__ = (
+    "UNPRICED",
+    "Price",
+    "PriceTable",
+    "current_prices",
+    "load_prices",
+    "prices_path",
+    "prices_signature",
+    "unpriced_note",
+)
 
 TIER_TOKENS = 200_000
 MAX_BYTES = 1 << 20  # a price table of ours is a few KiB
@@ -88,6 +98,7 @@ SHIPPED: dict[str, Price] = {
 }
 
 _DATE = re.compile(r"-\d{8}")  # .fullmatch on the last 9 characters
+_ID_CHARS = re.compile(r"[a-z0-9._:@/-]+")  # what a model id (normalised) is made of
 
 
 def normalise(model: str) -> str:
@@ -219,6 +230,11 @@ def load_prices() -> PriceTable:
         if not key.strip() or len(key) > 200:
             raise PricesError(f"{path}: {shown!r} is not a model family (a model id's prefix, at most 200 characters)")
         _name_unknown_keys(path, shown, value)
+        if not _ID_CHARS.fullmatch(normalise(key)):
+            safefs.warn_once(
+                f"{path}: {shown!r} matches no model id (ids are lowercase letters, digits and -._:@/, "
+                'like "claude-opus-4-5"): its price is never used'
+            )
         try:
             price = msgspec.convert(value, Price)
         except msgspec.ValidationError as exc:
@@ -230,3 +246,16 @@ def load_prices() -> PriceTable:
             raise PricesError(f"{path}: {shown!r}: {problem}")
         families[normalise(key)] = price
     return PriceTable(families)
+
+
+UNPRICED = "+"  # after a cost: plus the usage of models with no price, which is not in it
+
+
+def unpriced_note(unpriced: dict[str, int]) -> str:
+    """The footnote of a ``+``: which models have no price, their tokens, and where to give one."""
+    models = ", ".join(f"{inert_line(m)} ({n:,} tokens)" if n else inert_line(m) for m, n in unpriced.items())
+    example = inert_line(normalise(next(iter(unpriced))))
+    return (
+        f"{UNPRICED} not in the cost: the usage of models with no price: {models}. Price them in "
+        f'{inert_line(str(prices_path()))}, USD per million tokens: {{"{example}": {{"input": IN, "output": OUT}}}}'
+    )

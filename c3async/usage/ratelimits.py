@@ -238,9 +238,14 @@ def _compact(path: Path, fd: int, size: int) -> int:
 
 
 def read_samples(path: Path | None = None, now: float | None = None) -> list[Sample]:
-    """Every sample in the log, oldest first (lines that do not decode or are out of range are
-    skipped). For ``usage`` and the runway."""
+    """Every sample in the log's last ``MAX_BYTES`` (its writer keeps it smaller), oldest first:
+    for ``usage`` and its windows. Tolerant: a line that does not decode or is out of range (a
+    percent out of 0-100, a reset before its sample or beyond its window's reach) is skipped, a
+    log that is a link or cannot be read reads as none; either is said once."""
     import time
+
+    from ..ground.errors import UnsafeState
+    from ..ground.paths import warn_once
 
     path = path or log_path()
     now = time.time() if now is None else now
@@ -248,11 +253,25 @@ def read_samples(path: Path | None = None, now: float | None = None) -> list[Sam
         fd = open_file(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
+    except (UnsafeState, OSError) as exc:
+        warn_once(f"{path}: not read ({exc})", key="usage:rate_limits:open")
+        return []
     try:
         size = os.fstat(fd).st_size
         start = max(0, size - MAX_BYTES)
         data = pread_all(fd, start, size - start)
+    except OSError as exc:
+        warn_once(f"{path}: not read ({exc})", key="usage:rate_limits:open")
+        return []
     finally:
         os.close(fd)
-    data = data[: data.rfind(b"\n") + 1]
-    return [s for line in data.split(b"\n") if line and (s := _decode(line, now)) is not None]
+    lines = data[data.find(b"\n") + 1 if start else 0 : data.rfind(b"\n") + 1].split(b"\n")
+    found = [s for line in lines if line and (s := _decode(line, now)) is not None]
+    bad = sum(1 for line in lines if line) - len(found)
+    if bad:
+        warn_once(
+            f"{path}: {bad} line(s) are not rate-limit samples (a time out of range, a percent out of 0-100, "
+            "a reset before its sample or further ahead than its window): skipped",
+            key="usage:rate_limits",
+        )
+    return sorted(found, key=lambda s: s.t)

@@ -36,6 +36,7 @@ __all__ = (
     "cost_of",
     "latest",
     "latest_totals",
+    "price_models",
     "priced",
     "stats_fold",
     "stats_path",
@@ -103,10 +104,16 @@ class Cost(NamedTuple):
 def cost_of(t: SessionTotals, table: PriceTable) -> Cost:
     if not t.models:  # written before rows kept tokens per model: the cost it stored
         return Cost(t.cost_usd, t.cost_by_model, t.unknown_models)
+    return price_models(t.models, table)
+
+
+def price_models(models: Mapping[str, ModelTokens], table: PriceTable) -> Cost:
+    """The cost of each model's tokens under ``table`` (a session's, a day's: sums price as the
+    responses would one by one, ``Price.usd``); a model with no price is named, not priced."""
     total = 0.0
     by_model: dict[str, float] = {}
     unpriced: list[str] = []
-    for model, m in t.models.items():
+    for model, m in models.items():
         usd = m.recorded_usd
         if m.responses:
             price = table.find(model)
@@ -128,7 +135,7 @@ def priced(t: SessionTotals, table: PriceTable) -> SessionTotals:
 
 
 class StatsRow(msgspec.Struct):
-    """A session's tokens and cost as the reports give them (``c3async stats --json``, the
+    """A session's tokens and cost as the reports give them (``c3async usage --by session --json``, the
     ``c3_status`` sessions view): ``id`` and ``project`` as in every listing; ``cost_usd`` is
     of the priced models, ``unpriced_models`` the models whose tokens are counted but have no
     price (``prices.json`` gives them one); ``as_of``: when the accountant counted these."""

@@ -1,0 +1,294 @@
+"""Usage over time as the doors show it: ``c3async usage`` (and its alias ``stats``) and
+``c3_status(view='usage')``, the current 5-hour and weekly windows with each project's and
+session's share, for an agent to look at before a long job.
+
+Every figure comes from the accountant's files (``usage.timeline``, ``usage.totals``), brought
+up to date first where nothing stops it (a project where nothing moved costs a stat per
+transcript). Every cell that comes from a file (ids, titles, model names, paths) is made inert.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from ..ground.errors import BadArgument
+from ..ground.term import inert_line
+from ..usage import limits
+from ..usage.account import Result, account_projects, deleted
+from ..usage.buckets import TIMED, Bucketed, UsageRow, bucket
+from ..usage.prices import UNPRICED, PriceTable, unpriced_note
+from ..usage.timeline import Slot
+from ..usage.timeline import load as load_timeline
+from ..usage.totals import StatsRow, latest, stats_rows
+
+__all__ = ("since_of", "usage_rows", "usage_table", "usage_view")
+
+
+def since_of(text: str | None, now: float | None = None) -> float | None:
+    """``--since``: ``today`` or a date (from its local midnight), or a time ago (``5h``, ``7d``,
+    ``30d``, ``2w``); None: all of it."""
+    if text is None or not text.strip():
+        return None
+    value = text.strip().lower()
+    now = time.time() if now is None else now
+    if value == "today":
+        t = time.localtime(now)
+        return time.mktime((t.tm_year, t.tm_mon, t.tm_mday, 0, 0, 0, 0, 0, -1))
+    try:
+        day = datetime.fromisoformat(value)
+    except ValueError:
+        day = None
+    if day is not None and day.tzinfo is None:
+        try:
+            return day.timestamp()  # local, as the days of the report are
+        except (OverflowError, OSError, ValueError):
+            raise BadArgument(f"--since: {text[:40]!r} is out of range") from None
+    from .search import parse_when  # a time ago: as `search --since` reads one
+
+    return float(parse_when(text, "--since") or 0)
+
+
+def _slots(r: Result) -> Iterable[Slot]:
+    line = r.timeline or load_timeline(r.project)
+    return line.slots if line is not None else ()
+
+
+def usage_rows(
+    projects: list[str],
+    by: str,
+    table: PriceTable,
+    *,
+    since: float | None = None,
+    on_error: Callable[[str, Exception], None] | None = None,
+    processes: bool = True,
+) -> Bucketed | list[StatsRow]:
+    """The projects' usage brought up to date and summed ``by``. By session: a stats row per
+    session (what `stats` shows): for all time the stats log's totals, a session Claude Code
+    deleted among them; from ``since``, the period's part of each."""
+    results = account_projects(projects, only_changed=True, processes=processes, on_error=on_error)
+    if by != "session" or since is None:
+        if by == "session":
+            rows: list[StatsRow] = []
+            for r in results:  # the ledger's rows too: a session Claude Code deleted is still counted
+                totals = {**latest(r.project), **r.totals}
+                rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
+            rows.sort(key=lambda r: r.last_ts or "", reverse=True)
+            return rows
+        return bucket([(r.project, _slots(r)) for r in results], by, table, since=since, samples=limits.samples())
+    found = bucket([(r.project, _slots(r)) for r in results], by, table, since=since)
+    titles: dict[str, str] = {}
+    as_of: dict[str, float] = {}
+    for r in results:
+        line = r.timeline or load_timeline(r.project)
+        if line is not None:
+            titles.update(line.titles)
+            as_of[r.project] = line.written
+    gone = {
+        sid for r in results for sid in deleted(r.project, {u.bucket for u in found.rows if u.project == r.project})
+    }
+    out = [_stats_row(u, titles.get(u.bucket), as_of.get(u.project or "", 0.0), u.bucket in gone) for u in found.rows]
+    out.sort(key=lambda r: r.last_ts or "", reverse=True)
+    return out
+
+
+def _stats_row(u: UsageRow, title: str | None, as_of: float, gone: bool) -> StatsRow:
+    return StatsRow(
+        u.bucket,
+        u.project or "",
+        title,
+        u.input,
+        u.output,
+        u.cache_write_5m,
+        u.cache_write_1h,
+        u.cache_read,
+        u.cost_usd,
+        u.unpriced_models,
+        u.responses,
+        u.start,
+        u.end,
+        u.cost_by_model,
+        u.tokens_by_model,
+        as_of,
+        gone,
+    )
+
+
+_HEADS = {"day": "DAY", "week": "WEEK", "month": "MONTH", "window": "WINDOW", "model": "MODEL", "project": "PROJECT"}
+_RULES = {
+    "reported": "reported: as Claude Code reported the window (its reset, recorded by `c3async statusline`)",
+    "ccusage": "ccusage: no reset recorded; ccusage's rule (from the hour of the first response, 5 hours, "
+    "a gap over 5 hours starts the next)",
+    "calendar": "calendar: no weekly reset recorded; Monday to Monday, local time",
+}
+
+
+def usage_table(found: Bucketed, by: str) -> str:
+    """The buckets as a table: tokens of each kind, cost (``+``: plus the usage of models with
+    no price, named below), responses and sessions, a total row, and what a reader is owed."""
+    if by == "project":
+        names = [inert_line(os.path.basename(r.bucket.rstrip("/")) or r.bucket) for r in found.rows]
+    else:
+        names = [inert_line(r.bucket) for r in found.rows]
+    ruled = by in ("week", "window")
+    cells = [
+        [
+            name,
+            *([r.rule or ""] if ruled else []),
+            f"{r.input:,}",
+            f"{r.output:,}",
+            f"{r.cache_write_5m + r.cache_write_1h:,}",
+            f"{r.cache_read:,}",
+            f"{r.cost_usd:.2f}{UNPRICED if r.unpriced_models else ' '}",
+            f"{r.responses:,}",
+            f"{r.sessions:,}",
+        ]
+        for name, r in zip(names, found.rows)
+    ]
+    rows = found.rows
+    unpriced: dict[str, int] = {}
+    for r in rows:
+        for m in r.unpriced_models:
+            unpriced[m] = unpriced.get(m, 0) + r.tokens_by_model.get(m, 0)
+    cells.append(
+        [
+            "total",
+            *([""] if ruled else []),
+            f"{sum(r.input for r in rows):,}",
+            f"{sum(r.output for r in rows):,}",
+            f"{sum(r.cache_write_5m + r.cache_write_1h for r in rows):,}",
+            f"{sum(r.cache_read for r in rows):,}",
+            f"{sum(r.cost_usd for r in rows):.2f}{UNPRICED if unpriced else ' '}",
+            f"{sum(r.responses for r in rows):,}",
+            "",
+        ]
+    )
+    head = [_HEADS[by], *(["RULE"] if ruled else []), "INPUT", "OUTPUT", "CACHE-W", "CACHE-R", "COST", "RESPONSES"]
+    head.append("SESSIONS")
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+    text = 2 if ruled else 1  # the columns of text, left-aligned
+    lines = [
+        "  ".join(c.ljust(w) if i < text else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        for row in [head, *cells]
+    ]
+    if unpriced:
+        lines.append(unpriced_note(unpriced))
+    for rule in sorted({r.rule for r in rows if r.rule}):
+        lines.append(_RULES[rule])
+    if by in TIMED and rows:
+        lines.append(f"days, weeks and months in local time ({time.strftime('%Z')})")
+    if found.undated:
+        lines.append(f"{found.undated:,} responses with no usable time are in no {by}")
+    if found.whole_sessions:
+        lines.append(
+            f"{found.whole_sessions:,} session(s) whose responses are no longer held (Claude Code deleted the "
+            "transcript) counted whole at their last response"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- c3_status(view='usage')
+
+
+def usage_view(project: str, now: float | None = None) -> str:
+    """The current 5-hour and weekly windows: their totals, and each project's and session's
+    share of them (this project accounted now; the others as their last pass left them)."""
+    from ..usage.prices import current_prices
+    from .projects import listed_projects
+
+    now = time.time() if now is None else now
+    table = current_prices()
+    here = account_projects([project], only_changed=True, processes=False)
+    others = [p for p in listed_projects() if p != project]
+    lines_of: list[tuple[str, Iterable[Slot]]] = [(r.project, _slots(r)) for r in here]
+    titles: dict[str, str] = {}
+    for r in here:
+        line = r.timeline or load_timeline(r.project)
+        titles.update(line.titles if line else {})
+    for other in others:
+        line = load_timeline(other)
+        if line is not None:
+            lines_of.append((other, line.slots))
+            titles.update(line.titles)
+    samples = limits.samples()
+    out = []
+    for by, name in (("window", "5-hour window"), ("week", "weekly window")):
+        current = _current(lines_of, by, table, samples, now)
+        out += _window_lines(name, current, project, titles, table, samples, now)
+        out.append("")
+    out.append("(shares: of the window's cost; other projects as their last accounting left them)")
+    return "\n".join(out).rstrip()
+
+
+def _current(
+    timelines: list[tuple[str, Iterable[Slot]]], by: str, table: PriceTable, samples: list, now: float
+) -> tuple[UsageRow | None, list[tuple[str, Slot]]]:
+    """The window of ``by`` holding ``now`` (None: no usage in one), and its rows."""
+    rows = [(p, s) for p, slots in timelines for s in slots]
+    found = bucket([(p, [s]) for p, s in rows], by, table, samples=samples)
+    for u in found.rows:
+        if u.start and u.end and _epoch(u.start) <= now < _epoch(u.end):
+            start, end = _epoch(u.start), _epoch(u.end)
+            return u, [(p, s) for p, s in rows if s.slot >= 0 and start <= s.first < end]
+    return None, []
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def _window_lines(
+    name: str,
+    current: tuple[UsageRow | None, list[tuple[str, Slot]]],
+    project: str,
+    titles: dict[str, str],
+    table: PriceTable,
+    samples: list,
+    now: float,
+) -> list[str]:
+    window, rows = current
+    key = limits.FIVE_HOUR if name.startswith("5") else limits.SEVEN_DAY
+    said = [w for w in limits.windows(key, samples) if w.start <= now < w.end]
+    reported = f"; Claude Code reported {said[-1].used:g}% used at {_hm(said[-1].seen)}" if said else ""
+    if window is None:
+        return [f"{name}: no usage counted in the current one{reported}"]
+    how = _RULES[window.rule or "calendar"].split(":", 1)[0]
+    head = (
+        f"{name} {_hm(_epoch(window.start or ''))} to {_hm(_epoch(window.end or ''))} ({how}){reported}: "
+        f"{_figures(window)}"
+    )
+    lines = [head]
+    total = window.cost_usd
+    for by, label in (("project", "by project"), ("session", "by session")):
+        parts = bucket([(p, [s]) for p, s in rows], by, table).rows
+        lines.append(f"  {label}:")
+        for u in parts[:8]:
+            share = f"{100 * u.cost_usd / total:.0f}%" if total else "-"
+            if by == "project":
+                who = inert_line(os.path.basename(u.bucket.rstrip("/")) or u.bucket)
+                who += " (this project)" if u.bucket == project else ""
+            else:
+                title = titles.get(u.bucket)
+                where = os.path.basename((u.project or "").rstrip("/"))
+                who = f"{inert_line(u.bucket[:8])} {inert_line(where)}" + (
+                    f" {inert_line(title[:60])!s}" if title else ""
+                )
+            lines.append(f"    {share:>4}  {_figures(u)}  {who}")
+        if len(parts) > 8:
+            lines.append(f"    ... and {len(parts) - 8} more")
+    unpriced = {m: window.tokens_by_model.get(m, 0) for m in window.unpriced_models}
+    if unpriced:
+        lines.append("  " + unpriced_note(unpriced))
+    return lines
+
+
+def _figures(u: UsageRow) -> str:
+    tokens = u.input + u.output + u.cache_write_5m + u.cache_write_1h + u.cache_read
+    cost = f"${u.cost_usd:.2f}{UNPRICED if u.unpriced_models else ''}"
+    return f"{cost}, {tokens:,} tokens ({u.output:,} output), {u.responses:,} responses"
+
+
+def _hm(seconds: float) -> str:
+    return time.strftime("%a %d %b %H:%M", time.localtime(seconds))
