@@ -45,6 +45,7 @@ __all__ = (
 MAX_BYTES = 4 << 20  # ~50,000 lines: weeks of changes from every window
 KEEP_BYTES = 2 << 20  # what a compaction keeps (the newest lines)
 TAIL_BYTES = 16 * 1024  # enough of the log's end to hold each window's last line
+READ_BYTES = 16 << 20  # what ``usage`` reads of the log's end: its writer keeps it far smaller
 MAX_SNAPSHOT = 8 << 20  # a .claude.json larger than this is not read on the status line's path
 SPAN_S = {"five_hour": 5 * 3600.0}  # every other window is a week
 WEEK_S = 7 * 86_400.0
@@ -238,7 +239,7 @@ def _compact(path: Path, fd: int, size: int) -> int:
 
 
 def read_samples(path: Path | None = None, now: float | None = None) -> list[Sample]:
-    """Every sample in the log's last ``MAX_BYTES`` (its writer keeps it smaller), oldest first:
+    """Every sample in the log's last ``READ_BYTES`` (its writer keeps it smaller), oldest first:
     for ``usage`` and its windows. Tolerant: a line that does not decode or is out of range (a
     percent out of 0-100, a reset before its sample or beyond its window's reach) is skipped, a
     log that is a link or cannot be read reads as none; either is said once."""
@@ -258,7 +259,7 @@ def read_samples(path: Path | None = None, now: float | None = None) -> list[Sam
         return []
     try:
         size = os.fstat(fd).st_size
-        start = max(0, size - MAX_BYTES)
+        start = max(0, size - READ_BYTES)
         data = pread_all(fd, start, size - start)
     except OSError as exc:
         warn_once(f"{path}: not read ({exc})", key="usage:rate_limits:open")
