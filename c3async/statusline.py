@@ -1,7 +1,8 @@
 """A door of its own: `statusline` (Claude Code's status-line command) and `install-statusline`
 (setting it). Every window runs the status line after each response, so ``__main__`` runs it
-without the command line's package (``main``): its start-up is the interpreter's, the registry
-reader's and the rate-limit log's, no more.
+without the command line's package (``main``), in a Python started isolated and without
+``site`` (the command ``install-statusline`` writes), and its common case imports the standard
+library alone (``sessions.statusline``).
 
 ``c3async statusline`` reads the JSON Claude Code writes on its stdin, records the rate limits it
 carries (``usage.ratelimits``) and prints one line: this session's note or stale mark, how many
@@ -19,9 +20,12 @@ import json
 import os
 import sys
 import time
-from typing import TextIO
 
 from .ground.term import inert_line
+
+TYPE_CHECKING = False  # typing itself costs the status line 2 ms
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ("line", "main", "run")
 
@@ -73,10 +77,10 @@ def line(data: bytes, env: dict[str, str], now: float) -> str:
         return "c3async: status input is not JSON"
     if not isinstance(payload, dict):
         return "c3async: status input is not a JSON object"
-    from .ground.home import config_home
+    from .ground.home import config_folder
     from .sessions.statusline import facts
 
-    found = facts(payload, config_home(), now)
+    found = facts(payload, config_folder(), now)
     parts = []
     if found.mark and found.mark_text:
         parts.append(_dim(f"{found.mark}: {_clip(found.mark_text, NOTE_CHARS)}"))

@@ -4,10 +4,13 @@ waiting, each a running process with Claude Code's registry file), the window's 
 
     python -m stress.bench_statusline [--sessions 10000] [--runs 21] [--json FILE]
 
-Transcripts are small (a prompt and a reply with usage each): the status line reads none of
-them, ccusage reads them all. Also prints ``python -c pass`` (the interpreter's own start-up
-here, site-packages included) for scale. Asserts nothing about time; exits 1 if the status
-line fails or does not show the waiting count and the window.
+The status line is run as the command ``install-statusline`` writes (``python -I -S -c BOOT
+statusline``, this checkout's c3async); its first run (the warm-up) records the rate limits
+and reads the note, the runs measured are the common case. Transcripts are small (a prompt and
+a reply with usage each): the status line reads none of them, ccusage reads them all. Also
+prints ``python -c pass`` (the interpreter's own start-up here, site-packages included) and
+``python -I -S -c pass`` (as the command starts it) for scale. Asserts nothing about time;
+exits 1 if the status line fails or does not show the note, the waiting count and the window.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -23,6 +27,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from c3async.live.statusline import statusline_command
 
 REPO = Path(__file__).resolve().parent.parent
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
@@ -154,8 +160,14 @@ def main(argv: list[str] | None = None) -> int:
                 },
             }
             data = json.dumps(payload).encode()
-            ours_cmd = [sys.executable, "-m", "c3async", "statusline"]
-            cmds = {"python -c pass": [sys.executable, "-c", "pass"], "c3async statusline": ours_cmd}
+            # What install-statusline writes (this checkout's c3async), and for scale the interpreter
+            # alone: with site-packages, and as that command starts it.
+            ours_cmd = shlex.split(statusline_command())
+            cmds = {
+                "python -c pass": [sys.executable, "-c", "pass"],
+                "python -I -S -c pass": [sys.executable, "-I", "-S", "-c", "pass"],
+                "c3async statusline": ours_cmd,
+            }
             if CCUSAGE:
                 cmds["ccusage statusline"] = [CCUSAGE, "statusline", "--offline"]
             times: dict[str, list[float]] = {k: [] for k in cmds}

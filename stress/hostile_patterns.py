@@ -75,8 +75,8 @@ AUDIT: dict[str, str] = {
     "c3async.hub.server._OURS": "match",
     "c3async.live.reader.HEARTBEAT_NAME": "fullmatch",
     "c3async.live.reader._OWN_SIDE_NAME": "fullmatch",
-    "c3async.live.running._NAME": "fullmatch",
-    "c3async.live.running._UUID": "fullmatch",
+    "c3async.live.registry_file.NAME": "fullmatch",
+    "c3async.live.registry_file.UUID": "fullmatch",
     "c3async.search.find._WS": "sub",
     "c3async.search.query._LEX": "finditer",
     "c3async.search.query._TOKEN": "findall",
@@ -147,8 +147,10 @@ def _entry_points() -> dict[str, Callable[[Any], Any]]:
     from c3async.sessions.search import parse_when
     from c3async.usage.prices import normalise
 
-    markers = {q: (query.parse(q).marker(), query.parse(q).marker(folded=True))
-               for q in ("retry budget", '"a b c"', "retr*", "\u4e2d\u6587", "caf\u00e9", "a_b")}
+    markers = {
+        q: (query.parse(q).marker(), query.parse(q).marker(folded=True))
+        for q in ("retry budget", '"a b c"', "retr*", "\u4e2d\u6587", "caf\u00e9", "a_b")
+    }
 
     def when(text: str) -> Any:
         try:
@@ -166,7 +168,8 @@ def _entry_points() -> dict[str, Callable[[Any], Any]]:
         "extract.classify_text": extract.classify_text,
         "extract.prompt_title": extract.prompt_title,
         "extract._cut_prompt (bytes)": lambda t: extract._cut_prompt(
-            b'{"type":"user","message":{"role":"user","content":"' + t.encode("utf-8", "replace")),
+            b'{"type":"user","message":{"role":"user","content":"' + t.encode("utf-8", "replace")
+        ),
         "extract.scan (bytes)": lambda t: extract.scan(t.encode("utf-8", "replace"), 0, from_start=True),
         "extract.handoff_source": lambda t: extract.handoff_source(extract.PLAN_HANDOFF + t),
         "prices.normalise": normalise,
@@ -286,8 +289,13 @@ def _listing_seconds(sb: Sandbox, project: str, runs: int) -> float:
     for _ in range(runs):
         shutil.rmtree(f"{project}/.c3/cache", ignore_errors=True)
         t0 = time.perf_counter()
-        out = subprocess.run(c3async_cmd("sessions", "--project", project, "--json"), env=sb.env(project),
-                             cwd=project, capture_output=True, timeout=600)
+        out = subprocess.run(
+            c3async_cmd("sessions", "--project", project, "--json"),
+            env=sb.env(project),
+            cwd=project,
+            capture_output=True,
+            timeout=600,
+        )
         times.append(time.perf_counter() - t0)
         if out.returncode != 0:
             raise RuntimeError(f"c3async sessions failed: {out.stderr.decode()[-400:]}")
@@ -302,10 +310,16 @@ def compare_listings(res: Result, sb: Sandbox, quick: bool) -> None:
     runs = 3
     a = _listing_seconds(sb, ordinary, runs)
     b = _listing_seconds(sb, hostile, runs)
-    res.fig("cold listing, ordinary / pathological", f"{a:.2f} s / {b:.2f} s  ({n} transcripts of "
-            f"{36 * size // 1024} KiB of text each; median of {runs}; ratio {b / a:.2f})")
-    res.check(b <= 3 * a + 0.5, "a listing of pathological transcripts costs what an ordinary one does",
-              f"{b:.2f} s against {a:.2f} s")
+    res.fig(
+        "cold listing, ordinary / pathological",
+        f"{a:.2f} s / {b:.2f} s  ({n} transcripts of "
+        f"{36 * size // 1024} KiB of text each; median of {runs}; ratio {b / a:.2f})",
+    )
+    res.check(
+        b <= 3 * a + 0.5,
+        "a listing of pathological transcripts costs what an ordinary one does",
+        f"{b:.2f} s against {a:.2f} s",
+    )
 
 
 def run(res: Result, sb: Sandbox, quick: bool) -> None:
@@ -313,8 +327,13 @@ def run(res: Result, sb: Sandbox, quick: bool) -> None:
     sizes = [SMALL, LARGE] if quick else [SMALL, LARGE, 4 * LARGE]
     limit = 300 if quick else 900
     t0 = time.perf_counter()
-    proc = subprocess.Popen([PY, "-m", "stress.hostile_patterns", *map(str, sizes)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [PY, "-m", "stress.hostile_patterns", *map(str, sizes)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         out, err = proc.communicate(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -324,11 +343,17 @@ def run(res: Result, sb: Sandbox, quick: bool) -> None:
     if proc.returncode != 0:
         last = next((x for x in reversed(lines) if "start" in x), None)
         what = f"{last['start']} on {last['family']} ({last['size']:,} characters)" if last else "?"
-        res.check(False, "every pattern finishes on pathological text",
-                  f"the measuring process ended ({proc.returncode}) during {what}: {err[-400:]}")
+        res.check(
+            False,
+            "every pattern finishes on pathological text",
+            f"the measuring process ended ({proc.returncode}) during {what}: {err[-400:]}",
+        )
     head = lines[0] if lines and "unaudited" in lines[0] else {"unaudited": [], "targets": 0}
-    res.check(not head["unaudited"], "every regular expression in c3async is audited (stress/hostile_patterns.AUDIT)",
-              ", ".join(head["unaudited"]))
+    res.check(
+        not head["unaudited"],
+        "every regular expression in c3async is audited (stress/hostile_patterns.AUDIT)",
+        ", ".join(head["unaudited"]),
+    )
     done = [x for x in lines if "s" in x]
     by: dict[tuple[str, str], dict[int, float]] = {}
     for x in done:
@@ -341,19 +366,30 @@ def run(res: Result, sb: Sandbox, quick: bool) -> None:
         rate = times[big] / (big / 2**20)
         if rate > worst_rate[0]:
             worst_rate = (rate, f"{name} on {family}")
-        res.check(times[big] <= MAX_CALL_S, "each pattern is fast on pathological text",
-                  f"{name} on {family}: {times[big]:.2f} s for {big:,} characters")
+        res.check(
+            times[big] <= MAX_CALL_S,
+            "each pattern is fast on pathological text",
+            f"{name} on {family}: {times[big]:.2f} s for {big:,} characters",
+        )
         if times[big] >= NOISE_S and small != big:
             growth = rate / (times[small] / (small / 2**20) or 1e-9)
             if growth > worst_growth[0]:
                 worst_growth = (growth, f"{name} on {family}")
-            res.check(growth <= MAX_GROWTH, "each pattern runs in linear time",
-                      f"{name} on {family}: {growth:.1f}x the time per MiB at {big:,} characters as at {small:,}")
-    res.fig("patterns / entry points timed", f"{head['targets']} over {len(FAMILIES)} families at "
-            f"{', '.join(f'{n // 1024} KiB' for n in sizes)} ({len(done)} measurements, {time.perf_counter() - t0:.1f} s)")
+            res.check(
+                growth <= MAX_GROWTH,
+                "each pattern runs in linear time",
+                f"{name} on {family}: {growth:.1f}x the time per MiB at {big:,} characters as at {small:,}",
+            )
+    res.fig(
+        "patterns / entry points timed",
+        f"{head['targets']} over {len(FAMILIES)} families at "
+        f"{', '.join(f'{n // 1024} KiB' for n in sizes)} ({len(done)} measurements, {time.perf_counter() - t0:.1f} s)",
+    )
     res.fig("slowest time per MiB", f"{worst_rate[0] * 1e3:.1f} ms  [{worst_rate[1]}]")
-    res.fig("worst growth (per MiB, large/small)",
-            f"{worst_growth[0]:.1f}x  [{worst_growth[1]}]" if worst_growth[1] else "none above the noise floor")
+    res.fig(
+        "worst growth (per MiB, large/small)",
+        f"{worst_growth[0]:.1f}x  [{worst_growth[1]}]" if worst_growth[1] else "none above the noise floor",
+    )
 
 
 if __name__ == "__main__":

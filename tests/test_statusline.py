@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import stat
 import subprocess
 import sys
@@ -317,3 +318,91 @@ def test_live_watch_prints_changes_as_lines_when_not_a_terminal(claude, sleeper)
             proc.send_signal(2)
             assert proc.wait(10) == 130
         assert "Traceback" not in proc.stderr.read()
+
+
+def installed(claude, *args: str, data: bytes, cwd: str) -> subprocess.CompletedProcess:
+    """The command install-statusline writes, run as Claude Code runs it (``/bin/sh -c``)."""
+    from c3async.live.statusline import statusline_command
+
+    command = statusline_command()
+    assert ours(command) == (None, False)
+    return subprocess.run(
+        ["/bin/sh", "-c", " ".join([command, *args])],
+        input=data,
+        capture_output=True,
+        env=claude.env(NO_COLOR="1"),
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+def imported(claude, data: bytes, cwd: str) -> set[str]:
+    from c3async.live.statusline import statusline_command
+
+    argv = shlex.split(statusline_command())
+    proc = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]], input=data, capture_output=True, env=claude.env(), cwd=cwd, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {
+        row.rsplit("|", 1)[1].strip() for row in proc.stderr.decode().splitlines() if row.startswith("import time:")
+    }
+
+
+def test_the_installed_command_shows_the_note_and_reads_it_again_only_when_the_marks_change(claude, sleepers):
+    proj = claude.project("app")
+    me = simple_session(claude.folder(proj), proj, "wire the status line")
+    assert claude.run("mark", "note", me, "--summary", "first", "--project", proj).returncode == 0
+    registry_file(
+        claude.config,
+        sleepers[0],
+        "aaaaaaaa-0000-4000-8000-000000000001",
+        claude.project("api"),
+        status="waiting",
+        since_ms=(time.time() - 240) * 1000,
+    )
+    # A cloned repository's modules in the folder it runs in are never imported (-I).
+    Path(proj, "json.py").write_text("raise SystemExit('planted')\n")
+    first = installed(claude, data=status(me, proj), cwd=proj)
+    assert first.returncode == 0 and first.stderr == b"", first.stderr
+    assert first.stdout.decode().startswith("note: first · 1 waiting · api 4m · 5h 42% · resets ")
+    cache = claude.c3home / "cache" / "statusline_marks.json"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    # The common case, as every window refreshes: the standard library only, nothing of the rest.
+    again = imported(claude, status(me, proj), proj)
+    assert "c3async.sessions.statusline" in again
+    heavy = {"pathlib", "logging", "dataclasses", "typing", "msgspec", "c3async.stores.marks", "c3async.ground.safefs"}
+    assert not again & heavy, again & heavy
+    # A new note moves the marks log: read again, shown at once.
+    assert claude.run("mark", "note", me, "--summary", "second", "--project", proj).returncode == 0
+    assert installed(claude, data=status(me, proj), cwd=proj).stdout.decode().startswith("note: second · ")
+    # Another window of the project, without a note; a folder c3async was never used in.
+    other = "11111111-2222-4333-8444-555555555555"
+    assert installed(claude, data=status(other, proj), cwd=proj).stdout.decode().startswith("1 waiting · ")
+    elsewhere = claude.project("never-used")
+    assert installed(claude, data=status(other, elsewhere), cwd=elsewhere).stdout.decode().startswith("1 waiting")
+    assert not (Path(elsewhere) / ".c3").exists()
+    assert "c3async.stores.marks" not in imported(claude, status(other, elsewhere), elsewhere)
+
+
+def test_a_marks_cache_that_lies_is_read_again_and_one_that_is_a_link_is_not_followed(claude, tmp_path):
+    proj = claude.project("app")
+    me = simple_session(claude.folder(proj), proj, "wire the status line")
+    assert claude.run("mark", "note", me, "--summary", "the truth", "--project", proj).returncode == 0
+    cache = claude.c3home / "cache" / "statusline_marks.json"
+    assert installed(claude, data=status(me, proj), cwd=proj).stdout.decode().startswith("note: the truth")
+    held = json.loads(cache.read_text())
+    for marks in ({me: ["note", 42]}, {me: ["owned", "x"]}, {me: ["note", "x" * 100_000]}, {me: "note"}, []):
+        held["folders"][proj]["marks"] = marks
+        cache.write_text(json.dumps(held))
+        assert installed(claude, data=status(me, proj), cwd=proj).stdout.decode().startswith("note: the truth")
+    for garbage in (b"{not json", b"[" * 100_000, b"\0" * (2 << 20)):
+        cache.write_bytes(garbage)
+        shown = installed(claude, data=status(me, proj), cwd=proj)
+        assert shown.stdout.decode().startswith("note: the truth") and shown.stderr == b""
+    decoy = tmp_path / "decoy.json"
+    decoy.write_text(json.dumps({"v": 1, "folders": {proj: {"git": None, "logs": [["/nowhere", None]], "marks": {}}}}))
+    cache.unlink()
+    cache.symlink_to(decoy)
+    assert installed(claude, data=status(me, proj), cwd=proj).stdout.decode().startswith("note: the truth")
+    assert not cache.is_symlink() and decoy.read_text().startswith('{"v": 1, "folders": {"' + proj + '": {"git": null')

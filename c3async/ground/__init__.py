@@ -2,7 +2,8 @@
 
 ``home`` ($C3_HOME), ``paths`` (a project's root across git worktrees, read from git's own
 files), ``stateroot`` (a project's state folder, and folding older state into it), ``safefs``
-(opening our files without following links), ``locking``, ``jsonl`` (append, tolerant read,
+(opening our files without following links), ``peek`` (the same refusals for the status line's
+reads, with ``os`` alone), ``locking``, ``jsonl`` (append, tolerant read,
 tail), ``jsondoc`` (locked read-modify-write), ``folds`` (checkpoints of folded logs),
 ``errors`` (every error c3async raises, in one tree, each of a kind the doors answer), ``disk``
 (a full disk said as such, room for a copy, temp files of killed writes), ``term`` (text made

@@ -25,9 +25,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from datetime import UTC, datetime
-
-from .paths import warn_once
+import types
 
 __all__ = (
     "AHEAD_S",
@@ -46,6 +44,9 @@ EARLIEST = 0.0  # 1970-01-01T00:00:00Z, itself excluded
 AHEAD_S = 366 * 86_400.0
 MAX_NS = 2**63 - 1  # 2262-04-11T23:47:16Z
 _ISO_MAX = 64  # characters: an ISO 8601 time is ~30; a longer string is not one
+_datetime: types.ModuleType | None = (
+    None  # the module, imported at the first ISO time read (the status line reads none)
+)
 
 
 def latest(now: float | None = None) -> float:
@@ -61,6 +62,8 @@ def _shown(value: object) -> str:
 
 
 def _said(what: str, value: object, where: object, key: str | None) -> None:
+    from .paths import warn_once  # here: a time in range (the status line's) imports no logging
+
     day = time.strftime("%Y-%m-%d", time.gmtime(latest()))
     warn_once(
         f"{os.fspath(where) if isinstance(where, os.PathLike) else where}: ignoring {what} {_shown(value)}, "
@@ -91,10 +94,16 @@ def parse_iso(text: object) -> float | None:
     them); None when it is not one. Never raises, whatever ``text`` is; no range is checked."""
     if not isinstance(text, str) or not text or len(text) > _ISO_MAX:
         return None
+    global _datetime
+    if _datetime is None:
+        import datetime
+
+        _datetime = datetime
+
     try:
-        dt = datetime.fromisoformat(text)  # "Z" included (Python 3.11)
+        dt = _datetime.datetime.fromisoformat(text)  # "Z" included (Python 3.11)
         if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=UTC)
+            dt = dt.replace(tzinfo=_datetime.UTC)
         return dt.timestamp()
     except (ValueError, OverflowError):
         return None
@@ -129,6 +138,8 @@ def file_ns(ns: int, where: object) -> int:
     """A file's ``st_mtime_ns`` as stored and shown: clamped to ``0 .. MAX_NS``, said once."""
     if 0 <= ns <= MAX_NS:
         return ns
+    from .paths import warn_once
+
     how = (
         "is before 1970: read as 1970-01-01"
         if ns < 0

@@ -36,6 +36,7 @@ from pathlib import Path
 from . import disk, memo
 from .errors import NotRegularFile, UnsafeState
 from .home import c3_home
+from .peek import pread_all
 
 __all__ = (
     "GITIGNORE",
@@ -514,19 +515,6 @@ def link_fd(fd: int, dir_fd: int, name: str) -> bool:
             return False
         raise
     return True
-
-
-def pread_all(fd: int, offset: int, length: int) -> bytes:
-    """Up to ``length`` bytes from ``offset`` (fewer only at the end of the file)."""
-    chunks = []
-    while length > 0:
-        chunk = os.pread(fd, length, offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-        length -= len(chunk)
-    return b"".join(chunks)
 
 
 def read_foreign(path: str | os.PathLike[str], limit: int = 1 << 20) -> str:

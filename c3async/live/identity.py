@@ -15,12 +15,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-import msgspec
-
 from ..catalog.locate import config_home
-from ..ground.errors import DECODE_ERRORS
-from ..ground.safefs import read_foreign
-from .running import Registered, start_matches
+from ..ground.peek import read_regular
+from .registry_file import MAX_BYTES, decode, holds
 
 __all__ = ("HostIdentity", "detect_ide")
 
@@ -61,10 +58,10 @@ class HostIdentity:
 
     def _registered(self, pid: int) -> str | None:
         try:
-            reg = msgspec.json.decode(read_foreign(self.registry_path(pid)), type=Registered)
-        except (OSError, *DECODE_ERRORS):
+            reg = decode(read_regular(str(self.registry_path(pid)), MAX_BYTES))
+        except OSError:
             return None
-        if reg.sessionId and (reg.pid is None or reg.pid == pid) and start_matches(reg, pid, self.registry_path(pid)):
+        if reg is not None and reg.sessionId and holds(reg, pid, self.registry_path(pid)):
             return reg.sessionId
         return None
 

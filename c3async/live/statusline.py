@@ -16,11 +16,14 @@ left as it is.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # the status line imports this module (``wrapped``): typing costs it 2 ms
 if TYPE_CHECKING:
+    from typing import Any
+
     from .hooks import SettingsFile
 
 __all__ = ("REFRESH_S", "install", "ours", "statusline_command", "uninstall", "wrapped")
@@ -30,8 +33,16 @@ AGAIN = "install-statusline"
 
 
 def statusline_command(theirs: str | None = None, refresh_added: bool = False) -> str:
-    """``-P``: the status line runs in the project's folder (a cloned repository), never on its path."""
-    argv = [sys.executable, "-P", "-m", "c3async", "statusline"]
+    """The command Claude Code runs after each response of every window, so it starts as little
+    as it can: this Python isolated (``-I``: no ``PYTHON*`` variable, no user site, and never
+    the folder it runs in, a cloned repository, on its path) and without ``site`` (``-S``: no
+    ``.pth`` file runs), the folders of c3async and its dependencies put on its path by the
+    command itself (``BOOT``), after the standard library's. The byte-code folder this Python
+    was told to use is kept (the plugin's environment writes none into the plugin's folder)."""
+    argv = [sys.executable, "-I", "-S"]
+    if sys.pycache_prefix:
+        argv += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
+    argv += ["-c", BOOT.format(folders=json.dumps(_folders())), "statusline"]
     if theirs:
         argv += ["--then", theirs]
     if refresh_added:
@@ -39,9 +50,30 @@ def statusline_command(theirs: str | None = None, refresh_added: bool = False) -
     return shlex.join(argv)
 
 
+BOOT = "import sys; sys.path += {folders}; from c3async.__main__ import main; main()"
+_BOOTED = "; from c3async.__main__ import main; main()"  # how ours() knows the command it wrote
+
+
+def _folders() -> list[str]:
+    """The folders this process found c3async and the dependencies the status line may import
+    in (msgspec, to write; psutil, without /proc): a venv's, a user install's, the plugin's."""
+    import importlib.util
+
+    found: list[str] = []
+    for name in ("c3async", "msgspec", "psutil"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin:
+            continue
+        where = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+        if where not in found:
+            found.append(where)
+    return found
+
+
 def ours(command: Any) -> tuple[str | None, bool] | None:
     """For a command install wrote: (the command it wraps, whether it added refreshInterval);
-    None for any other (a person's own that merely mentions c3async is never taken for ours)."""
+    None for any other (a person's own that merely mentions c3async is never taken for ours).
+    Both forms: ``-c BOOT statusline``, and ``-m c3async statusline`` of earlier versions."""
     if not isinstance(command, str) or len(command) > 65_536:
         return None
     try:
@@ -49,7 +81,9 @@ def ours(command: Any) -> tuple[str | None, bool] | None:
     except ValueError:
         return None
     for at in range(len(argv) - 2):
-        if argv[at : at + 3] == ["-m", "c3async", "statusline"]:
+        if argv[at : at + 3] == ["-m", "c3async", "statusline"] or (
+            argv[at] == "-c" and argv[at + 1].endswith(_BOOTED) and argv[at + 2] == "statusline"
+        ):
             return wrapped(argv[at + 3 :])
     return None
 

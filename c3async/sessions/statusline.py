@@ -2,44 +2,71 @@
 other windows, and the account's binding rate-limit window.
 
 Claude Code runs the status-line command after each response of every window (and every
-``refreshInterval`` seconds), so this reads only what it must: Claude Code's registry of running
-processes (``live.running``: no catalog, no listing), the tail of the rate-limit log, and the
-marks of this session's project when that project has a marks log (a project c3async was never
-used in gets no ``.c3``). Every value read from Claude Code's JSON is range-checked; what fails
-a check is left out, never shown.
+``refreshInterval`` seconds), so this has one fast path, for the common case: the rate limits as
+last recorded, this session's mark as last read. It reads Claude Code's registry of running
+processes (``live.registry_file``: no catalog, no listing), the tail of the rate-limit log and
+the marks cache, with the standard library alone (``json``, ``os``, ``re``: no ``pathlib``,
+``logging``, ``dataclasses`` or msgspec). What the common case does not need is imported only
+when needed: a change of the rate limits to record (``ground.jsonl``), a ``/usage`` snapshot in
+``.claude.json`` to read, and a marks log read again (``stores.marks``).
+
+The marks cache, ``$C3_HOME/cache/statusline_marks.json``, keeps per folder a window runs in
+what this session's note or stale mark says, keyed on the ``lstat`` of the folder's ``.git``
+and of both places its project's marks log can be (the project's ``.c3``, or its state under
+``$C3_HOME`` when the folder cannot be written): while none of them moved, the marks are not
+read. A project c3async was never used in has no marks log, and that is cached too. The cache
+is ours and private, but read as untrusted (a value of the wrong kind is a miss); it is
+rewritten whole (``safefs.write_atomic``), at most ``CACHE_FOLDERS`` folders of
+``CACHE_SESSIONS`` sessions each. Every value read from Claude Code's JSON is range-checked;
+what fails a check is left out, never shown.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
+from ..ground import peek
+from ..ground.home import c3_folder, claude_json_file
+from ..live import registry_file
 from ..usage import ratelimits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ("Facts", "Waiting", "facts", "record_limits")
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_PATH = 4096
+CACHE = ("cache", "statusline_marks.json")  # below $C3_HOME
+CACHE_BYTES = 1 << 20
+CACHE_FOLDERS = 64
+CACHE_SESSIONS = 64
+TEXT_CHARS = 200  # of a note or a reason kept (the line shows 40)
+MARKS = "session_marks.jsonl"
 
 
-@dataclass(frozen=True, slots=True)
 class Waiting:
     """A session waiting for you in another window."""
 
-    session_id: str
-    label: str  # its project folder's name (or its name, when it has no cwd)
-    since: float | None  # epoch seconds
+    __slots__ = ("label", "session_id", "since")
+
+    def __init__(self, session_id: str, label: str, since: float | None) -> None:
+        self.session_id = session_id
+        self.label = label  # its project folder's name (or its name, when it has no cwd)
+        self.since = since  # epoch seconds
 
 
-@dataclass(slots=True)
 class Facts:
-    mark: str | None = None  # "stale" or "note"
-    mark_text: str | None = None  # the note's summary, or the stale mark's reason
-    waiting: list[Waiting] = field(default_factory=list)  # the longest waiting first
-    windows: dict[str, ratelimits.Sample] = field(default_factory=dict)  # current, by window
+    __slots__ = ("mark", "mark_text", "waiting", "windows")
+
+    def __init__(self) -> None:
+        self.mark: str | None = None  # "stale" or "note"
+        self.mark_text: str | None = None  # the note's summary, or the stale mark's reason
+        self.waiting: list[Waiting] = []  # the longest waiting first
+        self.windows: dict[str, ratelimits.Sample] = {}  # current, by window
 
     def binding(self) -> ratelimits.Sample | None:
         """The window nearest its limit (a tie: the one that resets last)."""
@@ -64,69 +91,169 @@ def folder(payload: Any) -> str | None:
     return None
 
 
-def record_limits(payload: Any, config: Path, now: float) -> list[ratelimits.Sample]:
+def record_limits(payload: Any, config: str, now: float) -> list[ratelimits.Sample]:
     """Record the windows this JSON (and a ``/usage`` snapshot in ``.claude.json``) report;
-    returns them."""
-    from ..ground.home import claude_json
-
+    returns them, recorded or not."""
     seen = ratelimits.from_status(payload, now)
     reported = {s.window for s in seen}
     # The snapshot's windows that the JSON does not carry (per-model weeklies), when not stale.
-    seen += [s for s in ratelimits.from_snapshot(claude_json(config), now) if s.window not in reported]
-    ratelimits.record(seen, now)
+    seen += [s for s in ratelimits.from_snapshot(claude_json_file(config), now) if s.window not in reported]
+    try:
+        ratelimits.record(seen, now)
+    except OSError:  # a full disk, a log that is a link or a FIFO: the numbers are still shown
+        pass
     return seen
 
 
-def facts(payload: Any, config: Path, now: float) -> Facts:
-    """Everything the line shows, for the window whose JSON is ``payload``; a part that cannot
-    be read is left empty (the line never fails for it)."""
+def facts(payload: Any, config: str, now: float) -> Facts:
+    """Everything the line shows, for the window whose JSON is ``payload`` (``config``: Claude
+    Code's config folder); a part that cannot be read is left empty (the line never fails for it)."""
     out = Facts()
-    seen: list[ratelimits.Sample] = []
-    try:
-        seen = record_limits(payload, config, now)
-    except OSError:  # a full disk, a log that is a link: the numbers are still shown
-        pass
+    seen = record_limits(payload, config, now)
     out.windows = {**ratelimits.current(now), **{s.window: s for s in seen if s.resets_at > now}}
     sid = session_id(payload)
-    out.waiting = _waiting(config / "sessions", sid)
+    out.waiting = _waiting(os.path.join(config, "sessions"), sid)
     where = folder(payload)
     if sid and where:
         out.mark, out.mark_text = _mark(where, sid)
     return out
 
 
-def _waiting(registry: Path, me: str | None) -> list[Waiting]:
-    from ..live.running import read_registry
-
+def _waiting(registry: str, me: str | None) -> list[Waiting]:
     found = []
-    for run in read_registry(registry).running:
-        if run.state == "waiting" and run.session_id != me:
-            label = os.path.basename(run.cwd.rstrip("/")) if run.cwd else run.name
-            found.append(Waiting(run.session_id, label or run.session_id[:8], run.state_since))
+    with registry_file.listed(registry) as listed:
+        if listed is None:
+            return []
+        dfd, _, names = listed
+        for name in names:
+            reg = registry_file.read(dfd, registry, name)
+            sid = reg.session_id if reg is not None else None
+            if reg is None or sid is None or sid == me or reg.state != "waiting":
+                continue
+            where = os.path.join(registry, name)
+            if not registry_file.holds(reg, int(name[:-5]), where):
+                continue
+            cwd = reg.folder
+            label = os.path.basename(cwd.rstrip("/")) if cwd else registry_file.clean(reg.name)
+            found.append(Waiting(sid, label or sid[:8], reg.since(where)))
     found.sort(key=lambda w: (w.since is None, w.since or 0.0, w.label))
     return found
 
 
+# ---------------------------------------------------------------- this session's mark
+
+
 def _mark(where: str, sid: str) -> tuple[str | None, str | None]:
-    """This session's note (else its stale mark) and its text, from its project's marks log,
-    read only when the project has one."""
-    from ..ground.home import c3_home
+    """This session's note (else its stale mark) and its text: from the cache while nothing it
+    rests on moved, else from its project's marks log (the cache then written again)."""
+    cache = _read_cache()
+    found = _cached(cache.get(where), where, sid)
+    if found is not None:
+        return found
+    git = _stamp(os.path.join(where, ".git"))
+    logs = _marks_logs(where)
+    stamps = [_stamp(p) for p in logs]  # before the read: a mark written meanwhile is a miss next time
+    mark = _read_mark(where, sid) if any(s is not None for s in stamps) else (None, None)
+    _keep(cache, where, sid, git, list(zip(logs, stamps, strict=True)), mark)
+    return mark
+
+
+def _stamp(path: str) -> list[int] | None:
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode]
+
+
+def _read_cache() -> dict[str, Any]:
+    try:
+        cache = json.loads(peek.read_below(CACHE_BYTES, c3_folder(), *CACHE))
+    except (OSError, ValueError, RecursionError):  # none yet, a link, too large, garbage
+        return {}
+    folders = cache.get("folders") if isinstance(cache, dict) and cache.get("v") == 1 else None
+    return folders if isinstance(folders, dict) else {}
+
+
+def _cached(entry: Any, where: str, sid: str) -> tuple[str | None, str | None] | None:
+    """The mark the cache holds for ``sid`` in ``where`` (``(None, None)``: none), or None when
+    it holds none that is still true."""
+    if not isinstance(entry, dict) or entry.get("git") != _stamp(os.path.join(where, ".git")):
+        return None
+    logs = entry.get("logs")
+    if not isinstance(logs, list) or not logs:
+        return None
+    for log in logs:
+        if not (isinstance(log, list) and len(log) == 2 and isinstance(log[0], str)) or _stamp(log[0]) != log[1]:
+            return None
+    if all(log[1] is None for log in logs):
+        return None, None  # no marks log: no mark, whoever asks
+    marks = entry.get("marks")
+    if not isinstance(marks, dict) or sid not in marks:
+        return None
+    value = marks[sid]
+    if value is None:
+        return None, None
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and value[0] in ("note", "stale")
+        and (value[1] is None or (isinstance(value[1], str) and len(value[1]) <= TEXT_CHARS))
+    ):
+        return value[0], value[1]
+    return None
+
+
+def _marks_logs(where: str) -> list[str]:
+    """Where the marks log of the project of ``where`` can be: its ``.c3``, or its state kept
+    under ``$C3_HOME`` when the folder cannot be written."""
     from ..ground.paths import project_root, state_slug
 
     root = project_root(where)
-    # Its state is the project's .c3, or kept under $C3_HOME when the folder cannot be written:
-    # with a marks log in neither, nothing more is imported or read.
-    if not any(
-        os.path.isfile(p / "session_marks.jsonl") for p in (Path(root) / ".c3", c3_home() / "state" / state_slug(root))
-    ):
-        return None, None
+    return [os.path.join(root, ".c3", MARKS), os.path.join(c3_folder(), "state", state_slug(root), MARKS)]
+
+
+def _read_mark(where: str, sid: str) -> tuple[str | None, str | None]:
+    from ..ground.paths import project_root
     from ..stores.marks import MarkBook
 
-    state = MarkBook(root).refresh().get(sid)
+    try:
+        state = MarkBook(project_root(where)).refresh().get(sid)
+    except OSError:  # a marks log that is a link, or unreadable: no mark shown
+        return None, None
     if state is None:
         return None, None
     if state.note is not None:
-        return "note", state.note.summary or state.note.next_steps
+        return "note", _cut(state.note.summary or state.note.next_steps)
     if state.stale is not None:
-        return "stale", state.stale.reason
+        return "stale", _cut(state.stale.reason)
     return None, None
+
+
+def _cut(text: str | None) -> str | None:
+    return text[:TEXT_CHARS] if text else None
+
+
+def _keep(
+    cache: dict[str, Any],
+    where: str,
+    sid: str,
+    git: list[int] | None,
+    logs: list[tuple[str, list[int] | None]],
+    mark: tuple[str | None, str | None],
+) -> None:
+    """Write the cache again with this mark (best effort: a cache not written is read again)."""
+    from ..ground.home import c3_home
+    from ..ground.safefs import write_atomic
+
+    entry = cache.pop(where, None)
+    same = isinstance(entry, dict) and entry.get("git") == git and entry.get("logs") == [list(x) for x in logs]
+    marks = entry.get("marks") if same and isinstance(entry, dict) else None
+    marks = {k: v for k, v in marks.items() if k != sid} if isinstance(marks, dict) else {}
+    marks[sid] = list(mark) if mark[0] else None
+    cache[where] = {"git": git, "logs": logs, "marks": dict(list(marks.items())[-CACHE_SESSIONS:])}
+    kept = dict(list(cache.items())[-CACHE_FOLDERS:])
+    try:
+        write_atomic(c3_home().joinpath(*CACHE), json.dumps({"v": 1, "folders": kept}).encode(), fsync=False)
+    except OSError:
+        pass

@@ -14,8 +14,8 @@ under the same lock (appenders open the file only once they hold it). 0600, like
 
 Values are Claude Code's, read as untrusted: a percent outside 0-100, a reset that is not in
 the window's reach from now (a 5-hour reset 3,000 years away), a key that is no window's name,
-are left out. The status line's path is light: ``json`` reads, ``ground.jsonl`` (msgspec) is
-imported only to write a change.
+are left out. The status line's path is light: ``json`` and ``ground.peek`` read (no
+``pathlib``), ``ground.jsonl`` (msgspec) and ``safefs`` are imported only to write a change.
 """
 
 from __future__ import annotations
@@ -24,11 +24,16 @@ import json
 import math
 import os
 import re
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections import namedtuple
 
-from ..ground.home import c3_home
-from ..ground.safefs import open_file, pread_all
+from ..ground import peek
+from ..ground.home import c3_folder, c3_home
+from ..ground.peek import pread_all
+
+TYPE_CHECKING = False  # typing itself costs the status line 2 ms
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, NamedTuple
 
 __all__ = (
     "MAX_BYTES",
@@ -53,15 +58,35 @@ SLACK_S = 3600.0  # clock skew, and a reset Claude Code has not yet rolled over
 _WINDOW = re.compile(r"five_hour|seven_day(?:_[a-z0-9_]{1,40})?")
 
 
-class Sample(NamedTuple):
-    t: float  # when it was seen (unix seconds)
-    window: str  # five_hour, seven_day, seven_day_opus...
-    used: float  # percent, 0-100
-    resets_at: float  # unix seconds
+if TYPE_CHECKING:
+
+    class Sample(NamedTuple):
+        t: float  # when it was seen (unix seconds)
+        window: str  # five_hour, seven_day, seven_day_opus...
+        used: float  # percent, 0-100
+        resets_at: float  # unix seconds
+
+else:
+    Sample = namedtuple("Sample", ("t", "window", "used", "resets_at"))  # as above, without typing
+
+
+LOG = ("usage", "rate_limits.jsonl")  # below $C3_HOME
 
 
 def log_path() -> Path:
-    return c3_home() / "usage" / "rate_limits.jsonl"
+    return c3_home().joinpath(*LOG)
+
+
+def open_file(path: Path, flags: int) -> int:
+    """``safefs.open_file``, imported when first needed: not on the status line's fast path."""
+    from ..ground import safefs
+
+    return safefs.open_file(path, flags)
+
+
+def _open_log(path: Path | None) -> int:
+    """The log opened for reading, nothing followed below ``$C3_HOME`` (OSError: none, or refused)."""
+    return peek.open_below(c3_folder(), *LOG) if path is None else open_file(path, os.O_RDONLY)
 
 
 def _number(value: Any) -> float | None:
@@ -101,27 +126,18 @@ def from_status(payload: Any, now: float) -> list[Sample]:
     return out
 
 
-def from_snapshot(path: Path, now: float) -> list[Sample]:
+def from_snapshot(path: str, now: float) -> list[Sample]:
     """The windows of a ``/usage`` snapshot in ``.claude.json`` (``cachedUsageUtilization``:
     ``{fetchedAtMs, utilization: {five_hour: {utilization, resets_at: ISO}, seven_day_opus...}}``),
     each timed when it was fetched; none when absent, too large, or not one."""
-    from ..ground.clock import parse_iso
-    from ..ground.safefs import open_regular
-
     try:
-        fd, st = open_regular(path, follow=True, lstat_first=True)
+        data = peek.read_regular(path, MAX_SNAPSHOT)
     except OSError:
         return []
-    try:
-        if st.st_size > MAX_SNAPSHOT:
-            return []
-        data = pread_all(fd, 0, st.st_size)
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
     if b"cachedUsageUtilization" not in data:
         return []
+    from ..ground.clock import parse_iso
+
     try:
         cached = json.loads(data).get("cachedUsageUtilization")
     except (ValueError, RecursionError, AttributeError):
@@ -174,7 +190,7 @@ def _tail(fd: int, size: int) -> bytes:
 def current(now: float, path: Path | None = None) -> dict[str, Sample]:
     """Each window's last recorded sample whose reset is still ahead (a window that reset since
     is gone until Claude Code reports it again)."""
-    return {w: s for w, s in last_samples(path or log_path(), now).items() if s.resets_at > now}
+    return {w: s for w, s in last_samples(now, path).items() if s.resets_at > now}
 
 
 def _changed(samples: list[Sample], lasts: dict[str, Sample]) -> list[Sample]:
@@ -190,11 +206,11 @@ def record(samples: list[Sample], now: float, path: Path | None = None) -> int:
     """Append the samples whose window changed since its last line; returns how many were
     written. Compared first without the lock (nothing changed: nothing imported, nothing
     locked), then again under it. Raises OSError (a full disk, a log that is a link)."""
-    path = path or log_path()
-    if not samples or not _changed(samples, last_samples(path, now)):
+    if not samples or not _changed(samples, last_samples(now, path)):
         return 0
     from ..ground import jsonl
 
+    path = path or log_path()
     with jsonl.appending(path) as log:
         fresh = _changed(samples, _lasts(_tail(log.fd, log.size), now))
         if not fresh:
@@ -205,11 +221,11 @@ def record(samples: list[Sample], now: float, path: Path | None = None) -> int:
     return len(fresh)
 
 
-def last_samples(path: Path, now: float) -> dict[str, Sample]:
+def last_samples(now: float, path: Path | None = None) -> dict[str, Sample]:
     """Each window's last sample, past resets included (what a change is judged against);
     none when there is no log yet, or it is not a regular file of ours."""
     try:
-        fd = open_file(path, os.O_RDONLY)
+        fd = _open_log(path)
     except OSError:
         return {}
     try:
