@@ -8,7 +8,8 @@ measure the limits are closest to); the least-squares line through the origin, d
 gives ``k``, percent points per USD. It rests on ``MIN_INTERVALS`` such intervals at least, with
 a positive slope and a fit explaining ``MIN_FIT`` of the rises (usage this machine does not see,
 another computer or claude.ai on the same account, breaks it); otherwise there is no runway, and
-the reason says why. A percent that went backwards within one window is left out of the fit.
+the reason says why. A percent that went backwards within one window is left out of the fit (more than one in ten
+intervals: the record is not to be trusted, and there is no runway).
 
 The runway of a window reported now: its percent brought forward from its last sample with
 what was spent since (``k`` times it), and the pace of the last quarter hour (``burn.PACE_S``)
@@ -111,6 +112,8 @@ def calibrate(samples: list[Sample], window: str, spend: Spend) -> Fit:
             f"{n} interval(s) of {MIN_GAP_S / 60:.0f} minutes or more with usage between samples "
             f"(at least {MIN_INTERVALS} needed)" + (f"; {backwards} went backwards" if backwards else ""),
         )
+    if backwards > max(1, n // 10):  # within one window the percent only rises: not Claude Code's record
+        return Fit(None, len(rested), n, None, f"the percent went backwards {backwards} times within one window")
     k = sxy / sxx if sxx > 0 else 0.0
     fit = 1.0 - sum((dp - k * dc) ** 2 for dc, dp in used) / syy if syy > 0 else 0.0
     if not (k > 0 and math.isfinite(k)):
