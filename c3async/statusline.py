@@ -96,6 +96,11 @@ def line(data: bytes, env: dict[str, str], now: float) -> str:
         pct = f"{binding.used:g}%"
         level = 31 if binding.used >= 80 else 33 if binding.used >= 50 else 32
         parts.append(f"{name} {_colour(level, pct)} · resets {_when(binding.resets_at, now)}")
+        from .usage.pace import left_at_pace  # a small file the accounting keeps
+
+        left = left_at_pace(binding, now)
+        if left is not None:
+            parts[-1] += f" · ~{age(left)} left at this pace"
     return " · ".join(parts) if parts else _dim("none waiting")
 
 

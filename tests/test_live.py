@@ -498,7 +498,8 @@ def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     entries = json.loads(proc.stdout)
     assert isinstance(entries, list) and len(entries) == 2
     keys = {"id", "project", "title", "branch", "cwd", "state", "state_since", "waiting_for", "source", "mcp_count",
-            "ides", "pids", "c3_sessions", "claude_pids", "last_seen", "resume"}
+            "ides", "pids", "c3_sessions", "claude_pids", "last_seen", "resume", "tokens_per_h", "usd_per_h",
+            "window_share"}
     assert all(set(e) == keys for e in entries)
     by_id = {e["id"]: e for e in entries}
     hb = by_id[live_id]

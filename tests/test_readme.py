@@ -63,6 +63,8 @@ def normal(text: str) -> str:
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)
     text = re.sub(r"token=[\w-]+", "token=<token>", text)
     text = re.sub(r"hub-\d+\.json", "hub-<port>.json", text)
+    # a live session's burn over the last 15 minutes: where the quarter hours fall moves it
+    text = re.sub(r"now [\d,]+ tok/h \$[\d.]+/h(?:, \d+% of the 5h window)?", "now <burn>", text)
     return "\n".join(re.sub(r" {2,}", "  ", line).rstrip() for line in text.strip("\n").splitlines())
 
 

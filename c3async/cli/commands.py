@@ -320,7 +320,7 @@ def cmd_live(args: argparse.Namespace, screen: Screen) -> int:
         from .watch import watch
 
         return watch(project, args.all, args.notify, screen)
-    rows = board(project, everywhere=args.all)
+    rows = board(project, everywhere=args.all, burn=True)
     if args.json:
         import msgspec
 

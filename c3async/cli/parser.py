@@ -61,6 +61,7 @@ _EXAMPLES = {
         "c3async usage --by window --since 7d --all",
         "c3async usage --by model --since today",
         "c3async usage --by month --all --json",
+        "c3async usage --burn",
     ],
     "search": ['c3async search "retry budget"', "c3async search 'pars*' --all --role user --since 7d"],
     "index": ["c3async index", "c3async index --rebuild --quiet"],
@@ -233,7 +234,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "Days, weeks and months are local time; daily and monthly totals are ccusage's. Weeks and 5-hour "
         "windows are the ones Claude Code reported where `c3async statusline` recorded them, else calendar "
         "weeks and ccusage's 5-hour rule (the RULE column says which). What a session Claude Code deleted "
-        "spent stays counted.",
+        "spent stays counted. --burn shows the current windows instead: who spends them and how fast now, "
+        "the runway and the usage-limit refusals.",
     )
     project_and_json(
         us, "print a JSON array of rows (by, bucket, start, end, rule, tokens, cost_usd, unpriced_models...)"
@@ -246,6 +248,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     us.add_argument("--by", choices=USAGE_BY, default="day", help="what to sum by (default: day)")
     us.add_argument("--all", action="store_true", help="every project, read in one pass")
+    us.add_argument(
+        "--burn",
+        action="store_true",
+        help="the current 5-hour and weekly windows: each session's and project's share and rate now (live "
+        "first), when the binding window reaches 100%% at this pace, and the usage-limit refusals recorded "
+        "(every project's part: the windows are the account's; --by and --since do not apply)",
+    )
     us.set_defaults(func=reports.cmd_usage)
 
     st = sub.add_parser(
@@ -254,7 +263,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     project_and_json(st, "print a JSON array of rows (id, project, tokens, cost_usd, unpriced_models...)")
     st.add_argument("--all", action="store_true", help="every project, read in one pass")
-    st.set_defaults(func=reports.cmd_usage, by="session", since=None)
+    st.set_defaults(func=reports.cmd_usage, by="session", since=None, burn=False)
 
     se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")
     se.add_argument("query", type=text_arg, help='words, "exact phrases", prefix*, AND / OR / NOT / -word, ( )')

@@ -22,6 +22,8 @@ def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
 
     projects = scope.projects(args, screen)
     table = current_prices()  # a prices.json that is no price table: said before anything is read
+    if args.burn:
+        return _burn(args, projects, screen)
     since = since_of(args.since)
     failed = []
 
@@ -43,6 +45,23 @@ def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
         where = f"{projects[0]}'s transcripts" if not args.all else f"the transcripts of {len(projects)} projects"
         screen.say(f"no token usage found in {where}" + (f" since {inert_line(args.since)}" if since else ""))
     return 1 if failed else 0
+
+
+def _burn(args: argparse.Namespace, projects: list[str], screen: Screen) -> int:
+    """`usage --burn`: the current windows, who spends them, the runway, the refusals."""
+    import msgspec
+
+    from ..ground.errors import BadArgument
+    from ..sessions.usage_report import burn_json, burn_report, burn_table
+
+    if args.since is not None:
+        raise BadArgument("--burn is about the current windows: --since does not apply")
+    report = burn_report(projects)
+    if args.json:
+        screen.json(msgspec.json.encode(burn_json(report)))
+    else:
+        screen.print(inert(burn_table(report)))
+    return 0
 
 
 def cmd_search(args: argparse.Namespace, screen: Screen) -> int:

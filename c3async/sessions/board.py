@@ -44,10 +44,17 @@ class LiveRow(msgspec.Struct):
     claude_pids: list[int]  # the claude processes holding it (registry)
     last_seen: float  # epoch seconds: the newest heartbeat or activity (now, for the registry)
     resume: str | None
+    # its burn now (``board(burn=True)``): tokens and USD per hour over the last 15 minutes, and
+    # its share (0-1) of the current 5-hour window's cost (None: not asked, or no usage in one)
+    tokens_per_h: float | None = None
+    usd_per_h: float | None = None
+    window_share: float | None = None
 
 
-def board(project: str, *, everywhere: bool = False) -> list[LiveRow]:
-    """The live sessions, waiting first (the longest waiting first), then busy, idle, unknown."""
+def board(project: str, *, everywhere: bool = False, burn: bool = False) -> list[LiveRow]:
+    """The live sessions, waiting first (the longest waiting first), then busy, idle, unknown;
+    with ``burn``, each one's burn in the current 5-hour window (its project's usage brought
+    up to date first)."""
     snapshot = read_registry()
     projects = [project]
     if everywhere:
@@ -95,6 +102,21 @@ def board(project: str, *, everywhere: bool = False) -> list[LiveRow]:
                     resume=row.resume if row else None,
                 )
             )
+    if burn and out:
+        _burn(out)
     now = iso(time.time_ns())
     out.sort(key=lambda r: (_ORDER.get(r.state or "", 3), r.state_since or now, r.project, r.id))
     return out
+
+
+def _burn(rows: list[LiveRow]) -> None:
+    from ..usage.limits import FIVE_HOUR
+    from .usage_report import burn_report
+
+    report = burn_report(list(dict.fromkeys(r.project for r in rows)), live={r.id for r in rows})
+    window = next(w for w in report.windows if w.name == FIVE_HOUR)
+    found = {s.key: s for s in window.sessions}
+    for r in rows:
+        s = found.get(r.id)
+        r.tokens_per_h, r.usd_per_h = (s.tokens_per_h, s.usd_per_h) if s else (0.0, 0.0)
+        r.window_share = s.share if s else None

@@ -135,6 +135,9 @@ def live_table(rows: list[LiveRow], *, show_project: bool = False, now: float | 
         )
         if r.waiting_for:
             how += f"; waiting for: {inert_line(r.waiting_for)}"
+        if r.tokens_per_h is not None and r.usd_per_h is not None:
+            share = f", {100 * r.window_share:.0f}% of the 5h window" if r.window_share is not None else ""
+            how += f"; now {r.tokens_per_h:,.0f} tok/h ${r.usd_per_h:.2f}/h{share}"
         lines.append("  ".join(parts) + f"  [{how}]")
     return "\n".join(lines)
 

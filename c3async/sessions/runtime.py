@@ -14,7 +14,8 @@ a growing pause):
 - ``warm``: after the door's first answer (the server waits for ``initialize``), each project's
   catalog read once, so the first listing is a cache hit.
 - ``account``: every ``ACCOUNT_S``, the token totals of each project whose inputs moved
-  (``usage.account.account_if_changed``); and every ``KEEP_S``, the keep pass (a listing:
+  (``usage.account.account_if_changed``), then the runway the status line shows
+  (``usage_report.refresh_runway``, when a rate limit was ever recorded); and every ``KEEP_S``, the keep pass (a listing:
   ``sessions.keep`` preserves what the policy covers before Claude Code's cleanup). The first
   pass waits for the warm scan: the first listing matters more.
 - ``index`` (the Hub's): the search index brought up to date at start (a first build runs as a
@@ -202,6 +203,7 @@ class Runtime:
             worked = False
             for project in await anyio.to_thread.run_sync(self.projects):
                 worked |= await anyio.to_thread.run_sync(self.account_once, project, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(_runway, self.projects(), abandon_on_cancel=True)
             if worked and self.release is not None:
                 await anyio.to_thread.run_sync(self.release, False)
             await anyio.sleep(ACCOUNT_S)
@@ -223,6 +225,17 @@ class Runtime:
             self.kept_at[project] = (time.monotonic(), version)
             worked = True
         return worked
+
+
+def _runway(projects: list[str]) -> None:
+    """The runway the status line shows, worked out again from the accounting just done (the
+    pace of the last quarter hour moves even when nothing is written)."""
+    from .usage_report import refresh_runway
+
+    try:
+        refresh_runway(projects)
+    except Exception as exc:  # a background chore: logged, never fatal
+        log.warning("could not work out the runway: %s", exc)
 
 
 def _scan_catalog(projects: list[str]) -> None:

@@ -13,8 +13,9 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..ground.errors import BadArgument
+from ..ground.errors import BadArgument, C3Error
 from ..ground.term import inert_line
 from ..usage import limits
 from ..usage.account import Result, account_projects, deleted
@@ -24,7 +25,23 @@ from ..usage.timeline import Slot
 from ..usage.timeline import load as load_timeline
 from ..usage.totals import StatsRow, latest, stats_rows
 
-__all__ = ("since_of", "usage_rows", "usage_table", "usage_view")
+if TYPE_CHECKING:
+    from ..usage.burn import WindowBurn
+    from ..usage.reader import Refusal
+    from ..usage.runway import Runway
+
+__all__ = (
+    "BurnReport",
+    "burn_json",
+    "burn_report",
+    "burn_table",
+    "refresh_runway",
+    "since_of",
+    "usage_page",
+    "usage_rows",
+    "usage_table",
+    "usage_view",
+)
 
 
 def since_of(text: str | None, now: float | None = None) -> float | None:
@@ -218,6 +235,12 @@ def usage_view(project: str, now: float | None = None) -> str:
         current = _current(lines_of, by, table, samples, now)
         out += _window_lines(name, current, project, titles, table, samples, now)
         out.append("")
+    report = burn_report([project], now, account=False)
+    out.append("runway (when the window reaches 100% at the pace of the last 15 minutes):")
+    out += ["  " + runway_line(report.runways.get(w.name), w.name, now) for w in report.windows]
+    out.append("")
+    out += refusal_lines(report.refusals)
+    out.append("")
     out.append("(shares: of the window's cost; other projects as their last accounting left them)")
     return "\n".join(out).rstrip()
 
@@ -292,3 +315,236 @@ def _figures(u: UsageRow) -> str:
 
 def _hm(seconds: float) -> str:
     return time.strftime("%a %d %b %H:%M", time.localtime(seconds))
+
+
+# ------------------------------------------------------------------------ burn, runway, refusals
+
+
+class BurnReport(NamedTuple):
+    """The current windows (``burn.WindowBurn``, 5-hour then weekly), the runways of those Claude
+    Code reports now, the usage-limit refusals the transcripts recorded (newest first, each with
+    its project), the session titles known, and when."""
+
+    windows: list[WindowBurn]
+    runways: dict[str, Runway]
+    refusals: list[tuple[str, Refusal]]
+    titles: dict[str, str]
+    now: float
+
+
+def burn_report(
+    projects: list[str],
+    now: float | None = None,
+    *,
+    account: bool = True,
+    live: set[str] | None = None,
+    processes: bool = True,
+) -> BurnReport:
+    """Every listed project's part of the current windows (the window is the account's):
+    ``projects`` brought up to date first when ``account`` (the others as their last pass left
+    them); ``live``: the live sessions' ids (None: Claude Code's registry of running ones).
+    The runways are kept for the status line (``runway.save``)."""
+    from ..usage import burn, runway
+    from ..usage.prices import current_prices
+    from .projects import listed_projects
+
+    now = time.time() if now is None else now
+    table = current_prices()
+    lines: dict[str, Iterable[Slot]] = {}
+    titles: dict[str, str] = {}
+    refusals: list[tuple[str, Refusal]] = []
+    if account:
+        for r in account_projects(projects, only_changed=True, processes=processes, on_error=_ignored):
+            line = r.timeline or load_timeline(r.project)
+            if line is not None:
+                lines[r.project] = line.slots
+                titles.update(line.titles)
+                refusals += [(r.project, f) for f in line.refusals]
+    for other in dict.fromkeys([*projects, *listed_projects()]):
+        if other in lines:
+            continue
+        line = load_timeline(other)
+        if line is not None:
+            lines[other] = line.slots
+            titles.update(line.titles)
+            refusals += [(other, f) for f in line.refusals]
+    if live is None:
+        live = _running()
+    samples = limits.samples()
+    timelines = list(lines.items())
+    windows = burn.burn(timelines, samples, table, now, live)
+    spend = burn.Spend.of(timelines, table)
+    runways = {}
+    for w in windows:
+        found = runway.runway(w, runway.calibrate(samples, w.name, spend), spend, now)
+        if found is not None:
+            runways[w.name] = found
+    runway.save(list(runways.values()), now)
+    refusals.sort(key=lambda pr: -pr[1].t)
+    return BurnReport(windows, runways, refusals, titles, now)
+
+
+def _ignored(project: str, exc: Exception) -> None:
+    """A project that cannot be accounted now is shown as its last pass left it."""
+
+
+def _running() -> set[str]:
+    from ..live.running import read_registry
+
+    return {r.session_id for r in read_registry().running}
+
+
+def refresh_runway(projects: list[str]) -> None:
+    """The runways worked out again for the status line (a door that stays up, after its
+    accounting: the projects are as it left them). Nothing when no rate limit was recorded."""
+    from ..usage.ratelimits import log_path
+
+    if os.path.isfile(log_path()):
+        burn_report(projects, account=False, live=set())
+
+
+_WINDOW_NAMES = {limits.FIVE_HOUR: "5-hour window", limits.SEVEN_DAY: "weekly window"}
+_RULE_SAID = {
+    "reported": "as Claude Code reported it",
+    "ccusage": "ccusage's rule: no reset recorded",
+    "rolling": "the 7 days to now: no weekly reset recorded",
+}
+
+
+def _rate(tokens_h: float, usd_h: float) -> str:
+    return f"{tokens_h:,.0f} tok/h ${usd_h:.2f}/h"
+
+
+def runway_line(r: Runway | None, name: str, now: float) -> str:
+    """What the runway of one window is, or why there is none."""
+    label = _WINDOW_NAMES.get(name, name)
+    if r is None:
+        return f"{label}: no percent reported now (Claude Code does not report this window, or stopped): no runway"
+    rests = f"calibrated on {r.fit.samples} sample(s), {r.fit.intervals} interval(s)"
+    if r.fit.per_usd is None:
+        return f"{label}: {r.used:g}% used; no runway: {r.reason} ({rests})"
+    head = f"{label}: ~{r.used:g}% used, {r.fit.per_usd:.3g} points per USD ({rests}, fit {r.fit.fit:.2f})"
+    if r.hits_at is None:
+        return f"{head}; {r.reason}"
+    from .resume import ago
+
+    return f"{head}; 100% at {_hm(r.hits_at)} (in ~{ago(now, r.hits_at)}) at this pace, before the reset {_hm(r.resets_at)}"
+
+
+def refusal_lines(found: list[tuple[str, Refusal]], limit: int = 8) -> list[str]:
+    """The usage-limit refusals recorded, newest first, or that there is none."""
+    if not found:
+        return ["no usage-limit refusal recorded in the transcripts"]
+    out = ["usage-limit refusals recorded in transcripts (newest first):"]
+    for project, r in found[:limit]:
+        window = _WINDOW_NAMES.get(r.window or "", inert_line(r.window or "a window not named"))
+        reset = f", resets {_hm(r.resets_at)}" if r.resets_at else ", reset not said"
+        where = inert_line(os.path.basename(project.rstrip("/")) or project)
+        out.append(f"  {_hm(r.t)}  {window}{reset}  {inert_line(r.session[:8])} {where}")
+    if len(found) > limit:
+        out.append(f"  ... and {len(found) - limit} more")
+    return out
+
+
+def burn_table(report: BurnReport, limit: int = 12) -> str:
+    """``usage --burn``: each current window, its runway, the sessions and projects in it (live
+    first) with their share and rate now, and the refusals recorded."""
+    out: list[str] = []
+    for w in report.windows:
+        label = _WINDOW_NAMES.get(w.name, w.name)
+        if w.start is None or w.end is None:
+            out.append(f"{label}: no usage in a current one ({_RULE_SAID[w.rule]})")
+        else:
+            used = f", {w.used:g}% used at {_hm(w.seen or 0)}" if w.used is not None else ""
+            out.append(
+                f"{label} {_hm(w.start)} to {_hm(w.end)} ({_RULE_SAID[w.rule]}{used}): "
+                f"${w.cost_usd:.2f}, {w.tokens:,} tokens; now {_rate(w.tokens_per_h, w.usd_per_h)}"
+            )
+        out.append("  " + runway_line(report.runways.get(w.name), w.name, report.now))
+        for label2, rows in (("by session", w.sessions), ("by project", w.projects)):
+            if not rows:
+                continue
+            out.append(f"  {label2}:")
+            for s in rows[:limit]:
+                share = f"{100 * s.share:.0f}%" if s.share is not None else "-"
+                cost = f"${s.cost_usd:.2f}{UNPRICED if s.unpriced else ''}"
+                if label2 == "by session":
+                    title = report.titles.get(s.key)
+                    where = os.path.basename(s.project.rstrip("/"))
+                    who = f"{inert_line(s.key[:8])} {inert_line(where)}" + (
+                        f" {inert_line(title[:50])}" if title else ""
+                    )
+                else:
+                    who = inert_line(os.path.basename(s.key.rstrip("/")) or s.key)
+                mark = "live " if s.live else "     "
+                out.append(
+                    f"    {mark}{share:>4}  {cost:>9}  {s.tokens:>13,} tok  now {_rate(s.tokens_per_h, s.usd_per_h)}  {who}"
+                )
+            if len(rows) > limit:
+                out.append(f"    ... and {len(rows) - limit} more")
+        out.append("")
+    out += refusal_lines(report.refusals)
+    out.append(f"(rates: the last {burn_pace_minutes()} minutes, per hour; shares: of the window's cost)")
+    return "\n".join(out)
+
+
+def burn_pace_minutes() -> int:
+    from ..usage.burn import PACE_S
+
+    return int(PACE_S // 60)
+
+
+def burn_json(report: BurnReport) -> dict:
+    """The report as JSON-ready values (``usage --burn --json``, the Hub's Usage page): times
+    in epoch seconds, shares 0-1, absent values null."""
+    import msgspec
+
+    windows = []
+    for w in report.windows:
+        row = msgspec.to_builtins(w)
+        r = report.runways.get(w.name)
+        row["runway"] = (
+            None
+            if r is None
+            else {
+                "used_now": r.used,
+                "pct_per_hour": r.pct_per_hour,
+                "hits_at": r.hits_at,
+                "pct_per_usd": r.fit.per_usd,
+                "samples": r.fit.samples,
+                "intervals": r.fit.intervals,
+                "fit": r.fit.fit,
+                "reason": r.reason,
+            }
+        )
+        row["samples"] = r.fit.samples if r is not None else 0
+        for s in row["sessions"]:
+            s["title"] = report.titles.get(s["key"])
+        windows.append(row)
+    refusals = [
+        {"project": p, "session": r.session, "t": r.t, "window": r.window, "resets_at": r.resets_at}
+        for p, r in report.refusals
+    ]
+    return {"now": report.now, "pace_s": burn_pace_minutes() * 60, "windows": windows, "refusals": refusals}
+
+
+def usage_page(projects: list[str], now: float | None = None) -> dict:
+    """The Hub's Usage page: the current windows with their used percent, reset, rule, runway
+    and the samples it rests on; each project's and session's burn; the refusals (``burn_json``).
+    The timelines as the accounting last left them: nothing is read from a transcript."""
+    return burn_json(burn_report(projects, now, account=False, live=_live(projects)))
+
+
+def _live(projects: list[str]) -> set[str]:
+    """The sessions live now: Claude Code's running ones, and those c3async's servers serve."""
+    from ..live.reader import live_sessions
+    from ..live.running import read_registry
+
+    snapshot = read_registry()
+    found = {r.session_id for r in snapshot.running}
+    for p in projects:
+        try:
+            found |= {sid for sid, e in live_sessions(p, registry=snapshot).items() if sid and e.live}
+        except (OSError, C3Error):
+            continue
+    return found

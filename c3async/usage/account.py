@@ -62,7 +62,20 @@ from ..ground.stateroot import project_state
 from ..stores import archive, claude_dirs
 from . import timeline
 from .prices import TIER_TOKENS, current_prices
-from .reader import MAX_TOKENS, FileScan, Hit, Job, ResponseUSD, Tokens, better, read_files, read_files_packed, unpack
+from .reader import (
+    MAX_REFUSALS,
+    MAX_TOKENS,
+    FileScan,
+    Hit,
+    Job,
+    Refusal,
+    ResponseUSD,
+    Tokens,
+    better,
+    read_files,
+    read_files_packed,
+    unpack,
+)
 from .totals import NO_TOKENS, Kinds, ModelTokens, SessionTotals, latest, latest_totals, priced, stats_path
 
 if TYPE_CHECKING:
@@ -81,8 +94,9 @@ __all__ = (
 )
 
 # 2: a copy a fork shares with its parent counts toward the parent; 3: an entry's cost is only
-# what its line recorded (the rest is priced by each report), and rows keep tokens per model
-STATE_VERSION = 3
+# what its line recorded (the rest is priced by each report), and rows keep tokens per model;
+# 4: usage-limit refusals are kept (a transcript read before is read again once for them)
+STATE_VERSION = 4
 WORKERS = 4  # at most this many worker processes for a big first pass
 PROCESS_MIN_BYTES = 64 * 1024 * 1024  # new bytes to read before worker processes pay for themselves
 HANDOFF_BYTES = 16 * 1024 * 1024  # about this many new bytes per hand-off to a worker...
@@ -115,6 +129,7 @@ class _State(msgspec.Struct):
     version: int = STATE_VERSION
     files: dict[str, _FileState] = msgspec.field(default_factory=dict)
     seen: dict[str, _Entry] = msgspec.field(default_factory=dict)  # "msg_id:request_id" -> kept copy
+    refusals: list[Refusal] = msgspec.field(default_factory=list)  # the newest MAX_REFUSALS, oldest first
 
 
 @dataclass
@@ -460,6 +475,9 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
             if old is None or better(hit, old) or (not better(old, hit) and old.session in forks_of(hit.session)):
                 seen[key] = _entry(job.path, hit)
         fs.loose.extend(_entry(job.path, hit) for hit in scan.loose)
+        if scan.refusals:
+            state.refusals = _newest(state.refusals, scan.refusals)
+            dirty = True
     # A transcript deleted since (Claude Code's 30-day cleanup) keeps its place in the state:
     # what it spent was spent.
     titles = _titles(catalog)
@@ -483,7 +501,9 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
         slots += [s for sid, t in before.items() if sid not in totals for s in _whole(t)]
         titles.update((sid, t.title) for sid, t in before.items() if t.title and sid not in titles)
         stamp = _stamp(project, p.inputs)
-        line = timeline.Timeline(stamp=stamp, written=time.time(), slots=slots, titles=titles)
+        line = timeline.Timeline(
+            stamp=stamp, written=time.time(), slots=slots, titles=titles, refusals=list(state.refusals)
+        )
         timeline.save(project, line)
         _settled[project] = stamp
     return Result(
@@ -499,6 +519,12 @@ def _finish(p: _Pass, scans: list[FileScan | None], workers: int, write: bool, s
         project=project,
         timeline=line,
     )
+
+
+def _newest(kept: list[Refusal], found: list[Refusal]) -> list[Refusal]:
+    """The newest ``MAX_REFUSALS`` of both, each once (a file read again finds its own again)."""
+    merged = {(r.session, r.t): r for r in [*kept, *found]}
+    return sorted(merged.values(), key=lambda r: r.t)[-MAX_REFUSALS:]
 
 
 def _whole(t: SessionTotals) -> list[timeline.Slot]:

@@ -27,7 +27,7 @@ from .prices import PriceTable
 from .timeline import SLOT_S, Slot
 from .totals import NO_TOKENS, ModelTokens, price_models
 
-__all__ = ("BY", "TIMED", "Bucketed", "UsageRow", "bucket")
+__all__ = ("BY", "TIMED", "Bucketed", "UsageRow", "bucket", "period_at")
 
 TIMED = ("day", "week", "month", "window")
 WINDOW_S = limits.LENGTH_S[limits.FIVE_HOUR]
@@ -212,6 +212,17 @@ def _keys(rows: list[tuple[str, Slot]], by: str, samples: list[limits.Sample]) -
         return out
     name = limits.FIVE_HOUR if by == "window" else limits.SEVEN_DAY
     return _periods(rows, limits.windows(name, samples), by)
+
+
+def period_at(rows: list[tuple[str, Slot]], by: str, samples: list[limits.Sample], now: float) -> tuple | None:
+    """The 5-hour window (``by`` 'window') or week holding ``now`` as ``bucket`` draws them from
+    ``rows`` (the reported one, else the rule's): (label, start, end, rule); None when no row
+    falls in one that holds ``now`` (no usage in it yet)."""
+    dated = [r for r in rows if r[1].slot >= 0]
+    for key in set(_keys(dated, by, samples)):
+        if key[1] <= now < key[2]:
+            return key
+    return None
 
 
 def _midnight(t: time.struct_time, days: int = 0, *, first_of_month: bool = False) -> float:

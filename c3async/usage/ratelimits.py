@@ -41,6 +41,7 @@ __all__ = (
     "current",
     "from_snapshot",
     "from_status",
+    "is_window",
     "last_samples",
     "log_path",
     "read_samples",
@@ -99,9 +100,14 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def is_window(value: Any) -> bool:
+    """Whether ``value`` names a window Claude Code reports (five_hour, seven_day, seven_day_opus...)."""
+    return isinstance(value, str) and _WINDOW.fullmatch(value) is not None
+
+
 def sample(window: Any, used: Any, resets_at: Any, now: float, t: float | None = None) -> Sample | None:
     """A sample when every value is one a window can hold now, else None."""
-    if not isinstance(window, str) or not _WINDOW.fullmatch(window):
+    if not is_window(window):
         return None
     pct, reset = _number(used), _number(resets_at)
     if pct is None or reset is None or not 0.0 <= pct <= 100.0:

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections import deque
 from dataclasses import dataclass
-from typing import Annotated, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
 
 import msgspec
 
@@ -42,6 +43,7 @@ __all__ = (
     "FileScan",
     "Hit",
     "Job",
+    "Refusal",
     "ResponseUSD",
     "Tokens",
     "read_file",
@@ -99,6 +101,10 @@ class _Line(msgspec.Struct):
     isSidechain: bool | None = None
     costUSD: float | None = None
     message: _Msg | None = None
+    # A usage-limit refusal's (``"<synthetic>"`` lines only are looked at): any value decodes,
+    # so a strange one never costs a real response its line; ``refusal`` range-checks them.
+    apiError: Any = None
+    apiErrorParams: Any = None
 
 
 _decoder = msgspec.json.Decoder(_Line)
@@ -130,6 +136,40 @@ class Job:
     searched: int = 0  # a line with no newline yet, starting at ``offset``, was followed this far
 
 
+class Refusal(msgspec.Struct, array_like=True, gc=False):
+    """A usage-limit refusal Claude Code wrote in a transcript (a synthetic assistant line with
+    ``"apiError": "usage_limit_reached"``): when, which window refused and when it resets (None:
+    not said, or out of the window's reach from ``t``)."""
+
+    session: Annotated[str, msgspec.Meta(max_length=200)]
+    t: Annotated[float, msgspec.Meta(gt=0, le=253_402_300_799)]
+    window: Annotated[str, msgspec.Meta(max_length=64)] | None
+    resets_at: Annotated[float, msgspec.Meta(gt=0, le=253_402_300_799)] | None
+
+
+MAX_REFUSALS = 64  # kept per file read, and by the accountant: the newest
+
+
+def refusal(line: _Line, session: str) -> Refusal | None:
+    """The refusal ``line`` records, when it is one with a time in range."""
+    if line.apiError != "usage_limit_reached":
+        return None
+    from ..ground.clock import event_iso
+    from .ratelimits import is_window, sample
+
+    t = event_iso(line.timestamp, "a usage-limit refusal's timestamp", session)
+    if t is None:
+        return None
+    params = line.apiErrorParams
+    info = params.get("rate_limit_info") if isinstance(params, dict) else None
+    info = info if isinstance(info, dict) else {}
+    window = info.get("rateLimitType")
+    window = window if is_window(window) else None
+    # ``sample`` checks that the reset lies within the window's reach from ``t`` (in seconds)
+    found = sample(window, 100.0, info.get("resetsAt"), t, t) if window else None
+    return Refusal(session, round(t, 3), window, found.resets_at if found else None)
+
+
 class FileScan(msgspec.Struct, array_like=True, gc=False):
     """What reading one file's new bytes found (from a worker process: as MessagePack)."""
 
@@ -144,6 +184,7 @@ class FileScan(msgspec.Struct, array_like=True, gc=False):
     skipped: int = 0  # lines holding the marker that did not decode, or over MAX_LINE
     searched: int = 0  # see ``jsonl.Pieces``
     out_of_range: int = 0  # responses not counted: token counts or a cost out of range
+    refusals: list[Refusal] = msgspec.field(default_factory=list)  # the newest ``MAX_REFUSALS``
 
 
 class Copy(Protocol):
@@ -170,6 +211,7 @@ class _Reader:
         self.best: dict[str, Hit] = {}
         self.loose: list[Hit] = []
         self.lines = self.decoded = self.skipped = self.out_of_range = 0
+        self.refusals: deque[Refusal] = deque(maxlen=MAX_REFUSALS)
 
     def piece(self, buf: bytearray, end: int, base: int) -> None:
         """Account the complete lines of ``buf[:end]`` (``buf[end - 1]`` is a newline)."""
@@ -200,10 +242,15 @@ class _Reader:
                 self.skipped += 1
                 continue
             msg = line.message
-            if msg is None or msg.usage is None or not msg.model or msg.model == "<synthetic>":
+            if msg is None or msg.usage is None or not msg.model:
                 continue
             sid = session or (line.sessionId or "").lower()
             if not sid:
+                continue
+            if msg.model == "<synthetic>":  # no response: a refusal, perhaps
+                found = refusal(line, sid) if line.apiError is not None else None
+                if found is not None:
+                    self.refusals.append(found)
                 continue
             u = msg.usage
             cc = u.cache_creation
@@ -288,6 +335,7 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
         reader.skipped,
         searched,
         reader.out_of_range,
+        list(reader.refusals),
     )
 
 

@@ -17,7 +17,8 @@ The file is a cache: another format, a damaged or missing file, is rebuilt by th
 It carries ``stamp``, what the pass read (every transcript's size and time, the catalog's
 cache, the state and stats files as it left them): while they are the same, nothing new is to
 be counted, and a pass costs a ``stat`` per transcript (``account.account_projects``'s
-``only_changed``).
+``only_changed``). It carries the usage-limit refusals the transcripts recorded too (the newest
+``reader.MAX_REFUSALS``), for the reports of the windows.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..ground import safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.jsondoc import write_atomic
 from ..ground.stateroot import project_state
+from .reader import Refusal
 from .totals import NO_TOKENS, USD, Kinds, ModelTokens, Total
 
 __all__ = ("SLOT_S", "Slot", "Timeline", "load", "path", "save")
@@ -77,6 +79,7 @@ class Timeline(msgspec.Struct):
     written: Seconds = 0.0
     slots: list[Slot] = msgspec.field(default_factory=list)
     titles: dict[str, str] = msgspec.field(default_factory=dict)
+    refusals: list[Refusal] = msgspec.field(default_factory=list)  # usage-limit refusals, the newest
 
 
 _decoder = msgspec.msgpack.Decoder(Timeline)
