@@ -16,6 +16,8 @@ from ..ground.home import c3_folder
 
 TYPE_CHECKING = False  # typing itself costs the status line 2 ms
 if TYPE_CHECKING:
+    from typing import TypeGuard
+
     from .ratelimits import Sample
 
 __all__ = ("FRESH_S", "MAX_FILE", "NAME", "SAME_RESET_S", "VERSION", "left_at_pace")
@@ -52,5 +54,5 @@ def left_at_pace(window: Sample, now: float) -> float | None:
     return None
 
 
-def _finite(value: object) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
