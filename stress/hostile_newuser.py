@@ -15,13 +15,13 @@ import sys
 import time
 
 from .harness import PY, Result
-from .hostile_classes import _probe
+from .probe import probe
 
 CLASS = "a new user's first minutes"
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "newuser")
+    p = probe(res, sb, "newuser")
     project = p.project("app")
     sid = p.session(project, "a session whose claude goes away")
     claude = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)

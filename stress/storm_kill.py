@@ -21,19 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .harness import (
-    PY,
-    Project,
-    Result,
-    Sandbox,
-    compare_fold,
-    kill_all,
-    lat,
-    make_project,
-    mark_tag,
-    ms,
-    read_raw,
-)
+from .harness import PY, Project, Result, Sandbox, compare_fold, kill_all, lat, make_project, mark_tag, ms, read_raw
 
 WRITER = r"""
 import math, os, random, sys, time

@@ -21,7 +21,8 @@ import pytest
 from browser import WAIT_MS, expect, needs_chromium
 from hubproc import Hub
 from test_live_registry import registry_file
-from transcripts import Conversation, write_session
+
+from stress.transcripts import Conversation, write_session
 
 pytestmark = needs_chromium
 

@@ -17,6 +17,8 @@ import pytest
 
 from stress.hostile_interrupt import cold, index_is_sound, make_corpus, moments, stop
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
@@ -36,9 +38,9 @@ def test_a_signal_ends_the_command_and_its_workers(corpus, command, how):
             "index": ["index"], "search": ["search", "retry", "--all"]}[command]
     seen_workers = 0
     # Three moments of its run, and the moment its workers first run (a fast machine's worker
-    # phase is tens of ms: only that stop is sure to land in it).
+    # phase is tens of ms: only that stop is sure to land in it), or its start-up is over.
     delays = moments(args, env, c3home, projects, [0.4, 0.6, 0.8])
-    for delay, at_workers in [(d, False) for d in delays] + [(0.12, command != "search")]:
+    for delay, at_workers in [(d, False) for d in delays] + [(0.0, command != "search")]:
         cold(c3home, projects)
         s = stop(args, env, delay, how, workers=at_workers)
         assert s.seconds is not None, f"{command} still running after a {how}"

@@ -24,7 +24,10 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"
 OLD = "aaaa2222-0000-4000-8000-000000000002"

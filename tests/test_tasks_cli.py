@@ -8,10 +8,12 @@ import json
 import re
 
 import pytest
-from transcripts import simple_session
 
 from c3async.cli import _TASK_ACTIONS
 from c3async.pm import actions, store
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 WHO = actions.Who(session=None, by="agent")
 
