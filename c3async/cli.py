@@ -1,7 +1,9 @@
 """The ``c3async`` command. Thin: each subcommand calls the library functions the MCP tools call.
 
 Imports happen inside each command so that ``c3async sessions`` does not pay for the MCP SDK.
-Errors go to stderr with exit status 1; usage errors exit 2; ``--json`` output is for scripts.
+Errors are said in one place, ``_said`` (``c3async: error: MESSAGE`` on stderr), with the exit
+status its kind has in ``EXIT``: 2 for a usage error (as argparse's own), 1 for the rest; an
+OSError that is not ours is said as it is, exit 1. ``--json`` output is for scripts.
 
 Text printed for a person (tables, lists, messages, errors, argparse's own usage errors and log
 lines) goes through :mod:`c3async.ground.term`, so a title, branch, note, task or path cannot drive the
@@ -14,13 +16,19 @@ option) if they hold bytes that are not UTF-8; stdout and stderr never fail to e
 from __future__ import annotations
 
 import argparse
+import datetime  # noqa: F401 - before msgspec, see below
 import logging
 import os
 import sys
 import time
 from typing import TypeVar
 
+from .ground.errors import C3Error, Kind, TaskError
 from .ground.term import inert, inert_line, json_inert
+
+# datetime is imported above, before any command imports msgspec: msgspec's C module imports it
+# as it starts, and a Ctrl-C or SIGTERM landing in that import made the interpreter crash
+# (SIGSEGV); imported here, it is an ordinary KeyboardInterrupt.
 
 __all__ = ("main",)
 
@@ -223,7 +231,7 @@ def _projects(args: argparse.Namespace) -> list[str]:
         )
     if not projects:
         looked = ", ".join(str(r.projects) for r in roots())
-        _err(f"c3async: Claude Code has no sessions here yet (looked in {inert_line(looked)})")
+        _err(f"c3async: Claude Code has no sessions yet (looked in {inert_line(looked)})")
     return projects
 
 
@@ -252,6 +260,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     import msgspec
 
     from .catalog.scan import NEWEST
+    from .sessions.moves import remember as remember_identity
     from .sessions.view import list_rows_sync, remember_roots
     from .stores import registry
 
@@ -283,6 +292,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             try:
                 registry.register(scans[0].dirs.project)
                 remember_roots(scans[:1])
+                remember_identity(scans[0].dirs.project)
             except Exception as exc:
                 _err(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
@@ -631,21 +641,17 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     from .live.hooks import install, settings_path, uninstall
 
     target = settings_path(None if args.user else _project_dir(args.project), args.user)
-    try:
-        if args.remove:
-            removed = uninstall(target)
-            print(
-                inert(
-                    f"removed the {', '.join(removed)} hooks from {target.path}"
-                    if removed
-                    else f"no c3async hooks in {target.path}"
-                )
+    if args.remove:
+        removed = uninstall(target)
+        print(
+            inert(
+                f"removed the {', '.join(removed)} hooks from {target.path}"
+                if removed
+                else f"no c3async hooks in {target.path}"
             )
-            return 0
-        added = install(target)
-    except ValueError as exc:
-        _err(f"c3async: error: {exc}")
-        return 1
+        )
+        return 0
+    added = install(target)
     if added:
         print(inert(f"added {', '.join(added)} hooks to {target.path}"))
     else:
@@ -653,134 +659,31 @@ def cmd_install_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
-# `c3async tasks` ACTION: (one line for `tasks --help`, an example, what it takes). What it takes:
-# c3_task's argument names, given as --flags, and the positionals ID (a task, required), ID? (a
-# task, optional), MILESTONE (an id or name), SESSION? (default: the current one), DECISION
-# (an id), and NAME (a milestone's name, --title or --name). `tasks` alone is `tasks list`.
-_TASK_ACTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "list": (
-        "the tasks, filtered (the default action)",
-        "c3async tasks list --status in_progress,blocked --tags ui",
-        ("status", "priority", "tags", "milestone", "due"),
-    ),
-    "board": ("the tasks by status, then each open milestone's", "c3async tasks board", ()),
-    "get": ("one task in full, with its decisions", "c3async tasks show 1a2b", ("ID",)),
-    "add": (
-        "add a task",
-        'c3async tasks add --title "ship it" --priority p1 --tags release',
-        ("title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by"),
-    ),
-    "update": (
-        "change a task's title, status, priority, due date, tags, milestone or blockers",
-        "c3async tasks update 1a2b --status done",
-        ("ID", "title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by"),
-    ),
-    "delete": (
-        "delete a task (the tasks it blocked and the decisions about it keep no link to it)",
-        "c3async tasks delete 1a2b",
-        ("ID",),
-    ),
-    "link": ("link a task to a session", "c3async tasks link 1a2b 5e6f7a8b", ("ID", "SESSION?")),
-    "report": ("what is blocking, ready to unblock, still blocked, overdue", "c3async tasks report", ()),
-    "history": ("the log of changes, of every task or of one", "c3async tasks history 1a2b", ("ID?",)),
-    "time_start": ("start a task's timer", "c3async tasks time_start 1a2b", ("ID",)),
-    "time_stop": ("stop a task's timer", "c3async tasks time_stop 1a2b", ("ID",)),
-    "time_report": ("the time tracked, per task", "c3async tasks time_report", ("ID?",)),
-    "decide": (
-        "record a decision and why",
-        'c3async tasks decide --text "use SSE" --reasoning "simpler than websockets" --task-id 1a2b',
-        ("text", "reasoning", "task_id"),
-    ),
-    "decisions": ("the decisions, all or one task's", "c3async tasks decisions 1a2b", ("ID?",)),
-    "decision_delete": ("delete a decision", "c3async tasks decision_delete 9c0d", ("DECISION",)),
-    "milestones": ("the milestones with their task counts", "c3async tasks milestones --status all", ("status",)),
-    "milestone_add": ("add a milestone", "c3async tasks milestone_add --title v1 --due 2026-06-01", ("NAME", "due")),
-    "milestone_complete": (
-        "complete a milestone (once all its tasks are done)",
-        "c3async tasks milestone_complete v1",
-        ("MILESTONE",),
-    ),
-    "milestone_reopen": ("reopen a completed milestone", "c3async tasks milestone_reopen v1", ("MILESTONE",)),
-    "milestone_archive": (
-        "archive a milestone and detach its tasks",
-        "c3async tasks milestone_archive v1",
-        ("MILESTONE",),
-    ),
-    "milestone_delete": (
-        "delete a milestone and detach its tasks",
-        "c3async tasks milestone_delete v1",
-        ("MILESTONE",),
-    ),
-}
-_TASK_FLAG_HELP = {
-    "title": "the task's title",
-    "description": "what it is about",
-    "status": "backlog, in_progress, blocked or done (default backlog)",
-    "priority": "p0 (first) to p3 (default p2)",
-    "due": "a date, YYYY-MM-DD",
-    "tags": "comma-separated",
-    "milestone": "a milestone id or name",
-    "blocked_by": "the tasks it waits on: comma-separated ids",
-    "text": "the decision",
-    "reasoning": "why",
-    "task_id": "the task it is about (an id or a unique prefix)",
-    "update.status": "backlog, in_progress, blocked or done",
-    "update.priority": "p0 (first) to p3",
-    "update.due": "a date, YYYY-MM-DD, or none",
-    "update.milestone": "a milestone id or name, or none",
-    "update.blocked_by": "comma-separated task ids, or none",
-    "list.status": "backlog, in_progress, blocked, done or all, comma-separated (default: all but the done "
-    "tasks of closed milestones)",
-    "list.priority": "p0 to p3, comma-separated",
-    "list.tags": "tasks with any of these (comma-separated)",
-    "list.milestone": "only this milestone's tasks (an id or name)",
-    "list.due": "due on or before this date, YYYY-MM-DD",
-    "milestones.status": "open, completed, archived or all, comma-separated (default open)",
-}
-_TASK_METAVARS = {
-    "title": "TEXT",
-    "description": "TEXT",
-    "text": "TEXT",
-    "reasoning": "TEXT",
-    "priority": "P",
-    "due": "DATE",
-    "blocked_by": "IDS",
-    "task_id": "ID",
-}
-_TASK_ID_HELP = "a task id or a unique prefix (4+ characters)"
-# The positionals: (dest, metavar, the c3_task argument it fills, help). All optional to argparse:
-# the old flag may give it instead, and the action itself says what is missing.
-_TASK_POSITIONALS = {
-    "ID": ("id", "ID", "task_id", _TASK_ID_HELP),
-    "ID?": ("id", "ID", "task_id", _TASK_ID_HELP + " (default: every task)"),
-    "MILESTONE": ("milestone_ref", "MILESTONE", "milestone", "a milestone id or its name"),
-    "SESSION?": ("session", "SESSION", "ref", "a session id or a unique prefix (default: the current session)"),
-    "DECISION": ("decision", "DECISION", "ref", "a decision id or a unique prefix (4+ characters)"),
-}
-# The spellings of earlier versions, still accepted (not shown in --help): c3_task argument -> flag.
-_TASK_OLD_FLAGS = {"task_id": "--task-id", "milestone": "--milestone", "ref": "--ref"}
-
-
 class _TaskWords:
-    """How the CLI words a task error (pm.errors.Door): `tasks add needs --title`."""
+    """How the CLI words a task error (``ground.errors.Words``): `tasks add needs --title`, an
+    argument by how the action's own parser spells it (``tasks.schema``)."""
 
     def action(self, action: str) -> str:
         return f"tasks {action}"
 
     def arg(self, action: str, name: str) -> str:
-        for item in _TASK_ACTIONS.get(action, ("", "", ()))[2]:
-            if item in _TASK_POSITIONALS and _TASK_POSITIONALS[item][2] == name:
-                return _TASK_POSITIONALS[item][1]
-            if item == "NAME" and name == "milestone":
-                return "--title"
+        from .ground.schema import fields
+        from .tasks.schema import BY_NAME
+
+        for f in fields(BY_NAME[action]) if action in BY_NAME else ():
+            if f.name == name and (f.param.positional or f.param.spelled(name)):
+                return f.param.metavar if f.param.positional else f.param.spelled(name)[0]
         return "--" + name.replace("_", "-")
 
     def call(self, action: str, args: tuple[tuple[str, str], ...] = ()) -> str:
         return " ".join(["c3async tasks", action, *(f"{self.arg(action, name)} {value}" for name, value in args)])
 
 
-def _task_parsers(sub) -> None:
-    """`tasks` and one subparser per action, each with only what the action takes."""
+def _task_parsers(sub, actions_too: bool = True) -> None:
+    """`tasks` and one subparser per action, each with only what the action takes: its
+    arguments, flags and help come from the action's struct (``tasks.schema``). `tasks` alone
+    is `tasks list`. ``actions_too=False``: `tasks` alone, for a command line that runs another
+    command (the actions' declarations are then not imported)."""
     tk = sub.add_parser(
         "tasks",
         help="durable tasks, milestones and decisions (the c3_task actions)",
@@ -792,14 +695,21 @@ def _task_parsers(sub) -> None:
     )
     _project_and_json(tk, "print JSON (what c3_task returns)")
     tk.set_defaults(func=cmd_tasks, task_action="list", task_inputs=())
+    if not actions_too:
+        return
+    from .ground.schema import fields, helped, name_of
+    from .tasks.schema import ACTION_TYPES
+
     actions = tk.add_subparsers(metavar="ACTION", title="actions")
-    for name, (line, example, takes) in _TASK_ACTIONS.items():
+    for action in ACTION_TYPES:
+        name = name_of(action)
+        line = (action.__doc__ or "") + (" (the default action)" if name == "list" else "")
         p = actions.add_parser(
             name,
-            aliases=["show"] if name == "get" else [],
+            aliases=list(action.aliases),
             help=line,
             description=line[0].upper() + line[1:] + ".",
-            epilog=f"Example:\n  {example}",
+            epilog=f"Example:\n  {action.example}",
             formatter_class=_ExamplesHelp,
         )
         # SUPPRESS: given before the action (`tasks --json list`), the value is not reset here
@@ -807,32 +717,21 @@ def _task_parsers(sub) -> None:
         p.add_argument(
             "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON (what c3_task returns)"
         )
-        inputs = [spelled for item in takes for spelled in _task_input(p, name, item)]
+        inputs: list[tuple[str, str, str]] = []  # (dest, c3_task argument, as typed)
+        for f in fields(action):
+            metavar = f.param.metavar or f.name.upper()
+            if f.param.positional:  # optional to argparse: an old flag may give it instead
+                p.add_argument(f"arg_{f.name}", metavar=metavar, nargs="?", type=_text, help=helped(f))
+                inputs.append((f"arg_{f.name}", f.name, metavar))
+            elif f.param.spelled(f.name):
+                flags = f.param.spelled(f.name)
+                p.add_argument(*flags, dest=f"arg_{f.name}", metavar=metavar, type=_text, help=helped(f))
+                inputs.append((f"arg_{f.name}", f.name, flags[0]))
+            for old in f.param.old_flags:  # earlier versions' spellings: accepted, not shown
+                dest = "old_" + old.lstrip("-").replace("-", "_")
+                p.add_argument(old, dest=dest, type=_text, help=argparse.SUPPRESS)
+                inputs.append((dest, f.name, old))
         p.set_defaults(task_action=name, task_inputs=tuple(inputs))
-
-
-def _task_input(p: argparse.ArgumentParser, action: str, item: str) -> list[tuple[str, str, str]]:
-    """Add what ``item`` of ``_TASK_ACTIONS`` stands for to ``p``: (dest, c3_task argument, as typed) each."""
-    if item == "NAME":
-        p.add_argument("--title", "--name", dest="name", metavar="NAME", type=_text, help="the milestone's name")
-        p.add_argument("--milestone", dest="old_milestone", type=_text, help=argparse.SUPPRESS)
-        return [("name", "milestone", "--title"), ("old_milestone", "milestone", "--milestone")]
-    if item not in _TASK_POSITIONALS:
-        flag = "--" + item.replace("_", "-")
-        help_text = _TASK_FLAG_HELP.get(f"{action}.{item}", _TASK_FLAG_HELP[item])
-        p.add_argument(flag, dest=item, metavar=_TASK_METAVARS.get(item, item.upper()), type=_text, help=help_text)
-        return [(item, item, flag)]
-    dest, metavar, arg, help_text = _TASK_POSITIONALS[item]
-    p.add_argument(dest, metavar=metavar, nargs="?", type=_text, help=help_text)
-    spelled = [(dest, arg, metavar)]
-    if item != "DECISION":  # a new action: no earlier spelling
-        old = _TASK_OLD_FLAGS[arg]
-        p.add_argument(old, dest="old_" + arg, type=_text, help=argparse.SUPPRESS)
-        spelled.append(("old_" + arg, arg, old))
-    if item == "SESSION?":
-        p.add_argument("--link-type", type=_text, help=argparse.SUPPRESS)
-        spelled.append(("link_type", "link_type", "--link-type"))
-    return spelled
 
 
 def _task_args(args: argparse.Namespace) -> dict[str, str]:
@@ -853,19 +752,14 @@ def _task_args(args: argparse.Namespace) -> dict[str, str]:
 def cmd_tasks(args: argparse.Namespace) -> int:
     import msgspec
 
-    from .pm import actions, text
-    from .pm.errors import TaskArgError, TaskError
     from .sessions.act import run_task
+    from .tasks import actions, text
 
     action = args.task_action
     given = _task_args(args)
     project = _projects(args)[0]
     who = actions.Who(session=_env_session(), by="user")
-    try:
-        result = run_task(project, who, action, **given)
-    except TaskError as exc:
-        _err(f"c3async: error: {exc.worded(_TaskWords())}")
-        return 2 if isinstance(exc, TaskArgError) else 1
+    result = run_task(project, who, action, **given)  # a refusal is worded by _said, in --flags
     if args.json:
         _write_json(msgspec.json.format(msgspec.json.encode(result), indent=2))
     elif action in actions.READ_ACTIONS:
@@ -916,7 +810,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     failed = []
 
     def refused(project: str, exc: Exception) -> None:  # --all: one project's failure is its own
-        failed.append(project)
+        failed.append(project)  # said here, with the project it was (the listing goes on)
         _err(f"c3async: error: {project}: {exc}")
 
     results = account_projects(projects, on_error=refused if args.all else None)
@@ -1133,26 +1027,23 @@ def _add_examples(parser: argparse.ArgumentParser, name: str = "") -> None:
                     _add_examples(sub, f"{name} {child}".strip())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the ``command`` about to run, only what it needs of it
+    (the `tasks` actions are declared in ``tasks.schema``: imported for `tasks` alone)."""
+    from .sessions.query import FILTERS
+
     parser = _Parser(prog="c3async", description="Find, judge and resume your Claude Code sessions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("sessions", help="list a project's sessions, one row each, newest first")
     _project_and_json(p, "print a JSON array of rows")
-    p.add_argument("--all", action="store_true", help="every registered project")
+    p.add_argument("--all", action="store_true", help="every project Claude Code has sessions of")
     p.add_argument(
         "--limit", type=_positive, metavar="N", help="print at most N rows (above 200, older sessions are listed too)"
     )
     p.add_argument(
         "--filter",
-        choices=(
-            "all",
-            "likely",
-            "stale",
-            "live",
-            "waiting",
-            "expiring",
-        ),  # sessions.view.FILTERS (not imported: start-up)
+        choices=FILTERS,
         default="all",
         help="likely: unmarked rows with at least one hint; waiting: live and waiting for you (default: all)",
     )
@@ -1222,7 +1113,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep every session Claude Code deletes within 7 days (a keep mark each; one a person unkept stays)",
     )
-    kp.add_argument("--all", action="store_true", help="with --expiring: every registered project")
+    kp.add_argument("--all", action="store_true", help="with --expiring: every project")
     kp.add_argument("--status", action="store_true", help="what the archive holds and how much only it holds")
     _project_and_json(kp, "print JSON")
     kp.set_defaults(func=cmd_keep)
@@ -1237,7 +1128,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     rs.set_defaults(func=cmd_resume)
 
-    _task_parsers(sub)
+    _task_parsers(sub, actions_too=command in (None, "tasks"))
 
     lv = sub.add_parser(
         "live",
@@ -1245,12 +1136,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="The sessions running now, waiting for you first (the longest waiting first).",
     )
     _project_and_json(lv, "print JSON")
-    lv.add_argument("--all", action="store_true", help="every project, registered or where a claude runs now")
+    lv.add_argument("--all", action="store_true", help="every project, and wherever a claude runs now")
     lv.set_defaults(func=cmd_live)
 
     st = sub.add_parser("stats", help="tokens and cost per host session (brings .c3/session_stats.jsonl up to date)")
     _project_and_json(st, "print a JSON array of rows (id, project, tokens, cost_usd, unpriced_models...)")
-    st.add_argument("--all", action="store_true", help="every registered project, read in one pass")
+    st.add_argument("--all", action="store_true", help="every project, read in one pass")
     st.set_defaults(func=cmd_stats)
 
     se = sub.add_parser("search", help="full-text search of what was said in every session (indexed as needed)")
@@ -1274,7 +1165,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="run the MCP server over stdio (for `claude mcp add c3 -- c3async serve`)")
     sv.set_defaults(func=cmd_serve)
 
-    hb = sub.add_parser("hub", help="the local web Hub: every session of every registered project")
+    hb = sub.add_parser("hub", help="the local web Hub: every session of every project")
     hb.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (default 8765; 0 picks a free one)")
     hb.add_argument("--host", type=_text, default="127.0.0.1", help="a loopback address; anything else is refused")
     hb.add_argument("--open", action="store_true", help="open the page in a browser")
@@ -1411,8 +1302,9 @@ def _main(argv: list[str]) -> int:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_InertFormatter("c3async: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    parser = build_parser()
-    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (see `c3async completion`)
+    completing = "_ARGCOMPLETE" in os.environ
+    parser = build_parser(None if completing or not argv else argv[0])
+    if completing:  # the shell asks for completions (see `c3async completion`)
         import argcomplete
 
         argcomplete.autocomplete(parser)
@@ -1434,15 +1326,36 @@ def _main(argv: list[str]) -> int:
         return 0
     except Exception as exc:
         from .ground import stop
-        from .ground.errors import C3Error
 
         code = stop.signalled()
         if code is not None:  # an error the interruption itself caused (a SQLite call cut short)
             return code
         if isinstance(exc, (C3Error, OSError)):
-            from .ground.disk import said
-            from .ground.errors import UsageError
-
-            _err(f"c3async: error: {said(exc)}")
-            return 2 if isinstance(exc, UsageError) else 1
+            return _said(exc)
         raise
+
+
+# The exit status of each kind of error (ground/errors.py): 2 for a call that cannot run as
+# written, as argparse's own usage errors; 1 for every refusal of what was asked.
+EXIT = {
+    Kind.USAGE: 2,
+    Kind.BAD_ARGUMENT: 1,
+    Kind.NOT_FOUND: 1,
+    Kind.AMBIGUOUS: 1,
+    Kind.CONFLICT: 1,
+    Kind.REFUSED: 1,
+    Kind.UNAVAILABLE: 1,
+    Kind.DAMAGED: 1,
+    Kind.DISK_FULL: 1,
+}
+
+
+def _said(exc: C3Error | OSError) -> int:
+    """The CLI's one translation of an error: its message on stderr (a task error in the CLI's
+    words), and its kind's exit status; an OSError not ours (EACCES on a file) exits 1, a full
+    disk that no writer named is said as one (``disk.said``)."""
+    from .ground.disk import said
+
+    told = said(exc)
+    _err(f"c3async: error: {told.worded(_TaskWords()) if isinstance(told, TaskError) else told}")
+    return EXIT[told.kind] if isinstance(told, C3Error) else 1

@@ -15,11 +15,11 @@ from typing import NamedTuple
 
 from .ground.errors import C3Error
 from .ground.term import inert, inert_line
-from .pm import store as pm_store
 from .sessions import brief as session_brief
 from .sessions.rows import Row, age
 from .sessions.view import filter_rows
 from .stores import config
+from .tasks import store as task_store
 
 __all__ = (
     "SESSION_URI",
@@ -92,9 +92,9 @@ def read_session(project: str, ref: str, host: str | None = None) -> str:
 
 def open_tasks(project: str) -> str:
     """The open tasks, blocked and blocking ones first, as Markdown."""
-    pm = pm_store.load(project)
-    by_id = {t.id: t for t in pm.tasks}
-    tasks = [t for t in pm.tasks if t.status != "done"]
+    task_file = task_store.load(project)
+    by_id = {t.id: t for t in task_file.tasks}
+    tasks = [t for t in task_file.tasks if t.status != "done"]
     if not tasks:
         return "# Open tasks\n\nNo open tasks in this project (c3_task action='add' creates one).\n"
 
@@ -208,11 +208,3 @@ def triage_text(project: str, host: str | None = None) -> str:
         "write the marks I confirmed with c3_session (action='stale', target, reasoning, data=successor).",
     ]
     return "\n".join(lines)
-
-
-def safe(fn, *args) -> str:
-    """A prompt's text, or what went wrong in words (a prompt is never empty, never a traceback)."""
-    try:
-        return fn(*args)
-    except C3Error as exc:
-        return f"c3async could not build this prompt: {exc}"

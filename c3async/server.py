@@ -18,6 +18,10 @@ import (its protocol types are pydantic models; its server modules import starle
 httpx2 and the OAuth stack whether or not a stdio server uses them). After each background job
 the server collects garbage and hands freed heap back to the OS (``_release_memory``), and it
 runs with one malloc arena (``_limit_arenas``).
+
+Errors are translated in one place, ``_answer``, by their kind (``ANSWERS``): a tool call's is
+a tool error result whose text is the message, a resource read's a resource error, a prompt's
+a line of text; anything else is logged on stderr and said in general words.
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from inspect import Parameter, Signature
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import anyio
 from mcp.server import NotificationOptions, ServerRequestContext
@@ -48,28 +53,25 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
+from pydantic import Field as Described
 
-from . import __version__
+from . import __version__, session_actions
 from .catalog.gitrefs import current_branch
-from .ground import disk, safefs
-from .ground.errors import BadArgument, C3Error, clip
+from .ground import disk, schema
+from .ground.errors import BadArgument, C3Error, Kind, clip
 from .ground.paths import canonical, default_project, project_root
 from .live.heartbeat import HeartbeatWriter
 from .live.identity import HostIdentity, detect_ide
 from .stores import activity, records, registry
+from .tasks import schema as task_schema
 
 if TYPE_CHECKING:
-    from .sessions.watch import ProjectWatch
-    from .stores.marks import MarkBook
+    from .sessions.runtime import Runtime
 
 __all__ = ("mcp", "serve")
 
 log = logging.getLogger("c3async.server")
 
-BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)
-MARK_POLL_S = 2.0
-USAGE_EVERY_S = 60.0
-USAGE_WAITS_S = 30.0  # the first accounting waits for the warm scan, at most this long
 ANSWER_WAITS_S = 5.0  # background reads wait for the first answer to a client, at most this long
 TEARDOWN_BUDGET_S = 0.8  # from the signal to the process gone, whatever teardown is doing
 # serve() sets it: signal handlers, gc.freeze() and fewer malloc arenas are for a process of our
@@ -82,11 +84,6 @@ LOG_FIELD = 200  # characters of a string kept in an activity row
 # a sign of life for the liveness fallback, which needs activity within 20 minutes, not a row
 # per read. Keyed per host session, so the session a /clear starts gets its row at once.
 READ_ROW_EVERY_S = 60.0
-# The keep pass (a listing: ``_refresh_archive``) runs when the project moves, and at least this
-# often: a kept session nears Claude Code's cut-off with no file moving, and is preserved within
-# the week before it (``sessions.keep``).
-ARCHIVE_EVERY_S = 3600.0
-RESOURCES_POLL_S = 3.0  # how often the project's position is compared, once the client listed resources
 RELIST_S = 60.0  # the resources listed again at least this often, moved or not
 
 
@@ -98,11 +95,9 @@ class ServerState:
     ide: str
     heartbeat: HeartbeatWriter
     record: records.SessionRecord
-    book: MarkBook | None = None  # made by the marks task (marks and the catalog load then)
     started: float = field(default_factory=time.time)
-    warm: bool = False
     answered: anyio.Event | None = None  # set once the first message (`initialize`) is answered
-    warmed: anyio.Event | None = None  # set when the first warm scan ends (well or not)
+    runtime: Runtime | None = None  # the background jobs (``sessions.runtime``), over this project
     lock: threading.Lock = field(default_factory=threading.Lock)
     # host session -> time.monotonic() of this server's last tool_call row for it (write less)
     rows_logged: dict[str | None, float] = field(default_factory=dict)
@@ -110,27 +105,6 @@ class ServerState:
     # the client's session (for notifications) and the keys of the resources it last listed
     session: Any = None
     listed: tuple | None = None
-    # what the resource watch and the archive's refresh compare (``sessions.watch``), made by each
-    resources_watch: ProjectWatch | None = None
-    archive_watch: ProjectWatch | None = None
-    archived_at: float | None = None  # time.monotonic() of the last keep pass
-
-
-async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
-    """Run ``job``; when it fails, log it and start it again after a growing pause."""
-    failures = 0
-    while True:
-        try:
-            await job()
-            return
-        except Exception as exc:
-            pause = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
-            failures += 1
-            if isinstance(exc, C3Error):  # a refused or corrupt file: its message says it all, once
-                safefs.warn_once(exc)
-            else:
-                log.exception("background task %s failed; restarting in %.0f s", name, pause)
-            await anyio.sleep(pause)
 
 
 async def _after_first_answer(state: ServerState) -> None:
@@ -141,93 +115,25 @@ async def _after_first_answer(state: ServerState) -> None:
             await state.answered.wait()
 
 
-def _scan_catalog(project: str) -> None:
-    from .catalog.scan import scan_projects_sync
-
-    # All of it in this worker thread (the stat pass and the cache too, not only the reads):
-    # the event loop stays free for the protocol. No worker processes: this process has threads.
-    scan_projects_sync([project], processes=False)  # the result is not kept: the cache file is the point
-
-
 def _preload() -> None:
     """The modules behind ``c3_session`` (the sessions view, details, marks): the first call,
     often a ``list`` soon after start, then finds them loaded."""
-    from . import session_actions  # noqa: F401
+    from .sessions import act, detail, refs, view  # noqa: F401
 
 
-async def _warm_scan(state: ServerState) -> None:
+async def _after_warm(state: ServerState) -> None:
+    """Once the first answer is out: the tool's modules loaded, and what the project is noted
+    while it exists (once moved, ``projects`` can say where to: ``sessions.moves.remember``)."""
+    from .sessions.moves import remember
+
     await _after_first_answer(state)
-    try:
-        await anyio.to_thread.run_sync(_preload)
-        await anyio.to_thread.run_sync(_scan_catalog, state.project)
-        state.warm = True
-    finally:
-        if state.warmed is not None:
-            state.warmed.set()
-    await anyio.to_thread.run_sync(_release_memory, STANDALONE)
+    await anyio.to_thread.run_sync(_preload)
+    await anyio.to_thread.run_sync(remember, state.project)
 
 
-def _refresh_marks(state: ServerState) -> None:
-    if state.book is None:
-        from .stores.marks import MarkBook
-
-        state.book = MarkBook(state.project)
-    state.book.refresh()
-
-
-async def _fold_marks(state: ServerState) -> None:
-    await _after_first_answer(state)
-    while True:
-        await anyio.to_thread.run_sync(_refresh_marks, state)
-        await anyio.sleep(MARK_POLL_S)
-
-
-def _account_once(state: ServerState, seen: tuple | None) -> tuple:
-    """Bring the token totals up to date, and the archive of kept sessions when the project's
-    position (``sessions.watch``: transcripts, marks, tasks, config...) moved since ``seen``, or
-    ARCHIVE_EVERY_S passed. Returns the position. An unchanged project costs a stat per
-    transcript, nothing read."""
-    from .sessions.watch import ProjectWatch
-    from .usage.account import account_if_changed  # loaded by the first run
-
-    # this process has threads: never fork it
-    worked = account_if_changed(state.project, processes=False) is not None
-    if state.archive_watch is None:
-        state.archive_watch = ProjectWatch(state.project)
-    now = state.archive_watch.poll(full=True)
-    due = state.archived_at is None or time.monotonic() - state.archived_at >= ARCHIVE_EVERY_S
-    if now != seen or due:
-        _refresh_archive(state.project)
-        state.archived_at = time.monotonic()
-        worked = True
-    if worked:
-        _release_memory()
-    return now
-
-
-def _refresh_archive(project: str) -> None:
-    """A listing brings the archive of kept sessions up to date (a copy on another device gets
-    its new bytes), so a session kept long ago is current when Claude Code deletes it; and it
-    preserves the kept sessions older than its rows that near the cut-off (``sessions.keep``)."""
-    from .sessions.view import list_rows_sync
-
-    try:
-        list_rows_sync([project], processes=False)
-    except Exception as exc:  # a background chore: logged, never fatal
-        log.warning("could not refresh the archive of kept sessions: %s", exc)
-
-
-async def _account_usage(state: ServerState) -> None:
-    """Keep .c3/session_stats.jsonl current: each run reads only bytes appended since the last.
-    The first run waits for the warm scan (the first ``list`` matters more than the first stats;
-    the accountant also takes the titles from the catalog's cache)."""
-    if state.warmed is not None:
-        with anyio.move_on_after(USAGE_WAITS_S):
-            await state.warmed.wait()
-    seen = None
-    while True:
-        seen = await anyio.to_thread.run_sync(_account_once, state, seen)
-        await anyio.sleep(USAGE_EVERY_S)
+def _release(first: bool) -> None:
+    """After the runtime's warm scan (``first``) or a pass that read a lot."""
+    _release_memory(freeze=first and STANDALONE)
 
 
 @cache
@@ -273,31 +179,22 @@ def _listed(project: str) -> list[Any]:
     return mcp_prompts.listed(project)
 
 
-def _resources_position(state: ServerState) -> tuple:
-    from .sessions.watch import ProjectWatch
-
-    if state.resources_watch is None:
-        state.resources_watch = ProjectWatch(state.project)
-    return state.resources_watch.poll()
-
-
 async def _watch_resources(state: ServerState) -> None:
     """Tell the client when the resources it listed change (a new session, a new title, a
     mark), so Claude Code's ``@`` menu stays current. Nothing is compared before the client's
     first ``resources/list``: a client that never lists is never notified. The resources are
-    listed again when the project's position moves (a stat per watched file and folder:
-    ``sessions.watch``), and at least every ``RELIST_S`` (a heartbeat that ends or a hint that
-    comes with age moves no file)."""
+    listed again when the runtime's watcher says the project moved, and at least every
+    ``RELIST_S`` (a heartbeat that ends or a hint that comes with age moves no file)."""
+    assert state.runtime is not None
+    feed = state.runtime.feed
     await _after_first_answer(state)
-    seen, listed_at = None, 0.0
+    await feed.primed.wait()
+    seen = feed.version(state.project)
     while True:
-        await anyio.sleep(RESOURCES_POLL_S)
+        with anyio.move_on_after(RELIST_S):
+            seen = await feed.wait(state.project, seen)
         if state.listed is None or state.session is None:
             continue
-        now = await anyio.to_thread.run_sync(_resources_position, state)
-        if now == seen and time.monotonic() - listed_at < RELIST_S:
-            continue
-        seen, listed_at = now, time.monotonic()
         keys = tuple(item.key for item in await anyio.to_thread.run_sync(_listed, state.project))
         if keys != state.listed:
             state.listed = keys
@@ -361,7 +258,10 @@ def _serving(state: ServerState, host: str | None) -> str | None:
 @asynccontextmanager
 async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
     state = _new_state()
-    state.answered, state.warmed = anyio.Event(), anyio.Event()
+    from .sessions.runtime import Runtime, supervised
+
+    state.answered = anyio.Event()
+    state.runtime = Runtime(lambda: [state.project], after=state.answered, release=_release)
     try:
         registry.register(state.project)
     except Exception as exc:  # the registry only feeds the Hub's project list
@@ -370,9 +270,8 @@ async def lifespan(server: MCPServer) -> AsyncIterator[ServerState]:
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(supervised, "heartbeat", state.heartbeat.run)
-            tg.start_soon(supervised, "catalog", lambda: _warm_scan(state))
-            tg.start_soon(supervised, "marks", lambda: _fold_marks(state))
-            tg.start_soon(supervised, "usage", lambda: _account_usage(state))
+            tg.start_soon(state.runtime.run)  # the watcher, the warm scan, token totals, the keep pass
+            tg.start_soon(supervised, "after warm", lambda: _after_warm(state))
             tg.start_soon(supervised, "resources", lambda: _watch_resources(state))
             if STANDALONE:
                 tg.start_soon(_watch_signals, state, tg.cancel_scope)
@@ -441,6 +340,38 @@ def _result(text: str, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
+class _Answer(NamedTuple):
+    """What the MCP door makes of one kind of error."""
+
+    about_files: bool  # a tool's text leads with "TOOL: could not read or write a file: "
+    resource: type[ResourceError]  # what a resource read raises with the message
+
+
+# The MCP answer of each kind of error (ground/errors.py). Every tool error is a tool error
+# result whose text is the message, for the agent to act on; a refused file and a full disk
+# lead with what failed, as an OSError that is not ours does. A resource read of a reference
+# that names no resource (malformed, unknown, ambiguous) is "not found"; any other, an error.
+ANSWERS = {
+    Kind.USAGE: _Answer(False, ResourceNotFoundError),
+    Kind.BAD_ARGUMENT: _Answer(False, ResourceNotFoundError),
+    Kind.NOT_FOUND: _Answer(False, ResourceNotFoundError),
+    Kind.AMBIGUOUS: _Answer(False, ResourceNotFoundError),
+    Kind.CONFLICT: _Answer(False, ResourceError),
+    Kind.REFUSED: _Answer(True, ResourceError),
+    Kind.UNAVAILABLE: _Answer(False, ResourceError),
+    Kind.DAMAGED: _Answer(False, ResourceError),
+    Kind.DISK_FULL: _Answer(True, ResourceError),
+}
+NOT_OURS = _Answer(True, ResourceError)  # an OSError that is not ours (EACCES on a file)
+
+
+def _answer(exc: C3Error | OSError) -> tuple[str, _Answer]:
+    """The MCP door's one translation: an error's message (a full disk that no writer named
+    said as one, ``disk.said``) and what its kind is here."""
+    told = disk.said(exc)
+    return str(told), ANSWERS[told.kind] if isinstance(told, C3Error) else NOT_OURS
+
+
 def _row_due(state: ServerState, host: str | None, read_only: bool) -> bool:
     """Whether this call logs its ``tool_call`` row (see READ_ROW_EVERY_S). The slot is taken
     before the row is written, so concurrent reads log one row, not one each."""
@@ -486,10 +417,9 @@ async def _call(
 
     try:
         text = await anyio.to_thread.run_sync(body)
-    except OSError as exc:  # first: a refused state file (safefs.UnsafeState) is both
-        return _result(f"{tool}: could not read or write a file: {disk.said(exc)}", error=True)
-    except C3Error as exc:
-        return _result(str(exc), error=True)
+    except (C3Error, OSError) as exc:
+        said, answer = _answer(exc)
+        return _result(f"{tool}: could not read or write a file: {said}" if answer.about_files else said, error=True)
     except Exception:
         shown = ascii(clip(action or "", 60))  # any text: bounded and escaped for stderr and the result
         log.exception("%s(action=%s) failed", tool, shown)
@@ -511,8 +441,68 @@ def _check_view(view: str) -> tuple[str, bool]:
     return name, True  # every view only reads
 
 
+def _takes(actions: Sequence[type], order: Sequence[str] | None = None) -> Callable[[Callable], Callable]:
+    """Give the decorated tool the parameters its ``actions`` take (``ground.schema``): ``action``,
+    then every argument as text, "" by default, described for each action that takes it. The SDK
+    publishes them as the tool's input schema; the tool receives them as keywords. ``order``: the
+    arguments' order where the spec fixes the signature (else the order they first appear)."""
+    arguments = schema.arguments(actions)
+    names = list(arguments) if order is None else list(order)
+    if sorted(names) != sorted(arguments):
+        raise TypeError(f"the arguments {sorted(arguments)} are not the signature {names}")
+    which = f"one of {', '.join(schema.name_of(a) for a in actions)} (the tool's description says what each takes)"
+    takes = [
+        Parameter("action", Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[str, Described(description=which)])
+    ]
+    for name in names:
+        about = Described(description=schema.described(actions, name))
+        takes.append(Parameter(name, Parameter.POSITIONAL_OR_KEYWORD, default="", annotation=Annotated[str, about]))
+    takes.append(Parameter("ctx", Parameter.KEYWORD_ONLY, annotation=Context[ServerState]))
+
+    def declare(fn: Callable) -> Callable:
+        fn.__signature__ = Signature(takes, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+        return fn
+
+    return declare
+
+
+def _lines(actions: Sequence[type]) -> str:
+    """One line per action: its name, what it takes (optional ones in brackets) and what it does."""
+    return "\n".join(f"- {schema.usage(a)}" for a in actions)
+
+
+_SESSION_ACTIONS = session_actions.ACTION_TYPES
+C3_SESSION = f"""\
+Sessions of this project: the catalog of Claude Code conversations, and this C3 session.
+
+Catalog actions (target takes a session id or a unique prefix of 4+ characters):
+{_lines([a for a in _SESSION_ACTIONS if not a.lifecycle])}
+Sessions with a note or linked tasks are kept by default.
+Lifecycle actions, on this C3 session's record:
+{_lines([a for a in _SESSION_ACTIONS if a.lifecycle])}
+Changes: the marks (stale, unstale, note, keep, unkeep) in .c3/session_marks.jsonl, this C3 \
+session's record and the activity log; never a transcript. {", ".join(session_actions.READS)} and plan \
+without data only read. Each parameter says what it is for each action, and its limit in characters. No NUL.
+"""
+_TASK_ACTIONS = task_schema.ACTION_TYPES
+C3_TASK = f"""\
+Durable project tasks, milestones and decisions (they outlive every conversation).
+
+Changes (each recorded in the event log, which keeps what a delete removed; tasks and decisions \
+changed here are linked to the current session):
+{_lines([a for a in _TASK_ACTIONS if not a.reads])}
+Reads (never write):
+{_lines([a for a in _TASK_ACTIONS if a.reads])}
+Task ids accept a unique prefix of {task_schema.MIN_PREFIX}+ characters; a milestone, its id or its name. \
+Done tasks of a completed milestone leave the default list and board but keep their link. Changes \
+write .c3/pm/pm.json. Each parameter says what it is for each action, and its limit in characters; \
+tags: at most {task_schema.MAX_TAGS} of {task_schema.MAX_TAG} characters each. No NUL.
+"""
+
+
 @mcp.tool(
     title="Sessions of this project",
+    description=C3_SESSION,
     annotations=ToolAnnotations(
         title="Sessions of this project",
         read_only_hint=False,  # marks, notes and this C3 session's record; list, show, search only read
@@ -521,53 +511,16 @@ def _check_view(view: str) -> tuple[str, bool]:
         open_world_hint=False,
     ),
 )
-async def c3_session(
-    action: str,
-    data: str = "",
-    reasoning: str = "",
-    description: str = "",
-    summary: str = "",
-    event_type: str = "",
-    target: str = "",
-    *,
-    ctx: Context[ServerState],
-) -> CallToolResult:
-    """Sessions of this project: the catalog of Claude Code conversations, and this C3 session.
-
-    Catalog actions (target takes a session id or a unique prefix of 4+ characters):
-    - list: one line per session, newest first. target: all | likely | stale | live | search text.
-    - show: one session expanded (prompts, note or snapshot, chain, last turns). target: id.
-    - search: full text of every conversation (what was said; not tool output unless asked).
-      target: words, "exact phrase", prefix*, OR, -word, identifiers like retry_budget. data:
-      options, e.g. "all tools role=user since=7d branch=main limit=5" (default: this project).
-    - stale: mark a session not worth resuming. target, reasoning (why) required; data: successor id.
-    - unstale: undo it. target.
-    - note: leave a note. data: summary, reasoning: next steps; target defaults to this session.
-    - keep / unkeep: keep a session past Claude Code's cleanup (its transcript is preserved in
-      the archive and stays listed and resumable after Claude Code deletes it), or release it.
-      target; reasoning optional. Sessions with a note or linked tasks are kept by default.
-    Lifecycle actions: start (description), log (event_type, data, reasoning),
-    snapshot (summary, data), restore (target), plan (data; empty reads it), end (summary).
-    Changes: the marks (stale, unstale, note, keep, unkeep) in .c3/session_marks.jsonl, this C3
-    session's record and the activity log; never a transcript. list, show, search, restore and
-    plan without data only read.
-    Text limits (characters): stale reasoning 2,000; note data and reasoning 8,000 each; log and
-    snapshot data and plan 20,000; summaries 8,000; description 2,000; target 500 (search 2,000). No NUL.
-    """
+@_takes(_SESSION_ACTIONS, order=("data", "reasoning", "description", "summary", "event_type", "target"))
+async def c3_session(action: str, *, ctx: Context[ServerState], **args: str) -> CallToolResult:
+    """``C3_SESSION``; its parameters are what ``session_actions`` declares, in the spec's order."""
     state: ServerState = ctx.request_context.lifespan_context
-    args = dict(
-        data=data, reasoning=reasoning, description=description, summary=summary, event_type=event_type, target=target
-    )
 
     def check() -> tuple[str, bool]:
-        from . import session_actions  # the sessions view, marks, details: loaded by the first call
-
         name = session_actions.validate(action, **args)
-        return name, session_actions.reads_only(name, data)
+        return name, session_actions.reads_only(name, args.get("data", ""))
 
     def body(host: str | None) -> str:
-        from . import session_actions
-
         caller = session_actions.Caller(state.project, state.c3_session_id, host, state.record, by="agent")
         if action.strip().lower() in session_actions.LIFECYCLE:
             with state.lock:  # one writer of this process's record at a time
@@ -579,80 +532,33 @@ async def c3_session(
 
 @mcp.tool(
     title="Project tasks, milestones and decisions",
+    description=C3_TASK,
     annotations=ToolAnnotations(
         title="Project tasks, milestones and decisions",
-        read_only_hint=False,  # changes .c3/pm.json; the read actions never write
+        read_only_hint=False,  # changes .c3/pm/pm.json; the read actions never write
         destructive_hint=True,  # delete, milestone_delete and decision_delete remove what they name
         idempotent_hint=False,
         open_world_hint=False,
     ),
 )
-async def c3_task(
-    action: str,
-    task_id: str = "",
-    title: str = "",
-    description: str = "",
-    status: str = "",
-    priority: str = "",
-    due: str = "",
-    tags: str = "",
-    milestone: str = "",
-    blocked_by: str = "",
-    text: str = "",
-    reasoning: str = "",
-    link_type: str = "",
-    ref: str = "",
-    *,
-    ctx: Context[ServerState],
-) -> CallToolResult:
-    """Durable project tasks, milestones and decisions (they outlive every conversation).
-
-    Changes: add (title; description, status backlog|in_progress|blocked|done, priority p0-p3,
-    due YYYY-MM-DD, tags a,b, milestone, blocked_by ids), update (task_id + fields), delete
-    (task_id; its blocked_by and decision links go too), link (task_id, link_type='session',
-    ref='current' or a session id), decide (text, reasoning, task_id), decision_delete (ref: the
-    decision id), milestone_add (milestone or title: its name; due), milestone_complete /
-    milestone_reopen / milestone_archive / milestone_delete (milestone: id or name; archive and
-    delete detach its tasks), time_start / time_stop (task_id).
-    Reads (never write): get, list (filters status, priority, tags, milestone, due), board,
-    report (blocking / ready to unblock), history, decisions, time_report, milestones (status:
-    open by default, or completed, archived, all; each with task counts and open tasks). Done
-    tasks of a completed milestone leave the default list and board but keep their link.
-    Task ids accept a unique prefix of 4+ characters. Changes write .c3/pm.json (tasks and
-    decisions changed here are linked to the current session) and its event log, which keeps
-    what a delete removed. Text limits (characters): title 500, description 20,000,
-    decision text and reasoning 8,000 each, milestone name 200, up to 50 tags of 64. No NUL.
-    """
+@_takes(_TASK_ACTIONS)
+async def c3_task(action: str, *, ctx: Context[ServerState], **args: str) -> CallToolResult:
+    """``C3_TASK``; its parameters are what ``tasks.schema`` declares."""
     state: ServerState = ctx.request_context.lifespan_context
-    args = dict(
-        task_id=task_id,
-        title=title,
-        description=description,
-        status=status,
-        priority=priority,
-        due=due,
-        tags=tags,
-        milestone=milestone,
-        blocked_by=blocked_by,
-        text=text,
-        reasoning=reasoning,
-        link_type=link_type,
-        ref=ref,
-    )
 
     def check() -> tuple[str, bool]:
-        from .pm import actions as pm_actions  # the task store: loaded by the first c3_task call
+        from .tasks import actions as task_actions  # the task store: loaded by the first c3_task call
 
-        name = pm_actions.validate(action, **args)
-        return name, name in pm_actions.READ_ACTIONS
+        name = task_actions.validate(action, **args)
+        return name, name in task_schema.READS
 
     def body(host: str | None) -> str:
         import msgspec
 
-        from .pm import actions as pm_actions
         from .sessions.act import run_task
+        from .tasks import actions as task_actions
 
-        result = run_task(state.project, pm_actions.Who(session=host, by="agent"), action, **args)
+        result = run_task(state.project, task_actions.Who(session=host, by="agent"), action, **args)
         return msgspec.json.format(msgspec.json.encode(result), indent=1).decode()
 
     return await _call(state, "c3_task", action, body, check)
@@ -714,15 +620,13 @@ mcp._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParam
 
 async def _read(state: ServerState, fn: Callable[..., str], *args: Any) -> str:
     """A resource's text, read in a worker thread; our errors become resource errors the client
-    shows (an unknown or ambiguous id: not found), anything else a logged, generic one."""
-    from .ground.errors import AmbiguousSession, BadArgument, UnknownSession
-
+    shows (``ANSWERS``: an unknown or ambiguous id is not found), anything else a logged, generic
+    one."""
     try:
         return await anyio.to_thread.run_sync(fn, *args)
-    except (UnknownSession, AmbiguousSession, BadArgument) as exc:
-        raise ResourceNotFoundError(str(exc)) from None
     except (C3Error, OSError) as exc:
-        raise ResourceError(str(exc)) from None
+        said, answer = _answer(exc)
+        raise answer.resource(said) from None
 
 
 @mcp.resource(
@@ -783,7 +687,9 @@ async def _prompt(fn_name: str, *args: Any) -> str:
     from . import mcp_prompts
 
     try:
-        return await anyio.to_thread.run_sync(mcp_prompts.safe, getattr(mcp_prompts, fn_name), *args)
+        return await anyio.to_thread.run_sync(getattr(mcp_prompts, fn_name), *args)
+    except (C3Error, OSError) as exc:  # a prompt is never empty, never a traceback
+        return f"c3async could not build this prompt: {_answer(exc)[0]}"
     except Exception:
         log.exception("prompt %s failed", fn_name)
         return "c3async could not build this prompt (its server's stderr has the details)."

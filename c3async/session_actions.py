@@ -1,65 +1,232 @@
-"""``c3_session``: the actions behind the MCP tool, as plain functions over a ``Caller``.
+"""``c3_session``: the actions behind the MCP tool, declared once and done as plain functions
+over a ``Caller``.
+
+Each action is a msgspec Struct (``ground.schema``): its tag the action's name, its docstring its
+line of help, its fields its arguments with their limits and help. The tool's parameters and
+their descriptions, the limits and the arguments an action cannot do without come from them.
 
 Two families. Lifecycle (start, log, snapshot, restore, plan, end) writes this server's C3
-session record and the activity log. Catalog (list, show, stale, unstale, note) reads and marks
-the session catalog through the same library functions the CLI and the Hub use.
-Every problem raises a C3Error whose message says how to fix the call.
+session record and the activity log. Catalog (list, show, search, stale, unstale, note, keep,
+unkeep) reads and marks the session catalog through the same library functions the CLI and the
+Hub use. Every problem raises a C3Error whose message says how to fix the call.
 
-``validate`` checks what needs no file (the action name, text limits, NUL and lone surrogates)
-and runs before anything is logged or written. Limits, in characters: a stale reason 2,000, a
-note's summary and next steps 8,000 each (see ``marks``); a log entry's data 20,000 and its
-reasoning 8,000; a snapshot's summary 8,000 and data 20,000; a plan 20,000; a start description
-2,000; an end summary 8,000; event_type 64; target 500; every other argument 20,000.
+``validate`` checks what needs no file (the action name, text limits, NUL and lone surrogates,
+the arguments an action cannot do without) and runs before anything is logged or written.
+Limits, in characters: a stale reason 2,000, a note's summary and next steps 8,000 each (see
+``marks``); a log entry's data 20,000 and its reasoning 8,000; a snapshot's summary 8,000 and
+data 20,000; a plan 20,000; a start description 2,000; an end summary 8,000; event_type 64;
+target 500 (search's 2,000). The module is light, as the server declares its tool from it at
+start: what the actions read with (the sessions view, details, marks) loads with the first call.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Annotated, Any, ClassVar
 
-from .ground.errors import BadArgument, C3Error, check_text, clip
-from .sessions import detail as session_detail
-from .sessions.act import mark as mark_session
-from .sessions.refs import find
-from .sessions.rows import age
-from .sessions.view import FILTERS, list_rows_sync
+import msgspec
+
+from .ground import schema
+from .ground.errors import BadArgument, NotFound, check_text, clip
+from .ground.schema import Field, Param, name_of
 from .stores import activity, records
 from .stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
 
-__all__ = ("ACTIONS", "LIMITS", "READS", "Caller", "reads_only", "run", "validate")
+__all__ = (
+    "ACTIONS",
+    "ACTION_TYPES",
+    "LIFECYCLE",
+    "LIMITS",
+    "READS",
+    "Caller",
+    "reads_only",
+    "run",
+    "validate",
+)
 
-LIFECYCLE = ("start", "log", "snapshot", "restore", "plan", "end")
-CATALOG = ("list", "show", "search", "stale", "unstale", "note", "keep", "unkeep")
-ACTIONS = LIFECYCLE + CATALOG
-READS = ("list", "show", "search", "restore")  # and plan with no data: they change nothing (plan-mode safe)
 LIST_ROWS = 40  # rows a `list` answer shows; the rest are counted
-
-MAX_TEXT = 20_000  # any argument an action has no tighter limit for
+MAX_TEXT = 20_000  # a log entry's or a snapshot's data, a plan
 MAX_DESCRIPTION = 2_000
 MAX_EVENT_TYPE = 64
 MAX_TARGET = 500  # a session id or prefix, a filter, or search text
+MAX_QUERY = 2_000  # search text (search.query.MAX_QUERY)
 LOG_FIELD = 200  # characters of a string kept in an activity row
+
+
+def _prose(help: str, most: int, needs: str = "") -> Param:
+    return Param(help, most, needs=needs, prose=True)
+
+
+TARGET = Param("a session id or a unique prefix (4+ characters)", MAX_TARGET)
+REASON = _prose("why (optional)", MAX_REASON)
+
+
+class Action(msgspec.Struct, kw_only=True, tag_field="action"):
+    """A call of c3_session. ``reads``: it changes nothing (plan-mode safe; ``plan`` without
+    data too, ``reads_only``); ``lifecycle``: it acts on this server's C3 session record."""
+
+    reads: ClassVar[bool] = False
+    lifecycle: ClassVar[bool] = False
+
+
+class Lifecycle(Action):
+    lifecycle: ClassVar[bool] = True
+
+
+class Start(Lifecycle, tag="start"):
+    """begin this C3 session's record"""
+
+    description: Annotated[str, _prose("what this C3 session is for", MAX_DESCRIPTION)] = ""
+
+
+class Log(Lifecycle, tag="log"):
+    """record an event of this C3 session"""
+
+    event_type: Annotated[
+        str,
+        Param(
+            "decision, discovery, blocker, progress...",
+            MAX_EVENT_TYPE,
+            needs="decision, discovery, blocker, progress...",
+        ),
+    ]
+    data: Annotated[str, _prose("what happened", MAX_TEXT, needs="what happened")]
+    reasoning: Annotated[str, _prose("why", 8_000)] = ""
+
+
+class Snapshot(Lifecycle, tag="snapshot"):
+    """save where things stand"""
+
+    summary: Annotated[str, _prose("where things stand", 8_000, needs="where things stand")]
+    data: Annotated[str, _prose("what is done and what is next", MAX_TEXT)] = ""
+
+
+class Restore(Lifecycle, tag="restore"):
+    """the last snapshot of a session"""
+
+    reads: ClassVar[bool] = True
+    target: Annotated[str, replace(TARGET, help=TARGET.help + " (default: this session, else the newest snapshot)")] = (
+        ""
+    )
+
+
+class Plan(Lifecycle, tag="plan"):
+    """this C3 session's plan (ephemeral: durable work goes in c3_task)"""
+
+    data: Annotated[str, _prose("the plan; empty reads it back", MAX_TEXT)] = ""
+
+
+class End(Lifecycle, tag="end"):
+    """close this C3 session's record"""
+
+    summary: Annotated[str, _prose("how it ended", 8_000)] = ""
+
+
+class List(Action, tag="list"):
+    """one line per session, newest first"""
+
+    reads: ClassVar[bool] = True
+    target: Annotated[str, Param("all, likely, stale, live, or text to search for (default: all)", MAX_TARGET)] = ""
+
+
+class Show(Action, tag="show"):
+    """one session expanded: prompts, note or snapshot, chain, last turns"""
+
+    reads: ClassVar[bool] = True
+    target: Annotated[str, replace(TARGET, help=TARGET.help + " (default: this session)")] = ""
+
+
+class Search(Action, tag="search"):
+    """the full text of every conversation (what was said; tool output only when asked)"""
+
+    reads: ClassVar[bool] = True
+    target: Annotated[
+        str,
+        Param(
+            'words, "exact phrase", prefix*, OR, -word, identifiers like retry_budget',
+            MAX_QUERY,
+            needs='the words to find ("exact phrase", prefix*, OR, -word)',
+        ),
+    ]
+    data: Annotated[
+        str,
+        Param(
+            "options, e.g. all tools role=user since=7d branch=main limit=5 (default: this project)",
+            MAX_DESCRIPTION,
+        ),
+    ] = ""
+
+
+class Stale(Action, tag="stale"):
+    """mark a session not worth resuming"""
+
+    target: Annotated[str, replace(TARGET, needs="the session id or prefix to mark")]
+    reasoning: Annotated[
+        str,
+        _prose(
+            "why it should not be resumed (superseded, finished, abandoned)",
+            MAX_REASON,
+            needs="why it should not be resumed (superseded, finished, abandoned)",
+        ),
+    ]
+    data: Annotated[str, Param("the session that took over (its id)", MAX_REF)] = ""
+
+
+class Unstale(Action, tag="unstale"):
+    """undo a stale mark"""
+
+    target: Annotated[str, replace(TARGET, needs="the session id or prefix")]
+    reasoning: Annotated[str, REASON] = ""
+
+
+class Note(Action, tag="note"):
+    """leave a note on a session"""
+
+    target: Annotated[str, replace(TARGET, help=TARGET.help + " (default: this session)")] = ""
+    data: Annotated[str, _prose("the summary: what was done", MAX_SUMMARY)] = ""
+    reasoning: Annotated[str, _prose("the next steps", MAX_NEXT_STEPS)] = ""
+
+
+class Keep(Action, tag="keep"):
+    """keep a session past Claude Code's cleanup (its transcript is preserved in the archive, listed and resumable after Claude Code deletes it)"""
+
+    target: Annotated[str, replace(TARGET, needs="the session id or prefix to keep past Claude Code's cleanup")]
+    reasoning: Annotated[str, REASON] = ""
+
+
+class Unkeep(Action, tag="unkeep"):
+    """release a kept session (its archive entry is removed)"""
+
+    target: Annotated[str, replace(TARGET, needs="the session id or prefix to release")]
+    reasoning: Annotated[str, REASON] = ""
+
+
+ACTION_TYPES: tuple[type[Action], ...] = (
+    Start,
+    Log,
+    Snapshot,
+    Restore,
+    Plan,
+    End,
+    List,
+    Show,
+    Search,
+    Stale,
+    Unstale,
+    Note,
+    Keep,
+    Unkeep,
+)
+_BY_NAME: dict[str, type[Action]] = {name_of(a): a for a in ACTION_TYPES}
+ACTIONS = tuple(_BY_NAME)
+LIFECYCLE = tuple(name for name, a in _BY_NAME.items() if a.lifecycle)
+READS = tuple(name for name, a in _BY_NAME.items() if a.reads)  # and plan with no data (``reads_only``)
 # (action, argument) -> the most characters it may hold.
 LIMITS: dict[tuple[str, str], int] = {
-    ("start", "description"): MAX_DESCRIPTION,
-    ("log", "event_type"): MAX_EVENT_TYPE,
-    ("log", "data"): MAX_TEXT,
-    ("log", "reasoning"): 8_000,
-    ("snapshot", "summary"): 8_000,
-    ("snapshot", "data"): MAX_TEXT,
-    ("plan", "data"): MAX_TEXT,
-    ("end", "summary"): 8_000,
-    ("stale", "reasoning"): MAX_REASON,
-    ("stale", "data"): MAX_REF,  # the successor's id
-    ("unstale", "reasoning"): MAX_REASON,
-    ("keep", "reasoning"): MAX_REASON,
-    ("unkeep", "reasoning"): MAX_REASON,
-    ("note", "data"): MAX_SUMMARY,
-    ("note", "reasoning"): MAX_NEXT_STEPS,
-    ("search", "target"): 2_000,  # the query (search.query.MAX_QUERY)
-    ("search", "data"): MAX_DESCRIPTION,  # its options
+    (name_of(a), f.name): f.param.limit for a in ACTION_TYPES for f in schema.fields(a)
 }
 
 
@@ -74,13 +241,18 @@ class Caller:
     by: str = "agent"
 
 
-def validate(action: str, **args: str) -> str:
-    """The action's name, normalised, once every check that needs no file has passed: a known
-    action, and every argument within its limit and free of NUL and lone surrogates. Raises
-    BadArgument naming the argument, its limit and its length. Nothing is logged or written
-    before this passes."""
+def _needs(action: str) -> Callable[[Field], BadArgument]:
+    return lambda f: BadArgument(f"c3_session(action='{action}') needs {f.name}: {f.param.needs}")
+
+
+def read(action: str, **args: str | None) -> Action:
+    """The call as its action's struct, once every check that needs no file has passed: a known
+    action, every argument within its limit and free of NUL and lone surrogates, and the ones
+    the action cannot do without given. Raises BadArgument naming the argument (and its limit
+    and length). Nothing is logged or written before this passes."""
     name = (action or "").strip().lower()
-    if name not in _HANDLERS:
+    kind = _BY_NAME.get(name)
+    if kind is None:
         shown = action if len(action or "") <= 60 else clip(action, 60)
         raise BadArgument(f"unknown action {shown!r}: use one of {', '.join(ACTIONS)}")
     for arg, value in args.items():
@@ -88,22 +260,36 @@ def validate(action: str, **args: str) -> str:
             continue
         if not isinstance(value, str):
             raise BadArgument(f"c3_session {arg} must be text")
-        limit = LIMITS.get((name, arg)) or (MAX_TARGET if arg == "target" else MAX_TEXT)
-        check_text(value, f"c3_session(action='{name}') {arg}", limit)
-    return name
+        most = schema.limit(ACTION_TYPES, kind, arg)
+        if most is None:
+            raise BadArgument(f"c3_session takes no argument {clip(arg, 60)!r}")
+        check_text(value, f"c3_session(action='{name}') {arg}", most)
+    return schema.parse(kind, {k: v or "" for k, v in args.items()}, _needs(name))
+
+
+def validate(action: str, **args: str | None) -> str:
+    """The action's name, normalised, once ``read`` has passed."""
+    return name_of(type(read(action, **args)))
 
 
 def reads_only(name: str, data: str = "") -> bool:
-    """Whether the (validated) action changes nothing: list, show, restore, and plan with empty
-    data (which reads the plan back)."""
+    """Whether the (validated) action changes nothing: list, show, search, restore, and plan
+    with empty data (which reads the plan back)."""
     return name in READS or (name == "plan" and not (data or "").strip())
 
 
-def _need(value: str, name: str, action: str, what: str) -> str:
-    value = (value or "").strip()
-    if not value:
-        raise BadArgument(f"c3_session(action='{action}') needs {name}: {what}")
-    return value
+# The operation of each action, by its name: fn(caller, call)
+_HANDLERS: dict[str, Callable[[Caller, Any], str]] = {}
+
+
+def _does(action: type[Action]) -> Callable[[Callable[[Caller, Any], str]], Callable[[Caller, Any], str]]:
+    """Make the decorated function the operation of ``action``."""
+
+    def register(fn: Callable[[Caller, Any], str]) -> Callable[[Caller, Any], str]:
+        _HANDLERS[name_of(action)] = fn
+        return fn
+
+    return register
 
 
 def _save(caller: Caller) -> None:
@@ -114,9 +300,9 @@ def _save(caller: Caller) -> None:
 # ---------------------------------------------------------------- lifecycle
 
 
-def start(c: Caller, description: str = "", **_: str) -> str:
-    validate("start", description=description)
-    c.record.description = description.strip() or c.record.description
+@_does(Start)
+def start(c: Caller, call: Start) -> str:
+    c.record.description = call.description.strip() or c.record.description
     _save(c)
     # Not "session_start": that kind is the hooks' fact about a host session, which the liveness
     # fallback trusts; a lifecycle start says nothing about when the host session ends.
@@ -130,17 +316,16 @@ def start(c: Caller, description: str = "", **_: str) -> str:
     return f"started C3 session {c.c3_session_id[:8]} for host session {c.host_session_id or '(unknown)'}"
 
 
-def log(c: Caller, event_type: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
-    validate("log", event_type=event_type, data=data, reasoning=reasoning)
-    event_type = _need(event_type, "event_type", "log", "decision, discovery, blocker, progress...")
-    data = _need(data, "data", "log", "what happened")
+@_does(Log)
+def log(c: Caller, call: Log) -> str:
+    event_type = call.event_type.strip()
     c.record.events.append(
         records.Event(
             ts=time.time(),
             host_session_id=c.host_session_id,
             event_type=event_type,
-            data=data,
-            reasoning=reasoning.strip(),
+            data=call.data.strip(),
+            reasoning=call.reasoning.strip(),
         )
     )
     _save(c)
@@ -150,20 +335,25 @@ def log(c: Caller, event_type: str = "", data: str = "", reasoning: str = "", **
     return f"logged {event_type} ({len(c.record.events)} events in this C3 session)"
 
 
-def snapshot(c: Caller, summary: str = "", data: str = "", **_: str) -> str:
-    validate("snapshot", summary=summary, data=data)
-    summary = _need(summary, "summary", "snapshot", "where things stand")
+@_does(Snapshot)
+def snapshot(c: Caller, call: Snapshot) -> str:
     c.record.snapshots.append(
-        records.Snapshot(ts=time.time(), host_session_id=c.host_session_id, summary=summary, data=data.strip())
+        records.Snapshot(
+            ts=time.time(), host_session_id=c.host_session_id, summary=call.summary.strip(), data=call.data.strip()
+        )
     )
     _save(c)
     activity.record(c.project, "snapshot", session_id=c.host_session_id, c3_session_id=c.c3_session_id)
     return f"snapshot saved ({len(c.record.snapshots)} in this C3 session)"
 
 
-def restore(c: Caller, target: str = "", **_: str) -> str:
+@_does(Restore)
+def restore(c: Caller, call: Restore) -> str:
     """The last snapshot of a host session (target: id or prefix; default: the current one,
     else the project's latest)."""
+    from .sessions.refs import find
+
+    target = call.target
     found = find(c.project, target, host=c.host_session_id) if target.strip() else None
     host = found.id if found is not None else c.host_session_id
     home = found.project if found is not None else c.project
@@ -178,26 +368,26 @@ def restore(c: Caller, target: str = "", **_: str) -> str:
                 if best is None or s.ts > best.ts:
                     best = s
     if best is None:
-        raise C3Error(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
+        raise NotFound(f"no snapshot for {host or 'this project'}: take one with action='snapshot'")
     when = datetime.fromtimestamp(best.ts).isoformat(timespec="seconds") if best.ts else "an unknown time"
     return f"snapshot of {best.host_session_id or '?'} at {when}\n{best.summary}" + (
         f"\n\n{best.data}" if best.data else ""
     )
 
 
-def plan(c: Caller, data: str = "", **_: str) -> str:
-    validate("plan", data=data)
-    if not data.strip():
+@_does(Plan)
+def plan(c: Caller, call: Plan) -> str:
+    if not call.data.strip():
         return c.record.plan or "(no plan yet: set one with data='...')"
-    c.record.plan = data.strip()
+    c.record.plan = call.data.strip()
     _save(c)
     return "plan saved (ephemeral: it lives with this C3 session; durable work goes in c3_task)"
 
 
-def end(c: Caller, summary: str = "", **_: str) -> str:
-    validate("end", summary=summary)
+@_does(End)
+def end(c: Caller, call: End) -> str:
     c.record.ended = time.time()
-    c.record.summary = summary.strip() or c.record.summary
+    c.record.summary = call.summary.strip() or c.record.summary
     _save(c)
     activity.record(c.project, "c3_end", session_id=c.host_session_id, c3_session_id=c.c3_session_id)
     return f"ended C3 session {c.c3_session_id[:8]}"
@@ -206,8 +396,13 @@ def end(c: Caller, summary: str = "", **_: str) -> str:
 # ---------------------------------------------------------------- catalog
 
 
-def list_(c: Caller, target: str = "", **_: str) -> str:
-    target = target.strip()
+@_does(List)
+def list_(c: Caller, call: List) -> str:
+    from .sessions.query import FILTERS
+    from .sessions.rows import age
+    from .sessions.view import list_rows_sync
+
+    target = call.target.strip()
     which, search = (target.lower(), None) if target.lower() in FILTERS else ("all", target or None)
     _scans, rows = list_rows_sync([c.project], which=which, search=search, processes=False)
     if not rows:
@@ -236,10 +431,13 @@ def list_(c: Caller, target: str = "", **_: str) -> str:
     return "\n".join(lines)
 
 
-def show(c: Caller, target: str = "", **_: str) -> str:
-    if not target.strip() and not c.host_session_id:
+@_does(Show)
+def show(c: Caller, call: Show) -> str:
+    from .sessions import detail as session_detail
+
+    if not call.target.strip() and not c.host_session_id:
         raise BadArgument("c3_session(action='show') needs target: a session id or prefix")
-    d = session_detail.show(c.project, target, host=c.host_session_id)
+    d = session_detail.show(c.project, call.target, host=c.host_session_id)
     where = f"(this session is in the project {d.row.project}, not this one)\n" if d.elsewhere else ""
     return where + session_detail.render(d)
 
@@ -263,11 +461,12 @@ def _search_options(data: str) -> dict[str, str]:
     return out
 
 
-def search(c: Caller, target: str = "", data: str = "", **_: str) -> str:
+@_does(Search)
+def search(c: Caller, call: Search) -> str:
     from .sessions.search import search as run_search
 
-    _need(target, "target", "search", 'the words to find ("exact phrase", prefix*, OR, -word)')
-    opts = _search_options(data)
+    target = call.target
+    opts = _search_options(call.data)
     try:
         limit = int(opts.get("limit", SEARCH_RESULTS))
     except ValueError:
@@ -315,59 +514,43 @@ def search(c: Caller, target: str = "", data: str = "", **_: str) -> str:
     return "\n".join(lines)
 
 
-def _mark(c: Caller, op: str, target: str, **fields) -> str:
+def _mark(c: Caller, op: str, target: str, **fields: Any) -> str:
+    from .sessions.act import mark as mark_session
+
     mark, found = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
     where = f" ({found.where()}: the mark is written there)" if found.elsewhere else ""
     return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "") + where
 
 
-def stale(c: Caller, target: str = "", reasoning: str = "", data: str = "", **_: str) -> str:
-    _need(target, "target", "stale", "the session id or prefix to mark")
-    _need(reasoning, "reasoning", "stale", "why it should not be resumed (superseded, finished, abandoned)")
-    return _mark(c, "stale", target, reason=reasoning, successor=data.strip(" \t") or None)
+@_does(Stale)
+def stale(c: Caller, call: Stale) -> str:
+    return _mark(c, "stale", call.target, reason=call.reasoning, successor=call.data.strip(" \t") or None)
 
 
-def unstale(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
-    _need(target, "target", "unstale", "the session id or prefix")
-    return _mark(c, "unstale", target, reason=reasoning.strip() or None)
+@_does(Unstale)
+def unstale(c: Caller, call: Unstale) -> str:
+    return _mark(c, "unstale", call.target, reason=call.reasoning.strip() or None)
 
 
-def note(c: Caller, target: str = "", data: str = "", reasoning: str = "", **_: str) -> str:
-    if not target.strip(" \t") and not c.host_session_id:  # an id: a newline is not stripped
+@_does(Note)
+def note(c: Caller, call: Note) -> str:
+    if not call.target.strip(" \t") and not c.host_session_id:  # an id: a newline is not stripped
         raise BadArgument("c3_session(action='note') could not tell the current session: pass target")
-    if not (data.strip() or reasoning.strip()):
+    if not (call.data.strip() or call.reasoning.strip()):
         raise BadArgument("c3_session(action='note') needs data (the summary) and/or reasoning (next steps)")
-    return _mark(c, "note", target, summary=data, next_steps=reasoning)
+    return _mark(c, "note", call.target, summary=call.data, next_steps=call.reasoning)
 
 
-def keep(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
-    _need(target, "target", "keep", "the session id or prefix to keep past Claude Code's cleanup")
-    return _mark(c, "keep", target, reason=reasoning.strip() or None) + " (preserved in the archive)"
+@_does(Keep)
+def keep(c: Caller, call: Keep) -> str:
+    return _mark(c, "keep", call.target, reason=call.reasoning.strip() or None) + " (preserved in the archive)"
 
 
-def unkeep(c: Caller, target: str = "", reasoning: str = "", **_: str) -> str:
-    _need(target, "target", "unkeep", "the session id or prefix to release")
-    return _mark(c, "unkeep", target, reason=reasoning.strip() or None) + " (its archive entry is removed)"
-
-
-# each is called as fn(caller, **args)
-_HANDLERS: dict[str, Callable[..., str]] = {
-    "start": start,
-    "log": log,
-    "snapshot": snapshot,
-    "restore": restore,
-    "plan": plan,
-    "end": end,
-    "list": list_,
-    "show": show,
-    "search": search,
-    "stale": stale,
-    "unstale": unstale,
-    "note": note,
-    "keep": keep,
-    "unkeep": unkeep,
-}
+@_does(Unkeep)
+def unkeep(c: Caller, call: Unkeep) -> str:
+    return _mark(c, "unkeep", call.target, reason=call.reasoning.strip() or None) + " (its archive entry is removed)"
 
 
 def run(caller: Caller, action: str, **args: str) -> str:
-    return _HANDLERS[validate(action, **args)](caller, **args)
+    call = read(action, **args)
+    return _HANDLERS[name_of(type(call))](caller, call)

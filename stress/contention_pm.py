@@ -1,5 +1,5 @@
 """PM contention: many processes at once, each making a series of mixed ``c3_task`` changes
-(add, update, decide, link) through ``c3async.pm.actions.run``: the lock + read-modify-write +
+(add, update, decide, link) through ``c3async.tasks.actions.run``: the lock + read-modify-write +
 atomic replace of ``.c3/pm/pm.json``.
 
 No lost update: every acknowledged change has its event in pm.json's ``events`` (and no event is
@@ -19,7 +19,7 @@ from .harness import PY, Result, Sandbox, kill_all, lat
 
 WRITER = r"""
 import json, random, sys, time, uuid
-from c3async.pm import actions
+from c3async.tasks import actions
 project, wid, n, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 rng = random.Random(seed)
 who = actions.Who(session=str(uuid.uuid5(uuid.NAMESPACE_URL, f"pm-{wid}")), by="agent")

@@ -86,6 +86,16 @@ def sleeper():
     proc.wait()
 
 
+@pytest.fixture
+def sleepers():
+    """Three real processes standing for running claudes (the demo world's waiting, busy and idle)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) for _ in range(3)]
+    yield [p.pid for p in procs]
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 @pytest.fixture(scope="module")
 def module_claude(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
     """One sandbox per test module, for corpora that are built and listed once."""

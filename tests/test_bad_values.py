@@ -170,6 +170,7 @@ def test_a_planted_trigger_in_the_index_is_never_run(claude, project):
 
 
 def test_the_hub_answers_bad_values_with_4xx(claude, project):
+    """A value asked for out of range is a 400; a setting out of range, a file to repair, a 409."""
     assert claude.run("sessions", "--project", project).returncode == 0  # registers it
     with Hub(claude) as hub, hub.client() as c:
         for when in OUT_OF_RANGE[:2]:
@@ -177,7 +178,7 @@ def test_the_hub_answers_bad_values_with_4xx(claude, project):
             assert r.status_code == 400 and "out of range" in r.json()["error"], r.text
         Path(project, ".c3", "config.json").write_text(json.dumps({"idle_days": "x"}))
         r = c.get("/api/sessions", params={"project": project})
-        assert r.status_code == 400 and "idle_days" in r.json()["error"] and "config.json" in r.json()["error"]
+        assert r.status_code == 409 and "idle_days" in r.json()["error"] and "config.json" in r.json()["error"]
 
 
 def test_the_mcp_server_answers_bad_values_with_tool_errors(claude, project, monkeypatch):

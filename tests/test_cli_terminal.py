@@ -22,8 +22,8 @@ import pytest
 
 from c3async.cli import _InertFormatter
 from c3async.ground.term import inert, inert_line, json_inert
-from c3async.pm import actions, store
 from c3async.stores import activity
+from c3async.tasks import actions, store
 from stress.transcripts import Conversation, simple_session, write_session
 
 # --- the corpus --------------------------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_tasks_list_board_and_changes_are_inert(claude):
                         status="blocked" if len(titles) % 2 else "backlog")
         titles[t["id"]] = text
     # c3async refuses NUL in a title; a pm.json shipped in a cloned repository may hold one.
-    pm = store.pm_path(project)
+    pm = store.file_path(project)
     doc = json.loads(pm.read_text())
     doc["tasks"][0]["title"] = titles[doc["tasks"][0]["id"]] = HOSTILE["nul"] + ARGV_SAFE["mix"]
     pm.write_text(json.dumps(doc))
@@ -368,7 +368,7 @@ def test_text_that_is_not_utf8_is_a_usage_error_naming_the_option(claude, args, 
     assert f"argument {option}: is not UTF-8 text (byte 0xff" in err
     assert_clean_output(out, err)
     assert not (Path(project) / ".c3" / "session_marks.jsonl").exists()
-    assert not store.pm_path(project).exists()
+    assert not store.file_path(project).exists()
 
 
 @pytest.mark.process
@@ -377,7 +377,7 @@ def test_a_task_action_that_is_not_utf8_is_an_invalid_choice(claude):
     code, out, err = run(claude, "tasks", NOT_UTF8, "--project", project)
     assert code == 2 and "argument ACTION: invalid choice: '\\udcff'" in err  # the actions are argparse's choices
     assert_clean_output(out, err)
-    assert not store.pm_path(project).exists()
+    assert not store.file_path(project).exists()
 
 
 @pytest.mark.process
@@ -390,7 +390,7 @@ def test_a_session_id_env_that_is_not_utf8_is_refused(claude):
     assert_clean_output(out, err)
     code, out, err = run(claude, "tasks", "add", "--project", project, "--title", "x", env=env)
     assert code == 1 and "CLAUDE_CODE_SESSION_ID" in err
-    assert not store.pm_path(project).exists()
+    assert not store.file_path(project).exists()
 
 
 @pytest.mark.process

@@ -819,7 +819,7 @@ def test_rows_detail_and_rail_carry_tokens_and_cost(client, world):
 def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monkeypatch):
     """Whoever writes new totals (a server, `c3async stats`, the Hub's own run): the change feed
     sees the stats log move and the rows show them. Here a row appended as an accountant does."""
-    from c3async.hub.changes import position
+    from c3async.sessions.watch import position
 
     world.claude.activate(monkeypatch)
     _accounted(client, world.beta)
@@ -990,9 +990,9 @@ def test_bad_marks_are_400_with_a_message(hub, client, world, body):
     assert world.marks_lines(world.beta) == before
 
 
-def test_a_mark_into_a_linked_marks_log_is_a_400_naming_it(claude, tmp_path):
+def test_a_mark_into_a_linked_marks_log_is_a_403_naming_it(claude, tmp_path):
     """A cloned repository may ship ``.c3/session_marks.jsonl`` as a link: the write is refused
-    (a 400 naming it: the refusal is an OSError too, never a 500), and the target is untouched."""
+    (a 403 naming it: the refusal is an OSError too, never a 500), and the target is untouched."""
     project = claude.project("linked")
     sid = simple_session(claude.folder(project), project, "a session")
     assert claude.run("sessions", "--project", project).returncode == 0
@@ -1004,7 +1004,7 @@ def test_a_mark_into_a_linked_marks_log_is_a_400_naming_it(claude, tmp_path):
     log.symlink_to(target)
     with Hub(claude) as h, h.client() as c:
         r = _post(c, h, sid, {"op": "note", "summary": "x", "project": project})
-    assert r.status_code == 400, r.text
+    assert r.status_code == 403, r.text
     assert "session_marks.jsonl" in r.json()["error"]
     assert target.read_text() == "keep me\n"
 

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 from hubproc import Hub, wait_for
 
-from c3async.pm import actions
-from c3async.pm import store as pm_store
 from c3async.sessions import keep
 from c3async.sessions.act import keep_expiring, survey
 from c3async.sessions.view import list_rows_sync
 from c3async.stores import config, records
 from c3async.stores.marks import write_mark
+from c3async.tasks import actions
+from c3async.tasks import store as task_store
 from stress.transcripts import simple_session
 
 DAY = 86_400
@@ -127,7 +127,7 @@ def _judged_world(sb, proj: str, folder: Path) -> dict[str, str]:
     def as_typed(pm) -> None:  # an earlier version stored the prefix a person typed
         pm.tasks[0].sessions = [s["linked"][:8]]
 
-    pm_store.change(proj, as_typed)
+    task_store.change(proj, as_typed)
     actions.run(proj, actions.Who(session=s["decided"], by="agent"), "decide", text="use sqlite", reasoning="why")
     rec = records.new_record("c3-" + s["snapshot"][:8], "test", proj)
     rec.snapshots.append(records.Snapshot(ts=time.time(), host_session_id=s["snapshot"], summary="where we are"))
@@ -391,11 +391,12 @@ def test_c3_status_says_what_expires_and_what_was_deleted(world, monkeypatch) ->
     assert not Path(sb.c3home, "archive").exists(), "a report preserves nothing"
 
 
-def test_the_server_keeps_the_archive_current_when_the_project_moves_and_every_hour(world, monkeypatch) -> None:
-    """The server's background pass (``_account_once``): at its first run, when the project's
-    position moves, and when ARCHIVE_EVERY_S has passed with nothing moving (a session nears
-    the cut-off as time passes, not as files change)."""
-    from c3async import server
+def test_the_runtime_keeps_the_archive_current_when_the_project_moves_and_every_hour(world, monkeypatch) -> None:
+    """The background keep pass of the doors that stay up (``sessions.runtime``, which the MCP
+    server and the Hub both start): at its first run, when the project's version moves, and when
+    KEEP_S has passed with nothing moving (a session nears the cut-off as time passes, not as
+    files change)."""
+    from c3async.sessions import runtime
 
     sb, proj, folder = world
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", proj)
@@ -403,16 +404,20 @@ def test_the_server_keeps_the_archive_current_when_the_project_moves_and_every_h
     for i in range(3):
         aged(folder, proj, f"fresh {i}", 0.1)
     write_mark(proj, noted, "note", summary="s")
-    state = server._new_state()
+    rt = runtime.Runtime(lambda: [proj])
     kept = Path(sb.c3home, "archive", folder.name, f"{noted}.jsonl")
-    seen = server._account_once(state, None)
+    assert rt.account_once(proj)
     assert kept.is_file(), "the first pass preserves it"
-    seen = server._account_once(state, seen)  # the pass's own writes (the catalog's cache) settle
     kept.unlink()  # the archive is not part of the project's position: nothing moves
-    assert server._account_once(state, seen) == seen
+    rt.account_once(proj)
     assert not kept.exists(), "within the hour, an unmoved project is not listed again"
-    state.archived_at = time.monotonic() - server.ARCHIVE_EVERY_S - 1
-    server._account_once(state, seen)
+    rt.feed.versions[proj] = rt.feed.version(proj) + 1  # the watcher saw it move
+    rt.account_once(proj)
+    assert kept.is_file(), "a moved project is listed again"
+    kept.unlink()
+    at, version = rt.kept_at[proj]
+    rt.kept_at[proj] = (at - runtime.KEEP_S - 1, version)
+    rt.account_once(proj)
     assert kept.is_file(), "an hour on, the pass runs again"
 
 

@@ -8,6 +8,7 @@ other, at most eight modules at the root, and every package saying its floor.
 from __future__ import annotations
 
 import ast
+import builtins
 import textwrap
 from pathlib import Path
 
@@ -21,7 +22,7 @@ RANK = {
     "catalog": (2, 0),
     "stores": (2, 1),
     "live": (2, 2),
-    "pm": (2, 2),
+    "tasks": (2, 2),
     "usage": (2, 2),
     "search": (2, 2),
     "sessions": (3, 0),
@@ -154,13 +155,143 @@ def test_the_check_finds_a_circle_made_inside_a_function_and_an_arrow_up(tmp_pat
         (root / folder / "__init__.py").write_text("")
     (root / "__init__.py").write_text("")
     (root / "ground" / "a.py").write_text("from . import b\n")
-    (root / "ground" / "b.py").write_text(textwrap.dedent("""
+    (root / "ground" / "b.py").write_text(
+        textwrap.dedent("""
         def later():
             from .a import thing
             from ..sessions import view
-    """))
+    """)
+    )
     (root / "ground" / "c.py").write_text("")
     (root / "sessions" / "view.py").write_text("from ..ground import c\n")
     edges = imports(root)
     assert circles(edges) == [["c3async.ground.a", "c3async.ground.b"]]
     assert upward(edges) == ["c3async.ground.b -> c3async.sessions.view"]
+
+
+# ---------------------------------------------------------------- one error tree, one answer a door
+
+ERRORS = "c3async.ground.errors"
+# Exceptions that live outside the tree, each argued in ground/errors.py's docstring: SIGTERM's
+# twin of KeyboardInterrupt, defined with its handler, and three that never leave their module.
+OUTSIDE_THE_TREE = {
+    "c3async.ground.stop": ["Stopped"],
+    "c3async.catalog.gitrefs": ["_Unreadable"],
+    "c3async.ground.stateroot": ["_Problem"],
+    "c3async.hub.server": ["_Stopped"],
+}
+ROOTS = ("C3Error", "TaskError")  # never raised themselves: an error is of a kind
+
+
+def _last(node: ast.expr) -> str:
+    """The name an expression ends in: ``disk.DiskFull`` -> ``DiskFull``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _trees(root: Path) -> dict[str, ast.Module]:
+    return {name: ast.parse(path.read_text(), str(path)) for name, path in modules(root).items()}
+
+
+def exception_classes(root: Path) -> dict[str, list[str]]:
+    """Module -> the exception classes it defines (a base that is a builtin exception, or a
+    class of the errors module), wherever the class statement stands."""
+    trees = _trees(root)
+    ours = {
+        n.name for n in ast.walk(trees.get(f"{root.name}.ground.errors", ast.Module())) if isinstance(n, ast.ClassDef)
+    }
+    known = ours | {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+    found: dict[str, list[str]] = {}
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any(_last(b) in known for b in node.bases):
+                found.setdefault(name, []).append(node.name)
+    return found
+
+
+def roots_raised(root: Path) -> list[str]:
+    """Where a root of the tree is made (``C3Error(...)``) outside the errors module."""
+    made = []
+    for name, tree in _trees(root).items():
+        if name != f"{root.name}.ground.errors":
+            made += [f"{name}:{n.lineno}" for n in ast.walk(tree) if isinstance(n, ast.Call) and _last(n.func) in ROOTS]
+    return made
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.AST]:
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {_last(n) for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))}
+
+
+def _catching(tree: ast.AST, names: set[str]) -> list[ast.ExceptHandler]:
+    return [h for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) and h.type and _names_in(h.type) & names]
+
+
+def test_every_exception_is_defined_in_the_errors_module() -> None:
+    found = exception_classes(PACKAGE)
+    assert found.pop(ERRORS, None), "the errors module defines the tree"
+    assert found == OUTSIDE_THE_TREE
+
+
+def test_the_roots_of_the_tree_are_never_raised_themselves() -> None:
+    assert roots_raised(PACKAGE) == []
+
+
+def test_the_checks_find_an_exception_defined_elsewhere_and_a_root_raised(tmp_path: Path) -> None:
+    root = tmp_path / "c3async"
+    (root / "ground").mkdir(parents=True)
+    for init in (root / "__init__.py", root / "ground" / "__init__.py"):
+        init.write_text("")
+    (root / "ground" / "errors.py").write_text("class C3Error(Exception): ...\nclass NotFound(C3Error): ...\n")
+    (root / "ground" / "a.py").write_text(
+        textwrap.dedent("""
+        from . import errors
+        class Gone(errors.NotFound): ...
+        def later():
+            class Local(ValueError): ...
+            raise errors.C3Error("which kind?")
+    """)
+    )
+    assert exception_classes(root) == {
+        "c3async.ground.errors": ["C3Error", "NotFound"],
+        "c3async.ground.a": ["Gone", "Local"],
+    }
+    assert roots_raised(root) == ["c3async.ground.a:6"]
+
+
+def test_each_door_translates_our_errors_in_one_place() -> None:
+    trees = _trees(PACKAGE)
+    ours = {n.name for n in ast.walk(trees[ERRORS]) if isinstance(n, ast.ClassDef)}
+    # The CLI: only _main catches one of ours, and _said alone reads the table.
+    cli = trees["c3async.cli"]
+    functions = _functions(cli)
+    assert all(h in _catching(functions["_main"], ours) for h in _catching(cli, ours))
+    assert [f for f, node in functions.items() if "EXIT" in _names_in(node)] == ["_said"]
+    # The Hub: routes raise; _answer alone reads the table, and no route picks a status.
+    app = trees["c3async.hub.app"]
+    functions = _functions(app)
+    assert [f for f, node in functions.items() if "STATUS" in _names_in(node)] == ["_answer"]
+    routes = [f for f in functions if f.startswith("api_")]
+    assert len(routes) >= 8
+    for f in routes:
+        assert not {"_error", "JSONResponse", "status_code"} & _names_in(functions[f]), f
+        assert not _catching(functions[f], ours - {"NotRegularFile"}), f
+    # The MCP server: every handler of ours goes through _answer, which alone reads the table.
+    mcp = trees["c3async.server"]
+    functions = _functions(mcp)
+    assert [f for f, node in functions.items() if "ANSWERS" in _names_in(node)] == ["_answer"]
+    handlers = _catching(mcp, {"C3Error"})
+    assert len(handlers) >= 3 and all("_answer" in _names_in(h) for h in handlers)
+
+
+def test_no_door_reads_a_message_to_choose_an_answer() -> None:
+    doors = {name: tree for name, tree in _trees(PACKAGE).items() if unit(name) == "doors"}
+    for name, tree in doors.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+                said = [n for n in (node.left, *node.comparators) if isinstance(n, ast.Call) and _last(n.func) == "str"]
+                assert not said, f"{name}:{node.lineno} reads an error's text"

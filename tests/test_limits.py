@@ -27,10 +27,10 @@ from c3async import server
 from c3async.catalog.listing import candidates, is_session_id
 from c3async.catalog.resolve import resolve
 from c3async.ground.errors import BadArgument, C3Error, check_text, clip
-from c3async.pm import actions
 from c3async.session_actions import LIMITS
 from c3async.sessions import act
 from c3async.stores import marks
+from c3async.tasks import actions
 from stress.transcripts import simple_session
 
 IDS = ("aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002",

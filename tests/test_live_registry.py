@@ -81,10 +81,11 @@ def test_dead_reused_and_hostile_files_never_read_live_and_stay(claude, sleeper,
     assert snap.running == [] and dead_sid in snap.ended and reused_sid in snap.ended
 
 
-def test_a_leftover_stays_ended_and_a_reused_pid_is_read_again(claude, sleeper, monkeypatch):
+def test_a_leftover_stays_ended_and_a_reused_pid_is_read_again(claude, sleeper):
     """A reader that polls keeps what it concluded of a file a killed claude left, reading only
-    the files of running processes, until the folder changes or ``RECHECK_S`` passes: then a file
-    written again is read again (here a new claude took the pid and wrote its own in place)."""
+    the files of running processes and a slice of the settled ones, until the folder changes or the
+    slice comes round: then a file written again is read again (here a new claude took the pid and
+    wrote its own in place)."""
     from c3async.live import running as registry_reader
 
     proj = claude.project("app")
@@ -99,11 +100,12 @@ def test_a_leftover_stays_ended_and_a_reused_pid_is_read_again(claude, sleeper, 
         snap = read_registry(sessions)
         assert snap.running == [] and snap.ended == {old_sid}
     registry_file(claude.config, sleeper.pid, new_sid, proj, status="waiting")  # rewritten in place
-    assert read_registry(sessions).ended == {old_sid}  # not read again before RECHECK_S...
-    monkeypatch.setattr(registry_reader, "RECHECK_S", 0.0)
-    snap = read_registry(sessions)  # ...and then it is
+    assert read_registry(sessions).ended == {old_sid}  # not read again before its slice's turn...
+    for _ in range(registry_reader.RECHECK_PARTS):  # ...and within one round it is
+        snap = read_registry(sessions)
+        if snap.running:
+            break
     assert [(r.session_id, r.state) for r in snap.running] == [(new_sid, "waiting")] and snap.ended == set()
-    monkeypatch.undo()
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) as second:
         try:
             registry_file(claude.config, second.pid, other, proj, status="busy")  # a new file: the folder moved

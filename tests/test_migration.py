@@ -18,8 +18,8 @@ import pytest
 from test_state_root import git, repo, worktree
 
 from c3async.ground import jsonl, paths, safefs, stateroot
-from c3async.pm import store
 from c3async.stores import activity, marks, records
+from c3async.tasks import store
 
 A = "aaaa1111-0000-4000-8000-000000000001"
 B = "bbbb2222-0000-4000-8000-000000000002"

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from c3async.ground.errors import BadArgument, C3Error
-from c3async.pm import actions, store
+from c3async.tasks import actions, store
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 
@@ -85,9 +85,9 @@ def test_milestones_is_a_read_action_that_never_writes(tmp_path):
     assert "milestones" in actions.READ_ACTIONS and "milestones" in actions.ACTIONS
     assert actions.validate(" Milestones ") == "milestones"
     assert run(tmp_path, "milestones") == {"milestones": []}
-    assert not store.pm_path(str(tmp_path)).exists()  # no pm.json: reading does not create one
+    assert not store.file_path(str(tmp_path)).exists()  # no pm.json: reading does not create one
     world(tmp_path)
-    path = store.pm_path(str(tmp_path))
+    path = store.file_path(str(tmp_path))
     before = (path.read_bytes(), path.stat().st_mtime_ns, sorted(p.name for p in path.parent.iterdir()))
     for status in ("", "open", "completed", "archived", "all"):
         run(tmp_path, "milestones", status=status)
@@ -184,7 +184,7 @@ def test_cli_tasks_milestones_json(claude):
                  ("milestone_complete", "--milestone", "v0")):
         proc = claude.run("tasks", *args, "--project", proj)
         assert proc.returncode == 0, proc.stderr
-    path = store.pm_path(proj)
+    path = store.file_path(proj)
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     proc = claude.run("tasks", "milestones", "--project", proj, "--json")
     assert proc.returncode == 0, proc.stderr

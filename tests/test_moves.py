@@ -311,3 +311,19 @@ def test_a_move_cut_short_before_its_record_is_completed_by_running_it_again(cla
     after = _snapshot(claude.projects_root)
     assert after.pop(claude_slug(new)) == "folder"  # made by the run cut short, unrecorded: empty, it stays
     assert after == before
+
+
+@pytest.mark.parametrize("kind", ["git", "not git"])
+def test_a_project_only_ever_listed_is_said_moved(claude, kind):
+    """A person who listed the project (never ran ``projects``) before moving its folder: what it
+    was is noted when it is registered, so ``projects`` still says where it went."""
+    old = claude.project(f"listed-{kind.replace(' ', '-')}")
+    if kind == "git":
+        _git(old)
+    simple_session(claude.folder(old), old, "work before the move")
+    assert claude.run("sessions", "--project", old).returncode == 0  # registers it, as a user does
+    new = old + "-moved"
+    os.rename(old, new)
+    simple_session(claude.folder(new), new, "work after the move")
+    listed = _projects(claude)
+    assert listed[old]["missing"] and listed[old]["moved_to"] == new, listed[old]

@@ -116,7 +116,7 @@ def test_a_missing_project_has_no_fallback_state(claude, monkeypatch):
     """In the library too: a write to a project folder that does not exist fails naming it; it
     never lands in $C3_HOME/state where the real project would never see it."""
     from c3async.ground import stateroot
-    from c3async.pm import actions
+    from c3async.tasks import actions
 
     claude.activate(monkeypatch)
     gone = str(claude.root / "work" / "typo")

@@ -435,7 +435,8 @@ async def test_lifecycle_writes_the_record_and_the_activity_log(client, world):
     assert next(r for r in rows if r["kind"] == "c3_start")["description"] == "fix retries"
     calls = [r for r in rows if r["kind"] == "tool_call"]
     assert {(r["tool"], r["session_id"], r["c3_session_id"]) for r in calls} == {("c3_session", HOST, c3_id)}
-    assert [r["action"] for r in calls][:3] == ["start", "log", "log"]
+    # the calls refused for a missing argument were refused before anything was logged
+    assert [r["action"] for r in calls][:3] == ["start", "log", "snapshot"]
 
 
 async def test_a_snapshot_shows_in_show_until_a_note_replaces_it(client):

@@ -228,7 +228,6 @@ async def test_instructions_stay_under_two_kilobytes():
 
 async def test_the_list_changes_are_announced(world, monkeypatch):
     claude, project = world
-    monkeypatch.setattr(server, "RESOURCES_POLL_S", 0.1)
     seen: list[str] = []
 
     async def on_message(message) -> None:

@@ -158,8 +158,8 @@ def test_the_server_imports_only_what_the_protocol_loop_needs(claude):
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
     assert "c3async.server" in loaded and "mcp.server.mcpserver" in loaded
-    deferred = {"c3async.session_actions", "c3async.status", "c3async.sessions.view", "c3async.sessions.detail",
-                "c3async.pm.actions", "c3async.usage.account", "c3async.usage.prices", "c3async.hub.app"}
+    deferred = {"c3async.status", "c3async.sessions.view", "c3async.sessions.detail", "c3async.sessions.act",
+                "c3async.tasks.actions", "c3async.usage.account", "c3async.usage.prices", "c3async.hub.app"}
     assert not deferred & loaded, sorted(deferred & loaded)
 
 

@@ -14,9 +14,9 @@ import msgspec
 import pytest
 
 from c3async.ground.errors import AmbiguousSession, UnknownSession
-from c3async.pm import actions, store
 from c3async.sessions import act, detail, refs, view
 from c3async.stores import activity, records
+from c3async.tasks import actions, store
 from stress.transcripts import Conversation, simple_session, text, write_session
 
 NOW = datetime.now(UTC)
@@ -147,7 +147,7 @@ def test_links_resolve_prefixes_once(claude) -> None:
     with pytest.raises(UnknownSession):
         act.run_task(proj, who, "link", task_id=task["id"], ref="ffff0000")
     # An earlier version stored the prefix as typed: it still shows on the row, once.
-    path = store.pm_path(proj)
+    path = store.file_path(proj)
     doc = json.loads(path.read_bytes())
     doc["tasks"][0]["sessions"].append(sid[:8])
     path.write_text(json.dumps(doc))
@@ -200,7 +200,7 @@ def test_the_catalog_imports_nothing_above_it() -> None:
             "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(eval(out))
-    for above in ("c3async.stores.marks", "c3async.live", "c3async.pm", "c3async.stores.records", "c3async.sessions",
+    for above in ("c3async.stores.marks", "c3async.live", "c3async.tasks", "c3async.stores.records", "c3async.sessions",
                   "c3async.stores.activity"):
         assert not any(m == above or m.startswith(above + ".") for m in loaded), (above, loaded)
 

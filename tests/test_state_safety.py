@@ -17,7 +17,7 @@ import pytest
 
 from c3async.ground import jsondoc, jsonl, safefs
 from c3async.ground.errors import C3Error
-from c3async.pm import actions, store
+from c3async.tasks import actions, store
 from stress.transcripts import simple_session
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -248,7 +248,7 @@ def test_pm_keeps_fields_it_does_not_know(tmp_path) -> None:
     project = str(tmp_path)
     who = actions.Who(session=None, by="user")
     task = actions.run(project, who, "add", title="first")
-    path = store.pm_path(project)
+    path = store.file_path(project)
     doc = json.loads(path.read_bytes())
     doc["tasks"][0]["estimate"] = {"hours": 3}
     doc["sprints"] = [{"id": "s1", "name": "Sprint 1"}]
@@ -269,7 +269,7 @@ def test_a_newer_pm_is_read_but_never_rewritten(tmp_path) -> None:
     project = str(tmp_path)
     who = actions.Who(session=None, by="user")
     actions.run(project, who, "add", title="first")
-    path = store.pm_path(project)
+    path = store.file_path(project)
     doc = json.loads(path.read_bytes())
     doc["version"] = 99
     data = json.dumps(doc).encode()

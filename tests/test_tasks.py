@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error
-from c3async.pm import actions, store
-from c3async.pm.errors import TaskArgError, TaskError
+from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error, TaskArgError, TaskError
+from c3async.tasks import actions, store
 from stress.transcripts import simple_session
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
@@ -56,9 +55,9 @@ def test_bad_arguments_say_what_to_fix(tmp_path):
 
 
 def test_ambiguous_prefix_names_the_candidates(tmp_path):
-    pm = store.PM(tasks=[store.Task(id="abcd11111111", title="one"), store.Task(id="abcd22222222", title="two")])
-    store.pm_path(str(tmp_path)).parent.mkdir(parents=True)
-    store.pm_path(str(tmp_path)).write_bytes(json.dumps({"tasks": [
+    pm = store.TaskFile(tasks=[store.Task(id="abcd11111111", title="one"), store.Task(id="abcd22222222", title="two")])
+    store.file_path(str(tmp_path)).parent.mkdir(parents=True)
+    store.file_path(str(tmp_path)).write_bytes(json.dumps({"tasks": [
         {"id": t.id, "title": t.title} for t in pm.tasks]}).encode())
     with pytest.raises(AmbiguousSession) as err:
         run(tmp_path, "get", task_id="abcd")
@@ -221,7 +220,7 @@ def test_a_refusal_is_written_once_and_each_door_words_it(tmp_path):
 
 def test_reads_never_write(tmp_path):
     run(tmp_path, "add", title="x")
-    path = store.pm_path(str(tmp_path))
+    path = store.file_path(str(tmp_path))
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     for action in actions.READ_ACTIONS:
         try:
@@ -234,13 +233,13 @@ def test_reads_never_write(tmp_path):
 def test_corrupt_pm_json_is_refused_and_left_untouched(tmp_path):
     run(tmp_path, "add", title="good")
     run(tmp_path, "add", title="also good")
-    path = store.pm_path(str(tmp_path))
+    path = store.file_path(str(tmp_path))
     path.write_bytes(b'{"tasks": [ {"id": "x"')
-    with pytest.raises(store.PMCorrupt) as err:
+    with pytest.raises(store.TaskFileCorrupt) as err:
         run(tmp_path, "add", title="lost?")
     assert str(path) in str(err.value) and "pm.json.bak" in str(err.value)
     assert path.read_bytes() == b'{"tasks": [ {"id": "x"'
-    with pytest.raises(store.PMCorrupt):
+    with pytest.raises(store.TaskFileCorrupt):
         run(tmp_path, "list")
     good = json.loads(path.with_name("pm.json.bak").read_bytes())
     assert [t["title"] for t in good["tasks"]] == ["good"]
@@ -272,7 +271,7 @@ def test_cli_errors_exit_1_on_stderr(claude):
 WRITER = textwrap.dedent(
     """
     import sys
-    from c3async.pm import actions
+    from c3async.tasks import actions
     project, w, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     who = actions.Who(session=f"w{w}", by="agent")
     mine = []

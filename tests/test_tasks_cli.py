@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from c3async.cli import _TASK_ACTIONS
-from c3async.pm import actions, store
+from c3async.ground.schema import fields, name_of
+from c3async.tasks import actions, store
+from c3async.tasks.schema import ACTION_TYPES
 from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
@@ -138,16 +139,18 @@ def test_errors_are_in_the_clis_words(tasks):
 def test_help_lists_the_actions_and_each_takes_only_its_own(claude):
     proc = claude.run("tasks", "--help")
     assert proc.returncode == 0
-    for name, (line, _, _) in _TASK_ACTIONS.items():
+    for action in ACTION_TYPES:
+        name, line = name_of(action), action.__doc__
         assert re.search(rf"^\s+{name}( \(show\))?\s+{re.escape(line.split()[0])}", proc.stdout, re.M), name
     assert "\nExamples:\n  c3async tasks\n" in proc.stdout
-    for name, (_, example, takes) in _TASK_ACTIONS.items():
+    for action in ACTION_TYPES:
+        name, example = name_of(action), action.example
         proc = claude.run("tasks", name, "--help")
         assert proc.returncode == 0, proc.stderr
         assert f"\nExample:\n  {example}\n" in proc.stdout and example.startswith(f"c3async tasks {name}".replace(
             "tasks get", "tasks show")), name
         flags = set(re.findall(r"^  (--[a-z-]+)", proc.stdout, re.M)) - {"--help", "--project", "--json"}
-        wanted = {"--" + t.replace("_", "-") for t in takes if t.islower()} | ({"--title"} if "NAME" in takes else set())
+        wanted = {f.param.spelled(f.name)[0] for f in fields(action) if f.param.spelled(f.name)}
         assert flags == wanted, (name, flags)
         assert "--task-id" not in proc.stdout or name == "decide"  # old spellings work, unlisted
 

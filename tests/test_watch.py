@@ -21,9 +21,9 @@ import pytest
 from c3async.catalog.listing import candidates
 from c3async.catalog.locate import locate
 from c3async.catalog.watch import TranscriptWatch
-from c3async.hub.changes import ChangeFeed
 from c3async.live.heartbeat import HeartbeatWriter
 from c3async.live.running import proc_start_ticks
+from c3async.sessions.runtime import Feed as ChangeFeed
 from c3async.sessions.watch import ProjectWatch
 from c3async.stores import registry
 from c3async.stores.marks import write_mark

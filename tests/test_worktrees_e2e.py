@@ -16,7 +16,7 @@ offline against tests/fake_anthropic.py, several sessions at once:
   of the main checkout;
 - before anything ran: state "written by the previous version" into the feat-a worktree's own
   ``.c3/`` (``session_marks.jsonl`` lines and ``pm/pm.json``, in the formats of c3async/marks.py
-  ``Mark`` and c3async/pm/store.py), about two older sessions whose transcripts are there too.
+  ``Mark`` and c3async/tasks/store.py), about two older sessions whose transcripts are there too.
 
 Then every view is read once: ``c3async sessions --project <checkout> --json`` for each checkout,
 ``sessions --all --json``, ``c3_session(action='list')`` from a ``c3async serve`` started in each
@@ -257,7 +257,7 @@ def _legacy_state(world: World, wt: str) -> None:
     decision = uuid.uuid4().hex[:12]
 
     def task(tid: str, title: str, sessions: list[str], ts: float) -> dict:
-        # c3async/pm/store.py Task, every field.
+        # c3async/tasks/store.py Task, every field.
         return {"id": tid, "title": title, "description": "from the previous version", "status": "in_progress",
                 "priority": "p1", "due": None, "tags": ["legacy"], "blocked_by": [], "milestone": None,
                 "created": ts, "updated": ts, "sessions": sessions, "time": []}

@@ -13,6 +13,8 @@ those cwds beside the folder's. It is a cache: losing it costs one head a folder
 from __future__ import annotations
 
 import os
+import stat
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -67,6 +69,13 @@ def _save(folders: dict[str, _Folder]) -> None:
         pass  # a cache: the next command reads the heads again
 
 
+# The folders each projects folder held when last listed, while its stat holds (a folder made
+# or removed moves it): a poller (the Hub's, once a second) stats the folders alone, not every
+# entry again. A listing this recent may miss a folder made in the same clock tick: not kept.
+_listed: dict[str, tuple[tuple[int, int, int], list[str]]] = {}
+SETTLE_NS = 2_000_000_000
+
+
 def _folders(roots: Iterable[ClaudeRoot]) -> list[tuple[Path, tuple[int, int]]]:
     """(folder, its (inode, mtime_ns)) for every folder in every root's projects folder. A
     symlinked folder is followed, as ``locate`` follows it; one that cannot be examined costs
@@ -74,19 +83,34 @@ def _folders(roots: Iterable[ClaudeRoot]) -> list[tuple[Path, tuple[int, int]]]:
     out = []
     for root in roots:
         try:
-            with os.scandir(root.projects) as it:
-                entries = list(it)
+            st = os.stat(root.projects)
+            sig = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            known = _listed.get(str(root.projects))
+            if known is not None and known[0] == sig:
+                names = known[1]
+            else:
+                with os.scandir(root.projects) as it:
+                    names = [e.name for e in it if _is_dir(e)]
+                if st.st_mtime_ns < time.time_ns() - SETTLE_NS:
+                    _listed[str(root.projects)] = (sig, names)
         except OSError:
             continue
-        for entry in entries:
+        for name in names:
+            path = root.projects / name
             try:
-                if not entry.is_dir():
-                    continue
-                st = entry.stat()
+                st = os.stat(path)
             except OSError:
                 continue
-            out.append((Path(entry.path), (st.st_ino, st.st_mtime_ns)))
+            if stat.S_ISDIR(st.st_mode):
+                out.append((path, (st.st_ino, st.st_mtime_ns)))
     return out
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _cwd_of(folder: Path) -> str | None:

@@ -52,7 +52,8 @@ class Branches:
 
 
 class _Unreadable(Exception):
-    pass
+    """Why git's files could not be read, carried up to ``branches``, which never raises: it
+    never leaves this module (so it is not in ``ground.errors``'s tree)."""
 
 
 def branches(path: str) -> Branches | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import disk, safefs
+from ..ground.errors import DiskFull, NotRegularFile
 from .listing import MAX_DEPTH, candidates, regular_files
 from .locate import MAX_SLUG_LENGTH, ClaudeRoot, folders_of, slug
 from .moves import Added, Move
@@ -146,7 +147,7 @@ def _open_made(target: Path, where: tuple[str, ...], out: Linked) -> int:
 def _put(src: Path, depth: int, dfd: int, dst: Path, out: Linked) -> None:
     try:
         fd, st = safefs.open_regular(src, depth=depth)
-    except (FileNotFoundError, safefs.NotRegularFile):
+    except (FileNotFoundError, NotRegularFile):
         return  # gone meanwhile, or not a file: nothing to put
     try:
         try:
@@ -173,7 +174,7 @@ def _put(src: Path, depth: int, dfd: int, dst: Path, out: Linked) -> None:
             return
         free, reserve = disk.free_bytes(dst.parent), disk.reserve(dst.parent)
         if free is not None and st.st_size + reserve > free:  # Claude Code needs its disk too
-            raise disk.DiskFull(dst.parent, free, f"no room to copy {src} ({st.st_size:,} bytes) into {dst.parent}")
+            raise DiskFull(dst.parent, free, f"no room to copy {src} ({st.st_size:,} bytes) into {dst.parent}")
         with disk.reported(dst.parent):
             done = _copy(fd, st, dfd, dst.name)
         if done is None:
@@ -261,7 +262,7 @@ def _lstat_in(top: Path, parts: tuple[str, ...]) -> tuple[int, os.stat_result] |
     """(the descriptor of the file's folder, the file's lstat); None when it is not there."""
     try:
         dfd = safefs.open_folder_below(top.joinpath(*parts[:-1]), len(parts) - 1)
-    except (FileNotFoundError, safefs.NotRegularFile, NotADirectoryError):
+    except (FileNotFoundError, NotRegularFile, NotADirectoryError):
         return None
     try:
         return dfd, os.lstat(parts[-1], dir_fd=dfd)

@@ -4,10 +4,11 @@
 files), ``stateroot`` (a project's state folder, and folding older state into it), ``safefs``
 (opening our files without following links), ``locking``, ``jsonl`` (append, tolerant read,
 tail), ``jsondoc`` (locked read-modify-write), ``folds`` (checkpoints of folded logs),
-``errors`` (every error a user can see), ``disk`` (a full disk said as such, room for a copy,
-temp files of killed writes), ``term`` (text made inert for a terminal), ``stop`` (Ctrl-C and
-SIGTERM end a command at once), ``workers`` (process pools), ``clock`` (the one range every time
-read from outside must fall in).
+``errors`` (every error c3async raises, in one tree, each of a kind the doors answer), ``disk``
+(a full disk said as such, room for a copy, temp files of killed writes), ``term`` (text made
+inert for a terminal), ``stop`` (Ctrl-C and SIGTERM end a command at once), ``workers`` (process
+pools), ``clock`` (the one range every time read from outside must fall in), ``schema`` (the
+actions of a tool declared once, as structs).
 
 Imports nothing of c3async outside this package (``tests/test_layout.py`` checks it).
 """

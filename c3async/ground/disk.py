@@ -1,10 +1,10 @@
 """A disk is finite: the room a filesystem has, the error a full one is reported as, and the
 temp files a write killed halfway leaves behind.
 
-- ``DiskFull``: ENOSPC and EDQUOT (and SQLite's "database or disk is full") are one message
-  wherever they happen, "the disk holding X is full: N bytes free; free space and run again".
-  It is a C3Error (the doors print it) and an OSError with errno ENOSPC (code that tolerates a
-  failed write, a cache's, tolerates it as before).
+- ``DiskFull`` (``ground.errors``): ENOSPC and EDQUOT (and SQLite's "database or disk is full")
+  are one message wherever they happen, "the disk holding X is full: N bytes free; free space
+  and run again". It is a C3Error (the doors print it) and an OSError with errno ENOSPC (code
+  that tolerates a failed write, a cache's, tolerates it as before).
 - ``room``: what a copy may take from a filesystem: its free space less a reserve left for
   everything else, 5% of the filesystem and at most 1 GiB (``reserve``). The reserve is
   headroom for what keeps writing after the check (Claude Code's own transcripts, the user's
@@ -26,11 +26,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .errors import C3Error
+from .errors import DiskFull
 
 __all__ = (
     "STALE_TEMP_S",
-    "DiskFull",
     "clear_stale_temps",
     "free_bytes",
     "full",
@@ -46,20 +45,6 @@ RESERVE_SHARE = 0.05
 RESERVE_MAX = 1 << 30
 STALE_TEMP_S = 3600.0
 _TEMP_TAIL = re.compile(r"[0-9a-f]{16}\.tmp")
-
-
-class DiskFull(C3Error, OSError):
-    """A write that found no room (ENOSPC, EDQUOT, SQLITE_FULL), or a copy refused for want of it."""
-
-    def __init__(self, where: str | os.PathLike[str] | None, free: int | None = None, message: str | None = None):
-        self.where = os.fspath(where) if where is not None else None
-        self.free = free
-        if message is None:
-            disk = f"the disk holding {self.where}" if self.where else "a disk"
-            left = f": {free:,} bytes free" if free is not None else ""
-            message = f"{disk} is full{left}; free space and run again"
-        super().__init__(message)
-        self.errno = errno.ENOSPC  # an OSError like the one it reports (str() stays the message)
 
 
 def free_bytes(path: str | os.PathLike[str]) -> int | None:

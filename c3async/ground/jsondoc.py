@@ -15,37 +15,13 @@ from typing import Any, TypeVar
 import msgspec
 
 from . import safefs
-from .errors import DECODE_ERRORS, C3Error
+from .errors import DECODE_ERRORS, CorruptDocument, NewerDocument
 from .locking import locked
 
-__all__ = ("CorruptDocument", "NewerDocument", "backup_path", "read", "update", "write_atomic")
+__all__ = ("backup_path", "read", "update", "write_atomic")
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class CorruptDocument(C3Error):
-    """Raised when a shared JSON document exists but does not parse; it is left untouched."""
-
-    def __init__(self, path: Path, detail: str) -> None:
-        self.path = path
-        backup = backup_path(path)
-        where = f"the last good copy is {backup}" if backup.exists() else "there is no backup yet"
-        super().__init__(
-            f"{path} does not parse ({detail}); it was left untouched and nothing was changed. "
-            f"Repair it, or replace it with a good copy ({where}), then try again."
-        )
-
-
-class NewerDocument(C3Error):
-    """Raised when a document's ``version`` is newer than this c3async understands: reading it is
-    best effort, rewriting it could drop what the newer version keeps there, so it is refused."""
-
-    def __init__(self, path: Path, found: int, known: int) -> None:
-        super().__init__(
-            f"{path} was written by a newer c3async (format version {found}; this one knows up to "
-            f"{known}); it was left untouched. Upgrade c3async (pip install -U c3async) to change it."
-        )
 
 
 def backup_path(path: Path) -> Path:
@@ -68,7 +44,7 @@ def read(path: Path, type_: type[T], default: Callable[[], T]) -> T:
     try:
         return msgspec.json.decode(data, type=type_)
     except DECODE_ERRORS as exc:
-        raise CorruptDocument(path, _why(exc)) from None
+        raise CorruptDocument(path, _why(exc), backup_path(path)) from None
 
 
 def _why(exc: BaseException) -> str:
@@ -106,7 +82,7 @@ def update(
                 raw = msgspec.json.decode(old)
                 doc = msgspec.convert(raw, type=type_)
         except DECODE_ERRORS as exc:
-            raise CorruptDocument(path, _why(exc)) from None
+            raise CorruptDocument(path, _why(exc), backup_path(path)) from None
         known = getattr(fresh, "version", None)
         found = raw.get("version") if isinstance(raw, dict) else None
         if isinstance(known, int) and isinstance(found, int) and found > known:

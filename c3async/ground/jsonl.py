@@ -3,7 +3,7 @@
 Writing: the whole line is ONE ``write()`` on an ``O_APPEND`` descriptor, under the sidecar lock
 (``<file>.lock``). Under that lock, a file that does not end in ``\\n`` (a writer was killed
 mid-line) first gets the ``\\n``, so a torn fragment never swallows the next good line. A write
-that fails part-way (disk full: ``disk.DiskFull``) is cut back off, so no half line is left to
+that fails part-way (disk full: ``DiskFull``) is cut back off, so no half line is left to
 glue to the next.
 
 Reading: split on ``\\n``; the bytes after the last ``\\n`` are a write in flight or a torn one
@@ -26,7 +26,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import msgspec
 
 from . import disk, safefs
-from .errors import DECODE_ERRORS
+from .errors import DECODE_ERRORS, UnsafeState
 from .locking import locked
 
 __all__ = (
@@ -208,8 +208,8 @@ class Tail(Generic[T]):
         self.reset = False
         try:
             fd = safefs.open_file(self.path, os.O_RDONLY)
-        except (FileNotFoundError, safefs.UnsafeState) as exc:
-            if isinstance(exc, safefs.UnsafeState):
+        except (FileNotFoundError, UnsafeState) as exc:
+            if isinstance(exc, UnsafeState):
                 safefs.warn_once(exc)  # read as if absent; writes to it are refused
             if self.offset or self.ident is not None:
                 self.reset = self.offset > 0

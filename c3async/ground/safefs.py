@@ -10,8 +10,9 @@ Nothing here follows a link or opens anything but a regular file or directory:
   anywhere in the chain is refused, not followed, even if it appears between two calls;
 - files are opened with ``O_NOFOLLOW | O_NONBLOCK`` relative to that folder's descriptor, then
   ``fstat``-ed: a FIFO, socket or device is refused without ever blocking on it;
-- an entry of the wrong kind raises ``UnsafeState``, a C3Error (the doors print its message) and
-  an OSError (code that tolerates a missing or unreadable file tolerates it too);
+- an entry of the wrong kind raises ``UnsafeState`` (``ground.errors``: refused), a C3Error (the
+  doors print its message) and an OSError (code that tolerates a missing or unreadable file
+  tolerates it too); a file not ours that is no regular file, ``NotRegularFile``, likewise;
 - what is ours is private: it holds first prompts, notes and summaries copied from transcripts
   that Claude Code keeps private. Folders are made 0700 and files 0600; a ``.c3`` or ``$C3_HOME``
   found readable by other accounts (made by an older version, or by git) is closed (``chmod
@@ -33,15 +34,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import disk
-from .errors import C3Error
+from .errors import NotRegularFile, UnsafeState
 from .home import c3_home
 
 __all__ = (
     "GITIGNORE",
     "PROJECT_FILE",
     "TEMP_NAME",
-    "NotRegularFile",
-    "UnsafeState",
     "append_fd",
     "ensure_dir",
     "ignore_in_git",
@@ -94,27 +93,16 @@ GITIGNORE = b"""# Written by c3async: this folder stays out of git. c3async neve
 """
 
 
-class UnsafeState(C3Error, OSError):
-    """An entry of c3async's state that is a symlink or not the kind of file we create."""
-
-    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
-        self.path = os.fspath(path)
-        self.what = what
-        super().__init__(
-            f"refusing {self.path}: it is {what}, and c3async's state files are never followed "
-            "(a cloned repository may ship one). Remove it (c3async creates its own) and try again."
-        )
-
-
 _warned: set[str] = set()
 
 
-def warn_once(exc: BaseException) -> None:
-    """Log a refusal once per process: a listing goes on without that state, and says why."""
-    key = str(exc)
+def warn_once(problem: BaseException | str) -> None:
+    """Log a refusal (or a warning's text) once per process: a listing goes on without that
+    state, and says why."""
+    key = str(problem)
     if key not in _warned:
         _warned.add(key)
-        log.warning("%s", exc)
+        log.warning("%s", key)
 
 
 def state_parts(path: str | os.PathLike[str], trusted: Path | None = None) -> tuple[Path, tuple[str, ...]]:
@@ -204,10 +192,8 @@ def keep_private(fd: int, path: Path) -> None:
         # Others could write here: what is in it may not be ours, and closing it now would make
         # it look trusted (the archive refuses such a home). A person checks it first.
         warn_once(
-            C3Error(
-                f"{path} can be written by other accounts (mode {mode:o}); c3async leaves it as it is, since "
-                f"what is in it may not be yours. Check it, then make it private (chmod go-rwx {path})."
-            )
+            f"{path} can be written by other accounts (mode {mode:o}); c3async leaves it as it is, since "
+            f"what is in it may not be yours. Check it, then make it private (chmod go-rwx {path})."
         )
         return
     if hasattr(os, "geteuid") and st.st_uid == os.geteuid():
@@ -220,10 +206,8 @@ def keep_private(fd: int, path: Path) -> None:
     else:
         why = f"it belongs to another account (uid {st.st_uid}), so c3async cannot make it private"
     warn_once(
-        C3Error(
-            f"{path} can be read by other accounts (mode {stat.S_IMODE(st.st_mode):o}) and holds text copied "
-            f"from your sessions; {why}. Make it private (chmod go-rwx {path}) or move the project's state."
-        )
+        f"{path} can be read by other accounts (mode {stat.S_IMODE(st.st_mode):o}) and holds text copied "
+        f"from your sessions; {why}. Make it private (chmod go-rwx {path}) or move the project's state."
     )
 
 
@@ -426,12 +410,6 @@ def read_bytes(path: str | os.PathLike[str], limit: int | None = None, *, truste
         os.close(fd)
 
 
-class NotRegularFile(OSError):
-    """A path that is not a regular file (a FIFO, a device, a directory, or a symlink, which is
-    not followed): never read, because a FIFO blocks its reader and a symlink can point at any
-    file the user can read."""
-
-
 def open_regular(
     path: str | os.PathLike[str],
     *,
@@ -630,7 +608,7 @@ def write_atomic(
     The temp file is made in the same folder with ``O_EXCL | O_NOFOLLOW`` and renamed over the
     name: a link at ``path`` is replaced as a name, never written through. Temp files of ``path``
     that killed writers left are removed first (``disk.clear_stale_temps``); a full disk raises
-    ``disk.DiskFull`` naming the folder."""
+    ``DiskFull`` naming the folder."""
     p = Path(path)
     tmp = f".{p.name}.{os.urandom(8).hex()}.tmp"
     with open_dir(p.parent, create=True, trusted=trusted) as dfd:

@@ -49,7 +49,7 @@ from typing import Any
 import msgspec
 
 from . import jsonl, safefs
-from .errors import DECODE_ERRORS
+from .errors import DECODE_ERRORS, UnsafeState
 from .home import c3_home
 from .jsondoc import backup_path
 from .locking import locked
@@ -101,7 +101,9 @@ class Fold:
 
 
 class _Problem(Exception):
-    """Something that leaves the source folder in place (the fold is retried later)."""
+    """Something that leaves the source folder in place (the fold is retried later), carried up
+    to ``_fold_source``, which notes it in the fold's problems: it never leaves this module (so
+    it is not in ``ground.errors``'s tree)."""
 
 
 def fold_worktrees(project: str) -> list[Fold]:
@@ -294,7 +296,7 @@ def _read_source(path: Path) -> bytes | None:
         return safefs.read_bytes(path)
     except FileNotFoundError:
         return None
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return None
     except OSError as exc:
@@ -367,7 +369,7 @@ def _fold_records(src: Path, dst: Path) -> int:
         names = safefs.listdir(src)
     except FileNotFoundError:
         return 0
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return 0
     except OSError as exc:

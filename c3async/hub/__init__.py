@@ -1,3 +1,3 @@
 """Floor 4, a door: the local web Hub. ``server`` (the loopback server, its token and its
-limits), ``app`` (the routes), ``table`` (the listing's rows as the page wants them),
-``changes`` (the change feed), ``static/`` (the page). May import every floor below."""
+limits), ``app`` (the routes, and the one place an error becomes an HTTP status), ``table`` (the
+listing's rows as the page wants them), ``static/`` (the page). May import every floor below."""

@@ -31,6 +31,11 @@ process's token, and nothing a browser sends by itself counts as showing it:
 - project paths and session ids come only from what it lists itself, request bodies and query
   values are bounded and validated (4xx, never 500; a well-formed id no project has is a 404,
   ``NotFound``). Listings never carry prompts or turns; a row's detail does.
+
+Errors: a route raises, and ``_answer`` answers, once for the whole app. One of ours is
+``{"error": message}`` with the status its kind has in ``STATUS``; an OSError that is not ours
+(EACCES on a file) is a 500 that says so (and is logged). HTTP's own refusals (a foreign Host,
+no token, a body too large, an unknown path) are ``Guard``'s and Starlette's.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, overload
@@ -57,17 +62,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..catalog import conversation
 from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
-from ..ground import safefs
-from ..ground.disk import DiskFull
-from ..ground.errors import DECODE_ERRORS, C3Error, NotFound
+from ..ground.disk import said
+from ..ground.errors import DECODE_ERRORS, BadArgument, C3Error, Kind, NotFound, NotRegularFile
 from ..ground.paths import project_root
 from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
 from ..sessions.projects import KnownProject, known_projects, listed_projects
-from ..sessions.view import FILTERS, list_rows_sync, project_usage, row_for
-from .changes import ChangeFeed
-from .table import MAX_DEPTH, MAX_PAGE, PAGE, SORTS, Query, Table
+from ..sessions.query import FILTERS, PAGE, SORTS, Query
+from ..sessions.runtime import Feed, Runtime
+from ..sessions.view import list_rows_sync, project_usage, row_for
+from .table import MAX_DEPTH, MAX_PAGE, Table
 
 __all__ = ("LOOPBACK_HOSTS", "Guard", "create_app")
 
@@ -95,8 +100,6 @@ MAX_BODY = 64 * 1024  # a mark's body; the marks layer bounds each field further
 MAX_QUERY = 8 * 1024  # the whole query string
 MAX_PROJECT = 4096  # a project path
 MAX_SEARCH = 1000  # the search box
-USAGE_EVERY_S = 60.0  # the accountant's period, as the MCP server's
-USAGE_WAITS_S = 30.0  # its first run waits for the page's first listings, at most this long
 _HOST = re.compile(r"^(\[[0-9a-fA-F:]+\]|[^:\[\]/]+)(?::(\d{1,5}))?$")
 
 
@@ -226,13 +229,24 @@ def _error(status: int, message: str, headers: Mapping[str, str] | None = None) 
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-def _refusal(exc: C3Error) -> JSONResponse:
-    """A C3Error as JSON, its status by its kind: a ``NotFound`` names what it did not find (a
-    session no registered project has: 404); a full disk is 507 (Insufficient Storage: the
-    request was fine, the disk is not); any other refusal (a bad id, an unknown project, a bad
-    mark) is 400."""
-    status = 404 if isinstance(exc, NotFound) else 507 if isinstance(exc, DiskFull) else 400
-    return _error(status, str(exc))
+# The HTTP status of each kind of error (ground/errors.py). A 4xx is answered once someone
+# changes something: the request (400), what it names (404), or the state it meets (409, RFC
+# 9110's "conflict with the current state of the target resource" that "the user might be able
+# to resolve": a prefix two sessions now share, a milestone that exists already, a file to
+# repair); 403 is what is refused whoever asks (a link planted in our state, a folder others can
+# write). 503: not now (a lock held, no FTS5); 507 (Insufficient Storage): the request was fine,
+# the disk is not. 500 stays the Hub's own failure.
+STATUS = {
+    Kind.USAGE: 400,
+    Kind.BAD_ARGUMENT: 400,
+    Kind.NOT_FOUND: 404,
+    Kind.AMBIGUOUS: 409,
+    Kind.CONFLICT: 409,
+    Kind.REFUSED: 403,
+    Kind.UNAVAILABLE: 503,
+    Kind.DAMAGED: 409,
+    Kind.DISK_FULL: 507,
+}
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -248,15 +262,15 @@ def _text(value: Any, what: str, limit: int) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise C3Error(f"{what} must be a string")
+        raise BadArgument(f"{what} must be a string")
     if len(value) > limit:
-        raise C3Error(f"{what} is longer than {limit} characters")
+        raise BadArgument(f"{what} is longer than {limit} characters")
     if "\x00" in value:
-        raise C3Error(f"{what} contains a NUL character")
+        raise BadArgument(f"{what} contains a NUL character")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise C3Error(f"{what} is not valid Unicode (a lone surrogate)") from None
+        raise BadArgument(f"{what} is not valid Unicode (a lone surrogate)") from None
     return value
 
 
@@ -272,7 +286,7 @@ def _project_param(request: Request, value: str | None = None) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise C3Error("project must be a path")
+        raise BadArgument("project must be a path")
     value = _text(value, "project", MAX_PROJECT)
     known = _projects()
     if value in known:
@@ -282,10 +296,10 @@ def _project_param(request: Request, value: str | None = None) -> str | None:
         if value not in known:  # a worktree names its repository's project
             value = project_root(value)
     except (OSError, ValueError) as exc:
-        raise C3Error(f"project {value!r} is not a usable path ({exc})") from None
+        raise BadArgument(f"project {value!r} is not a usable path ({exc})") from None
     if value in known:
         return value
-    raise C3Error(f"unknown project {value!r}: the Hub serves only registered projects")
+    raise BadArgument(f"unknown project {value!r}: the Hub serves only registered projects")
 
 
 def _listing_row(row: Any) -> dict[str, Any]:
@@ -384,20 +398,13 @@ async def api_sessions(request: Request) -> Response:
     project = _project_param(request)
     which = request.query_params.get("filter") or "all"
     if which not in FILTERS:
-        return _error(400, f"filter must be one of {', '.join(FILTERS)}")
+        raise BadArgument(f"filter must be one of {', '.join(FILTERS)}")
     q = (_text(request.query_params.get("q"), "the search (q)", MAX_SEARCH) or "").strip() or None
     projects = [project] if project else _projects()
-    listings: Listings = request.app.state.listings
-    listings.running += 1
-    try:
-        # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
-        scans, rows = await anyio.to_thread.run_sync(
-            lambda: list_rows_sync(projects, which=which, search=q, processes=False)
-        )
-    finally:
-        listings.running -= 1
-        if not listings.running:
-            listings.settled.set()
+    # The whole listing (scan, joins) in a worker thread: the event loop stays free for others.
+    scans, rows = await anyio.to_thread.run_sync(
+        lambda: list_rows_sync(projects, which=which, search=q, processes=False)
+    )
     return _json(
         {
             "rows": [_listing_row(r) for r in rows],
@@ -411,13 +418,13 @@ def _query(request: Request) -> Query:
     params = request.query_params
     which = params.get("filter") or "all"
     if which not in FILTERS:
-        raise C3Error(f"filter must be one of {', '.join(FILTERS)}")
+        raise BadArgument(f"filter must be one of {', '.join(FILTERS)}")
     sort = params.get("sort") or ""
     if sort and sort not in SORTS:
-        raise C3Error(f"sort must be one of {', '.join(SORTS)}")
+        raise BadArgument(f"sort must be one of {', '.join(SORTS)}")
     order = params.get("order") or "desc"
     if order not in ("asc", "desc"):
-        raise C3Error("order must be asc or desc")
+        raise BadArgument("order must be asc or desc")
     branch = _text(params.get("branch"), "branch", 500) or None
     return Query(
         filter=which,
@@ -442,7 +449,7 @@ async def api_rows(request: Request) -> Response:
     depth = _query_int(request, "depth", 1, MAX_DEPTH)
     if depth is not None:
         if query.project is None:
-            raise C3Error("depth needs a project")
+            raise BadArgument("depth needs a project")
         table.deepen(query.project, depth)
     return _json(await anyio.to_thread.run_sync(table.query, query))
 
@@ -457,10 +464,16 @@ def _session_project(request: Request, sid: str) -> str:
     raise NotFound(f"no registered project has the session {sid}")
 
 
-async def api_session(request: Request) -> Response:
+def _sid(request: Request) -> str:
+    """The session id in the path, checked."""
     sid = request.path_params["sid"].lower()
     if not is_session_id(sid):
-        return _error(400, "a session id is a UUID")
+        raise BadArgument("a session id is a UUID")
+    return sid
+
+
+async def api_session(request: Request) -> Response:
+    sid = _sid(request)
     project = await anyio.to_thread.run_sync(_session_project, request, sid)
     d = await anyio.to_thread.run_sync(lambda: show(project, sid))
     if d.elsewhere:  # the page asked for a row of this project: another project's is not one
@@ -476,7 +489,7 @@ def _query_int(request: Request, name: str, low: int, high: int) -> int | None:
     if value is None or value == "":
         return None
     if len(value) > 20 or not value.isascii() or not value.isdigit() or not low <= int(value) <= high:
-        raise C3Error(f"{name} must be a whole number from {low} to {high}")
+        raise BadArgument(f"{name} must be a whole number from {low} to {high}")
     return int(value)
 
 
@@ -484,9 +497,7 @@ async def api_conversation(request: Request) -> Response:
     """One page of a session's conversation (or of one of its sub-agents, ``agent=agent-<id>``):
     ``after=``, ``before=`` or ``at=`` a byte offset (none: the first page), ``limit`` items (at
     most 200). The JSON is ``conversation.Page`` with ``session`` and ``agent`` added."""
-    sid = request.path_params["sid"].lower()
-    if not is_session_id(sid):
-        return _error(400, "a session id is a UUID")
+    sid = _sid(request)
     cursors = {k: _query_int(request, k, 0, MAX_OFFSET) for k in ("after", "before", "at")}
     limit = _query_int(request, "limit", 1, conversation.MAX_LIMIT) or conversation.PAGE_ITEMS
     agent = _text(request.query_params.get("agent") or None, "agent", 200)
@@ -497,11 +508,11 @@ async def api_conversation(request: Request) -> Response:
     path = row.path
     try:
         page = await anyio.to_thread.run_sync(lambda: conversation.page(path, **cursors, limit=limit, agent=agent))
-    except C3Error:  # a refusal, said by _refused (UnsafeState is an OSError too)
-        raise
-    except OSError:
+    except OSError as exc:  # gone since it was listed, unreadable, or a link or a FIFO: not there to read
+        if isinstance(exc, C3Error) and not isinstance(exc, NotRegularFile):
+            raise  # a refusal of ours (UnsafeState is an OSError too): _answer says it
         what = f"the sub-agent transcript {agent}" if agent else "the transcript"
-        return _error(404, f"{what} of session {sid} cannot be read (gone, or not a regular file)")
+        raise NotFound(f"{what} of session {sid} cannot be read (gone, or not a regular file)") from exc
     out = msgspec.structs.asdict(page)
     out.update(id=sid, agent=agent)
     return _json(out)
@@ -518,30 +529,25 @@ async def api_search(request: Request) -> Response:
     from ..sessions.search import search
 
     params = request.query_params
-    try:
-        q = _text(params.get("q") or "", "the search (q)", 2_000)
-        project = _project_param(request)
-        role, since, until, branch = (
-            _text(params.get(k) or None, k, 200) for k in ("role", "since", "until", "branch")
+    q = _text(params.get("q") or "", "the search (q)", 2_000)
+    project = _project_param(request)
+    role, since, until, branch = (_text(params.get(k) or None, k, 200) for k in ("role", "since", "until", "branch"))
+    limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or 20
+    tools = params.get("tools") in ("1", "true", "on")
+    projects = [project] if project else _projects()
+    found = await anyio.to_thread.run_sync(
+        lambda: search(
+            q,
+            projects=projects,
+            role=role,
+            since=since,
+            until=until,
+            branch=branch,
+            tools=tools,
+            limit=limit,
+            background=True,
         )
-        limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or 20
-        tools = params.get("tools") in ("1", "true", "on")
-        projects = [project] if project else _projects()
-        found = await anyio.to_thread.run_sync(
-            lambda: search(
-                q,
-                projects=projects,
-                role=role,
-                since=since,
-                until=until,
-                branch=branch,
-                tools=tools,
-                limit=limit,
-                background=True,
-            )
-        )
-    except C3Error as exc:
-        return _refusal(exc)
+    )
     return _json(found)
 
 
@@ -553,52 +559,25 @@ async def api_search_status(request: Request) -> Response:
     return _json({"updating": status.updating, "done_bytes": status.done, "total_bytes": status.total})
 
 
-def _start_indexing() -> None:
-    """At start: index what is new, in a process of its own when it is a first build."""
-    from ..search.index import update
-    from ..sessions.search import INLINE_BYTES
-
-    try:
-        update(inline_max=INLINE_BYTES)
-    except (C3Error, OSError) as exc:
-        log.warning("search index: %s", exc)
-
-
-async def _start_indexing_thread() -> None:
-    # abandoned when the Hub stops: an update in this process ends with it (SQLite rolls back)
-    await anyio.to_thread.run_sync(_start_indexing, abandon_on_cancel=True)
-
-
-def _stop_indexing() -> None:
-    from ..search.index import stop_background
-
-    stop_background()
-
-
-class _TooLarge(Exception):
-    pass
-
-
 async def _body(request: Request, limit: int = MAX_BODY) -> bytes:
-    """The request body, read up to ``limit`` bytes (a chunked body has no Content-Length)."""
+    """The request body, read up to ``limit`` bytes (a chunked body has no Content-Length): a
+    larger one, or one the client left before sending whole, is refused as HTTP's own error."""
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPException(413, f"the body is larger than {limit // 1024} KiB")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise HTTPException(400, "the client left before sending the whole body") from None
     return b"".join(chunks)
 
 
-async def _object(request: Request, shape: str, *, empty: bool = False) -> dict[str, Any] | Response:
+async def _object(request: Request, shape: str, *, empty: bool = False) -> dict[str, Any]:
     """The request's body, a JSON object of at most MAX_BODY bytes (``empty``: no body reads as
-    ``{}``), or the refusal to answer with (``shape`` says what the body holds)."""
-    try:
-        raw = await _body(request)
-    except _TooLarge:
-        return _error(413, f"the body is larger than {MAX_BODY // 1024} KiB")
-    except ClientDisconnect:
-        return _error(400, "the client left before sending the whole body")
+    ``{}``); ``shape`` says what the body holds, for the refusal of another."""
+    raw = await _body(request)
     if empty and not raw.strip():
         return {}
     try:
@@ -606,19 +585,15 @@ async def _object(request: Request, shape: str, *, empty: bool = False) -> dict[
         # nesting deeper than the recursion limit raises RecursionError.
         body = msgspec.json.decode(raw)
     except DECODE_ERRORS:
-        return _error(400, f"the body must be UTF-8 JSON: {shape}")
+        raise BadArgument(f"the body must be UTF-8 JSON: {shape}") from None
     if not isinstance(body, dict):
-        return _error(400, "the body must be a JSON object")
+        raise BadArgument("the body must be a JSON object")
     return body
 
 
 async def api_mark(request: Request) -> Response:
-    sid = request.path_params["sid"].lower()
-    if not is_session_id(sid):
-        return _error(400, "a session id is a UUID")
+    sid = _sid(request)
     body = await _object(request, "{op, reason, successor, summary, next_steps, project}")
-    if isinstance(body, Response):
-        return body
     project = _project_param(request, body.get("project"))
     if not project:  # (an `or` would infer run_sync's result as `str | None`)
         project = await anyio.to_thread.run_sync(_session_project, request, sid)
@@ -629,15 +604,9 @@ async def api_mark(request: Request) -> Response:
     op = body.get("op")
     op = _text(op, "op", 100) if isinstance(op, str) else ""
     release = body.get("release") is True  # unkeep of an archived session: the person confirmed
-    try:
-        mark, _found = await anyio.to_thread.run_sync(
-            lambda: mark_session(project, sid, op, by="user", release=release, **fields)
-        )
-    except C3Error:  # a refusal, said by _refused (UnsafeState, a linked marks log, is an OSError too)
-        raise
-    except OSError as exc:
-        log.warning("could not write a mark for %s in %s: %s", sid, project, exc)
-        return _error(500, "could not write the mark; the Hub's terminal shows why")
+    mark, _found = await anyio.to_thread.run_sync(
+        lambda: mark_session(project, sid, op, by="user", release=release, **fields)
+    )
     return _json(mark, status=201)
 
 
@@ -647,8 +616,6 @@ async def api_keep_expiring(request: Request) -> Response:
     preserved at once (``sessions.act.keep_expiring``). The answer counts what was kept and
     says the archive's refusal, if any."""
     body = await _object(request, "{project}", empty=True)
-    if isinstance(body, Response):
-        return body
     project = _project_param(request, body.get("project"))
     projects = [project] if project else _projects()
     done = await anyio.to_thread.run_sync(lambda: keep_expiring(projects, by="user"))
@@ -670,9 +637,9 @@ async def api_events(request: Request) -> Response:
     """Server-sent events: `change` whenever marks, liveness or the catalog move, so the page
     refreshes its rows without a reload; a comment line every 15 s keeps proxies quiet.
     ``?project=P`` (a registered project) watches that project alone. Every stream waits on the
-    Hub's one watcher (``changes.ChangeFeed``): N open pages cost one poll a second."""
+    Hub's one watcher (``sessions.runtime.Feed``): N open pages cost one poll a second."""
     project = _project_param(request)  # checked before the stream starts: a bad one is a 400
-    feed: ChangeFeed = request.app.state.feed
+    feed: Feed = request.app.state.feed
 
     table: Table = request.app.state.table
 
@@ -703,10 +670,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return _error(exc.status_code, exc.detail or "error", headers=exc.headers)
 
 
-async def _refused(request: Request, exc: Exception) -> Response:
-    """A C3Error is a refusal meant for the user (see ``_refusal``)."""
-    assert isinstance(exc, C3Error)
-    return _refusal(exc)
+async def _answer(request: Request, exc: Exception) -> Response:
+    """The Hub's one translation of an error a route raised: one of ours is its message, with
+    its kind's status (``STATUS``); an OSError that is not ours is a 500 that says so, and is
+    logged (a full disk that no writer named is said as one: ``disk.said``)."""
+    told = said(exc)
+    if isinstance(told, C3Error):
+        return _error(STATUS[told.kind], str(told))
+    log.warning("%s %s: %s", request.method, request.url.path, told)
+    return _error(500, f"could not read or write a file: {told}")
 
 
 async def _crash(request: Request, exc: Exception) -> Response:
@@ -714,79 +686,29 @@ async def _crash(request: Request, exc: Exception) -> Response:
     return _error(500, "the Hub failed on this request; its terminal shows the details")
 
 
-def _account_once(project: str) -> None:
-    from ..usage.account import account_if_changed  # loaded by the first run
-
-    try:
-        account_if_changed(project, processes=False)  # this process has threads: never fork it
-    except Exception as exc:  # a refused .c3 (a link, a FIFO), a read-only checkout...
-        safefs.warn_once(RuntimeError(f"tokens and cost of {project} not brought up to date: {exc}"))
-
-
-class Listings:
-    """Listings in flight; ``settled`` once the first ones (a page asks for each project at
-    once) are all answered."""
-
-    def __init__(self) -> None:
-        self.running = 0
-        self.settled = anyio.Event()
-
-
-async def account_usage(projects: Callable[[], list[str]], listings: Listings | None = None) -> None:
-    """Keep each registered project's ``.c3/session_stats.jsonl`` current, as ``c3async serve``
-    does: a first run soon after start, then every ``USAGE_EVERY_S``; each run reads only bytes
-    appended since the last (a project at a time, one worker-thread hop each). New totals reach
-    the pages through the change feed, which watches that file.
-
-    The first run (on a new machine, a read of every transcript: about 0.4 s of one core per
-    200 transcripts) waits until the page's first listings are answered, at most
-    ``USAGE_WAITS_S``: as the server's waits for its warm scan, the first page matters more."""
-    if listings is not None:
-        with anyio.move_on_after(USAGE_WAITS_S):
-            await listings.settled.wait()
-    while True:
-        try:
-            registered = await anyio.to_thread.run_sync(projects)
-        except Exception as exc:  # never the end of the Hub: the listings say what is wrong
-            safefs.warn_once(exc)
-            registered = []
-        for project in registered:
-            await anyio.to_thread.run_sync(_account_once, project, abandon_on_cancel=True)
-        await anyio.sleep(USAGE_EVERY_S)
-
-
 def create_app(token: str | None = None) -> Guard:
     """The Hub as an ASGI app: ``Guard`` around the Starlette app (``.app``); ``.token`` is the
     token every ``/api`` request needs (a fresh one unless given)."""
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
-    feed = ChangeFeed(_projects)
-    listings = Listings()
-    table = Table(_projects, feed.version)
+    runtime = Runtime(_projects, index=True)  # the watcher, the warm scan, token totals, the keep pass
+    table = Table(_projects, runtime.feed.version)
 
     async def warm() -> None:
-        """Every project's rows built once the feed has its baseline: the first page is a query."""
-        await feed.primed.wait()
-        listings.running += 1
-        try:
-            await anyio.to_thread.run_sync(table.refresh, abandon_on_cancel=True)
-        finally:
-            listings.running -= 1
-            if not listings.running:
-                listings.settled.set()
+        """Every project's rows built once the catalog is warm: the first page is a query."""
+        await runtime.warmed.wait()
+        await anyio.to_thread.run_sync(table.refresh, abandon_on_cancel=True)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(feed.run)  # the one watcher every event stream waits on
+            tg.start_soon(runtime.run)
             tg.start_soon(warm)
-            tg.start_soon(account_usage, _projects, listings)  # tokens and cost for the rows
-            tg.start_soon(_start_indexing_thread)  # so the first search is quick
             try:
                 yield
             finally:
                 tg.cancel_scope.cancel()
-                _stop_indexing()
+                runtime.stop()
 
     app = Starlette(
         lifespan=lifespan,
@@ -806,10 +728,9 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/events", api_events),
             Mount("/static", StaticFiles(directory=static), name="static"),
         ],
-        exception_handlers={HTTPException: _http_error, C3Error: _refused, Exception: _crash},
+        exception_handlers={HTTPException: _http_error, C3Error: _answer, OSError: _answer, Exception: _crash},
     )
     app.state.token = token
-    app.state.feed = feed
-    app.state.listings = listings
+    app.state.feed = runtime.feed
     app.state.table = table
     return Guard(app, token)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..ground import disk
+from ..ground.errors import C3Error, Unavailable, UnsafeHubFolder, UsageError
 from ..ground.term import inert_line
 
 __all__ = ("HubFiles", "RunningHub", "is_loopback", "run_hub", "running_hubs")
@@ -49,10 +50,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-class HubFileError(Exception):
-    pass
 
 
 class HubFiles:
@@ -82,12 +79,12 @@ class HubFiles:
             pass
         st = os.lstat(self.dir)
         if stat.S_ISLNK(st.st_mode):
-            raise HubFileError(
+            raise UnsafeHubFolder(
                 f"{self.dir} is a symbolic link; refusing to put the Hub's token there. "
                 "Remove it (c3async creates a private directory in its place)."
             )
         if not stat.S_ISDIR(st.st_mode):
-            raise HubFileError(f"{self.dir} is not a directory; remove it and start the Hub again")
+            raise UnsafeHubFolder(f"{self.dir} is not a directory; remove it and start the Hub again")
         if not _DIR_FD:
             self._dir_fd = -1
             return -1
@@ -95,12 +92,12 @@ class HubFiles:
         try:
             st = os.fstat(fd)
             if st.st_uid != os.geteuid():
-                raise HubFileError(
+                raise UnsafeHubFolder(
                     f"{self.dir} belongs to another account (uid {st.st_uid}); refusing to put the Hub's token "
                     "there. Remove it (c3async creates a private one in its place)."
                 )
             if stat.S_IMODE(st.st_mode) & 0o077:
-                raise HubFileError(
+                raise UnsafeHubFolder(
                     f"{self.dir} can be read or entered by other accounts (mode {stat.S_IMODE(st.st_mode):o}); "
                     f"refusing to put the Hub's token there. Make it private (chmod 700 {self.dir}) or remove it."
                 )
@@ -253,7 +250,7 @@ def running_hubs() -> list[RunningHub]:
                 continue
             if hub.port == int(m.group(1)) and _ours_running(hub.pid, when) and _listening(hub.url, hub.port):
                 found.append((when, hub))
-    except (OSError, HubFileError):
+    except (OSError, UnsafeHubFolder):
         return []
     finally:
         reader.remove()
@@ -312,7 +309,7 @@ def _browser_can_open() -> bool:
 
 
 class _Stopped(Exception):
-    pass
+    """SIGTERM, from ``_stop`` to ``run_hub``'s serving loop: it never leaves this module."""
 
 
 def _stop(signum, frame) -> None:  # a signal handler
@@ -417,7 +414,7 @@ def _open(files: HubFiles) -> None:
     opened = False
     try:
         opened = _browser_can_open() and webbrowser.open(files.write_opener().as_uri())
-    except (OSError, HubFileError, webbrowser.Error) as exc:
+    except (OSError, UnsafeHubFolder, webbrowser.Error) as exc:
         print(f"c3async: could not open a browser ({exc}); open the URL above", file=sys.stderr)
         return
     if not opened:
@@ -425,16 +422,15 @@ def _open(files: HubFiles) -> None:
 
 
 def run_hub(host: str, port: int, open_browser: bool) -> int:
+    """Serve the Hub until Ctrl-C or SIGTERM (0). Raises a C3Error for a Hub that cannot start
+    (the CLI says it): a host that is not loopback, a port in use, a token folder refused."""
     if not is_loopback(host):
-        print(
-            f"c3async: error: refusing to serve the Hub on {host!r}: it shows transcript text and "
-            "must stay on this machine; use 127.0.0.1 (or ::1)",
-            file=sys.stderr,
+        raise UsageError(
+            f"refusing to serve the Hub on {host!r}: it shows transcript text and "
+            "must stay on this machine; use 127.0.0.1 (or ::1)"
         )
-        return 2
     if not 0 <= port <= 65535:
-        print(f"c3async: error: --port {port} is not a TCP port (0 to 65535; 0 picks a free one)", file=sys.stderr)
-        return 2
+        raise UsageError(f"--port {port} is not a TCP port (0 to 65535; 0 picks a free one)")
     import uvicorn
 
     from .app import create_app
@@ -447,14 +443,11 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
     except (OSError, OverflowError) as exc:
         sock.close()
         if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
-            print(
-                f"c3async: error: port {port} on {host} is in use: {_holder(port)}. "
-                "Give another with --port N (--port 0 picks a free one).",
-                file=sys.stderr,
-            )
-        else:
-            print(f"c3async: error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
-        return 1
+            raise Unavailable(
+                f"port {port} on {host} is in use: {_holder(port)}. "
+                "Give another with --port N (--port 0 picks a free one)."
+            ) from None
+        raise Unavailable(f"cannot listen on {host}:{port}: {exc}") from None
     bound = sock.getsockname()[1]
     _raise_file_limit()
     backlog = max(64, min(BACKLOG, _connection_cap() // 4))
@@ -465,11 +458,12 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
     files = HubFiles(bound, url, token)
     try:
         where = files.write_token()
-    except (OSError, HubFileError) as exc:
+    except (OSError, C3Error) as exc:
         sock.close()
         files.remove()
-        print(f"c3async: error: cannot write the Hub's token file: {exc}", file=sys.stderr)
-        return 1
+        if isinstance(exc, C3Error):  # a refused folder, a full disk: the message says it all
+            raise
+        raise Unavailable(f"cannot write the Hub's token file: {exc}") from None
     # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
     # found: make that handler ours, so the token file is removed on a plain `kill` too.
     previous = signal.signal(signal.SIGTERM, _stop)

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from ..catalog.listing import is_session_id
 from ..ground import clock, safefs
-from ..ground.errors import DECODE_ERRORS
+from ..ground.errors import DECODE_ERRORS, BadArgument, Damaged, Refused, UnsafeState
 from ..ground.home import c3_home
 from ..stores import activity
 
@@ -121,6 +121,9 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     session_id = _text(payload, "session_id", 64)
     project = _project(payload)
     if not project or session_id is None or not is_session_id(session_id):
+        return None
+    if not os.path.isdir(project):  # moved or deleted since (a replayed event): nowhere to record it
+        _note_error(f"{event or 'a hook'} of session {session_id}: its folder {project} no longer exists; not recorded")
         return None
     session_id = session_id.lower()
     pid = _claude_pid()
@@ -273,34 +276,34 @@ def _keep_folder_off_path(hook: dict[str, Any]) -> bool:
 
 def _load(target: SettingsFile, command: str) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
     """The settings file's bytes, its object and its ``hooks`` object (made empty where absent).
-    A file that is not valid JSON, or is reached through a link, is a ValueError that says what
+    A file that is not valid JSON is Damaged, one reached through a link Refused: each says what
     to do instead."""
     path = target.path
     if target.make_trusted:
         target.trusted.mkdir(parents=True, exist_ok=True)
     elif not target.trusted.is_dir():  # a project folder is never created
-        raise ValueError(f"{target.trusted} is not a directory")
+        raise BadArgument(f"{target.trusted} is not a directory")
     try:
         data = safefs.read_bytes(path, limit=MAX_SETTINGS + 1, trusted=target.trusted)
     except FileNotFoundError:
         data = b""
-    except safefs.UnsafeState as exc:
-        raise ValueError(
+    except UnsafeState as exc:
+        raise Refused(
             f"{exc.path} is {exc.what}: c3async never writes through one. "
             f"Change the file it leads to yourself; the hooks are: {_snippet(command)}"
         ) from None
     if len(data) > MAX_SETTINGS:
-        raise ValueError(f"{path} is larger than {MAX_SETTINGS >> 20} MiB: not a settings file; fix it first")
+        raise Damaged(f"{path} is larger than {MAX_SETTINGS >> 20} MiB: not a settings file; fix it first")
     text = data.decode("utf-8", "replace")
     try:
         settings = json.loads(text) if text.strip() else {}
     except (*DECODE_ERRORS,) as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); fix it and run install-hooks again") from None
+        raise Damaged(f"{path} is not valid JSON ({exc}); fix it and run install-hooks again") from None
     if not isinstance(settings, dict):
-        raise ValueError(f"{path} does not hold a JSON object; fix it and run install-hooks again")
+        raise Damaged(f"{path} does not hold a JSON object; fix it and run install-hooks again")
     hooks = settings.get("hooks", {})
     if not isinstance(hooks, dict):
-        raise ValueError(f"{path}: 'hooks' is not an object; fix it and run install-hooks again")
+        raise Damaged(f"{path}: 'hooks' is not an object; fix it and run install-hooks again")
     return data, settings, hooks
 
 
@@ -323,8 +326,8 @@ def _save(target: SettingsFile, data: bytes, settings: dict[str, Any], command: 
             safefs.write_atomic(backup_path(target), data, mode=0o600, trusted=target.trusted)
         encoded = (json.dumps(settings, indent=2) + "\n").encode("utf-8")
         safefs.write_atomic(target.path, encoded, mode=mode, trusted=target.trusted)
-    except safefs.UnsafeState as exc:  # a folder on the way (.claude) is a link
-        raise ValueError(
+    except UnsafeState as exc:  # a folder on the way (.claude) is a link
+        raise Refused(
             f"{exc.path} is {exc.what}: c3async never writes through one. Change the hooks yourself: {_snippet(command)}"
         ) from None
 
@@ -334,7 +337,7 @@ def install(target: SettingsFile, command: str | None = None) -> list[str]:
     Idempotent. Returns the events it added or brought up to date (empty when all were there as
     they are now: one of ours written without ``-P`` gets it). A settings file that
     is not valid JSON is left untouched, and one that is a link (or any folder on the way below
-    the trusted one) is never written through: ValueError names it and shows what to add."""
+    the trusted one) is never written through: Refused names it and shows what to add."""
     command = command or hook_command()
     # No lock: Claude Code writes this file without one; the atomic replace keeps readers safe.
     data, settings, hooks = _load(target, command)
@@ -342,7 +345,7 @@ def install(target: SettingsFile, command: str | None = None) -> list[str]:
     for event in EVENTS:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
-            raise ValueError(f"{target.path}: hooks.{event} is not a list; fix it and run install-hooks again")
+            raise Damaged(f"{target.path}: hooks.{event} is not a list; fix it and run install-hooks again")
         mine = [h for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [] if _ours(h)]
         if not mine:
             groups.append({"hooks": [{"type": "command", "command": command, "timeout": 10}]})

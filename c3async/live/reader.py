@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS
+from ..ground.errors import DECODE_ERRORS, UnsafeState
 from ..ground.paths import project_root
 from ..stores import activity
 from .heartbeat import Heartbeat, boot_id, live_dir, ttl
@@ -106,7 +106,7 @@ def heartbeats(project: str, *, prune: bool = True) -> list[Heartbeat]:
     folder = live_dir(project)
     try:
         all_names = safefs.listdir(folder)
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)  # a linked .c3 or .c3/live: never read, never pruned
         return []
     except OSError:

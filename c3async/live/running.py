@@ -44,10 +44,12 @@ SETTLE_S = 2.0  # a file or folder written this recently may be written again in
 # A reader that polls (the Hub, four times a second) keeps, per folder, what its last full read
 # found (``_Held``): a file found ended or no registry file stays so until it is written again (a
 # process once gone never comes back; a claude that reuses its pid writes its own file), so it is
-# not read again while its stat holds, and it is stat'ed again only every RECHECK_S; the folder is
-# listed again only when its own stat moves. Between full reads, only the files of running
-# processes are read: thousands of files that killed claudes left behind cost nothing per read.
-RECHECK_S = 5.0
+# not read again while its stat holds; the folder is listed again only when its own stat moves.
+# Each read stats the files of running processes and a slice of the settled ones (a RECHECK_PARTS-th,
+# in turn): every settled file is stat'ed again over RECHECK_PARTS reads (15 s at four reads a
+# second), at an even cost per read. Thousands of files that killed claudes left behind cost a
+# slice of stats per read, and no read pays for all of them at once.
+RECHECK_PARTS = 60
 _held: dict[str, _Held] = {}
 _NAME = re.compile(r"([1-9][0-9]{0,9})\.json")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -179,6 +181,8 @@ def read_registry(folder: Path | None = None) -> Snapshot:
         from ..stores.claude_dirs import roots
 
         snaps = [_read_folder(r.sessions) for r in roots()]
+        if len(snaps) == 1:
+            return snaps[0]
         running = [r for snap in snaps for r in snap.running]
         held = {r.session_id for r in running}
         return Snapshot(running, frozenset(s for snap in snaps for s in snap.ended) - held)
@@ -208,25 +212,31 @@ def _read_folder(folder: Path) -> Snapshot:
 
 @dataclass(slots=True)
 class _Held:
-    """What a read kept of a registry folder for the next (see ``RECHECK_S``)."""
+    """What a read kept of a registry folder for the next (see ``RECHECK_PARTS``)."""
 
     sig: tuple  # the folder's stat when listed
     names: list[str]  # the registry files' names then
     settled: dict[str, tuple]  # name -> (the file's stat, the session it names if ended, else None)
     left: frozenset[str]  # the sessions the settled files name
     active: list[str]  # the other names: files of running processes, or written too recently to judge
-    checked: float  # time.monotonic() of this full read
+    turn: int = 0  # the slice of ``names`` the next read stats again
 
 
 def _collect(dfd: int | None, folder: Path, sig: tuple) -> Snapshot:
     key = str(folder)
     held = _held.get(key)
     settle_ns = time.time_ns() - int(SETTLE_S * 1e9)
-    if held is not None and held.sig == sig and sig[2] < settle_ns and time.monotonic() - held.checked < RECHECK_S:
-        out, left, _ = _judge(dfd, folder, held.active, {}, settle_ns)  # the files that can move, alone
-        return Snapshot(out, frozenset((left | held.left) - {r.session_id for r in out}))
     if held is not None and held.sig == sig and sig[2] < settle_ns:
-        names = held.names
+        # The folder as listed before: its active files, and a slice of the settled ones, again.
+        part = -(-len(held.names) // RECHECK_PARTS)
+        start = held.turn * part
+        held.turn = (held.turn + 1) % RECHECK_PARTS
+        again = [n for n in held.names[start : start + part] if n in held.settled]
+        out, left, settled = _judge(dfd, folder, [*held.active, *again], held.settled, settle_ns)
+        if all(settled.get(n) is held.settled[n] for n in again):  # the settled files as they were
+            ended = held.left | left if left else held.left
+            return Snapshot(out, ended - {r.session_id for r in out} if out else ended)
+        names = held.names  # a settled file was written again: the folder judged anew
     else:
         listed = os.listdir(dfd if dfd is not None else folder)
         names = sorted(n for n in listed if _NAME.fullmatch(n))[:MAX_FILES]
@@ -237,7 +247,6 @@ def _collect(dfd: int | None, folder: Path, sig: tuple) -> Snapshot:
         settled,
         frozenset(v[1] for v in settled.values() if v[1]),
         [n for n in names if n not in settled],
-        time.monotonic(),
     )
     return Snapshot(out, frozenset(left - {r.session_id for r in out}))
 

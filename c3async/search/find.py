@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ..ground.errors import BadArgument
+from ..ground.errors import BadArgument, DamagedIndex, IndexUnavailable
 from ..ground.safefs import open_regular, pread_all
 from . import store
 from .passages import KINDS, TOOL, decode_line, line_texts
@@ -165,11 +165,11 @@ def find(
     for k in range(store.SHARDS):
         try:
             conn = store.connect(k, create=False)
-        except store.Corrupt as exc:
+        except DamagedIndex as exc:
             problems.append(str(exc))
             damaged.append(k)
             continue
-        except store.Unavailable as exc:  # (a full disk is said as such by the caller's door)
+        except IndexUnavailable as exc:  # (a full disk is said as such by the caller's door)
             problems.append(str(exc))
             continue
         if conn is None:
@@ -192,7 +192,7 @@ def find(
                 raise BadArgument(f"this search cannot be run ({exc}): use fewer words or brackets") from None
             why = store.failure(store.shard_path(k), exc)
             problems.append(str(why))
-            if isinstance(why, store.Corrupt):
+            if isinstance(why, DamagedIndex):
                 damaged.append(k)
             continue
         finally:
@@ -311,7 +311,7 @@ def _main_file(session: str, sub: _File) -> _File | None:
     k = store.shard_of(path)
     try:
         conn = store.connect(k, create=False)
-    except (store.Corrupt, store.Unavailable):
+    except (DamagedIndex, IndexUnavailable):
         return None
     if conn is None:
         return None

@@ -32,7 +32,7 @@ import msgspec
 
 from ..catalog.listing import transcript_files
 from ..ground import clock, safefs
-from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.errors import DECODE_ERRORS, C3Error, DamagedIndex, UnsafeState
 from ..ground.locking import try_locked
 from . import store
 from .passages import TOOL, FileRead, Job, Passage, read_files
@@ -213,7 +213,7 @@ def _known(create: bool, counts: list[tuple[int, int]] | None = None) -> list[di
     for k in range(store.SHARDS):
         try:
             conn = store.connect(k, create=create)
-        except store.Corrupt as exc:
+        except DamagedIndex as exc:
             if not create:
                 raise
             log.warning("%s; rebuilding it", exc)
@@ -230,7 +230,7 @@ def _known(create: bool, counts: list[tuple[int, int]] | None = None) -> list[di
         except sqlite3.DatabaseError as exc:
             conn.close()
             why = store.failure(store.shard_path(k), exc)
-            if not create or not isinstance(why, store.Corrupt):
+            if not create or not isinstance(why, DamagedIndex):
                 raise why from None
             log.warning("%s; rebuilding it", why)
             store.remove(k)
@@ -262,7 +262,7 @@ def update(
         known = _known(create=False, counts=counts)
         plan = _plan(seen, known)
         _add_rebuilds(plan, seen, known, counts)
-    except store.Corrupt:
+    except DamagedIndex:
         plan = None  # repaired below, under the lock
     if plan is not None and not plan.jobs and not plan.gone:
         _save_stamp(stamp)
@@ -324,7 +324,7 @@ def _stamp_path() -> Path:
 def _last_stamp() -> str | None:
     try:
         return safefs.read_bytes(_stamp_path(), limit=256).decode("ascii", "replace")
-    except (OSError, safefs.UnsafeState):
+    except (OSError, UnsafeState):
         return None
 
 

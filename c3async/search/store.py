@@ -19,9 +19,9 @@ again.
 
 A file that is not ours (another application's database, a corrupt one, an older schema) is
 never trusted: it is put aside (``.index-K.db.aside``, for whoever wants to look, until the next
-run removes it) and rebuilt. Only SQLite saying so makes a file damaged (``Corrupt``): a full
-disk (``disk.DiskFull``), a lock held too long or a failing disk (``Unavailable``) leave a healthy
-shard as it is. A symlink, FIFO or device in its place is refused (``UnsafeState``), as
+run removes it) and rebuilt. Only SQLite saying so makes a file damaged (``DamagedIndex``): a
+full disk (``DiskFull``), a lock held too long or a failing disk (``IndexUnavailable``) leave a
+healthy shard as it is. A symlink, FIFO or device in its place is refused (``UnsafeState``), as
 everywhere in our state.
 """
 
@@ -37,14 +37,12 @@ from pathlib import Path
 import msgspec
 
 from ..ground import disk, safefs
-from ..ground.errors import C3Error
+from ..ground.errors import C3Error, DamagedIndex, IndexUnavailable, NoFTS5, UnsafeState
 from ..ground.home import c3_home
 
 __all__ = (
     "SHARDS",
-    "Corrupt",
     "FileRow",
-    "Unavailable",
     "aside_path",
     "check_fts5",
     "clear_asides",
@@ -105,15 +103,6 @@ INSERT INTO meta VALUES ('dead', 0);
 """
 
 
-class Corrupt(C3Error):
-    """A shard that is not a readable index of ours."""
-
-
-class Unavailable(C3Error):
-    """A shard that could not be read or written now (locked, a failing or read-only disk): not
-    damaged, so never rebuilt for it."""
-
-
 # SQLite's primary result codes that mean the file itself is bad (SQLITE_CORRUPT, SQLITE_NOTADB)
 _DAMAGED = (11, 26)
 _IOERR = 10
@@ -121,21 +110,17 @@ NEARLY_FULL = 1 << 20  # an I/O error with less room than this is taken for a fu
 
 
 def failure(path: Path, exc: sqlite3.Error, doing: str = "read") -> C3Error:
-    """What a SQLite error on the shard ``path`` means: Corrupt only when SQLite says the file is
-    damaged or not a database; a full disk (SQLITE_FULL, or an I/O error with next to no room
-    left: SQLite reports a shared-memory file it cannot grow so) a ``disk.DiskFull``; anything
-    else Unavailable."""
+    """What a SQLite error on the shard ``path`` means: DamagedIndex only when SQLite says the
+    file is damaged or not a database; a full disk (SQLITE_FULL, or an I/O error with next to no
+    room left: SQLite reports a shared-memory file it cannot grow so) a ``DiskFull``; anything
+    else IndexUnavailable."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     if primary in _DAMAGED:
-        return Corrupt(f"the search index {path} is damaged: {exc}")
+        return DamagedIndex(f"the search index {path} is damaged: {exc}")
     if disk.is_full(exc) or (primary == _IOERR and (disk.free_bytes(path.parent) or 0) < NEARLY_FULL):
         return disk.full(path.parent)
-    return Unavailable(f"the search index {path} could not be {doing}: {exc}")
-
-
-class NoFTS5(C3Error):
-    pass
+    return IndexUnavailable(f"the search index {path} could not be {doing}: {exc}")
 
 
 def check_fts5() -> None:
@@ -172,14 +157,14 @@ def _check_names(path: Path) -> bool:
         except FileNotFoundError:
             continue
         if not stat.S_ISREG(st.st_mode):
-            raise safefs.UnsafeState(name, safefs._kind(st.st_mode))
+            raise UnsafeState(name, safefs._kind(st.st_mode))
         exists = exists or name == path
     return exists
 
 
 def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
     """Shard ``k``, checked to be ours; None when it does not exist and ``create`` is false.
-    Raises Corrupt for a file that is not an index of ours (the caller may ``remove`` it)."""
+    Raises DamagedIndex for a file that is not an index of ours (the caller may ``remove`` it)."""
     path = shard_path(k)
     safefs.ensure_dir(path.parent)  # every folder on the way: real folders, no links
     if not _check_names(path) and not create:
@@ -199,7 +184,7 @@ def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
         )
         if app == APPLICATION_ID and version == SCHEMA_VERSION:
             if _schema(conn) != _our_schema():
-                raise Corrupt(f"{path} has our format's id but not exactly our schema (something was added)")
+                raise DamagedIndex(f"{path} has our format's id but not exactly our schema (something was added)")
             return conn
         if (
             app == 0
@@ -209,11 +194,11 @@ def connect(k: int, *, create: bool) -> sqlite3.Connection | None:
         ):
             _create(conn)
             return conn
-        raise Corrupt(f"{path} is not a c3async search index of this version")
+        raise DamagedIndex(f"{path} is not a c3async search index of this version")
     except sqlite3.Error as exc:
         conn.close()
         raise failure(path, exc, "opened") from None
-    except Corrupt:
+    except DamagedIndex:
         conn.close()
         raise
 

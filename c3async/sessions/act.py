@@ -16,11 +16,10 @@ import msgspec
 
 from ..catalog.listing import candidates
 from ..catalog.locate import config_home, locate, projects_root
-from ..ground.disk import DiskFull
-from ..ground.errors import BadArgument, C3Error, UnknownSession
-from ..pm import actions
+from ..ground.errors import BadArgument, C3Error, Conflict, DiskFull, NoRoom, NotFound, Unavailable, UnknownSession
 from ..stores import archive, registry
 from ..stores.marks import Mark, MarkBook, check_mark_text, write_keeps, write_mark
+from ..tasks import actions
 from . import keep
 from .refs import Found, find
 from .resume import resume_command
@@ -124,7 +123,7 @@ def check_unkeep(project: str, session_id: str, by: str) -> None:
     if row is not None and (row.archived or archive.only_copy(row.path, session_id)):
         how = "run `c3async mark unkeep ID --release` or use the Hub" if by == "agent" else "add --release"
         why = "Claude Code already deleted" if row.archived else "Claude Code's folder has a shorter or different"
-        raise C3Error(
+        raise Conflict(
             f"{why} {session_id}: the archive holds the only whole copy, and unkeep would "
             f"delete it for good. To do that, {how}."
         )
@@ -144,11 +143,11 @@ def on_mark(project: str, session_id: str, op: str) -> None:
                 archive.preserve(row.path, row.id, now=True)  # asked for: no back-off
         else:
             archive.release(os.path.basename(os.path.dirname(row.path)), row.id)
-    except archive.NoRoom as exc:  # it names the session, the bytes and the room
+    except NoRoom as exc:  # it names the session, the bytes and the room
         raise DiskFull(exc.where, exc.free, f"the keep mark is written, but {exc}") from None
     except (OSError, ValueError, C3Error) as exc:
         what = "preserve it in the archive" if op == "keep" else "remove its archive entry"
-        raise C3Error(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
+        raise Unavailable(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
 
 
 def _adopt(project: str) -> None:
@@ -158,7 +157,10 @@ def _adopt(project: str) -> None:
     try:
         registry.register(project)
     except BadArgument:
-        pass  # its folder is gone
+        return  # its folder is gone
+    from .moves import remember
+
+    remember(project)
 
 
 class ResumePlan(msgspec.Struct):
@@ -180,9 +182,9 @@ def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePl
     session, home = found.id, found.project
     row = row_for(home, session)
     if row is None:
-        raise C3Error(f"no transcript of session {session} in {home} or in the archive")
+        raise NotFound(f"no transcript of session {session} in {home} or in the archive")
     if row.cwd_gone or not os.path.isdir(row.cwd):
-        raise C3Error(
+        raise NotFound(
             f"{row.cwd} is gone; bring it back first: {resume_command(row.cwd, session, row.branch, gone=True)}"
         )
     restored: list[str] = []
@@ -192,7 +194,7 @@ def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePl
         try:
             restored = archive.restore(Path(row.path), folder, session, dry_run=dry_run)
         except OSError as exc:
-            raise C3Error(f"could not put {session} back into {folder}: {exc}") from None
+            raise Unavailable(f"could not put {session} back into {folder}: {exc}") from None
     return ResumePlan(session, row.cwd, restored, home, found.elsewhere, config_dir)
 
 

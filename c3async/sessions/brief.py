@@ -27,7 +27,7 @@ from typing import NamedTuple
 from ..catalog.changes import changed_files
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..ground.clock import parse_iso
-from ..ground.errors import AmbiguousSession, BadArgument, C3Error, UnknownSession
+from ..ground.errors import AmbiguousSession, BadArgument, C3Error, Unavailable, UnknownSession
 from ..ground.term import inert, inert_line
 from ..stores import records
 from .chain import around
@@ -266,7 +266,7 @@ def brief(project: str, ref: str, *, host: str | None = None, cap: int = BRIEF_B
         found = find(project, ref, host=host)
         row = next((r for r in rows if r.id == found.id), None) or row_for(found.project, found.id)
         if row is None:
-            raise C3Error(f"session {found.id} has no transcript yet: try again in a moment")
+            raise Unavailable(f"session {found.id} has no transcript yet: try again in a moment")
     return render(project, row, rows, cap)
 
 

@@ -16,7 +16,7 @@ import msgspec
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
 from ..catalog.read import read_transcript
-from ..ground.errors import C3Error
+from ..ground.errors import Unavailable
 from ..ground.safefs import open_regular
 from ..stores import records
 from .rows import Chain, Row
@@ -128,7 +128,7 @@ def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
     rows = list_rows_sync([home], processes=False)[1] if found.listed else []
     row = next((r for r in rows if r.id == sid), None) or row_for(home, sid)
     if row is None:
-        raise C3Error(
+        raise Unavailable(
             f"session {sid} has no transcript yet (Claude Code writes it during the first turn): try again in a moment"
         )
     out = detail(home, row)

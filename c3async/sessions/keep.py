@@ -45,10 +45,10 @@ import msgspec
 
 from ..catalog.listing import Candidate, is_session_id
 from ..catalog.scan import ProjectScan
-from ..ground.errors import C3Error
-from ..pm import store as pm_store
+from ..ground.errors import C3Error, NoRoom
 from ..stores import archive, config, records, retention
 from ..stores.marks import MarkBook
+from ..tasks import store as task_store
 from .rows import Row
 
 __all__ = (
@@ -155,13 +155,13 @@ class Cover:
                 if snap.host_session_id and is_session_id(snap.host_session_id):
                     linked[snap.host_session_id.lower()] = "snapshot"
         try:
-            pm = pm_store.load(self.project)
+            task_file = task_store.load(self.project)
         except C3Error as exc:  # a corrupt pm.json costs its links, not the pass (the listing says why)
             log.debug("keep pass: %s", exc)
-            pm = None
-        if pm is not None:
-            refs = [ref for task in pm.tasks for ref in task.sessions]
-            refs += [d.session for d in pm.decisions if d.session]
+            task_file = None
+        if task_file is not None:
+            refs = [ref for task in task_file.tasks for ref in task.sessions]
+            refs += [d.session for d in task_file.decisions if d.session]
             for ref in refs:
                 sid = _resolve(ref, ids)
                 if sid is not None:
@@ -349,7 +349,7 @@ def _preserve(project: str, sid: str, path: str) -> bool:
         if sid not in _warned and kind not in _warned:
             _warned.add(kind)
             others = " (and any other kept session it refuses alike, said once)"
-            if isinstance(exc, archive.NoRoom):  # it names the session, the bytes and the room
+            if isinstance(exc, NoRoom):  # it names the session, the bytes and the room
                 log.warning("%s%s", exc, others)
             else:
                 log.warning("could not preserve kept session %s in the archive: %s%s", sid, exc, others)

@@ -42,13 +42,13 @@ from ..catalog import relink
 from ..catalog.gitroot import root_commits
 from ..catalog.locate import ClaudeRoot
 from ..ground import jsondoc, safefs, stateroot
-from ..ground.errors import DECODE_ERRORS, BadArgument, C3Error
+from ..ground.errors import DECODE_ERRORS, BadArgument, C3Error, Conflict, NotFound
 from ..ground.home import c3_home
 from ..ground.locking import locked
 from ..ground.paths import canonical, git_common_dir
 from ..stores import claude_dirs, registry
 
-__all__ = ("Moved", "Suggestion", "move", "suggestions")
+__all__ = ("Moved", "Suggestion", "move", "remember", "suggestions")
 
 log = logging.getLogger("c3async.sessions")
 
@@ -125,21 +125,21 @@ def _move(old: str, new: str, new_given: str, held: list[records.Move]) -> Moved
         raise BadArgument(f"not moved: {why}")
     earlier = next((m for m in reversed(held) if m.old == old), None)
     if earlier is not None and earlier.new != new:
-        raise BadArgument(
+        raise Conflict(
             f"not moved: {old} was moved to {earlier.new} already (`c3async projects --move {earlier.new} {old}` "
             "undoes that)"
         )
     away = next((m for m in reversed(held) if m.old == new), None)
     if away is not None:
-        raise BadArgument(f"not moved: {new} itself was moved to {away.new}; move its sessions back first")
+        raise Conflict(f"not moved: {new} itself was moved to {away.new}; move its sessions back first")
     if new in records.moved_into(old):
-        raise BadArgument(f"not moved: {new}'s sessions were moved into {old} before; undo that first")
+        raise Conflict(f"not moved: {new}'s sessions were moved into {old} before; undo that first")
     roots = claude_dirs.roots()
     linked = relink.link(old, new, (old, *records.moved_into(old)), roots)
     if not linked.sessions:
         looked = ", ".join(str(r.projects) for r in roots)
         why = "; ".join(linked.skipped) or f"Claude Code has no sessions of {old} (looked in {looked})"
-        raise C3Error(f"not moved: {why}")
+        raise NotFound(f"not moved: {why}")
     _record(old, new, earlier, linked, roots)
     out = Moved(old, new, sessions=len(linked.sessions), present=len(linked.present), skipped=linked.skipped)
     out.linked = sum(1 for a in linked.added if a.linked)
@@ -292,6 +292,24 @@ def _identities(present: Iterable[str]) -> dict[str, _Identity]:
         except OSError:
             pass  # a cache: the next listing computes it again
     return out
+
+
+def remember(root: str) -> None:
+    """Note what ``root`` is (its project id, its git root commits) while it exists, so that once
+    it is moved ``projects`` can say where to: called where a project is registered, so a person
+    who never ran ``projects`` before moving the folder is still told. One stat pass when known."""
+    held = _load()
+    sig = _signature(root)
+    known = held.get(root)
+    if not sig or (known is not None and known.sig == sig):
+        return
+    held[root] = _Identity(sig, stateroot.project_id(root), list(root_commits(root) or ()))
+    if len(held) > MAX_KEPT:
+        return  # full: ``projects`` prunes it (present and gone folders only)
+    try:
+        jsondoc.write_atomic(_cache(), msgspec.json.encode(_Identities(FORMAT, VERSION, held)), fsync=False)
+    except OSError:
+        pass
 
 
 def suggestions(present: list[str], gone: list[str]) -> dict[str, Suggestion]:

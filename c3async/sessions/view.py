@@ -29,16 +29,17 @@ from ..catalog.scan import (
     scan_projects_sync,
 )
 from ..ground import safefs
-from ..ground.errors import C3Error
+from ..ground.errors import C3Error, PricesError
 from ..ground.paths import project_root
 from ..live.reader import live_sessions
-from ..pm import store as pm_store
 from ..stores import activity, archive, checkouts, claude_dirs, config, records, registry
 from ..stores.marks import MarkBook
+from ..tasks import store as task_store
 from ..usage import totals as usage_totals
-from ..usage.prices import PricesError, PriceTable, current_prices
+from ..usage.prices import PriceTable, current_prices
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
+from .query import filters_of, haystack, matches, words
 from .rows import (
     Chain,
     DecisionLink,
@@ -53,11 +54,9 @@ from .rows import (
 )
 
 __all__ = (
-    "FILTERS",
     "ProjectUsage",
     "extra_cwds",
     "filter_rows",
-    "haystack",
     "join_scan",
     "list_rows",
     "list_rows_sync",
@@ -69,8 +68,6 @@ __all__ = (
 )
 
 log = logging.getLogger("c3async.sessions")
-
-FILTERS = ("all", "likely", "stale", "live", "waiting", "expiring")
 
 
 MAX_EXTRA_CWDS = 256  # folders beyond git's list that one project's listing looks in
@@ -242,19 +239,19 @@ def _join_links(project: str, rows: list[Row]) -> None:
     by_id = {row.id: row for row in rows}
     ids = sorted(by_id)
     try:
-        pm = pm_store.load(project)
+        task_file = task_store.load(project)
     except C3Error as exc:  # a corrupt pm.json costs the links, not the listing
         log.warning("%s", exc)
-        pm = None
-    if pm is not None:
-        for task in pm.tasks:
+        task_file = None
+    if task_file is not None:
+        for task in task_file.tasks:
             linked: set[str] = set()
             for ref in task.sessions:
                 row = _session_of(ref, by_id, ids)
                 if row is not None and row.id not in linked:
                     linked.add(row.id)
                     row.links.tasks.append(TaskLink(task.id, task.title, task.status))
-        for d in pm.decisions[-500:]:
+        for d in task_file.decisions[-500:]:
             row = _session_of(d.session, by_id, ids) if d.session else None
             if row is not None:
                 row.links.decisions.append(DecisionLink(d.id, d.text, d.ts))
@@ -336,34 +333,10 @@ def project_usage(project: str) -> ProjectUsage:
 
 
 def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:
-    """``likely``: unmarked rows with at least one hint; ``stale``: marked stale; ``live``;
-    ``waiting``: live and waiting for the user (Claude Code's registry says so)."""
-    if which == "likely":
-        rows = [r for r in rows if not r.marked and r.hints]
-    elif which == "stale":
-        rows = [r for r in rows if r.stale is not None]
-    elif which == "live":
-        rows = [r for r in rows if r.live]
-    elif which == "waiting":
-        rows = [r for r in rows if r.state == "waiting"]
-    elif which == "expiring":
-        rows = [r for r in rows if r.expires_in_days is not None]
-    else:
-        rows = list(rows)
-    if search:
-        needle = search.casefold()
-        rows = [r for r in rows if needle in haystack(r)]
-    return rows
-
-
-def haystack(row: Row) -> str:
-    """What a search of the listing looks in, casefolded: id, title, prompts, branch, note, stale reason."""
-    parts = [row.id, row.title, row.first_prompt or "", row.last_prompt or "", row.branch or ""]
-    if row.note is not None:
-        parts += [row.note.summary or "", row.note.next_steps or ""]
-    if row.stale is not None:
-        parts.append(row.stale.reason or "")
-    return "\n".join(parts).casefold()
+    """The rows a filter passes whose text holds every word of ``search`` (``sessions.query``:
+    the one query every door runs), in their order."""
+    wanted = words(search)
+    return [r for r in rows if which in filters_of(r) and (not wanted or matches(haystack(r), wanted))]
 
 
 def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, activity.Facts]) -> list[Row]:
@@ -390,7 +363,7 @@ def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict
 def _left_out(project: str, exc: Exception) -> None:
     """One project of several that could not be listed: said once; the others are listed."""
     log.debug("listing %s failed", project, exc_info=exc)
-    safefs.warn_once(C3Error(f"{project} is left out of this listing: {exc}"))
+    safefs.warn_once(f"{project} is left out of this listing: {exc}")
 
 
 def _logs(projects: list[str]) -> dict[str, activity.Facts]:

@@ -6,6 +6,6 @@
 ``retention`` (Claude Code's cleanup period).
 
 May import the ground and ``catalog`` (a transcript's file name is a session id); nothing above.
-The other readers of floor 2 (``live``, ``pm``, ``usage``, ``search``) sit beside it and may
+The other readers of floor 2 (``live``, ``tasks``, ``usage``, ``search``) sit beside it and may
 import it.
 """

@@ -51,15 +51,13 @@ import msgspec
 
 from ..catalog.listing import MAX_DEPTH, is_session_id, regular_files
 from ..ground import disk, jsondoc, safefs
-from ..ground.errors import DECODE_ERRORS, C3Error
+from ..ground.errors import DECODE_ERRORS, C3Error, NoRoom, NotRegularFile, UnsafeArchive, UnsafeState
 from ..ground.home import c3_home
 from ..ground.locking import locked
 
 __all__ = (
     "ArchiveStatus",
     "Kept",
-    "NoRoom",
-    "UnsafeArchive",
     "holds",
     "preserve",
     "release",
@@ -79,10 +77,6 @@ RETRY_S = 3600.0  # a refused or cut-short copy is tried again after this at the
 
 def root() -> Path:
     return c3_home() / "archive"
-
-
-class UnsafeArchive(C3Error):
-    """``$C3_HOME`` or its archive is not the user's own, or another account can write it."""
 
 
 def _problem() -> str | None:
@@ -203,7 +197,7 @@ def _keep(src: Path, depth: int, dst: Path, session: str) -> int:
         fd, st = safefs.open_regular(src, depth=depth)
     except FileNotFoundError:
         return 0  # deleted meanwhile: what the archive has stays
-    except safefs.NotRegularFile:
+    except NotRegularFile:
         return 0
     try:
         try:
@@ -212,7 +206,7 @@ def _keep(src: Path, depth: int, dst: Path, session: str) -> int:
             have = None
         if have is not None:
             if not stat.S_ISREG(have.st_mode):
-                raise safefs.UnsafeState(dst, safefs._kind(have.st_mode))
+                raise UnsafeState(dst, safefs._kind(have.st_mode))
             if (have.st_dev, have.st_ino) == (st.st_dev, st.st_ino) or have.st_size == st.st_size:
                 return 0  # the same file (a link), or a copy that is current
             if have.st_size < st.st_size and _is_prefix(fd, dst, have.st_size):
@@ -238,40 +232,19 @@ def _keep(src: Path, depth: int, dst: Path, session: str) -> int:
         os.close(fd)
 
 
-class NoRoom(disk.DiskFull):
-    """A copy into the archive refused for want of room (``cut`` false: nothing was written), or
-    cut short by a full disk (``cut``: what was written is removed)."""
-
-    def __init__(self, session: str, folder: Path, need: int, free: int, reserve: int, cut: bool) -> None:
-        self.session, self.need, self.cut = session, need, cut
-        if cut:
-            message = (
-                f"the disk holding {folder} is full: {free:,} bytes free; kept session {session} ({need:,} bytes) "
-                f"is not copied into the archive (nothing half-copied is left); it is tried again once "
-                f"{need:,} more bytes are free there, or in {RETRY_S / 3600:.0f} hour"
-            )
-        else:
-            message = (
-                f"kept session {session} is not copied into the archive: it needs {need:,} bytes and the disk "
-                f"holding {folder} has {free:,} bytes free, of which c3async leaves {reserve:,} for other uses; "
-                f"free space there and a later listing copies it"
-            )
-        super().__init__(folder, free, message)
-
-
 @contextmanager
 def _room(folder: Path, need: int, session: str) -> Iterator[None]:
     """A copy of ``need`` bytes into ``folder``: refused (NoRoom) unless the filesystem keeps its
     reserve after it; a full disk during the copy is a NoRoom too (the copy removes its part)."""
     free, keep = disk.free_bytes(folder), disk.reserve(folder)
     if free is not None and need + keep > free:
-        raise NoRoom(session, folder, need, free, keep, cut=False)
+        raise NoRoom(session, folder, need, free, keep, cut=False, retry_s=RETRY_S)
     try:
         yield
     except OSError as exc:
         if not disk.is_full(exc):
             raise
-        raise NoRoom(session, folder, need, disk.free_bytes(folder) or 0, keep, cut=True) from exc
+        raise NoRoom(session, folder, need, disk.free_bytes(folder) or 0, keep, cut=True, retry_s=RETRY_S) from exc
 
 
 # ------------------------------------------------------------------ backing off a refused copy
@@ -323,7 +296,7 @@ def _back_off(session: str, r: _Refusal) -> None:
         return  # an hour has passed (or the clock went back)
     if free >= (r.free + r.need if r.cut else r.need + keep):
         return  # the room is there now (a cut-short copy: its bytes were freed since)
-    raise NoRoom(session, folder, r.need, free, keep, r.cut)
+    raise NoRoom(session, folder, r.need, free, keep, cut=r.cut, retry_s=RETRY_S)
 
 
 def _remember(session: str, exc: NoRoom, before: _Refusal | None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from ..ground import jsondoc
+from ..ground.errors import CorruptDocument
 from ..ground.home import c3_home
 
 __all__ = ("remember", "remembered")
@@ -33,7 +34,7 @@ def remembered(root: str) -> list[str]:
     folders, and the listing goes on without it)."""
     try:
         return list(jsondoc.read(_path(), _Checkouts, _Checkouts).roots.get(root, ()))
-    except (OSError, jsondoc.CorruptDocument):
+    except (OSError, CorruptDocument):
         return []
 
 
@@ -47,5 +48,5 @@ def remember(root: str, worktrees: list[str]) -> None:
 
     try:
         jsondoc.update(_path(), _Checkouts, _Checkouts, change)
-    except (OSError, jsondoc.CorruptDocument):
+    except (OSError, CorruptDocument):
         pass  # a memory: the next listing tries again

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS, C3Error, unknown_keys
+from ..ground.errors import DECODE_ERRORS, ConfigError, UnsafeState, unknown_keys
 from ..ground.home import c3_home
 from ..ground.stateroot import project_state
 
@@ -35,7 +35,7 @@ DEFAULT_KEEP = "marked"
 # is ``marked`` (which covers each of these terms).
 OLD_KEEP_TERMS = ("noted", "linked", "snapshot", "all")
 
-__all__ = ("KEEP_POLICIES", "Config", "ConfigError", "keep_policy", "load")
+__all__ = ("KEEP_POLICIES", "Config", "keep_policy", "load")
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=False):
@@ -51,13 +51,6 @@ class Config(msgspec.Struct, forbid_unknown_fields=False):
     claude_dirs: list[str] = msgspec.field(default_factory=list)
 
 
-class ConfigError(C3Error):
-    """A setting of the wrong type or out of range, named with its file and key."""
-
-    def __init__(self, path: Path, key: str, problem: str) -> None:
-        super().__init__(f"{path}: {key} {problem}; fix or remove it")
-
-
 def _read(path: Path) -> dict:
     """A config file's object; a missing, linked, special, malformed or too deep one counts as
     empty (warned once when it exists)."""
@@ -65,15 +58,15 @@ def _read(path: Path) -> dict:
         data = msgspec.json.decode(safefs.read_bytes(path, limit=MAX_BYTES))
     except FileNotFoundError:
         return {}
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return {}
     except (OSError, *DECODE_ERRORS) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        safefs.warn_once(C3Error(f"ignoring {path}: it is not readable JSON ({why})"))
+        safefs.warn_once(f"ignoring {path}: it is not readable JSON ({why})")
         return {}
     if not isinstance(data, dict):
-        safefs.warn_once(C3Error(f"ignoring {path}: it is not a JSON object"))
+        safefs.warn_once(f"ignoring {path}: it is not a JSON object")
         return {}
     return data
 
@@ -86,7 +79,7 @@ def _checked(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     strange = unknown_keys(data, Config.__struct_fields__)
     if strange:
         settings = ", ".join(Config.__struct_fields__)
-        safefs.warn_once(C3Error(f"{path}: ignoring {strange}: not a setting (the settings are {settings})"))
+        safefs.warn_once(f"{path}: ignoring {strange}: not a setting (the settings are {settings})")
     try:
         msgspec.convert(data, Config)
     except msgspec.ValidationError as exc:
@@ -121,10 +114,8 @@ def keep_value(path: Path, value: Any) -> str:
         strange = unknown_keys(value, OLD_KEEP_TERMS)
         if strange:
             safefs.warn_once(
-                C3Error(
-                    f"{path}: keep: ignoring {strange}: not a term of the list (the list of an earlier "
-                    f"version reads as a policy; the policies are {', '.join(KEEP_POLICIES)})"
-                )
+                f"{path}: keep: ignoring {strange}: not a term of the list (the list of an earlier "
+                f"version reads as a policy; the policies are {', '.join(KEEP_POLICIES)})"
             )
         known = [term for term in value if term in OLD_KEEP_TERMS]
         if not value:
@@ -137,10 +128,8 @@ def keep_value(path: Path, value: Any) -> str:
     else:  # a number, null, an object, a list holding something else than words
         shown = f"the {type(value).__name__} {msgspec.json.encode(value)[:60].decode('utf-8', 'replace')}"
     safefs.warn_once(
-        C3Error(
-            f"{path}: keep is {shown}, not a policy (the policies are {', '.join(KEEP_POLICIES)}); "
-            f"keeping what is {DEFAULT_KEEP}, the default"
-        )
+        f"{path}: keep is {shown}, not a policy (the policies are {', '.join(KEEP_POLICIES)}); "
+        f"keeping what is {DEFAULT_KEEP}, the default"
     )
     return DEFAULT_KEEP
 
@@ -166,6 +155,6 @@ def load(project: str | None = None) -> Config:
         for key in HOME_ONLY:
             if key in theirs:
                 del theirs[key]
-                safefs.warn_once(C3Error(f"{own}: ignoring {key}: it is read from {home} only"))
+                safefs.warn_once(f"{own}: ignoring {key}: it is read from {home} only")
         merged = {**merged, **theirs}
     return msgspec.convert(merged, Config)

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from ..ground import clock, safefs
-from ..ground.errors import DECODE_ERRORS
+from ..ground.errors import DECODE_ERRORS, UnsafeState
 from ..ground.jsondoc import write_atomic
 from ..ground.stateroot import project_state
 
@@ -73,7 +73,7 @@ def load_all(project: str) -> list[SessionRecord]:
     folder = project_state(project) / "sessions"
     try:
         names = [n for n in safefs.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
-    except safefs.UnsafeState as exc:
+    except UnsafeState as exc:
         safefs.warn_once(exc)
         return []
     except OSError:

@@ -18,7 +18,7 @@ import time
 import msgspec
 
 from ..ground import clock, jsondoc, stateroot
-from ..ground.errors import BadArgument
+from ..ground.errors import BadArgument, NotFound
 from ..ground.home import c3_home
 from ..ground.paths import canonical, project_root
 
@@ -178,7 +178,7 @@ def _key(path: str) -> str:
 
 def forget(paths: list[str]) -> list[str]:
     """Take these projects out of the registry; returns the entries removed. A path that is no
-    entry is a BadArgument (nothing is changed)."""
+    entry is a NotFound (nothing is changed)."""
     wanted = {_key(p): p for p in paths}
 
     def change(reg: Registry) -> list[str]:
@@ -186,7 +186,7 @@ def forget(paths: list[str]) -> list[str]:
         held = {e.path for e in reg.projects}
         unknown = [given for key, given in wanted.items() if key not in held and given not in held]
         if unknown:
-            raise BadArgument(f"not a registered project: {', '.join(unknown)} (`c3async projects` lists them)")
+            raise NotFound(f"not a registered project: {', '.join(unknown)} (`c3async projects` lists them)")
         gone = [e.path for e in reg.projects if e.path in wanted or e.path in wanted.values()]
         reg.projects = [e for e in reg.projects if e.path not in gone]
         return gone

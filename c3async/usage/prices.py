@@ -22,10 +22,10 @@ from pathlib import Path
 import msgspec
 
 from ..ground import safefs
-from ..ground.errors import DECODE_ERRORS, C3Error, unknown_keys
+from ..ground.errors import DECODE_ERRORS, PricesError, unknown_keys
 from ..ground.home import c3_home
 
-__all__ = ("Price", "PriceTable", "PricesError", "current_prices", "load_prices", "prices_path", "prices_signature")
+__all__ = ("Price", "PriceTable", "current_prices", "load_prices", "prices_path", "prices_signature")
 
 TIER_TOKENS = 200_000
 MAX_BYTES = 1 << 20  # a price table of ours is a few KiB
@@ -129,10 +129,6 @@ class PriceTable:
 MAX_PRICE = 10_000.0  # USD per million tokens: far above any model's; more is a typo
 
 
-class PricesError(C3Error):
-    """``$C3_HOME/prices.json`` cannot be used: the message names the file and the key."""
-
-
 def _price_problem(price: Price) -> str | None:
     for name in ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read"):
         value = getattr(price, name)
@@ -152,7 +148,7 @@ def _name_unknown_keys(path: Path, family: str, value: object) -> None:
         strange = unknown_keys(price, Price.__struct_fields__) if isinstance(price, dict) else None
         if strange:
             keys = ", ".join(Price.__struct_fields__)
-            safefs.warn_once(C3Error(f"{path}: {where!r}: ignoring {strange}: not a price key (they are {keys})"))
+            safefs.warn_once(f"{path}: {where!r}: ignoring {strange}: not a price key (they are {keys})")
 
 
 def prices_path() -> Path:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ground.term import inert, inert_line
+from .schema import STATUSES, UPDATABLE
 
 __all__ = ("said", "shown")
 
@@ -60,15 +61,11 @@ def _ids(values: list[str]) -> str:
 
 # ------------------------------------------------------------------ changes
 
-_STATUS_WORDS = {"backlog": "in the backlog", "in_progress": "in progress", "blocked": "blocked", "done": "done"}
+_STATUS_WORDS = dict(zip(STATUSES, ("in the backlog", "in progress", "blocked", "done"), strict=True))
 
 
 def _updated(r: dict, given: dict[str, str]) -> str:
-    asked = [
-        k
-        for k in ("title", "description", "status", "priority", "due", "tags", "milestone", "blocked_by")
-        if given.get(k, "").strip()
-    ]
+    asked = [k for k in UPDATABLE if given.get(k, "").strip()]
     if asked == ["status"]:
         return f"{_task(r)} is {_STATUS_WORDS.get(r['status'], inert_line(r['status']))}"
     words = []

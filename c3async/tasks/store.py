@@ -1,8 +1,9 @@
-"""The pm.json format and the one safe way to change it.
+"""The task file's format and the one safe way to change it. The file is ``.c3/pm/pm.json`` (a
+name the spec fixes: ``file_path`` is the one place that spells it).
 
 Every change is: lock ``pm.json.lock`` (a sidecar, never the file that is replaced), read,
 modify, write a temp file, fsync, ``os.replace``. Before the replace, the current good file is
-kept as ``pm.json.bak``. A pm.json that does not parse is never overwritten: the change fails with
+kept as ``pm.json.bak``. A task file that does not parse is never overwritten: the change fails with
 an error naming the file and that backup. Reads take no lock: a replace is atomic.
 """
 
@@ -18,20 +19,20 @@ from typing import Literal, TypeVar
 import msgspec
 
 from ..ground import clock, jsondoc
-from ..ground.jsondoc import CorruptDocument
+from ..ground.errors import CorruptDocument
 from ..ground.stateroot import project_state
 
 __all__ = (
-    "PM",
     "Decision",
     "Event",
     "Milestone",
-    "PMCorrupt",
     "Task",
+    "TaskFile",
+    "TaskFileCorrupt",
     "TimeEntry",
     "change",
+    "file_path",
     "load",
-    "pm_path",
 )
 
 Status = Literal["backlog", "in_progress", "blocked", "done"]
@@ -92,7 +93,9 @@ class Event(msgspec.Struct, kw_only=True):
     changes: dict[str, object] = msgspec.field(default_factory=dict)
 
 
-class PM(msgspec.Struct, kw_only=True):
+class TaskFile(msgspec.Struct, kw_only=True):
+    """Everything the task file holds."""
+
     version: int = 1
     tasks: list[Task] = msgspec.field(default_factory=list)
     milestones: list[Milestone] = msgspec.field(default_factory=list)
@@ -100,25 +103,25 @@ class PM(msgspec.Struct, kw_only=True):
     events: list[Event] = msgspec.field(default_factory=list)
 
 
-# A pm.json that does not parse: the change fails, naming the file and its last good copy.
-PMCorrupt = CorruptDocument
+# A task file that does not parse: the change fails, naming the file and its last good copy.
+TaskFileCorrupt = CorruptDocument
 
 
-def pm_path(project: str) -> Path:
+def file_path(project: str) -> Path:
     return project_state(project) / "pm" / "pm.json"
 
 
-def load(project: str) -> PM:
-    """The current state, for reading (no lock: a replace is atomic; raises PMCorrupt)."""
-    path = pm_path(project)
-    return checked(jsondoc.read(path, PM, PM), path)
+def load(project: str) -> TaskFile:
+    """The current state, for reading (no lock: a replace is atomic; raises TaskFileCorrupt)."""
+    path = file_path(project)
+    return checked(jsondoc.read(path, TaskFile, TaskFile), path)
 
 
-def change(project: str, fn: Callable[[PM], T]) -> T:
+def change(project: str, fn: Callable[[TaskFile], T]) -> T:
     """Apply ``fn`` to the state under the lock and store the result, keeping the previous file
     as ``pm.json.bak``; ``fn``'s return value is returned. If ``fn`` raises, nothing is written."""
-    path = pm_path(project)
-    return jsondoc.update(path, PM, PM, lambda pm: fn(checked(pm, path)), backup=True)
+    path = file_path(project)
+    return jsondoc.update(path, TaskFile, TaskFile, lambda doc: fn(checked(doc, path)), backup=True)
 
 
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # fullmatch; ASCII digits only (\d is Unicode)
@@ -135,23 +138,23 @@ def real_date(value: str) -> bool:
     return True
 
 
-def checked(pm: PM, path: Path) -> PM:
-    """``pm`` with every time in range (``ground.clock``): one out of range reads as unknown (0,
+def checked(doc: TaskFile, path: Path) -> TaskFile:
+    """``doc`` with every time in range (``ground.clock``): one out of range reads as unknown (0,
     or None where the field may be None), a time entry that did not start in range is dropped
     and one that ends before it starts ends when it starts; a due date that is no real date
-    reads as none. Each kind said once. A pm.json is shared (a repository can ship one), so this
+    reads as none. Each kind said once. A task file is shared (a repository can ship one), so this
     is what every reader and every change sees."""
 
     def when(value: float | None, kind: str) -> float | None:
-        return clock.event(value, f"a task store's {kind}", path, key="pm")
+        return clock.event(value, f"a task store's {kind}", path, key="tasks")
 
     def due(value: str | None) -> str | None:
         if value is None or real_date(value):
             return value
-        clock.event(value, "a task store's due date", path, key="pm")
+        clock.event(value, "a task store's due date", path, key="tasks")
         return None
 
-    for t in pm.tasks:
+    for t in doc.tasks:
         t.created, t.updated = when(t.created, "created") or 0.0, when(t.updated, "updated") or 0.0
         t.due = due(t.due)
         entries = []
@@ -163,14 +166,14 @@ def checked(pm: PM, path: Path) -> PM:
                     e.end = max(start, when(e.end, "time entry end") or start)
                 entries.append(e)
         t.time = entries
-    for m in pm.milestones:
+    for m in doc.milestones:
         m.created, m.due = when(m.created, "created") or 0.0, due(m.due)
         m.completed_at, m.archived_at = when(m.completed_at, "completed_at"), when(m.archived_at, "archived_at")
-    for d in pm.decisions:
+    for d in doc.decisions:
         d.ts = when(d.ts, "decision ts") or 0.0
-    for ev in pm.events:
+    for ev in doc.events:
         ev.ts = when(ev.ts, "event ts") or 0.0
-    return pm
+    return doc
 
 
 def now() -> float:
