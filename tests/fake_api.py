@@ -80,6 +80,10 @@ class FakeAPI:
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             DISABLE_TELEMETRY="1",
             DISABLE_AUTOUPDATER="1",
+            # `claude -p` connects MCP servers in the background by default: on a loaded machine its
+            # first turn can come before `c3async serve` answers ("No such tool available"). Off,
+            # the first turn waits for the servers: a ready handshake rather than a race.
+            MCP_CONNECTION_NONBLOCKING="false",
             **more,
         )
 

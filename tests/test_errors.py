@@ -171,6 +171,7 @@ def app_project(claude, monkeypatch) -> str:
     return project
 
 
+@pytest.mark.process
 def test_the_cli_end_to_end(claude, app_project):
     def run(*args: str) -> tuple[int, str]:
         done = claude.run(*args, "--project", app_project)
@@ -190,6 +191,7 @@ def test_the_cli_end_to_end(claude, app_project):
     assert (code, said) == (1, "c3async: error: a milestone named 'v1' exists already\n")
 
 
+@pytest.mark.process  # the fixture registers the project through the CLI
 async def test_the_hubs_routes_end_to_end(app_project):
     token = "t" * 43
     transport = httpx.ASGITransport(app=hub_app.create_app(token))
@@ -212,6 +214,7 @@ async def test_the_hubs_routes_end_to_end(app_project):
         assert r.status_code == 409 and str(config) in r.json()["error"] and "idle_days" in r.json()["error"]
 
 
+@pytest.mark.process  # the fixture registers the project through the CLI
 async def test_the_mcp_server_end_to_end(app_project, monkeypatch):
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", app_project)
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", HOST)
