@@ -167,13 +167,13 @@ class CatalogStorm:
                 [PY, "-c", TRANSCRIPT_WRITER, f"tw{w}", str(self.seed * 10 + w), repr(until),
                  str(self.sb.logs / f"catalog-tw{w}.jsonl"), json.dumps(mine)],
                 env=env, cwd=self.project.path, stdout=subprocess.DEVNULL,
-                stderr=open(self.sb.logs / f"catalog-tw{w}.log", "ab")))
+                stderr=self.sb.log(f"catalog-tw{w}.log")))
         for w in range(self.m_writers):
             self.procs.append(subprocess.Popen(
                 [PY, "-c", MARK_WRITER, self.project.path, f"mw{w}", str(self.seed * 10 + 5 + w), repr(until),
                  str(self.sb.logs / f"catalog-mw{w}.jsonl"), ",".join(ids)],
                 env=env, cwd=self.project.path, stdout=subprocess.DEVNULL,
-                stderr=open(self.sb.logs / f"catalog-mw{w}.log", "ab")))
+                stderr=self.sb.log(f"catalog-mw{w}.log")))
         threads = [threading.Thread(target=self.lister_inprocess, daemon=True),
                    threading.Thread(target=self.lister_cli, daemon=True)]
         t0 = time.perf_counter()

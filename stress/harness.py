@@ -125,6 +125,7 @@ class Sandbox:
             d.mkdir(parents=True)
         self.keep = keep
         self._saved_env: dict[str, str] | None = None
+        self._logs: list = []  # the log files handed to children, closed with the sandbox
 
     def env(self, project: str | Path | None = None, **extra: str) -> dict[str, str]:
         """The environment of a spawned process: this checkout, the sandbox, ``extra``."""
@@ -144,6 +145,8 @@ class Sandbox:
         os.environ.update(CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home))
 
     def close(self) -> None:
+        for f in self._logs:
+            f.close()
         if self._saved_env is not None:
             os.environ.clear()
             os.environ.update(self._saved_env)
@@ -151,7 +154,11 @@ class Sandbox:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def log(self, name: str):
-        return open(self.logs / name, "ab")
+        """A log file of ``logs/`` for a child's stderr (the child keeps its own descriptor; this
+        one is closed with the sandbox)."""
+        f = open(self.logs / name, "ab")
+        self._logs.append(f)
+        return f
 
 
 def check_checkout(sb: Sandbox) -> str | None:

@@ -86,7 +86,7 @@ class Writers:
                               ",".join(self.project.ids), str(self.ack(wid)), mode],
                              env=self.sb.env(self.project.path), cwd=self.project.path,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=open(self.sb.logs / f"kill-{wid}.log", "ab"))
+                             stderr=self.sb.log(f"kill-{wid}.log"))
         self.procs[wid] = p
         self.all.append(p)
         return wid
