@@ -36,6 +36,7 @@ def check(res: Result, sb, quick: bool) -> None:
     )
     claude.kill()
     claude.wait()
+    claude.stdin.close()
     live = json.loads(p.run("live after its claude died", "live", "--project", project, "--json").stdout or "[]")
     res.check(
         sid not in {e.get("id") for e in live}, "a session whose claude is gone never reads live", str(live)[:200]
