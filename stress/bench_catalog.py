@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stress.corpus import Corpus, GiB, KiB, MiB, generate, write_giant
+from stress.figures import Table, add_json_option
 
 SDK_NOTE = "the SDK reads only 64 KiB at each end of a file and keeps no cache"
 
@@ -113,27 +114,6 @@ def median_range(values: list[float], unit: str = "s", scale: float = 1.0, digit
     return f"{med:.{digits}f} {unit}", f"[{min(v):.{digits}f}–{max(v):.{digits}f}]"
 
 
-class Table:
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, str, str]] = []
-
-    def add(self, label: str, value: str, extra: str = "") -> None:
-        self.rows.append((label, value, extra))
-
-    def section(self, title: str) -> None:
-        self.rows.append(("", "", ""))
-        self.rows.append((f"-- {title}", "", ""))
-
-    def print(self) -> None:
-        width = max(len(r[0]) for r in self.rows if r[1])
-        vwidth = max(len(r[1]) for r in self.rows)
-        for label, value, extra in self.rows:
-            if not value:
-                print(label)
-            else:
-                print(f"{label:<{width}}   {value:>{vwidth}}  {extra}".rstrip())
-
-
 def c3async_command() -> list[str]:
     """The installed console script beside this interpreter (what a user runs; a shim on PATH,
     such as pyenv's, would add its own start-up to every figure)."""
@@ -187,6 +167,7 @@ def corpus_args(prog: str, doc: str | None, argv: list[str] | None) -> argparse.
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
     ap.add_argument("--no-big", action="store_true", help="no 20-60 MiB transcripts in the corpus")
+    add_json_option(ap)
     return ap.parse_args(argv)
 
 
@@ -197,14 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     corpus, root, reused = load_or_generate(args)
     c3home = Path(tempfile.mkdtemp(prefix="c3bench-home-"))
     try:
-        return bench(corpus, root, reused, c3home, R)
+        return bench(corpus, root, reused, c3home, R, args.json)
     finally:
         shutil.rmtree(c3home, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int:
+def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_out: str | None) -> int:
     import anyio
 
     from c3async.catalog import NEWEST, scan_projects  # the import warm-up for in-process runs
@@ -223,7 +204,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     def check(run: Run, what: str, rows_wanted: int) -> list[dict] | None:
         return json_rows(run, what, failures, rows_wanted)
 
-    t = Table()
+    t = Table("bench_catalog")
     sizes = sorted(e["size"] for e in corpus.expected.values())
     t.section("corpus")
     t.add("transcripts / projects", f"{corpus.files} / {len(projects)}")
@@ -392,7 +373,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int) -> int
     t.section("notes")
     t.add("figures are medians of R runs [min–max]; R", str(R))
     t.add("page cache", "warm", "(files were just written/read: this measures CPU and syscalls, not disk)")
-    t.print()
+    t.done(json_out)
     for sid, got, want, kind in mismatches[:10]:
         print(f"title mismatch: {sid} ({kind}): printed {got!r}, expected {want!r}")
     for line in sdk_lines:

@@ -28,9 +28,12 @@ import sys
 import tempfile
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from stress.harness import REPO, claude_slug, write_chain, write_clear_hooks, write_titled
+from stress.figures import Table, add_json_option
+from stress.harness import REPO
+from stress.transcripts import claude_slug, clear_hooks, cleared_chain, titled_sessions
 
 KiB, MiB = 1024, 1024 * 1024
 
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--titled", type=int, default=40)
     ap.add_argument("--title-kb", type=int, default=300)
     ap.add_argument("--checkout", metavar="DIR", default=str(REPO), help="the code to measure (default: this one)")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="c3bench-chain-")).resolve()
     try:
@@ -97,12 +101,11 @@ def main(argv: list[str] | None = None) -> int:
             d.mkdir(parents=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
         env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(home), PYTHONPATH=args.checkout)
-        start = time.time() - 30 * 86400
-        chain = write_chain(config / "projects" / claude_slug(str(chained)), str(chained), args.links, start)
-        write_clear_hooks(str(chained), chain, start)  # a fact that reaches past the newest 200
-        write_titled(
-            config / "projects" / claude_slug(str(titled)), str(titled), args.titled, args.title_kb * 1000, start
-        )
+        start = datetime.now(UTC) - timedelta(days=30)
+        chain = cleared_chain(config / "projects" / claude_slug(str(chained)), str(chained), args.links, start=start)
+        clear_hooks(str(chained), chain)  # a fact that reaches past the newest 200
+        titled_sessions(config / "projects" / claude_slug(str(titled)), str(titled), args.titled,
+                        args.title_kb * 1000, start=start)
         rows = []
         for p in (chained, titled):
             _run(
@@ -137,7 +140,6 @@ def main(argv: list[str] | None = None) -> int:
         pages = _hub_page(env, [f"project={titled}&limit={args.titled}", f"project={chained}&limit=100"])
         rows.append((f"Hub /api/rows, the {args.titled} titled rows", _size(pages[0])))
         rows.append(("Hub /api/rows, 100 rows of the chain", _size(pages[1])))
-        width = max(len(label) for label, _ in rows) + 2
         used = subprocess.run(
             [sys.executable, "-c", "import c3async; print(c3async.__path__[0])"],
             env=env,
@@ -145,9 +147,11 @@ def main(argv: list[str] | None = None) -> int:
             text=True,
             cwd=home,
         ).stdout.strip()
-        print(f"bench_chain: the code of {used}")
+        t = Table("bench_chain")
+        t.section(f"a long chain and long titles (the code of {used})")
         for label, value in rows:
-            print(f"  {label:<{width}}{value}")
+            t.add(label, value)
+        t.done(args.json)
         return 0
     finally:
         shutil.rmtree(root, ignore_errors=True)

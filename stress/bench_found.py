@@ -23,8 +23,9 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from stress.bench_catalog import Table, c3async_command, json_rows, median_range, report_failures, run_child
+from stress.bench_catalog import c3async_command, json_rows, median_range, report_failures, run_child
 from stress.corpus import Corpus, generate
+from stress.figures import Table, add_json_option
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--projects", type=int, default=50)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
-    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="c3found-"))
     corpus = Corpus.load(root) if args.keep else None
@@ -94,7 +95,7 @@ def bench(corpus: Corpus, root: Path, runs: int, json_out: str | None) -> int:
         failures.append(f"a found project's folder was written to: {written[:3]}")
 
     ratio = statistics.median(first) / statistics.median(registered)
-    t = Table()
+    t = Table("bench_found")
     t.section(
         f"sessions --all over {len(corpus.project_dirs)} projects, {corpus.files} transcripts "
         f"({corpus.total_bytes / (1 << 20):.0f} MiB; {os.cpu_count()} cores; page cache warm)"
@@ -108,23 +109,7 @@ def bench(corpus: Corpus, root: Path, runs: int, json_out: str | None) -> int:
     )
     t.add("budget, warm", "0.5 s", "within" if statistics.median(warm) < 0.5 else "OVER")
     t.add("rows", str(want), "(the newest 200 per project)")
-    t.print()
-    if json_out:
-        Path(json_out).write_text(
-            json.dumps(
-                {
-                    "projects": len(corpus.project_dirs),
-                    "transcripts": corpus.files,
-                    "runs": runs,
-                    "registered_cold_s": registered,
-                    "fresh_first_s": first,
-                    "fresh_warm_s": warm,
-                    "ratio": ratio,
-                },
-                indent=1,
-            )
-            + "\n"
-        )
+    t.done(json_out)
     return report_failures(failures)
 
 

@@ -56,14 +56,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stress.bench_catalog import (
-    Table,
     c3async_command,
     installed_copy_differs,
     json_rows,
     median_range,
     report_failures,
 )
-from stress.corpus import Corpus, MiB, generate, slug
+from stress.corpus import Corpus, MiB, generate
+from stress.figures import Table, add_json_option
 from stress.history_logs import (
     REWRITES,
     LogPlan,
@@ -75,6 +75,7 @@ from stress.history_logs import (
     rewrite,
     write_logs,
 )
+from stress.transcripts import claude_slug
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1_000_000
@@ -217,7 +218,7 @@ def clone(corpus: Corpus, root: Path, tag: str, name: str, config: Path, remap: 
     assert len(dst) == len(src), (dst, src)
     shutil.rmtree(Path(root, tag), ignore_errors=True)
     Path(dst).mkdir(parents=True)
-    folder = config / "projects" / slug(dst)
+    folder = config / "projects" / claude_slug(dst)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     proj = Proj(name, dst, [], {}, folder)
@@ -423,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--transcripts", type=int, default=200, help="transcripts in the project")
     ap.add_argument("--servers", type=int, default=2, help="MCP servers started per project")
     ap.add_argument("--calls", type=int, default=20, help="warm list calls per server")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="c3bench-history-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -441,7 +443,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     started_all = time.perf_counter()
     R = max(1, args.runs)
     failures: list[str] = []
-    t = Table()
+    t = Table("bench_history")
 
     # ---- build
     corpus, reused = load_or_generate(root, args.transcripts)
@@ -836,7 +838,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     t.add("page cache", "warm", "(every file was just written or read: CPU and system calls, not the disk)")
     t.add("machine", f"{os.cpu_count()} cores", f"(load average {os.getloadavg()[0]:.1f} at the end)")
     t.add("wall time of this benchmark", f"{time.perf_counter() - started_all:.0f} s")
-    t.print()
+    t.done(args.json)
     return report_failures(failures, server_stderr)
 
 

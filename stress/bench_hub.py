@@ -42,6 +42,7 @@ from pathlib import Path
 
 from stress.chromium import launched, missing
 from stress.corpus import generate
+from stress.figures import Table, add_json_option
 
 try:
     import httpx
@@ -333,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=30, help="warm requests per figure")
     ap.add_argument("--browser-runs", type=int, default=5)
     ap.add_argument("--scroll-px", type=int, default=3000, help="how far the scroll goes each frame")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     table: list[tuple[str, str]] = []
     with tempfile.TemporaryDirectory(prefix="c3-bench-hub-") as tmp:
@@ -372,11 +374,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         finally:
             hub.stop()
-    width = max(len(label) for label, _ in table)
+    t = Table("bench_hub")
+    t.section(f"the Hub ({os.cpu_count()} cores): {corpus.files} transcripts in {len(corpus.project_dirs)} projects")
     for label, value in table:
-        print(f"{label:<{width}}   {value}")
-    print(f"(budgets: a listing page warm < {BUDGET_MS:.0f} ms and < {BUDGET_KB:.0f} KB; first rows < 300 ms; "
-          "a filter or sort change < 150 ms; longest scroll frame < 50 ms; heap < 100 MB; a row change < 1 s)")
+        t.add(label, value.strip())
+    t.add("budgets", f"a listing page warm < {BUDGET_MS:.0f} ms and < {BUDGET_KB:.0f} KB; first rows < 300 ms; "
+          "a filter or sort change < 150 ms; longest scroll frame < 50 ms; heap < 100 MB; a row change < 1 s")
+    t.done(args.json)
     return 0
 
 

@@ -37,9 +37,10 @@ from pathlib import Path
 import anyio
 import psutil
 
-from stress.bench_catalog import Table, report_failures
+from stress.bench_catalog import report_failures
 from stress.bench_hub import BenchError, Hub, httpx
 from stress.corpus import Corpus, MiB, generate
+from stress.figures import Table, add_json_option
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_PCT = 2.0
@@ -232,11 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--keep", metavar="DIR", help="generate the corpora into DIR and keep them (reused when they match)"
     )
+    add_json_option(ap)
     args = ap.parse_args(argv)
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="c3bench-idle-"))
     failures: list[str] = []
-    t = Table()
+    t = Table("bench_idle")
     try:
         corpus, reused = corpus_in(root / "many", args.transcripts, args.projects)
         big = corpus_in(root / "big", args.big_project, 1)[0] if args.big_project else None
@@ -295,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{os.cpu_count()} cores",
             f"(1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)",
         )
-        t.print()
+        t.done(args.json)
         return report_failures(failures, stderr)
     finally:
         if not args.keep:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from c3async.ground import jsonl
 from c3async.stores.marks import Mark, MarkBook, marks_path
+from stress.figures import Table, add_json_option
 
 WRITER = textwrap.dedent(
     """
@@ -44,7 +45,7 @@ WRITER = textwrap.dedent(
 
 
 def _fmt(values: list[float]) -> str:
-    return f"{statistics.median(values) * 1e3:8.1f} ms  [{min(values) * 1e3:.1f}-{max(values) * 1e3:.1f}]"
+    return f"{statistics.median(values) * 1e3:.1f} ms [{min(values) * 1e3:.1f}-{max(values) * 1e3:.1f}]"
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -52,7 +53,7 @@ def _pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(p / 100 * len(values)))]
 
 
-def bench_fold(project: str, n: int, runs: int) -> None:
+def bench_fold(t: Table, project: str, n: int, runs: int) -> None:
     path = marks_path(project)
     path.parent.mkdir(parents=True, exist_ok=True)
     rnd = random.Random(1)
@@ -77,15 +78,15 @@ def bench_fold(project: str, n: int, runs: int) -> None:
     incr = []
     for r in range(runs):
         for i in range(100):
-            jsonl.append(path, Mark(ts=2e9 + r * 100 + i, id=ids[i], op="unstale", by="user"))
+            jsonl.append(path, Mark(ts=1.7e9 + n + r * 100 + i, id=ids[i], op="unstale", by="user"))
         t0 = time.perf_counter()
         book.refresh()
         incr.append(time.perf_counter() - t0)
-    print(f"fold {n:,} marks ({size / 1e6:.1f} MB), full             {_fmt(full)}")
-    print(f"fold incremental, 100 new marks on top             {_fmt(incr)}")
+    t.add(f"fold {n:,} marks ({size / 1e6:.1f} MB), full", _fmt(full))
+    t.add("fold incremental, 100 new marks on top", _fmt(incr))
 
 
-def bench_appends(tmp: Path, writers: int, per_writer: int) -> bool:
+def bench_appends(t: Table, tmp: Path, writers: int, per_writer: int) -> bool:
     path = tmp / f"appends-{writers}.jsonl"
     go = time.time() + 1.0 + writers * 0.03
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -101,10 +102,9 @@ def bench_appends(tmp: Path, writers: int, per_writer: int) -> bool:
     batch = jsonl.read_all(path, Mark)
     tags = [m.by_session for m in batch.records]
     ok = len(tags) == writers * per_writer == len(set(tags)) and batch.skipped == 0
-    print(f"append, {writers:2d} writer processes x {per_writer} marks: "
-          f"p50 {_pct(lat, 50) * 1e3:6.2f} ms  p99 {_pct(lat, 99) * 1e3:6.2f} ms  "
-          f"max {max(lat) * 1e3:7.2f} ms   lost {writers * per_writer - len(set(tags))}, "
-          f"torn/skipped {batch.skipped}{'' if ok else '  <-- BROKEN'}")
+    t.add(f"append, {writers} writer processes x {per_writer} marks",
+          f"p50 {_pct(lat, 50) * 1e3:.2f} ms, p99 {_pct(lat, 99) * 1e3:.2f} ms, max {max(lat) * 1e3:.2f} ms",
+          f"lost {writers * per_writer - len(set(tags))}, torn/skipped {batch.skipped}{'' if ok else '  <-- BROKEN'}")
     return ok
 
 
@@ -113,13 +113,16 @@ def main() -> int:
     parser.add_argument("--marks", type=int, default=100_000)
     parser.add_argument("--appends", type=int, default=200, help="marks per writer process")
     parser.add_argument("--runs", type=int, default=5)
+    add_json_option(parser)
     args = parser.parse_args()
     ok = True
+    t = Table("bench_marks")
+    t.section(f"marks ({os.cpu_count()} cores; 1 line in 10 is 20 KB)")
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"c3async marks benchmark ({os.cpu_count()} cores; 1 line in 10 is 20 KB)")
-        bench_fold(tmp, args.marks, args.runs)
+        bench_fold(t, tmp, args.marks, args.runs)
         for writers in (1, 16, 64):
-            ok &= bench_appends(Path(tmp), writers, args.appends)
+            ok &= bench_appends(t, Path(tmp), writers, args.appends)
+    t.done(args.json)
     return 0 if ok else 1
 
 

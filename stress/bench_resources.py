@@ -45,9 +45,11 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters, stdio_client
 
-from stress.bench_catalog import Table, median_range
+from stress.bench_catalog import median_range
 from stress.bench_server import initialize, newest_session, server_env, spawned, spread, wait_idle
-from stress.corpus import MiB, generate, slug
+from stress.corpus import MiB, generate
+from stress.figures import Table, add_json_option
+from stress.transcripts import claude_slug
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = REPO / "plugin" / "launch.py"
@@ -61,7 +63,7 @@ def ms(values: list[float]) -> tuple[str, str]:
 def write_big(project: str, config: str, size: int) -> Path:
     """A transcript of about ``size`` bytes: a prompt, an edit, tool rounds of output, a last edit
     and a last exchange. Its mtime is the newest, so it is among the listed sessions."""
-    path = Path(config, "projects", slug(project), f"{BIG_ID}.jsonl")
+    path = Path(config, "projects", claude_slug(project), f"{BIG_ID}.jsonl")
     rng = random.Random(5)
     ts = "2026-11-20T10:00:00.000Z"
 
@@ -116,7 +118,7 @@ async def bench(args: argparse.Namespace) -> int:
     c3home = root / "c3home"
     data = root / "plugin-data"
     failures: list[str] = []
-    t = Table()
+    t = Table("bench_resources")
     try:
         print(f"generating {args.transcripts} transcripts ...", file=sys.stderr)
         corpus = generate(root, transcripts=args.transcripts, projects=1, big_sizes=False)
@@ -203,7 +205,7 @@ async def bench(args: argparse.Namespace) -> int:
         t.add("plugin, first start (the environment building)", *ms(first_quiet))
         value, spread_ = ms(first_busy)
         t.add(f"  the same, {os.cpu_count()} cores busy (budget: within 30 s)", value, spread_)
-        t.print()
+        t.done(args.json)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for f in failures:
@@ -243,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--starts", type=int, default=9)
     ap.add_argument("--big-mib", type=int, default=100)
+    add_json_option(ap)
     return anyio.run(bench, ap.parse_args(argv))
 
 

@@ -59,7 +59,6 @@ import msgspec
 
 from stress.bench_catalog import (
     Run,
-    Table,
     c3async_command,
     corpus_args,
     installed_copy_differs,
@@ -72,6 +71,7 @@ from stress.bench_catalog import (
 
 # The corpus's own line writer, for realistic turns appended to live sessions.
 from stress.corpus import Corpus, KiB, MiB, _j, _Pools, _prompt, _Writer
+from stress.figures import Table
 
 RG = "/usr/bin/rg"
 APPEND_FILES = 10
@@ -537,14 +537,14 @@ def main(argv: list[str] | None = None) -> int:
     corpus, root, reused = load_or_generate(args)
     work = Path(tempfile.mkdtemp(prefix="bench-search-", dir=root))  # same filesystem: hard links
     try:
-        return bench(corpus, root, reused, work, R, bool(args.keep))
+        return bench(corpus, root, reused, work, R, bool(args.keep), args.json)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bool) -> int:
+def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bool, json_out: str | None) -> int:
     failures: list[str] = []
     src = Path(corpus.config_dir) / "projects"
     config = work / "config"
@@ -579,7 +579,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
                     while f.read(1 << 20):
                         pass
 
-    t = Table()
+    t = Table("bench_search")
     largest = plants[0]
     t.section("corpus (a hard-linked copy of the standard corpus, with planted phrases)")
     t.add("transcripts / projects", f"{corpus.files} / {len(corpus.project_dirs)}",
@@ -852,7 +852,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
     t.section("notes")
     t.add("figures are medians [min–max]; R", str(R))
     t.add("page cache", "warm", "(this measures CPU and system calls, not the disk; 2 shared cores: noisy)")
-    t.print()
+    t.done(json_out)
     return report_failures(failures)
 
 

@@ -46,8 +46,9 @@ import psutil
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.types import LATEST_PROTOCOL_VERSION
 
-from stress.bench_catalog import Table, median_range, report_failures
+from stress.bench_catalog import median_range, report_failures
 from stress.corpus import Corpus, KiB, MiB, generate
+from stress.figures import Table, add_json_option
 
 REPO = Path(__file__).resolve().parents[1]
 LIST_ROWS = 40  # what one `list` answer shows (session_actions.LIST_ROWS); the rest are counted
@@ -331,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", type=int, default=0, metavar="ROUNDS",
                     help="also time ROUNDS rounds of 200 tail-window reads: worker thread + pread vs aiofiles")
     ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
+    add_json_option(ap)
     args = ap.parse_args(argv)
 
     reused = False
@@ -351,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     c3home = Path(tempfile.mkdtemp(prefix="c3bench-home-"))
     try:
         return anyio.run(bench, corpus, root, reused, c3home, max(1, args.runs), max(1, args.calls),
-                         max(1, args.starts), max(0, args.windows))
+                         max(1, args.starts), max(0, args.windows), args.json)
     finally:
         shutil.rmtree(c3home, ignore_errors=True)
         if not args.keep:
@@ -359,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: int, calls: int,
-                starts: int, window_rounds: int = 0) -> int:
+                starts: int, window_rounds: int = 0, json_out: str | None = None) -> int:
     project = corpus.project_dirs[0]
     host = newest_session(corpus, project)
     failures: list[str] = []
@@ -399,7 +401,7 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
         stderr = errlog.read()
     windows = await window_reads(corpus, window_rounds) if window_rounds else {}
 
-    t = Table()
+    t = Table("bench_server")
     sizes = sorted(e["size"] for e in corpus.expected.values())
     t.section("corpus")
     t.add("transcripts / projects", f"{corpus.files} / {len(corpus.project_dirs)}",
@@ -460,7 +462,7 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
     t.add("figures", "median", "[min–max] unless marked; warm calls pooled over every server")
     t.add("machine", f"{os.cpu_count()} cores",
           f"(1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: other work skews the tail)")
-    t.print()
+    t.done(json_out)
     return report_failures(failures, stderr)
 
 

@@ -32,12 +32,13 @@ import time
 from pathlib import Path
 
 from stress.corpus import generate
+from stress.figures import Table, add_json_option
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _med(xs: list[float], unit: str = "s") -> str:
-    return f"{statistics.median(xs):8.3f} {unit}  [{min(xs):.3f}-{max(xs):.3f}]"
+    return f"{statistics.median(xs):.3f} {unit} [{min(xs):.3f}-{max(xs):.3f}]"
 
 
 def _cpu() -> float:
@@ -66,6 +67,7 @@ def main() -> int:
     ap.add_argument("--projects", type=int, default=5)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ccusage", help="a ccusage executable (npm i ccusage) to compare against")
+    add_json_option(ap)
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="c3stats-"))
     try:
@@ -172,43 +174,33 @@ def main() -> int:
 
         mib = 2**20
         n = len(projects)
-        print(
-            f"c3async token accounting ({corpus.files} transcripts, {corpus.total_bytes / mib:.0f} MiB, {n} "
+        t = Table("bench_stats")
+        t.section(
+            f"token accounting ({corpus.files} transcripts, {corpus.total_bytes / mib:.0f} MiB, {n} "
             f"project{'s' * (n > 1)}, {sessions} sessions; {len(os.sched_getaffinity(0))} cores; page cache "
             f"warm; medians of {args.runs} runs [min-max])"
         )
-        print(
-            f"`c3async stats --all --json`, cold, whole process {_med(fig['cli'])}   "
-            f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB"
-        )
-        print(
-            f"`c3async stats --all --json`, warm, whole process {_med(fig['cli_warm'])}   "
-            f"CPU {statistics.median(fig['cli_warm_cpu']):.2f} s"
-        )
-        print(
-            f"first accounting, in-process, {workers} worker processes {_med(fig['first'])}   "
-            f"CPU {statistics.median(fig['first_cpu']):.2f} s"
-        )
-        print(
-            f"first accounting, in-process, this process only  {_med(fig['first_alone'])}   "
-            f"CPU {statistics.median(fig['first_alone_cpu']):.2f} s"
-        )
-        print(f"  read {read_first / mib:.0f} MiB, decoded {decoded / mib:.0f} MiB (the lines holding usage)")
-        print(
-            f"incremental, one response appended/project, in-process {_med(fig['incr'])}   "
-            f"read {read_incr} B (appended {grown} B)"
-        )
-        print(f"incremental, whole `c3async stats --all` process    {_med(fig['cli_incr'])}")
+        t.add("`c3async stats --all --json`, cold, whole process", _med(fig["cli"]),
+              f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB")
+        t.add("`c3async stats --all --json`, warm, whole process", _med(fig["cli_warm"]),
+              f"CPU {statistics.median(fig['cli_warm_cpu']):.2f} s")
+        t.add(f"first accounting, in-process, {workers} worker processes", _med(fig["first"]),
+              f"CPU {statistics.median(fig['first_cpu']):.2f} s")
+        t.add("first accounting, in-process, this process only", _med(fig["first_alone"]),
+              f"CPU {statistics.median(fig['first_alone_cpu']):.2f} s")
+        t.add("  read / decoded (the lines holding usage)", f"{read_first / mib:.0f} MiB / {decoded / mib:.0f} MiB")
+        t.add("incremental, one response appended/project, in-process", _med(fig["incr"]),
+              f"read {read_incr} B (appended {grown} B)")
+        t.add("incremental, whole `c3async stats --all` process", _med(fig["cli_incr"]))
         if not args.ccusage:
-            print("ccusage comparison skipped (give --ccusage PATH)")
+            t.add("ccusage comparison", "skipped", "(give --ccusage PATH)")
+            t.done(args.json)
             return 0
-        print(
-            f"ccusage session --json, whole process              {_med(fig['cc'])}   "
-            f"CPU {statistics.median(fig['cc_cpu']):.2f} s, peak RSS {statistics.median(fig['cc_rss']):.0f} MiB"
-        )
-        print(f"ratio `stats --all` cold / ccusage, per run         {_med(fig['ratio_cli'], 'x')}  (budget: <= 1)")
-        print(f"ratio `stats --all` warm / ccusage, per run         {_med(fig['ratio_cli_warm'], 'x')}")
-        print(f"ratio first in-process / ccusage, per run           {_med(fig['ratio_first'], 'x')}")
+        t.add("ccusage session --json, whole process", _med(fig["cc"]),
+              f"CPU {statistics.median(fig['cc_cpu']):.2f} s, peak RSS {statistics.median(fig['cc_rss']):.0f} MiB")
+        t.add("ratio `stats --all` cold / ccusage, per run", _med(fig["ratio_cli"], "x"), "(budget: <= 1)")
+        t.add("ratio `stats --all` warm / ccusage, per run", _med(fig["ratio_cli_warm"], "x"))
+        t.add("ratio first in-process / ccusage, per run", _med(fig["ratio_first"], "x"))
         # ccusage's last run read the files as the last in-process pass did (the append after
         # it was for the whole-process pass): account once more so both saw the same bytes
         ccusage()
@@ -228,15 +220,11 @@ def main() -> int:
             != (c["inputTokens"], c["outputTokens"], c["cacheCreationTokens"], c["cacheReadTokens"])
         ]
         diffs = [abs(totals[s].cost_usd - c["totalCost"]) for s, c in cc.items() if s in totals]
-        print(f"sessions: ccusage / ours                        {len(cc)} / {len(totals)}")
-        print(
-            f"token totals differing from ccusage             {len(tok_bad)}"
-            + (f"  (e.g. {tok_bad[0]})" if tok_bad else "")
-        )
-        print(
-            f"cost difference, max per session                ${max(diffs or [0]):.6f}  "
-            f"({sum(d > 0.01 for d in diffs)} sessions over a cent)"
-        )
+        t.add("sessions: ccusage / ours", f"{len(cc)} / {len(totals)}")
+        t.add("token totals differing from ccusage", str(len(tok_bad)), f"(e.g. {tok_bad[0]})" if tok_bad else "")
+        t.add("cost difference, max per session", f"${max(diffs or [0]):.6f}",
+              f"({sum(d > 0.01 for d in diffs)} sessions over a cent)")
+        t.done(args.json)
         return 1 if tok_bad or len(cc) != len(totals) else 0
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -29,6 +29,7 @@ import uuid
 from pathlib import Path
 
 from c3async.live.statusline import statusline_command
+from stress.figures import Table, add_json_option
 
 REPO = Path(__file__).resolve().parent.parent
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m stress.bench_statusline", description=__doc__.split("\n")[0])
     ap.add_argument("--sessions", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=21)
-    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    add_json_option(ap)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="c3-bench-statusline-") as tmp:
         root = Path(tmp)
@@ -182,28 +183,20 @@ def main(argv: list[str] | None = None) -> int:
                 p.kill()
                 p.wait()
     ours = shown["c3async statusline"].decode("utf-8", "replace").strip()
-    print(
-        f"c3async statusline benchmark ({os.cpu_count()} cores): {args.sessions} sessions, 10 live (3 waiting), "
-        f"{args.runs} runs each, interleaved"
+    t = Table("bench_statusline")
+    t.section(
+        f"one status line, a whole process: {args.sessions:,} sessions, 10 live (3 waiting), {args.runs} runs "
+        f"each, interleaved; {len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()[0]:.1f}"
     )
-    figures = {}
+    med = {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
     for name, ts in times.items():
-        figures[name] = {
-            "median_ms": round(statistics.median(ts) * 1e3, 1),
-            "min_ms": round(min(ts) * 1e3, 1),
-            "max_ms": round(max(ts) * 1e3, 1),
-        }
-        f = figures[name]
-        print(f"  {name:<22} {f['median_ms']:8.1f} ms  [{f['min_ms']:.1f}-{f['max_ms']:.1f}]")
-    if "ccusage statusline" in figures:
-        ratio = figures["c3async statusline"]["median_ms"] / figures["ccusage statusline"]["median_ms"]
-        print(f"  c3async / ccusage: {ratio:.2f} (budget: at most 0.5)")
-        print(f"  ccusage printed: {shown['ccusage statusline'].decode('utf-8', 'replace').strip()[:160]}")
-    print(f"  c3async printed: {ours}")
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps({"sessions": args.sessions, "runs": args.runs, "figures": figures, "printed": ours}, indent=1)
-        )
+        budget = "; budget: under 60 ms" if name == "c3async statusline" else ""
+        t.add(name, f"{med[name]:.1f} ms", f"[{min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f}]{budget}")
+    if "ccusage statusline" in med:
+        ratio = med["c3async statusline"] / med["ccusage statusline"]
+        t.add("c3async / ccusage, medians", f"{ratio:.2f}", "budget: at most 0.5")
+    t.add("what it printed", ours[:120])
+    t.done(args.json)
     ok = "3 waiting" in ours and "5h 42%" in ours and "note: wire the status line" in ours
     if not ok:
         print("FAIL: the status line did not show the note, the waiting count and the window", file=sys.stderr)

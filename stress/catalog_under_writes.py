@@ -19,23 +19,11 @@ import subprocess
 import threading
 import time
 
-from .harness import (
-    PY,
-    Project,
-    Result,
-    Sandbox,
-    c3async_cmd,
-    kill_all,
-    make_project,
-    ms,
-    oracle_fold,
-    pct,
-    read_raw,
-)
+from .harness import PY, Project, Result, Sandbox, c3async_cmd, kill_all, make_project, ms, oracle_fold, pct, read_raw
 
 TRANSCRIPT_WRITER = r"""
 import json, os, random, sys, time
-from stress.harness import ai_title_line, assistant_line, encode, tool_result_line, user_line
+from stress.transcripts import ai_title_line, assistant_line, render, tool_result_line, user_line
 wid, seed, until, log_path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 sessions = json.loads(sys.argv[5])  # [[sid, path, cwd], ...]
 rng = random.Random(seed)
@@ -62,7 +50,7 @@ while time.time() < until:
     for kind, value, line in lines:
         if kind:  # say what is about to be written, before writing it
             os.write(log, (json.dumps({"sid": sid, "kind": kind, "value": value}) + "\n").encode())
-        data = encode(line)
+        data = render([line])
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         try:
             if rng.random() < 0.2:  # caught mid-line: two writes, a pause between
@@ -179,13 +167,13 @@ class CatalogStorm:
                 [PY, "-c", TRANSCRIPT_WRITER, f"tw{w}", str(self.seed * 10 + w), repr(until),
                  str(self.sb.logs / f"catalog-tw{w}.jsonl"), json.dumps(mine)],
                 env=env, cwd=self.project.path, stdout=subprocess.DEVNULL,
-                stderr=open(self.sb.logs / f"catalog-tw{w}.log", "ab")))
+                stderr=self.sb.log(f"catalog-tw{w}.log")))
         for w in range(self.m_writers):
             self.procs.append(subprocess.Popen(
                 [PY, "-c", MARK_WRITER, self.project.path, f"mw{w}", str(self.seed * 10 + 5 + w), repr(until),
                  str(self.sb.logs / f"catalog-mw{w}.jsonl"), ",".join(ids)],
                 env=env, cwd=self.project.path, stdout=subprocess.DEVNULL,
-                stderr=open(self.sb.logs / f"catalog-mw{w}.log", "ab")))
+                stderr=self.sb.log(f"catalog-mw{w}.log")))
         threads = [threading.Thread(target=self.lister_inprocess, daemon=True),
                    threading.Thread(target=self.lister_cli, daemon=True)]
         t0 = time.perf_counter()

@@ -108,7 +108,7 @@ class Churn:
         s.t_spawn = time.monotonic()
         s.proc = subprocess.Popen([PY, "-m", "c3async", "serve"], env=env, cwd=self.project,
                                   stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                  stderr=open(self.sb.logs / f"churn-{s.host[-4:]}.log", "ab"))
+                                  stderr=self.sb.log(f"churn-{s.host[-4:]}.log"))
         deadline = time.monotonic() + 60
         while s.t_first is None:
             if s.proc.poll() is not None or time.monotonic() > deadline:

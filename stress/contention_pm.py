@@ -84,11 +84,11 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     env = sb.env(project)
     procs = [subprocess.Popen([PY, "-c", WRITER, str(project), f"w{w:02d}", str(changes), repr(go), str(seed * 100 + w)],
                               env=env, cwd=project, stdout=subprocess.PIPE,
-                              stderr=open(sb.logs / f"pm-w{w:02d}.log", "ab"))
+                              stderr=sb.log(f"pm-w{w:02d}.log"))
              for w in range(procs_n)]
     stop = sb.logs / "pm-reader.stop"
     reader = subprocess.Popen([PY, "-c", READER, str(pm_path), str(stop)], env=env, cwd=project,
-                              stdout=subprocess.PIPE, stderr=open(sb.logs / "pm-reader.log", "ab"))
+                              stdout=subprocess.PIPE, stderr=sb.log("pm-reader.log"))
     results: list[dict] = []
     failed: list[str] = []
     try:

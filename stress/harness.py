@@ -1,6 +1,6 @@
 """Shared pieces of the stress suite (``python -m stress``): the sandbox, projects with real
-transcripts, spawning this checkout's processes, raw (independent) readers of the shared files,
-percentiles and the figures table.
+transcripts (``stress.transcripts``), spawning this checkout's processes, raw (independent)
+readers of the shared files, percentiles and the figures table.
 
 Every process the suite starts runs THIS checkout (``PYTHONPATH`` = the repository root) inside a
 throw-away sandbox: ``CLAUDE_CONFIG_DIR``, ``C3_HOME`` and ``CLAUDE_PROJECT_DIR`` all point into it,
@@ -25,6 +25,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .transcripts import (
+    ai_title_line,
+    assistant_line,
+    claude_slug,
+    custom_title_line,
+    render,
+    tool_result_line,
+    user_line,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -115,6 +125,7 @@ class Sandbox:
             d.mkdir(parents=True)
         self.keep = keep
         self._saved_env: dict[str, str] | None = None
+        self._logs: list = []  # the log files handed to children, closed with the sandbox
 
     def env(self, project: str | Path | None = None, **extra: str) -> dict[str, str]:
         """The environment of a spawned process: this checkout, the sandbox, ``extra``."""
@@ -134,6 +145,8 @@ class Sandbox:
         os.environ.update(CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home))
 
     def close(self) -> None:
+        for f in self._logs:
+            f.close()
         if self._saved_env is not None:
             os.environ.clear()
             os.environ.update(self._saved_env)
@@ -141,7 +154,11 @@ class Sandbox:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def log(self, name: str):
-        return open(self.logs / name, "ab")
+        """A log file of ``logs/`` for a child's stderr (the child keeps its own descriptor; this
+        one is closed with the sandbox)."""
+        f = open(self.logs / name, "ab")
+        self._logs.append(f)
+        return f
 
 
 def check_checkout(sb: Sandbox) -> str | None:
@@ -159,104 +176,6 @@ def c3async_cmd(*args: str) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- projects
-
-
-def claude_slug(path: str) -> str:
-    """Claude Code's folder name for a (short, ASCII) path: non-alphanumerics become '-'."""
-    return "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in path)
-
-
-def iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
-
-
-def user_line(sid: str, cwd: str, text: str, ts: float, parent: str | None = None) -> dict:
-    return {"parentUuid": parent, "isSidechain": False, "type": "user",
-            "message": {"role": "user", "content": text}, "uuid": str(uuid.uuid4()),
-            "timestamp": iso(ts), "userType": "external", "entrypoint": "cli", "cwd": cwd,
-            "sessionId": sid, "version": "2.1.88", "gitBranch": "main"}
-
-
-def assistant_line(sid: str, cwd: str, text: str, ts: float, parent: str | None = None) -> dict:
-    msg = {"model": "claude-opus-4-5", "id": "msg_01" + uuid.uuid4().hex[:22], "type": "message",
-           "role": "assistant", "content": [{"type": "text", "text": text}], "stop_reason": None,
-           "usage": {"input_tokens": 3, "output_tokens": 28}}
-    return {"parentUuid": parent, "isSidechain": False, "type": "assistant", "message": msg,
-            "uuid": str(uuid.uuid4()), "timestamp": iso(ts), "userType": "external",
-            "entrypoint": "cli", "cwd": cwd, "sessionId": sid, "version": "2.1.88", "gitBranch": "main"}
-
-
-def tool_result_line(sid: str, cwd: str, body: str, ts: float, parent: str | None = None) -> dict:
-    content = [{"tool_use_id": "toolu_01" + uuid.uuid4().hex[:22], "type": "tool_result", "content": body}]
-    return {"parentUuid": parent, "isSidechain": False, "type": "user",
-            "message": {"role": "user", "content": content}, "uuid": str(uuid.uuid4()),
-            "timestamp": iso(ts), "userType": "external", "entrypoint": "cli", "cwd": cwd,
-            "sessionId": sid, "version": "2.1.88", "gitBranch": "main",
-            "toolUseResult": {"stdout": "", "stderr": "", "interrupted": False}}
-
-
-def ai_title_line(sid: str, title: str) -> dict:
-    return {"type": "ai-title", "aiTitle": title, "sessionId": sid}
-
-
-def custom_title_line(sid: str, title: str) -> dict:
-    return {"type": "custom-title", "customTitle": title, "sessionId": sid}
-
-
-def encode(line: dict) -> bytes:
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-
-
-CLEAR_MARKUP = ("<command-name>/clear</command-name>\n            <command-message>clear</command-message>\n"
-                "            <command-args></command-args>")
-
-
-def write_chain(folder: Path, cwd: str, links: int, start: float) -> list[str]:
-    """``links`` sessions in ``folder``, each begun by ``/clear`` a moment after the one before
-    it ended (the catalog pairs them by that timing), oldest first; returns their ids."""
-    folder.mkdir(parents=True, exist_ok=True)
-    ids = []
-    ts = start
-    for n in range(links):
-        sid = str(uuid.uuid4())
-        lines = [user_line(sid, cwd, CLEAR_MARKUP, ts)] if n else []
-        u = user_line(sid, cwd, f"step {n} of the migration", ts + 0.5, lines[-1]["uuid"] if lines else None)
-        lines += [u, assistant_line(sid, cwd, f"step {n} done", ts + 2, u["uuid"])]
-        path = folder / f"{sid}.jsonl"
-        path.write_bytes(b"".join(encode(x) for x in lines))
-        os.utime(path, (ts + 2, ts + 2))
-        ids.append(sid)
-        ts += 2.2
-    return ids
-
-
-def write_clear_hooks(project: str, chain: list[str], start: float) -> None:
-    """What the hooks record of each /clear of ``chain`` (``write_chain``'s ids): a
-    ``session_start`` row naming its predecessor, in the project's activity log."""
-    state = Path(project, ".c3")
-    state.mkdir(mode=0o700, exist_ok=True)
-    rows = (
-        {"ts": start + 2.2 * n, "kind": "session_start", "session_id": sid, "source": "clear",
-         "predecessor": chain[n - 1], "cwd": project}
-        for n, sid in enumerate(chain) if n
-    )
-    with open(state / "activity.jsonl", "ab") as f:
-        f.write(b"".join(encode(row) for row in rows))
-
-
-def write_titled(folder: Path, cwd: str, sessions: int, title_chars: int, start: float) -> dict[str, str]:
-    """``sessions`` sessions whose custom or ai title (every other one) is ``title_chars`` long;
-    {id: its title}."""
-    folder.mkdir(parents=True, exist_ok=True)
-    titles = {}
-    for n in range(sessions):
-        sid = str(uuid.uuid4())
-        title = (f"{n:03d} " + "a long name " * (title_chars // 12 + 1))[:title_chars]
-        u = user_line(sid, cwd, f"work {n}", start + n)
-        line = custom_title_line(sid, title) if n % 2 else ai_title_line(sid, title)
-        (folder / f"{sid}.jsonl").write_bytes(b"".join(encode(x) for x in (u, assistant_line(sid, cwd, "ok", start + n + 1, u["uuid"]), line)))
-        titles[sid] = title
-    return titles
 
 
 @dataclass
@@ -326,7 +245,7 @@ def make_project(sb: Sandbox, name: str, sessions: int, rng: random.Random, *,
         elif not (untitled_every and i % untitled_every == 2):
             truth.ai_title = f"AI title {name} {i}"
             lines.append(ai_title_line(sid, truth.ai_title))
-        truth.path.write_bytes(b"".join(encode(x) for x in lines))
+        truth.path.write_bytes(render(lines))
         os.utime(truth.path, (ts + 60, ts + 60))
         proj.sessions[sid] = truth
     return proj
@@ -355,10 +274,10 @@ class RawLog:
 
 def read_raw(path: Path, keep_data: bool = False) -> RawLog:
     """Split on ``\\n``; each line through ``json.loads``. An unterminated tail is a bad line."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return RawLog([], [], [], 0, True)
+    try:  # not a FIFO a trap planted: it would block
+        data = path.read_bytes() if path.is_file() else b""
+    except OSError:
+        data = b""
     records, offsets, bad = [], [], []
     pos = 0
     for line in data.split(b"\n"):
@@ -368,7 +287,7 @@ def read_raw(path: Path, keep_data: bool = False) -> RawLog:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested too deep (a trap's)
             bad.append((start, line))
             continue
         if not isinstance(obj, dict):

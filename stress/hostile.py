@@ -52,16 +52,7 @@ from urllib.parse import quote
 import anyio
 
 from . import hostile_corpus as hc
-from .harness import (
-    PY,
-    RawLog,
-    Result,
-    Sandbox,
-    c3async_cmd,
-    compare_fold,
-    mark_tag,
-    oracle_fold,
-)
+from .harness import PY, Result, Sandbox, c3async_cmd, compare_fold, mark_tag, oracle_fold, read_raw
 
 MAX_LINE = 2 << 20  # no line of a log may be longer: "logged strings are bounded" (12 MB was accepted)
 BIG_ARG = 120_000  # the longest argv string Linux passes (MAX_ARG_STRLEN is 128 KiB)
@@ -1011,7 +1002,7 @@ class Hostile:
         # the clean project, read back independently
         listing = self.listings.get("final: clean sessions --json")
         truth = set(w.clean.sessions)
-        raw = read_log(w.clean.marks)
+        raw = read_raw(w.clean.marks)
         if isinstance(listing, list):
             rows = {r.get("id"): r for r in listing if isinstance(r, dict)}
             self.check(set(rows) == truth, "the clean project still lists all its sessions (and only them)",
@@ -1062,7 +1053,7 @@ class Hostile:
             marks = state / "session_marks.jsonl"
             if o is None or o.hung or state.is_symlink() or marks.is_symlink():
                 continue  # a symlinked log is the decoy's: the checksum covers it
-            n = sum(1 for r in read_log(marks).records
+            n = sum(1 for r in read_raw(marks).records
                     if isinstance(r.get("summary"), str) and r["summary"].startswith(f"{name} "))
             self.check(n == (1 if o.rc == 0 else 0), "a mark is written exactly when it is reported written",
                        f"[{name}: mark note] exit {o.rc}, and the mark is in its file {n} time(s)")
@@ -1197,31 +1188,6 @@ class Hostile:
         self.res.fig("hostile wall time", f"{wall:.1f} s")
 
 
-def read_log(path: Path) -> RawLog:
-    """``harness.read_raw``, but a line nested too deep for ``json.loads`` is a bad line too
-    (the trap repositories' logs hold such lines on purpose)."""
-    try:
-        data = path.read_bytes() if path.is_file() else b""
-    except OSError:
-        data = b""
-    records, offsets, bad = [], [], []
-    pos = 0
-    for line in data.split(b"\n"):
-        start, pos = pos, pos + len(line) + 1
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            obj = None
-        if isinstance(obj, dict):
-            records.append(obj)
-            offsets.append(start)
-        else:
-            bad.append((start, line))
-    return RawLog(records, offsets, bad, len(data), data.endswith(b"\n") or not data)
-
-
 def _lines(path: Path) -> list[bytes]:
     try:
         if not path.is_file():
@@ -1231,23 +1197,22 @@ def _lines(path: Path) -> list[bytes]:
         return []
 
 
-def _part(name: str, fn, *args) -> Result:
-    """One class of hostile input, as its own section of the table."""
-    res = Result(name)
+def part(mod, sb: Sandbox, quick: bool) -> Result:
+    """One class of hostile input (a ``class_modules`` module), as its own section of the table."""
+    res = Result(f"hostile: {mod.CLASS}")
     t0 = time.perf_counter()
     try:
-        fn(res, *args)
+        mod.check(res, sb, quick)
     except Exception:  # reported as a break, with where it happened
         import traceback
 
-        res.check(False, f"the {name} scenario completes", gist(traceback.format_exc().encode()))
+        res.check(False, f"the {mod.CLASS} scenario completes", gist(traceback.format_exc().encode()))
     res.wall = time.perf_counter() - t0
     return res
 
 
-def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
-    from . import hostile_classes, hostile_interrupt, hostile_neighbour, hostile_patterns
-
+def run(sb: Sandbox, quick: bool, seed: int) -> Result:
+    """The hostile world through every door (the classes are scenarios of their own)."""
     rng = random.Random(seed)
     t0 = time.perf_counter()
     world = hc.build_world(sb, rng, quick=quick)
@@ -1255,19 +1220,12 @@ def run(sb: Sandbox, quick: bool, seed: int) -> list[Result]:
     h.res.fig("world built in", f"{time.perf_counter() - t0:.1f} s")
     h.run()
     h.res.wall = time.perf_counter() - t0
-    return [
-        h.res,
-        _part("hostile: linear time", hostile_patterns.run, sb, quick),
-        _part("hostile: Ctrl-C and SIGTERM", hostile_interrupt.run, sb, quick),
-        _part("hostile: the Hub under a neighbour", hostile_neighbour.run, sb, quick),
-        *(_part(f"hostile: {name}", fn, sb, quick) for name, fn in hostile_classes.SCENARIOS.items()),
-        *(_part(f"hostile: {mod.CLASS}", mod.check, sb, quick) for mod in class_modules()),
-    ]
+    return h.res
 
 
 def class_modules() -> list:
-    """The classes that have a module of their own: every ``stress/hostile_*.py`` that names its
-    class (``CLASS``, the title in the table) and checks it (``check(res, sb, quick)``), in name
+    """The classes of hostile input: every ``stress/hostile_*.py`` that names its class
+    (``CLASS``, the title in the table) and checks it (``check(res, sb, quick)``), in name
     order. A new class is a new module; nothing here changes."""
     import importlib
     import pkgutil
@@ -1286,20 +1244,7 @@ def class_modules() -> list:
 if __name__ == "__main__":  # pragma: no cover - classes by hand: python -m stress.hostile [--full] NAME...
     import sys
 
-    from .harness import Sandbox as _Sandbox
-    from .harness import print_table
+    from .__main__ import main
 
-    wanted = [a for a in sys.argv[1:] if not a.startswith("--")]
-    quick_run = "--full" not in sys.argv
-    box = _Sandbox()
-    started_at = time.perf_counter()
-    try:
-        box.activate()
-        picked = [m for m in class_modules() if not wanted or any(w in m.__name__ for w in wanted)]
-        if not picked:
-            sys.exit(f"no class module matches {' '.join(wanted)}")
-        results = [_part(f"hostile: {m.CLASS}", m.check, box, quick_run) for m in picked]
-        print_table(results, "quick" if quick_run else "full", time.perf_counter() - started_at)
-    finally:
-        box.close()
-    sys.exit(0 if not any(r.breaks for r in results) else 1)
+    names = [f"hostile:{a}" for a in sys.argv[1:] if not a.startswith("--")] or ["hostile:"]
+    sys.exit(main([*([] if "--full" in sys.argv else ["--quick"]), "--only", ",".join(names)]))

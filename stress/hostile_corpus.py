@@ -30,17 +30,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .harness import (
-    Project,
-    Sandbox,
-    SessionTruth,
-    ai_title_line,
-    assistant_line,
-    claude_slug,
-    custom_title_line,
-    encode,
-    user_line,
-)
+from .harness import Project, Sandbox, SessionTruth
+from .transcripts import ai_title_line, assistant_line, claude_slug, custom_title_line, render, user_line
 
 DEPTH = 100_000  # "nested 100,000 deep"
 OLD = 86400 + 3600  # the decoy's files are this much older than now (well past the 180 s TTL)
@@ -282,7 +273,7 @@ def _session_lines(sid: str, cwd: str, prompt: str, ts: float, *, title: str | N
 def _write(folder: Path, sid: str, chunks: list[dict | bytes], mtime: float) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{sid}.jsonl"
-    path.write_bytes(b"".join(c if isinstance(c, bytes) else encode(c) for c in chunks))
+    path.write_bytes(b"".join(c if isinstance(c, bytes) else render([c]) for c in chunks))
     os.utime(path, (mtime, mtime))
     return path
 
@@ -379,8 +370,8 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
 
     def surrogate(s: str) -> list[dict | bytes]:
         perm, u, a = lines(s, "SURROGATE")
-        return [perm, encode(u).replace(b"SURROGATE", b"lone \\udfff\\ud800 survivor " + canary.encode()), a,
-                encode(custom_title_line(s, "lone SURR surrogate")).replace(b"SURR", b"\\ud800")]
+        return [perm, render([u]).replace(b"SURROGATE", b"lone \\udfff\\ud800 survivor " + canary.encode()), a,
+                render([custom_title_line(s, "lone SURR surrogate")]).replace(b"SURR", b"\\ud800")]
 
     add("surrogate", surrogate)
     huge = "A" * (3 << 20)
@@ -393,22 +384,21 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     sub = hf / listed["osc52"] / "subagents"
     sub.mkdir(parents=True)
     os.mkfifo(sub / "agent-x.jsonl")
-    (sub / "agent-y.jsonl").write_bytes(encode(user_line(listed["osc52"], cwd, f"subagent {OSC52}", t)))
+    (sub / "agent-y.jsonl").write_bytes(render([user_line(listed["osc52"], cwd, f"subagent {OSC52}", t)]))
     # special entries that must never become rows
     fifo = _sid(rng)
     os.mkfifo(hf / f"{fifo}.jsonl")
     never["fifo"] = fifo
     link = _sid(rng)
     secret_tx = home / "secret-transcript.jsonl"
-    secret_tx.write_bytes(b"".join(encode(x) for x in _session_lines(link, cwd, f"{secret} prompt", t,
-                                                                          title=f"{secret} title")))
+    secret_tx.write_bytes(render(_session_lines(link, cwd, f"{secret} prompt", t, title=f"{secret} title")))
     os.symlink(secret_tx, hf / f"{link}.jsonl")
     never["symlink"] = link
     dirlike = _sid(rng)
     (hf / f"{dirlike}.jsonl").mkdir()
     never["directory"] = dirlike
     # a file whose NAME carries escapes (not a uuid: not a session, but it is in the folder)
-    (hf / f"{ESC}]0;pwn{BEL}{BIDI}.jsonl").write_bytes(encode(user_line("x", cwd, "named", t)))
+    (hf / f"{ESC}]0;pwn{BEL}{BIDI}.jsonl").write_bytes(render([user_line("x", cwd, "named", t)]))
     counts["special files"] += 3
     counts["symlinks"] += 1
 
@@ -474,10 +464,10 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     mark = {"ts": now - 60, "provider": "claude", "id": r.sessions[0], "op": "note", "summary": "before-deep",
             "next_steps": None, "by": "user", "by_session": None}
     after = dict(mark, ts=now - 30, summary="after-deep")
-    (d / "session_marks.jsonl").write_bytes(encode(mark) + (deep_array() + "\n").encode()
-                                            + ('{"id":' + deep_object() + "}\n").encode() + encode(after))
+    (d / "session_marks.jsonl").write_bytes(render([mark]) + (deep_array() + "\n").encode()
+                                            + ('{"id":' + deep_object() + "}\n").encode() + render([after]))
     (d / "activity.jsonl").write_bytes((deep_array() + "\n").encode()
-                                       + encode({"ts": now - 20, "kind": "session_start", "session_id": _sid(rng)}))
+                                       + render([{"ts": now - 20, "kind": "session_start", "session_id": _sid(rng)}]))
     (d / "cache" / "session_catalog.json").write_text(deep_object())
     (d / "live" / f"{_sid(rng)}.json").write_text(deep_object())
     (d / "sessions" / f"{_sid(rng)}.json").write_text(deep_object())

@@ -29,9 +29,10 @@ from pathlib import Path
 
 from . import hostile_corpus as hc
 from .fulldisk import fill, free, free_up, killed_halfway, mounted
-from .harness import PY, Result, assistant_line, claude_slug, encode, user_line
-from .hostile_classes import Probe, _mcp, _probe
+from .harness import PY, Result
 from .hostile_neighbour import start_hub
+from .probe import Probe, mcp, probe
+from .transcripts import assistant_line, claude_slug, render, user_line
 
 CLASS = "a full disk"
 FULL = ("is full", "bytes free")
@@ -48,7 +49,7 @@ def _transcript(p: Probe, project: str, prompt: str, filler: int = 0) -> tuple[s
     lines = [u, assistant_line(sid, project, f"on it: {prompt}", ts + 1, u["uuid"])]
     lines += [assistant_line(sid, project, f"step {i} of the zeppelin work " + "z" * 40, ts + 2) for i in range(filler)]
     path = folder / f"{sid}.jsonl"
-    path.write_bytes(b"".join(encode(x) for x in lines))
+    path.write_bytes(render(lines))
     return sid, path
 
 
@@ -92,7 +93,7 @@ def _post_mark(port: int, token: str, sid: str, project: str) -> tuple[int, str]
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "disk")
+    p = probe(res, sb, "disk")
     _decoy(p.root / "home")
     decoy = hc.checksum(p.root / "home")
     with mounted(p.root / "small", "16m") as small:
@@ -160,7 +161,7 @@ def _full_disk(p: Probe, small: Path, quick: bool) -> None:
                 "a full disk is one line, no damage",
                 f"{what}: {done.stderr[-300:]!r}",
             )
-        answers = _mcp(
+        answers = mcp(
             p,
             project,
             [

@@ -31,9 +31,10 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from .harness import Result, user_line
-from .hostile_classes import Probe, _mcp, _probe
+from .harness import Result
 from .hostile_neighbour import start_hub
+from .probe import Probe, mcp, probe
+from .transcripts import user_line
 
 CLASS = "git metadata"
 HINT = "git metadata unreadable"
@@ -265,7 +266,7 @@ def _api_rows(port: int, token: str) -> tuple[int, dict]:
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "git")
+    p = probe(res, sb, "git")
     clean = Path(p.project("clean"))
     repository(clean)
     t0 = time.perf_counter()
@@ -323,7 +324,7 @@ def _doors(p: Probe, clean: Path, traps: dict[str, Path], quick: bool) -> None:
     _inert(p, "sessions --all", text.stdout + text.stderr)
     served = ["a branch 1,000 folders deep", "a gitdir in a symlink loop"] if quick else list(traps)
     for name in served:
-        answers = _mcp(p, str(traps[name]), [("c3_session", {"action": "list"})])
+        answers = mcp(p, str(traps[name]), [("c3_session", {"action": "list"})])
         res.check(
             bool(answers) and not answers[0][0] and sids[name][:8] in answers[0][1],
             "the MCP server in a trap starts and lists its session",

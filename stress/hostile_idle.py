@@ -23,7 +23,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-from .harness import PY, REPO, Result, Sandbox, assistant_line, c3async_cmd, encode, make_project, register, user_line
+from .harness import PY, REPO, Result, Sandbox, c3async_cmd, make_project, register
+from .transcripts import assistant_line, render, user_line
 
 CLASS = "idle under a stuffed Claude Code folder"
 IDLE_PCT = 5.0  # a Hub that pays per junk entry at each pass is far above this
@@ -121,7 +122,7 @@ def _new_session(project, ts: float) -> str:
         u,
         assistant_line(sid, project.path, "On it.", ts + 1, u["uuid"]),
     ]
-    (project.folder / f"{sid}.jsonl").write_bytes(b"".join(encode(x) for x in lines))
+    (project.folder / f"{sid}.jsonl").write_bytes(render(lines))
     return sid
 
 

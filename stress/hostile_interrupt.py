@@ -19,16 +19,16 @@ import signal
 import sqlite3
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .harness import PY, REPO, Result
 
+CLASS = "Ctrl-C and SIGTERM"
+
 LIMIT_S = 1.0
 WAIT_S = 15.0  # a hang guard: a run still there after this is killed and counted as a hang
-
 
 @dataclass
 class Stop:
@@ -61,11 +61,24 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def handles_sigterm(pid: int) -> bool:
+    """Whether ``pid`` catches SIGTERM: Python leaves it at the default, so it does once
+    ``c3async/__main__.py``'s first statement has run (the ready handshake of a stop: before
+    that, the interpreter's own start-up, a signal is Python's and no command has begun)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            caught = next((line.split()[1] for line in f if line.startswith("SigCgt:")), "0")
+    except OSError:
+        return True  # gone already (or no /proc): nothing to wait for
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
 def stop(
     args: list[str], env: dict[str, str], delay: float, how: str, cwd: str | None = None, workers: bool = False
 ) -> Stop:
     """Run ``c3async ARGS`` in a pseudo-terminal, stop it ``delay`` seconds in, ``how``;
-    ``workers``: then, at the moment it first has worker processes (if it gets any in 5 s)."""
+    ``workers``: then, at the moment it first has worker processes (if it gets any in 5 s).
+    Never before its own start-up has begun (``handles_sigterm``), however loaded the machine."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session of its own with the pty as its terminal
         try:
@@ -86,6 +99,8 @@ def stop(
                     return
 
     drain(time.monotonic() + delay)
+    while not handles_sigterm(pid) and os.waitpid(pid, os.WNOHANG) == (0, 0):
+        drain(time.monotonic() + 0.002)
     kids = _children(pid)
     until = time.monotonic() + 5.0
     while workers and not kids and time.monotonic() < until and os.waitpid(pid, os.WNOHANG) == (0, 0):
@@ -140,12 +155,11 @@ def duration(args: list[str], env: dict[str, str]) -> tuple[float, tuple[float, 
 def moments(args: list[str], env: dict[str, str], c3home: Path, projects: list[str], fractions: list[float]) -> list[float]:
     """When to stop the command: these fractions of the part of its cold run that has worker
     processes (of the whole run where it has none), so a stop lands while they run whatever the
-    machine's speed; never in the interpreter's own first 0.12 s, before any of c3async's code
-    runs (a signal there is Python's)."""
+    machine's speed (``stop`` waits for the command's start-up in any case)."""
     cold(c3home, projects)
     whole, workers = duration(args, env)
     start, length = (workers[0], workers[1] - workers[0]) if workers else (0.0, whole)
-    return [max(0.12, start + length * f) for f in fractions]
+    return [start + length * f for f in fractions]
 
 
 def make_corpus(root: Path, transcripts: int) -> tuple[Path, Path, list[str]]:
@@ -181,7 +195,7 @@ def index_is_sound(env: dict[str, str], c3home: Path) -> str | None:
     return None
 
 
-def run(res: Result, sb, quick: bool) -> None:
+def check(res: Result, sb, quick: bool) -> None:
     config, c3home, projects = make_corpus(sb.root / "interrupt", 320 if quick else 600)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
     env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(c3home), PYTHONPATH=str(REPO))
@@ -216,16 +230,3 @@ def run(res: Result, sb, quick: bool) -> None:
     with_workers = sum(1 for s in stops if s.workers)
     res.fig("runs stopped while worker processes ran", f"{with_workers} of {len(stops)}")
 
-
-if __name__ == "__main__":  # pragma: no cover - a quick look by hand
-    from .harness import Sandbox
-
-    sb = Sandbox()
-    try:
-        r = Result("interrupt")
-        run(r, sb, "--quick" in sys.argv)
-        from .harness import print_table
-
-        print_table([r], "by hand", 0.0)
-    finally:
-        sb.close()

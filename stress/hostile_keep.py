@@ -28,8 +28,9 @@ import time
 import uuid
 from pathlib import Path
 
-from .harness import Result, claude_slug
-from .hostile_classes import Probe, _probe
+from .harness import Result
+from .probe import Probe, probe
+from .transcripts import claude_slug
 
 CLASS = "the cleanup and the keep policy"
 
@@ -60,7 +61,7 @@ def _hook(p: Probe, what: str, project: str) -> tuple[float, str]:
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "keep")
+    p = probe(res, sb, "keep")
     _wrong_policy(p)
     _archive_refuses(p)
     _many(p)

@@ -26,8 +26,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from .harness import PY, Result, claude_slug
-from .hostile_classes import Probe, _probe
+from .harness import PY, Result
+from .probe import Probe, probe
+from .transcripts import claude_slug
 
 CLASS = "moved folders"
 
@@ -36,7 +37,7 @@ MOVE_S = 60.0  # a hang guard for moving thousands of sessions (measured: a few 
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "moves")
+    p = probe(res, sb, "moves")
     _refused_targets(p)
     _linked_folders(p)
     _another_project(p)

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from .harness import PY, REPO, Result
 
+CLASS = "the Hub under a neighbour"
+
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
 IDLE = 1100
 
@@ -65,7 +67,6 @@ FLOOD = textwrap.dedent(
     print(opened, closed, len(conns))
     """
 )
-
 
 class Flood:
     """The neighbour: ``nobody`` holding ``n`` idle connections to ``port`` for ``hold`` s."""
@@ -178,7 +179,7 @@ def _stop(hub: subprocess.Popen) -> None:
         hub.stderr.close()
 
 
-def run(res: Result, sb, quick: bool) -> None:
+def check(res: Result, sb, quick: bool) -> None:
     env = sb.env()
     hub, port, token = start_hub(env)
     try:

@@ -15,13 +15,13 @@ import sys
 import time
 
 from .harness import PY, Result
-from .hostile_classes import _probe
+from .probe import probe
 
 CLASS = "a new user's first minutes"
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "newuser")
+    p = probe(res, sb, "newuser")
     project = p.project("app")
     sid = p.session(project, "a session whose claude goes away")
     claude = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
@@ -36,6 +36,7 @@ def check(res: Result, sb, quick: bool) -> None:
     )
     claude.kill()
     claude.wait()
+    claude.stdin.close()
     live = json.loads(p.run("live after its claude died", "live", "--project", project, "--json").stdout or "[]")
     res.check(
         sid not in {e.get("id") for e in live}, "a session whose claude is gone never reads live", str(live)[:200]

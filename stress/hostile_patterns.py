@@ -27,18 +27,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .harness import (
-    PY,
-    REPO,
-    Result,
-    Sandbox,
-    assistant_line,
-    c3async_cmd,
-    claude_slug,
-    encode,
-    tool_result_line,
-    user_line,
-)
+from .harness import PY, REPO, Result, Sandbox, c3async_cmd
+from .transcripts import assistant_line, claude_slug, render, tool_result_line, user_line
+
+CLASS = "linear time"
 
 # How the code applies each module-level pattern. (docs/design.md's design notes say why each is
 # linear; this table is what makes the claim checked.)
@@ -124,7 +116,6 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "many hits": lambda n: "retry budget " * (n // 13),
     "many plan handoffs": lambda n: "exiting plan mode, read the full transcript at: " * (n // 48),
 }
-
 
 def _pattern_call(pattern: re.Pattern, how: str) -> Callable[[Any], Any]:
     if how == "sub":
@@ -268,11 +259,11 @@ def _world(sb: Sandbox, name: str, sessions: int, payload: Callable[[int], str])
             lines += [u, a, t]
             parent = t["uuid"]
         path = folder / f"{sid}.jsonl"
-        path.write_bytes(b"".join(encode(x) for x in lines))
+        path.write_bytes(render(lines))
         sub = folder / sid / "subagents"
         sub.mkdir(parents=True)
         side = [dict(x, isSidechain=True, agentId="a1") for x in lines[:6]]
-        (sub / "agent-a1.jsonl").write_bytes(b"".join(encode(x) for x in side))
+        (sub / "agent-a1.jsonl").write_bytes(render(side))
         os.utime(path, (ts + 60, ts + 60))
     return str(project)
 
@@ -322,7 +313,7 @@ def compare_listings(res: Result, sb: Sandbox, quick: bool) -> None:
     )
 
 
-def run(res: Result, sb: Sandbox, quick: bool) -> None:
+def check(res: Result, sb: Sandbox, quick: bool) -> None:
     compare_listings(res, sb, quick)
     sizes = [SMALL, LARGE] if quick else [SMALL, LARGE, 4 * LARGE]
     limit = 300 if quick else 900

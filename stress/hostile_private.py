@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .harness import Result
-from .hostile_classes import _mcp, _probe
+from .probe import mcp, probe
 
 CLASS = "private text and another account"
 SECRET = "wombat-private-needle-8830"
@@ -80,7 +80,7 @@ def _loose(folder: Path) -> list[str]:
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "private")
+    p = probe(res, sb, "private")
     opened = Path(tempfile.mkdtemp(prefix="c3-private-"))
     old_umask = os.umask(0o022)
     try:
@@ -97,7 +97,7 @@ def check(res: Result, sb, quick: bool) -> None:
         p.run("stats", "stats", "--project", project)
         p.run("search", "search", SECRET, "--project", project)
         p.run("tasks add", "tasks", "add", "--project", project, "--title", f"task {SECRET}")
-        _mcp(p, project, [("c3_session", {"action": "list"}), ("c3_session", {"action": "show", "target": sid})])
+        mcp(p, project, [("c3_session", {"action": "list"}), ("c3_session", {"action": "show", "target": sid})])
         state = Path(project, ".c3")
         res.check(
             not _loose(state),

@@ -22,20 +22,21 @@ import time
 import urllib.parse
 import urllib.request
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
-from .harness import (
-    Result,
+from .harness import Result
+from .probe import Probe, mcp, probe
+from .transcripts import (
     assistant_line,
     claude_slug,
-    encode,
+    clear_hooks,
+    cleared_chain,
+    render,
+    titled_sessions,
     tool_result_line,
     user_line,
-    write_chain,
-    write_clear_hooks,
-    write_titled,
 )
-from .hostile_classes import Probe, _mcp, _probe
 
 CLASS = "rows of real transcripts and long chains"
 
@@ -52,7 +53,7 @@ HANDOFF_WORDS = (
 
 def _write(folder: Path, sid: str, lines: list[dict]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{sid}.jsonl").write_bytes(b"".join(encode(x) for x in lines))
+    (folder / f"{sid}.jsonl").write_bytes(render(lines))
 
 
 def _session(folder: Path, cwd: str, first: str, later: list[str], ts: float, *, quiet: int = 0) -> str:
@@ -93,13 +94,15 @@ def _json(p: Probe, what: str, *args: str) -> tuple[int, object]:
 def check(res: Result, sb, quick: bool) -> None:
     from .hostile_neighbour import start_hub
 
-    p = _probe(res, sb, "rows")
+    p = probe(res, sb, "rows")
     start = time.time() - 30 * 86400
     chained = p.project("chained")
-    chain = write_chain(p.config / "projects" / claude_slug(chained), chained, LINKS, start)
-    write_clear_hooks(chained, chain, start)
+    chain = cleared_chain(p.config / "projects" / claude_slug(chained), chained, LINKS,
+                          start=datetime.fromtimestamp(start, UTC))
+    clear_hooks(chained, chain)
     titled = p.project("titled")
-    titles = write_titled(p.config / "projects" / claude_slug(titled), titled, TITLED, TITLE_CHARS, start)
+    titles = titled_sessions(p.config / "projects" / claude_slug(titled), titled, TITLED, TITLE_CHARS,
+                             start=datetime.fromtimestamp(start, UTC))
     app = p.project("app")
     folder = p.config / "projects" / claude_slug(app)
     plan = "Implement the following plan:\n\n" + "\n".join(f"{i}. step {i} " + "of the plan " * 10 for i in range(60))
@@ -205,7 +208,7 @@ def check(res: Result, sb, quick: bool) -> None:
     )
 
     # MCP
-    answers = _mcp(
+    answers = mcp(
         p,
         app,
         [
@@ -222,7 +225,7 @@ def check(res: Result, sb, quick: bool) -> None:
         "MCP show of an id found nowhere names the projects",
         answers[2][1][:300],
     )
-    listed = _mcp(p, titled, [("c3_session", {"action": "list"}), ("c3_session", {"action": "show", "target": sid})])
+    listed = mcp(p, titled, [("c3_session", {"action": "list"}), ("c3_session", {"action": "show", "target": sid})])
     res.check(len(listed[0][1]) < TITLED * 200, "MCP list stays short", f"{len(listed[0][1])} characters")
     res.check(titles[sid] in listed[1][1], "MCP show has the whole title")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .hostile_classes import _mcp, _probe
+from .probe import mcp, probe
 
 CLASS = "every declared argument, hostile, at both doors"
 
@@ -58,7 +58,7 @@ def check(res, sb, quick: bool) -> None:
     from c3async.ground.schema import name_of
     from c3async.tasks.schema import ACTION_TYPES
 
-    p = _probe(res, sb, "schema")
+    p = probe(res, sb, "schema")
     project = p.project("app")
     # a Claude Code session runs here: `tasks link` finds its session before it reads the task id
     p.env["CLAUDE_CODE_SESSION_ID"] = p.session(project, "the session the commands run in")
@@ -97,7 +97,7 @@ def check(res, sb, quick: bool) -> None:
     # and an argument the action does not take, over the largest limit any action gives it
     calls.append(("c3_task", {"action": "board", "title": "t" * 501}))
     expected.append(("board", "title", "long"))
-    answers = _mcp(p, project, calls)
+    answers = mcp(p, project, calls)
     for (name, arg, kind), (is_error, text) in zip(expected, answers):
         res.check(
             is_error and arg in text,

@@ -12,13 +12,13 @@ import os
 from pathlib import Path
 
 from .harness import Result
-from .hostile_classes import _probe
+from .probe import probe
 
 CLASS = "install-hooks and a person's own files"
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "settings")
+    p = probe(res, sb, "settings")
     decoy = p.root / "home" / "precious.json"
     decoy.write_text('{"mine": true}\n')
     for where, flag, settings in (

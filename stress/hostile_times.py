@@ -25,8 +25,9 @@ from pathlib import Path
 
 from c3async.live.running import proc_start_ticks
 
-from .harness import Result, assistant_line, claude_slug, encode, user_line
-from .hostile_classes import _mcp, _probe
+from .harness import Result
+from .probe import mcp, probe
+from .transcripts import assistant_line, claude_slug, render, user_line
 
 CLASS = "times and numbers out of range"
 YEAR_2300 = 10_413_792_000
@@ -40,7 +41,7 @@ def _usage(sid: str, project: str, ts: float, **usage: object) -> dict:
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    p = _probe(res, sb, "times")
+    p = probe(res, sb, "times")
     project = p.project("app")
     folder = p.config / "projects" / claude_slug(project)
     now = time.time() - 3600
@@ -51,7 +52,7 @@ def check(res: Result, sb, quick: bool) -> None:
     lines = [user_line(nowhen, project, "a session from nowhen", now), assistant_line(nowhen, project, "ok", now)]
     for line in lines:
         line["timestamp"] = "99999-01-01T00:00:00.000Z"
-    (folder / f"{nowhen}.jsonl").write_bytes(b"".join(encode(x) for x in lines))
+    (folder / f"{nowhen}.jsonl").write_bytes(render(lines))
     spent = p.session(
         project,
         "count my tokens",
@@ -185,7 +186,7 @@ def check(res: Result, sb, quick: bool) -> None:
             str([(r["id"][:8], r["responses"]) for r in stats]),
         )
         # the MCP server: its tools answer, and it logs each problem once
-        answers = _mcp(
+        answers = mcp(
             p,
             project,
             [

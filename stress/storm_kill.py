@@ -21,19 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .harness import (
-    PY,
-    Project,
-    Result,
-    Sandbox,
-    compare_fold,
-    kill_all,
-    lat,
-    make_project,
-    mark_tag,
-    ms,
-    read_raw,
-)
+from .harness import PY, Project, Result, Sandbox, compare_fold, kill_all, lat, make_project, mark_tag, ms, read_raw
 
 WRITER = r"""
 import math, os, random, sys, time
@@ -98,7 +86,7 @@ class Writers:
                               ",".join(self.project.ids), str(self.ack(wid)), mode],
                              env=self.sb.env(self.project.path), cwd=self.project.path,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=open(self.sb.logs / f"kill-{wid}.log", "ab"))
+                             stderr=self.sb.log(f"kill-{wid}.log"))
         self.procs[wid] = p
         self.all.append(p)
         return wid

@@ -122,7 +122,7 @@ class Storm:
         log = self.sb.logs / f"hub-{attempt}.log"
         proc = subprocess.Popen(c3async_cmd("hub", "--port", "0"), env=self.sb.env(self.project.path),
                                 cwd=self.project.path, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
+                                stdout=subprocess.DEVNULL, stderr=self.sb.log(log.name))
         self.procs.append(proc)
         deadline = time.monotonic() + 60
         port = token = None
@@ -221,7 +221,7 @@ class Storm:
             p = subprocess.Popen([PY, "-c", RAW_WRITER, self.project.path, wid, str(self.raw_n),
                                   repr(self.go), str(self.seed * 1000 + w), ",".join(self.project.ids), str(ack)],
                                  env=self.sb.env(self.project.path), cwd=self.project.path,
-                                 stdout=subprocess.DEVNULL, stderr=open(self.sb.logs / f"{wid}.log", "ab"))
+                                 stdout=subprocess.DEVNULL, stderr=self.sb.log(f"{wid}.log"))
             self.procs.append(p)
             out.append((p, ack, wid))
         return out

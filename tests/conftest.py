@@ -15,7 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 REPO = Path(__file__).resolve().parents[1]
 
-from transcripts import claude_slug  # noqa: E402
+from stress.transcripts import claude_slug  # noqa: E402
+
+pytest_plugins = ("tiers",)  # the markers' check (tests/tiers.py)
 
 
 class Sandbox:

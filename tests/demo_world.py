@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from test_live_registry import registry_file
-from transcripts import Conversation, write_session
+
+from stress.transcripts import Conversation, write_session
 
 IDS = {
     "waiting": "a7b4dc84-8b39-47fc-be17-5cb7e5e72d40",

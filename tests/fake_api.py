@@ -1,5 +1,7 @@
 """What the end-to-end tests share: the real Claude Code CLI (``C3_CLAUDE``, else ``claude`` on
-PATH) and the stand-in Messages API (``fake_anthropic.py``) run as a process of its own."""
+PATH; CI runs them once with the npm build and once with the Agent SDK's bundled one), their
+marker (``pytestmark = needs_claude``), and the stand-in Messages API (``fake_anthropic.py``)
+run as a process of its own."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 NO_CLAUDE = "the Claude Code CLI is not installed (set C3_CLAUDE)"
@@ -36,6 +40,9 @@ def skip_reason() -> str | None:
     if head.startswith(b"#!") and b"node" in head.split(b"\n", 1)[0] and shutil.which("node") is None:
         return f"{claude} needs node, which is not installed"
     return None
+
+
+needs_claude = [pytest.mark.e2e, pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
 
 def free_port() -> int:
@@ -73,6 +80,10 @@ class FakeAPI:
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             DISABLE_TELEMETRY="1",
             DISABLE_AUTOUPDATER="1",
+            # `claude -p` connects MCP servers in the background by default: on a loaded machine its
+            # first turn can come before `c3async serve` answers ("No such tool available"). Off,
+            # the first turn waits for the servers: a ready handshake rather than a race.
+            MCP_CONNECTION_NONBLOCKING="false",
             **more,
         )
 

@@ -179,7 +179,7 @@ def hub_session(folder: Path, cwd: str, prompts: list[str], *, title: str | None
     """A session of ``len(prompts)`` exchanges; started ``start`` (NOW: recent, no idle hint)."""
     import os
 
-    from transcripts import Conversation, write_session
+    from stress.transcripts import Conversation, write_session
 
     conv = Conversation(cwd, start=start - timedelta(hours=1) if start is NOW else start, branch=branch)
     lines = [conv.permission_mode()]

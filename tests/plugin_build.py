@@ -40,7 +40,15 @@ class Gate:
             "                sys.exit(1)\n"
             "    python = sys.argv[sys.argv.index('--python') + 1]\n"
             "    cmd = [python, '-m', 'venv', '--without-pip', '--system-site-packages', sys.argv[-1]]\n"
-            "    sys.exit(subprocess.call(cmd))\n"
+            "    code = subprocess.call(cmd)\n"
+            # When this Python is itself a venv, --system-site-packages gives its base's packages:
+            # this Python's are added by a .pth file (the launcher builds for this same Python).
+            "    if code == 0 and sys.prefix != sys.base_prefix:\n"
+            "        import site\n"
+            "        lib = os.path.join(sys.argv[-1], 'lib', f'python{sys.version_info[0]}.{sys.version_info[1]}')\n"
+            "        with open(os.path.join(lib, 'site-packages', 'this-pythons.pth'), 'w') as pth:\n"
+            "            pth.write(''.join(f'import site; site.addsitedir({d!r})\\n' for d in site.getsitepackages()))\n"
+            "    sys.exit(code)\n"
             "sys.exit(0)  # pip install: the packages are this Python's own\n"
         )
         shim.chmod(0o755)

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 A_ID = "aaaa0001-0000-4000-8000-000000000001"
 B_ID = "bbbb0002-0000-4000-8000-000000000002"

@@ -18,10 +18,10 @@ import pytest
 from hubproc import Hub
 from test_live_registry import registry_file
 from test_usage import usage_line
-from transcripts import Conversation, set_mtime, simple_session, write_session
 
 from c3async.ground import clock
 from c3async.live.running import proc_start_ticks
+from stress.transcripts import Conversation, set_mtime, simple_session, write_session
 
 YEAR_2300 = 10_413_792_000  # seconds: past what 64-bit nanoseconds hold (2262-04-11)
 
@@ -139,6 +139,7 @@ def test_a_file_time_is_clamped_to_what_64_bit_nanoseconds_hold(said):
 # ------------------------------------------------------------------ the catalog and the search index
 
 
+@pytest.mark.process
 def test_a_transcript_from_the_year_2300_is_listed_and_searched(claude, project):
     path = next(claude.folder(project).glob("*.jsonl"))
     set_mtime(path, YEAR_2300)
@@ -158,6 +159,7 @@ def test_a_transcript_from_the_year_2300_is_listed_and_searched(claude, project)
     assert row["mtime"].startswith("2262-04-11T")
 
 
+@pytest.mark.process
 def test_transcript_times_out_of_range_are_dropped(claude, project, said):
     folder = claude.folder(project)
     conv = Conversation(project)
@@ -172,6 +174,7 @@ def test_transcript_times_out_of_range_are_dropped(claude, project, said):
     _said_once(proc.stderr, "ignoring a transcript's timestamp '99999-01-01T00:00:00.000Z'")
 
 
+@pytest.mark.process
 def test_a_cache_entry_with_times_no_read_keeps_is_read_again(claude, project, monkeypatch):
     from c3async.catalog import cache
     from c3async.catalog.scan import cache_path
@@ -190,6 +193,7 @@ def test_a_cache_entry_with_times_no_read_keeps_is_read_again(claude, project, m
 # ------------------------------------------------------------------ Claude Code's registry
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("since", [-1, 1e30, -1e19, "x", [1]])
 def test_a_registry_time_out_of_range_is_ignored_by_every_door(claude, project, sleeper, since):
     if proc_start_ticks(sleeper.pid) is None:
@@ -214,6 +218,7 @@ def test_a_registry_time_out_of_range_is_ignored_by_every_door(claude, project, 
 PM_TIMES = [1e19, -1e19, 1e300]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("bad", PM_TIMES)
 def test_a_shared_task_store_with_times_out_of_range_reads(claude, project, bad):
     task = json.loads(claude.run("tasks", "add", "--title", "ship it", "--project", project, "--json").stdout)["id"]
@@ -262,6 +267,7 @@ def test_a_shared_task_store_with_times_out_of_range_reads(claude, project, bad)
     assert bad not in json.loads(pm.read_text())["tasks"][0].values()
 
 
+@pytest.mark.process
 def test_a_time_of_the_wrong_type_in_pm_json_is_a_message(claude, project):
     assert claude.run("tasks", "add", "--title", "ship it", "--project", project).returncode == 0
     pm = Path(project, ".c3", "pm", "pm.json")
@@ -277,6 +283,7 @@ def test_a_time_of_the_wrong_type_in_pm_json_is_a_message(claude, project):
 # ------------------------------------------------------------------ marks, activity, heartbeats
 
 
+@pytest.mark.process
 def test_a_mark_or_an_activity_row_from_the_future_never_wins(claude, project, monkeypatch):
     from c3async.ground import jsonl
     from c3async.stores import activity, marks
@@ -299,6 +306,7 @@ def test_a_mark_or_an_activity_row_from_the_future_never_wins(claude, project, m
     assert now - 5 < activity.facts(project).newest < now + 60
 
 
+@pytest.mark.process
 def test_a_heartbeat_of_no_time_never_reads_live(claude, project):
     from c3async.live.heartbeat import boot_id, live_dir
 
@@ -328,6 +336,7 @@ def test_a_heartbeat_of_no_time_never_reads_live(claude, project):
 # ------------------------------------------------------------------ token counts and costs
 
 
+@pytest.mark.process
 def test_token_counts_out_of_range_are_not_counted_and_said_once(claude, project):
     sid = "aaaaaaaa-0000-4000-8000-000000000001"
     good = [usage_line("m1", "r1"), usage_line("m2", "r2", ts="99999-01-01T00:00:00Z")]
@@ -381,6 +390,7 @@ def test_a_stats_log_row_out_of_range_is_skipped(claude, project, monkeypatch):
 # ------------------------------------------------------------------ settings files
 
 
+@pytest.mark.process
 def test_misspelt_keys_of_prices_and_config_are_named(claude, project):
     claude.c3home.mkdir(parents=True, exist_ok=True)
     prices = claude.c3home / "prices.json"
@@ -413,6 +423,7 @@ def test_misspelt_keys_of_prices_and_config_are_named(claude, project):
     assert unknown_keys(["x" * 10_000], ("x",)).startswith("'" + "x" * 60 + "'")
 
 
+@pytest.mark.process
 def test_the_mcp_server_reads_bad_times_and_logs_unknown_keys(claude, project, monkeypatch, said):
     from mcp import Client
 
@@ -453,6 +464,7 @@ def test_the_mcp_server_reads_bad_times_and_logs_unknown_keys(claude, project, m
 # ------------------------------------------------------------------ records, the registry, hooks
 
 
+@pytest.mark.process
 def test_a_record_or_a_registered_project_with_times_out_of_range_reads(claude, project, monkeypatch):
     sid = next(claude.folder(project).glob("*.jsonl")).stem
     record = Path(project, ".c3", "sessions", "c3-planted.json")
@@ -497,6 +509,7 @@ def test_a_record_or_a_registered_project_with_times_out_of_range_reads(claude, 
     assert restored.startswith(f"snapshot of {sid} at an unknown time\nplanted snapshot")
 
 
+@pytest.mark.process
 def test_a_clear_hook_reads_past_an_activity_row_of_no_time(claude, project):
     from test_hooks import payload, run_hook
 

@@ -16,7 +16,10 @@ from pathlib import Path
 import anyio
 import pytest
 from hubproc import Hub
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 OUT_OF_RANGE = ("99999999999d", "99999999999999999999999999d", "9" * 5000 + "m", "0001-01-01", "9999-12-31T23:59:59-14:00")
 

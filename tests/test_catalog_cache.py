@@ -9,9 +9,11 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from transcripts import Conversation, append_lines, encode, set_mtime, write_session
 
 from c3async.catalog.read import read_transcript
+from stress.transcripts import Conversation, append_lines, encode, set_mtime, write_session
+
+pytestmark = pytest.mark.process
 
 T0 = 1_700_000_000
 MiB = 1024 * 1024

@@ -7,7 +7,11 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from transcripts import Conversation, set_mtime, simple_session, text, write_session
+import pytest
+
+from stress.transcripts import Conversation, set_mtime, simple_session, text, write_session
+
+pytestmark = pytest.mark.process
 
 T0 = 1_700_000_000
 

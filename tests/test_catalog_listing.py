@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from transcripts import Conversation, new_id, set_mtime, simple_session, write_session
+import pytest
+
+from stress.transcripts import Conversation, new_id, set_mtime, simple_session, write_session
+
+pytestmark = pytest.mark.process
 
 T0 = 1_700_000_000
 

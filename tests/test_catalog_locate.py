@@ -7,9 +7,11 @@ import shlex
 import subprocess
 
 import pytest
-from transcripts import claude_slug, simple_session
 
 from c3async.catalog.locate import slug
+from stress.transcripts import claude_slug, simple_session
+
+pytestmark = pytest.mark.process
 
 # --- the slug rule (pure) ---------------------------------------------------------------------
 

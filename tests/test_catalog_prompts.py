@@ -7,10 +7,12 @@ through the CLI on one corpus listed once.
 from __future__ import annotations
 
 import pytest
-from transcripts import Conversation, append_lines, image_block, render, text, write_session
 
 from c3async.catalog.extract import scan
 from c3async.catalog.read import HEAD, read_transcript
+from stress.transcripts import Conversation, append_lines, image_block, render, text, write_session
+
+pytestmark = pytest.mark.process
 
 KiB = 1024
 

@@ -13,7 +13,10 @@ import stat
 import threading
 
 import pytest
-from transcripts import Conversation, encode, new_id, set_mtime, text, write_session
+
+from stress.transcripts import Conversation, encode, new_id, set_mtime, text, write_session
+
+pytestmark = pytest.mark.process
 
 MiB = 1024 * 1024
 T0 = 1_700_000_000

@@ -7,7 +7,10 @@ One corpus of sessions is written and listed once through the CLI; each test che
 from __future__ import annotations
 
 import pytest
-from transcripts import Conversation, text, tool_use, write_session
+
+from stress.transcripts import Conversation, text, tool_use, write_session
+
+pytestmark = pytest.mark.process
 
 KiB = 1024
 MiB = 1024 * KiB

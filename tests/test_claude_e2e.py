@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, needs_claude
 
 HERE = Path(__file__).resolve().parent
 
 
 _claude = claude_cli
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 
 @pytest.fixture

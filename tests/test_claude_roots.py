@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from transcripts import claude_slug, encode, simple_session
+import pytest
+
+from stress.transcripts import claude_slug, encode, simple_session
+
+pytestmark = pytest.mark.process
 
 ACCOUNT = "0a1b2c3d-1111-4222-8333-444455556666"
 

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 from hubproc import Hub
-from transcripts import simple_session
 
 from c3async.cli.parser import build_parser
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 
 def _every_parser(parser: argparse.ArgumentParser, name: str = "c3async"):

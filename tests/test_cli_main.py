@@ -11,9 +11,10 @@ import os
 import signal
 import sys
 
-from transcripts import simple_session
+import pytest
 
 from c3async.cli import main
+from stress.transcripts import simple_session
 
 
 def _call(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
@@ -22,6 +23,7 @@ def _call(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.process  # the process it is compared with
 def test_the_same_answer_as_the_process_on_the_streams_given(claude) -> None:
     proj = claude.project("app")
     simple_session(

@@ -19,12 +19,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from transcripts import Conversation, simple_session, write_session
 
 from c3async.cli.render import InertFormatter as _InertFormatter
 from c3async.ground.term import inert, inert_line, json_inert
 from c3async.stores import activity
 from c3async.tasks import actions, store
+from stress.transcripts import Conversation, simple_session, write_session
 
 # --- the corpus --------------------------------------------------------------------------------
 
@@ -109,15 +109,6 @@ def test_ordinary_unicode_is_untouched():
     assert inert(clean) is clean and inert_line(clean) == clean
 
 
-def test_inert_is_fast_on_a_big_table():
-    cells = [f"row {i} title with some words 修复 🎉" for i in range(5000)]
-    cells += [f"row {i} \x1b[31mred\x1b[0m \u202e" for i in range(5000)]
-    start = time.perf_counter()
-    for cell in cells:
-        inert_line(cell)
-    assert time.perf_counter() - start < 1.0
-
-
 def test_json_inert_keeps_the_data_and_escapes_the_rest():
     doc = {name: value for name, value in HOSTILE.items() if name != "lone_surrogate" and name != "mix"}
     doc["ordinary"] = ORDINARY
@@ -174,6 +165,7 @@ def hostile_project(module_claude):
     return project, ids, plain
 
 
+@pytest.mark.process
 def test_sessions_table_is_inert_and_json_round_trips(module_claude, hostile_project):
     project, ids, plain = hostile_project
     code, out, err = run(module_claude, "sessions", "--project", project)
@@ -193,6 +185,7 @@ def test_sessions_table_is_inert_and_json_round_trips(module_claude, hostile_pro
     assert rows[plain]["title"] == "修复 ✨ café"
 
 
+@pytest.mark.process
 def test_all_projects_table_with_a_hostile_project_name(claude):
     project = claude.project("evil\x1b]0;owned\x07\u202e")
     simple_session(claude.folder(project), project, "title")
@@ -204,6 +197,8 @@ def test_all_projects_table_with_a_hostile_project_name(claude):
     assert "PROJECT" in out and "evil\\x1b]0;owned" in out
 
 
+@pytest.mark.process
+@pytest.mark.slow
 def test_stale_reasons_notes_and_mark_confirmations(claude):
     project = claude.project("app")
     folder = claude.folder(project)
@@ -227,6 +222,7 @@ def test_stale_reasons_notes_and_mark_confirmations(claude):
         assert rows[sid]["stale"]["reason"] == text and rows[sid]["note"]["summary"] == text, name
 
 
+@pytest.mark.process
 def test_marks_file_from_a_hostile_repository(claude):
     """A cloned repository can ship ``.c3/session_marks.jsonl``: NUL and controls included."""
     project = claude.project("app")
@@ -243,6 +239,7 @@ def test_marks_file_from_a_hostile_repository(claude):
     assert claude.sessions(project)[0]["stale"]["reason"] == reason
 
 
+@pytest.mark.process
 def test_tasks_list_board_and_changes_are_inert(claude):
     project = claude.project("app")
     who = actions.Who(session=None, by="agent")
@@ -300,6 +297,7 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     assert_clean_output(out, err)
 
 
+@pytest.mark.process
 def test_live_lines_are_inert(claude):
     project = claude.project("app")
     folder = Path(project) / ".c3" / "live"
@@ -320,6 +318,7 @@ def test_live_lines_are_inert(claude):
     assert {e["id"] for e in json.loads(out)} == {host, HOSTILE["csi_clear"] + "\u202e"}
 
 
+@pytest.mark.process
 def test_error_messages_and_path_messages_are_inert(claude):
     project = claude.project("evil\x1b]52;c;cHduZWQ=\x07\u202e\x9b2J")
     code, out, err = run(claude, "sessions", "--project", project)  # "no transcripts for <path>"
@@ -347,6 +346,7 @@ def test_error_messages_and_path_messages_are_inert(claude):
 NOT_UTF8 = "\udcff"  # what Python makes of the argv byte 0xff (surrogateescape)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("args, option", [
     (("mark", "note", "abcd1234", "--summary", NOT_UTF8), "--summary"),
     (("mark", "note", "abcd1234", "--next", "ok" + NOT_UTF8), "--next"),
@@ -371,6 +371,7 @@ def test_text_that_is_not_utf8_is_a_usage_error_naming_the_option(claude, args, 
     assert not store.file_path(project).exists()
 
 
+@pytest.mark.process
 def test_a_task_action_that_is_not_utf8_is_an_invalid_choice(claude):
     project = claude.project("app")
     code, out, err = run(claude, "tasks", NOT_UTF8, "--project", project)
@@ -379,6 +380,7 @@ def test_a_task_action_that_is_not_utf8_is_an_invalid_choice(claude):
     assert not store.file_path(project).exists()
 
 
+@pytest.mark.process
 def test_a_session_id_env_that_is_not_utf8_is_refused(claude):
     project = claude.project("app")
     simple_session(claude.folder(project), project)
@@ -391,6 +393,7 @@ def test_a_session_id_env_that_is_not_utf8_is_refused(claude):
     assert not store.file_path(project).exists()
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("port, message", [
     ("99999", "a port is 0 to 65535 (0 picks a free one), got 99999"),
     ("65536", "got 65536"),
@@ -407,6 +410,7 @@ def test_hub_port_out_of_range_is_a_usage_error(claude, port, message):
     assert len(err) < 2000  # a huge argument is not echoed whole
 
 
+@pytest.mark.process
 def test_limit_huge_and_absurd(claude):
     project = claude.project("app")
     sid = simple_session(claude.folder(project), project)
@@ -416,6 +420,7 @@ def test_limit_huge_and_absurd(claude):
     assert_clean_output(out, err)
 
 
+@pytest.mark.process
 def test_a_project_path_that_is_not_utf8_does_not_crash(claude):
     project = claude.project("bad" + NOT_UTF8)
     code, out, err = run(claude, "sessions", "--project", project)
@@ -427,6 +432,7 @@ def test_a_project_path_that_is_not_utf8_does_not_crash(claude):
     assert code == 0 and out.split()[-1] == "x"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
 def test_stdout_that_cannot_encode_everything_never_crashes(claude, encoding):
     project = claude.project("app")

@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from transcripts import simple_session
+import pytest
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 PLANTS = ("c3async/__init__.py", "msgspec.py")
 

@@ -16,7 +16,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from transcripts import (
+
+from c3async.catalog import conversation
+from c3async.catalog.conversation import LINE_CAP, MAX_LIMIT, OUTPUT_CAP, Page, open_subagent, page
+from c3async.ground.errors import BadArgument
+from c3async.ground.safefs import NotRegularFile
+from stress.transcripts import (
     Conversation,
     append_lines,
     encode,
@@ -24,11 +29,6 @@ from transcripts import (
     tool_use,
     write_session,
 )
-
-from c3async.catalog import conversation
-from c3async.catalog.conversation import LINE_CAP, MAX_LIMIT, OUTPUT_CAP, Page, open_subagent, page
-from c3async.ground.errors import BadArgument
-from c3async.ground.safefs import NotRegularFile
 
 HTML = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
@@ -387,6 +387,7 @@ def test_a_50_mb_transcript_is_read_page_by_page_in_bounded_memory(tmp_path):
 # ------------------------------------------------------------------------------- the CLI
 
 
+@pytest.mark.process
 def test_show_turns_prints_the_detail_and_the_last_turns(claude):
     project = claude.project("cli")
     folder = claude.folder(project)

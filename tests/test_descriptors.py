@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 from test_keep import archive_of, ok, resume, session_conv
-from transcripts import Conversation, write_session
 
 from c3async.ground import safefs
 from c3async.stores import archive
-from stress.hostile_classes import swapping
+from stress.hostile_swaps import swapping
+from stress.transcripts import Conversation, write_session
+
+pytestmark = pytest.mark.process
 
 
 @pytest.fixture

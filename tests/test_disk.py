@@ -12,10 +12,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transcripts import simple_session
 
 from c3async.ground import disk, safefs
 from stress.fulldisk import fill, free_up, killed_halfway, mounted
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 HOUR = 3600
 

@@ -16,7 +16,6 @@ import pytest
 from mcp import Client
 from starlette.requests import Request
 from starlette.routing import Route
-from transcripts import simple_session
 
 from c3async import cli
 from c3async.ground import errors
@@ -24,6 +23,7 @@ from c3async.ground.errors import Arg, C3Error, Call, Kind, TaskArgError, TaskEr
 from c3async.hub import app as hub_app
 from c3async.serve import app as server
 from c3async.serve import prompts as mcp_prompts
+from stress.transcripts import simple_session
 
 # One error of each kind, as the floors raise them.
 SAMPLES: dict[Kind, C3Error] = {
@@ -173,6 +173,7 @@ def app_project(claude, monkeypatch) -> str:
     return project
 
 
+@pytest.mark.process
 def test_the_cli_end_to_end(claude, app_project):
     def run(*args: str) -> tuple[int, str]:
         done = claude.run(*args, "--project", app_project)
@@ -192,6 +193,7 @@ def test_the_cli_end_to_end(claude, app_project):
     assert (code, said) == (1, "c3async: error: a milestone named 'v1' exists already\n")
 
 
+@pytest.mark.process  # the fixture registers the project through the CLI
 async def test_the_hubs_routes_end_to_end(app_project):
     token = "t" * 43
     transport = httpx.ASGITransport(app=hub_app.create_app(token))
@@ -214,6 +216,7 @@ async def test_the_hubs_routes_end_to_end(app_project):
         assert r.status_code == 409 and str(config) in r.json()["error"] and "idle_days" in r.json()["error"]
 
 
+@pytest.mark.process  # the fixture registers the project through the CLI
 async def test_the_mcp_server_end_to_end(app_project, monkeypatch):
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", app_project)
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", HOST)

@@ -202,6 +202,7 @@ for i in range(30):
 """
 
 
+@pytest.mark.process
 def test_two_processes_updating_one_checkpoint(proj) -> None:
     rng = random.Random(4)
     mpath, apath = marks.marks_path(proj), activity.activity_path(proj)

@@ -13,7 +13,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from transcripts import Conversation, new_id, write_session
+
+from stress.transcripts import Conversation, new_id, write_session
+
+pytestmark = pytest.mark.process
 
 
 def parent_session(folder: Path, cwd: str, title: str = "parse the config") -> tuple[str, list[dict], Conversation]:

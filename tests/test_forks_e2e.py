@@ -17,10 +17,10 @@ from pathlib import Path
 import anyio
 import pytest
 from claude_pty import Terminal, trust
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, needs_claude
 
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 
 @pytest.fixture

@@ -13,8 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hubproc import Hub
-from transcripts import claude_slug, simple_session
+
+from stress.transcripts import claude_slug, simple_session
+
+pytestmark = pytest.mark.process
 
 
 def machine(claude, names=("alpha", "beta", "gamma")) -> dict[str, tuple[str, list[str]]]:

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from transcripts import Conversation, simple_session, write_session
 
 from c3async.catalog import gitrefs, locate
 from c3async.ground import paths
 from c3async.stores import registry
 from stress.hostile_git import CONTROL_BRANCH, EVIL_BRANCH, HINT, TRAPS, build, dismantle, git, repository
+from stress.transcripts import Conversation, simple_session, write_session
 
 LOOP = "a gitdir in a symlink loop"
 DEEP = "a branch 1,000 folders deep"
@@ -170,6 +170,7 @@ def test_a_head_that_is_a_fifo_is_unreadable(tmp_path, fresh):
 # ---------------------------------------------------------------- the doors, as processes
 
 
+@pytest.mark.process
 def test_sessions_in_a_trap_lists_its_rows_with_the_hint(module_claude, traps):
     _, built, sids = traps
     for name in (DEEP, LOOP):
@@ -181,6 +182,7 @@ def test_sessions_in_a_trap_lists_its_rows_with_the_hint(module_claude, traps):
         assert HINT in rows[sids[name]]["hints"] and "branch gone" not in rows[sids[name]]["hints"]
 
 
+@pytest.mark.process
 def test_a_branch_named_with_control_characters_prints_inert(module_claude, traps):
     _, built, sids = traps
     proc = module_claude.run("sessions", "--project", str(built[CONTROL_BRANCH]))
@@ -191,6 +193,7 @@ def test_a_branch_named_with_control_characters_prints_inert(module_claude, trap
     assert rows[sids[CONTROL_BRANCH]]["branch"] == EVIL_BRANCH  # --json gives it back as it is, escaped
 
 
+@pytest.mark.process
 def test_all_lists_every_project_beside_the_traps(module_claude, traps, monkeypatch):
     clean, built, sids = traps
     module_claude.activate(monkeypatch)
@@ -205,6 +208,7 @@ def test_all_lists_every_project_beside_the_traps(module_claude, traps, monkeypa
         assert (HINT in listed[sids[name]]["hints"]) == unreadable, name
 
 
+@pytest.mark.process
 def test_the_hub_lists_every_project_beside_the_traps(module_claude, traps, monkeypatch):
     from hubproc import Hub
 
@@ -225,6 +229,7 @@ def anyio_backend():
     return "asyncio"
 
 
+@pytest.mark.process
 async def test_serve_in_a_trap_answers_initialize_and_list(module_claude, traps):
     _, built, sids = traps
     folder = str(built[LOOP])

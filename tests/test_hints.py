@@ -6,9 +6,12 @@ import json
 import subprocess
 from datetime import UTC, datetime, timedelta
 
-from transcripts import Conversation, write_session
+import pytest
 
 from c3async.stores import activity
+from stress.transcripts import Conversation, write_session
+
+pytestmark = pytest.mark.process
 
 NOW = datetime.now(UTC)
 

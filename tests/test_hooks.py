@@ -13,7 +13,11 @@ import time
 import uuid
 from pathlib import Path
 
-from transcripts import simple_session
+import pytest
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 HOOK_COMMAND = f"{shlex.quote(sys.executable)} -P -m c3async hook"
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
-from transcripts import Conversation, write_session
+
+from stress.transcripts import Conversation, write_session
 
 pytestmark = needs_chromium
 

@@ -24,7 +24,10 @@ from pathlib import Path
 import pytest
 from fake_api import free_port
 from hubproc import NOW, Hub, httpx, hub_session, sandbox_world, sessions_ids, wait_for
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 OLD = NOW - timedelta(days=30)
 FIRST = "zebra-needle-4711: please refactor the payment module"
@@ -1094,7 +1097,7 @@ CONV_HTML = '<img src=x onerror="alert(1)">'
 
 class ConvWorld:
     def __init__(self, claude) -> None:
-        from transcripts import Conversation, text, tool_use, write_session
+        from stress.transcripts import Conversation, text, tool_use, write_session
 
         self.claude = claude
         p = self.project = claude.project("reader")
@@ -1237,7 +1240,7 @@ SNIPPET_KEYS = {"text", "marks", "role", "sidechain", "ts", "offset", "agent"}
 
 class SearchWorld:
     def __init__(self, claude) -> None:
-        from transcripts import Conversation, write_session
+        from stress.transcripts import Conversation, write_session
 
         self.claude = claude
         a = self.a = claude.project("search-a")

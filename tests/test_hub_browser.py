@@ -496,7 +496,8 @@ def test_the_conversation_reader_shows_text_as_text_and_opens_at_an_offset(brows
     """Its own sandbox and Hub (the world above is counted by other tests): a session with a
     prompt and a tool output full of HTML, a compaction, a /clear and 60 exchanges."""
     from conftest import Sandbox
-    from transcripts import Conversation, write_session
+
+    from stress.transcripts import Conversation, write_session
 
     claude = Sandbox(tmp_path_factory.mktemp("reader"))
     project = claude.project("reader")
@@ -568,7 +569,7 @@ FILLER = "common_walrus"
 
 class SearchWorld:
     def __init__(self, claude) -> None:
-        from transcripts import Conversation, text, tool_use, write_session
+        from stress.transcripts import Conversation, text, tool_use, write_session
 
         self.claude = claude
         a = self.a = claude.project("searchable")
@@ -853,7 +854,9 @@ def test_keep_in_the_page_then_the_row_comes_from_the_archive(keep_page, keep_wo
     asked: list[str] = []
     pg.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
     li.get_by_role("button", name="Unkeep", exact=True).click()
-    pg.wait_for_timeout(500)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not asked and time.monotonic() < deadline:
+        pg.wait_for_timeout(50)
     assert asked and "the only one left" in asked[0]
     archived = Path(w.claude.c3home) / "archive" / w.folder.name / f"{w.tokeep}.jsonl"
     assert archived.is_file()

@@ -8,7 +8,8 @@ from __future__ import annotations
 from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
 from test_forks import fork_of, parent_session
-from transcripts import Conversation, write_session
+
+from stress.transcripts import Conversation, write_session
 
 pytestmark = needs_chromium
 

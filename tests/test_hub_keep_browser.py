@@ -10,7 +10,8 @@ from pathlib import Path
 
 from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
 
 pytestmark = needs_chromium
 

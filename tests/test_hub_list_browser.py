@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from browser import WAIT_MS, expect, hub_page, needs_chromium
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
 
 pytestmark = needs_chromium
 TOTAL = 450
@@ -86,7 +87,9 @@ def test_the_list_pages_as_one_and_counts_n_of_m(page, world):
     ids = shown(page)
     assert len(ids) == len(set(ids)) == TOTAL and ids == world.ids  # newest first, each once
     page.mouse.wheel(0, 100_000)  # to the very end
-    page.wait_for_timeout(300)
+    page.wait_for_function(  # the window drawn at the end: the last row, and fewer than a page
+        "([last]) => { const els = document.querySelectorAll('#rows li');"
+        " return els.length < 100 && els[els.length - 1]?.dataset.id === last; }", arg=[ids[-1]], timeout=WAIT_MS)
     window = drawn(page)  # only the rows in and near the view are in the document, in order
     assert 10 < len(window) < 100 and window == ids[-len(window):], window
     expect(page.locator(f'#rows li[data-id="{ids[-1]}"]')).to_be_in_viewport()
@@ -104,8 +107,7 @@ def test_an_open_row_keeps_what_is_typed_when_scrolled_away_and_back(page, world
     expect(summary).to_be_visible(timeout=WAIT_MS)
     summary.fill("still here")
     scroll_to_end(page, 300)
-    page.wait_for_timeout(200)
-    assert world.ids[0] not in drawn(page)  # scrolled out of the window: not in the document
+    expect(first).to_have_count(0, timeout=WAIT_MS)  # scrolled out of the window: not in the document
     page.evaluate("window.scrollTo(0, 0)")
     expect(summary).to_be_visible(timeout=WAIT_MS)
     assert summary.input_value() == "still here"
@@ -173,7 +175,7 @@ def test_a_row_changes_in_place_and_the_page_keeps_its_place(page, world, module
 def test_every_width_keeps_titles_readable_and_nothing_cut_off(browser, hub, width, tmp_path):
     with hub_page(browser, hub.login_url, width) as pg:
         expect(pg.locator("#rows li").first).to_be_visible(timeout=WAIT_MS)
-        pg.wait_for_timeout(300)
+        pg.wait_for_function("document.querySelectorAll('#rows li .title').length >= 20", timeout=WAIT_MS)
         widths = pg.eval_on_selector_all("#rows li .title", "els => els.slice(0, 20).map(e => e.getBoundingClientRect().width)")
         assert min(widths) >= 110, widths
         assert pg.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scroll

@@ -7,7 +7,8 @@ import time
 
 from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
 
 pytestmark = needs_chromium
 

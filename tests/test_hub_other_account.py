@@ -13,7 +13,10 @@ import textwrap
 
 import pytest
 from hubproc import Hub
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 SECRET = "zebra-needle-other-account-4711"
 
@@ -94,6 +97,7 @@ def test_another_account_gets_nothing_from_the_hub(claude) -> None:
     assert not marks.exists() or "from another account" not in marks.read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another account needs root")
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system Python for the other account")
 def test_the_hub_answers_while_another_account_holds_1100_idle_connections(claude) -> None:

@@ -13,7 +13,10 @@ from datetime import UTC, datetime
 
 import pytest
 from hubproc import wait_for
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 OLD = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 

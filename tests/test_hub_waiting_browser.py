@@ -14,7 +14,8 @@ import pytest
 from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
 from test_live_registry import registry_file
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
 
 pytestmark = needs_chromium
 

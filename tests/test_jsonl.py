@@ -280,6 +280,7 @@ def _check(log: Path, acks: dict[int, Path]) -> tuple[list[Rec], int]:
     return batch.records, batch.skipped
 
 
+@pytest.mark.process
 def test_64_processes_append_at_once_nothing_lost_or_glued(tmp_path: Path) -> None:
     log = tmp_path / "marks.jsonl"
     acks = {w: tmp_path / f"ack{w}" for w in range(64)}
@@ -291,12 +292,16 @@ def test_64_processes_append_at_once_nothing_lost_or_glued(tmp_path: Path) -> No
     assert skipped == 0
 
 
+@pytest.mark.process
 def test_writers_killed_mid_append_lose_only_unacknowledged_lines(tmp_path: Path) -> None:
     log = tmp_path / "marks.jsonl"
     acks = {w: tmp_path / f"ack{w}" for w in range(16)}
     procs = {w: _spawn(log, acks[w], w, 400) for w in range(16)}
     rnd = random.Random(7)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 60
+    while not all(a.exists() and a.stat().st_size for a in acks.values()):  # every writer is appending
+        assert time.monotonic() < deadline, "the writers did not start"
+        time.sleep(0.01)
     for w in rnd.sample(sorted(procs), 10):
         time.sleep(rnd.uniform(0, 0.2))
         procs[w].send_signal(signal.SIGKILL)

@@ -21,7 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
-from transcripts import Conversation, append_lines, simple_session, write_session
+
+from stress.transcripts import Conversation, append_lines, simple_session, write_session
+
+pytestmark = pytest.mark.process
 
 DAY = 86_400
 STATUS_KEYS = {"path", "sessions", "files", "bytes", "held_bytes"}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, skip_reason, write_script
+from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, needs_claude, write_script
 
 DAY = 86_400
 SWEEP_WAIT = 25  # s: the sweep starts 5 s after start-up; generous for a loaded 2-core machine
@@ -38,7 +38,7 @@ OLD = ("noted", "plain")
 NOTE = "keep e2e: the marked policy keeps a noted session"
 RESUMED_REPLY = "Resumed reply from the stand-in API [c3keep-resumed]"
 
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 
 def _marker(key: str) -> str:

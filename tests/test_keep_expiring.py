@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from hubproc import Hub, wait_for
-from transcripts import simple_session
 
 from c3async.sessions import keep
 from c3async.sessions.act import keep_expiring, survey
@@ -29,6 +28,7 @@ from c3async.stores import config, records
 from c3async.stores.marks import write_mark
 from c3async.tasks import actions
 from c3async.tasks import store as task_store
+from stress.transcripts import simple_session
 
 DAY = 86_400
 
@@ -243,6 +243,7 @@ def test_keep_expiring_marks_and_preserves_all_but_a_person_unkept(world) -> Non
 # -------------------------------------------------------------------------- the CLI's doors
 
 
+@pytest.mark.process
 def test_listings_warn_once_on_stderr_with_json_too_and_sum_the_projects(world) -> None:
     sb, proj, folder = world
     other = sb.project("other")
@@ -276,6 +277,7 @@ def test_listings_warn_once_on_stderr_with_json_too_and_sum_the_projects(world) 
     assert again.stdout == "" and "nothing to keep: 5 sessions expire within 7 days (5 kept already)" in again.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "said"),
     [
@@ -294,6 +296,7 @@ def test_keep_takes_one_thing_to_do(world, args, said) -> None:
 # ------------------------------------------------------------------------------- the Hub's door
 
 
+@pytest.mark.process
 def test_the_hub_counts_the_expiring_and_keeps_them_all_under_its_rules(world) -> None:
     sb, proj, folder = world
     other = sb.project("other")
@@ -335,6 +338,7 @@ def test_the_hub_counts_the_expiring_and_keeps_them_all_under_its_rules(world) -
 # ------------------------------------------------------------------- c3_status and the stats
 
 
+@pytest.mark.process
 def test_stats_keep_a_deleted_transcripts_tokens_marked_deleted(world) -> None:
     sb, proj, folder = world
     gone = aged(folder, proj, "deleted by the cleanup", 40)
@@ -360,6 +364,7 @@ def test_stats_keep_a_deleted_transcripts_tokens_marked_deleted(world) -> None:
     assert every[gone]["deleted"] is True and every[held]["deleted"] is False
 
 
+@pytest.mark.process
 def test_c3_status_says_what_expires_and_what_was_deleted(world, monkeypatch) -> None:
     import anyio
     from mcp import Client
@@ -416,6 +421,7 @@ def test_the_runtime_keeps_the_archive_current_when_the_project_moves_and_every_
     assert kept.is_file(), "an hour on, the pass runs again"
 
 
+@pytest.mark.process
 def test_the_hook_preserves_what_is_kept_when_claude_starts_not_on_clear(world) -> None:
     sb, proj, folder = world
     other = sb.project("other")

@@ -22,7 +22,6 @@ from test_server_inprocess import (
     ok,
     session,
 )
-from transcripts import simple_session
 
 from c3async.catalog.listing import candidates, is_session_id
 from c3async.catalog.resolve import resolve
@@ -32,6 +31,7 @@ from c3async.serve.session_actions import LIMITS
 from c3async.sessions import act
 from c3async.stores import marks
 from c3async.tasks import actions
+from stress.transcripts import simple_session
 
 IDS = ("aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002",
        "bbbb3333-0000-4000-8000-000000000003")

@@ -14,7 +14,11 @@ import subprocess
 import sys
 import textwrap
 
-from transcripts import Conversation, write_session
+import pytest
+
+from stress.transcripts import Conversation, write_session
+
+pytestmark = pytest.mark.process
 
 HANG_GUARD_S = 120
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transcripts import simple_session
 
 from c3async.live import heartbeat as hbmod
 from c3async.live.heartbeat import HeartbeatWriter, boot_id, live_dir
 from c3async.live.identity import HostIdentity, detect_ide
 from c3async.live.reader import ACTIVITY_WINDOW_S, _prune, live_sessions
 from c3async.stores import activity
+from stress.transcripts import simple_session
 
 SPEC_FIELDS = {"session_id", "host_session_id", "ide", "pid", "ts"}
 IDES = {"vscode", "cursor", "windsurf", "jetbrains", "zed", "terminal", "unknown"}
@@ -232,6 +232,7 @@ def test_heartbeat_without_host_session_is_reported_under_none(claude) -> None:
     assert live[None].live and live[None].mcp_count == 1 and live[None].host_session_id is None
 
 
+@pytest.mark.process
 def test_liveness_is_the_timestamp_never_the_pid(claude) -> None:
     proj = claude.project("app")
     gone = dead_pid()
@@ -316,6 +317,7 @@ STALE_MAKER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.process
 def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) -> None:
     proj = claude.project("app")
     host = "host-under-load"
@@ -355,7 +357,10 @@ def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) 
         stale_stop.touch()  # the zombies stop appearing; readers keep going and prune the rest
         maker_out = maker.communicate(timeout=30)
         assert maker.returncode == 0, maker_out[1]
-        time.sleep(0.6)
+        fresh = ["00000000-0000-4000-8000-00000000feed.json"]
+        deadline = time.monotonic() + 30
+        while sorted(os.listdir(folder)) != fresh and time.monotonic() < deadline:  # the readers prune the rest
+            time.sleep(0.02)
         stop.touch()
         outs = [p.communicate(timeout=60) for p in readers]
         writer_out = writer.communicate(timeout=30)
@@ -396,6 +401,7 @@ def test_session_start_without_end_reads_live_from_the_log(claude) -> None:
     assert set(live_sessions(proj)) == {"S1"}
 
 
+@pytest.mark.process
 def test_the_log_never_calls_a_session_live_whose_claude_is_gone(claude) -> None:
     """The hook names its claude (CLAUDE_PID): once that process has exited, the session is not
     live, however recent its activity; a pid a newer process took since is not that claude."""
@@ -443,6 +449,7 @@ def test_a_heartbeat_wins_over_the_log(claude) -> None:
     assert live["L"].source == "activity" and live["L"].mcp_count == 0
 
 
+@pytest.mark.process
 def test_a_session_start_deep_in_a_busy_log_still_reads_live(claude) -> None:
     """The old lookup scanned only the log's last 100 lines."""
     proj = claude.project("app")
@@ -470,6 +477,7 @@ def test_a_session_start_deep_in_a_busy_log_still_reads_live(claude) -> None:
 # --- the catalog join ------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     proj = claude.project("app")
     folder = claude.folder(proj)
@@ -515,6 +523,7 @@ def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     assert text.returncode == 0 and "MCP×2" in text.stdout and live_id in text.stdout
 
 
+@pytest.mark.process
 def test_live_command_with_nothing_live(claude) -> None:
     proj = claude.project("empty")
     proc = claude.run("live", "--project", proj, "--json")
@@ -610,6 +619,7 @@ def registry_file(claude, pid: int, session_id: str, proc_start: int | str | Non
     return path
 
 
+@pytest.mark.process
 def test_host_identity_reads_the_parents_registry_file(claude, child) -> None:
     ticks = proc_start(child.pid)
     path = registry_file(claude, child.pid, "from-registry", str(ticks))  # Claude Code writes a string
@@ -620,6 +630,7 @@ def test_host_identity_reads_the_parents_registry_file(claude, child) -> None:
     assert ident.current() == "after-clear"
 
 
+@pytest.mark.process
 def test_host_identity_rejects_a_file_for_another_process(claude, child) -> None:
     ticks = proc_start(child.pid)
     registry_file(claude, child.pid, "reused-pid", str(ticks + 12345))
@@ -631,6 +642,7 @@ def test_host_identity_rejects_a_file_for_another_process(claude, child) -> None
     assert ident.current() == "good"
 
 
+@pytest.mark.process
 def test_host_identity_ignores_a_dead_claudes_leftover_file(claude) -> None:
     proc = subprocess.Popen(["sleep", "30"])
     ticks = proc_start(proc.pid)
@@ -641,6 +653,7 @@ def test_host_identity_ignores_a_dead_claudes_leftover_file(claude) -> None:
     assert ident.current() == "env-id"
 
 
+@pytest.mark.process
 def test_host_identity_startedat_when_there_is_no_procstart(claude, child) -> None:
     import psutil
 
@@ -652,6 +665,7 @@ def test_host_identity_startedat_when_there_is_no_procstart(claude, child) -> No
     assert ident.current() == "env-id"
 
 
+@pytest.mark.process
 def test_host_identity_falls_back_to_the_environment(claude, child) -> None:
     ident = HostIdentity(parent_pid=child.pid, env={"CLAUDE_CODE_SESSION_ID": "env-id"})
     assert ident.current() == "env-id"  # no file

@@ -14,11 +14,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from transcripts import simple_session
 
 from c3async.live.running import proc_start_ticks, read_registry, running
+from stress.transcripts import simple_session
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+pytestmark = [pytest.mark.process, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")]
 
 
 def registry_file(config: Path, pid: int, sid: str, cwd: str, *, status: str = "idle", since_ms: float | None = None,

@@ -14,12 +14,11 @@ import time
 from pathlib import Path
 
 import anyio
-import pytest
 from claude_pty import Terminal, trust
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, needs_claude
 from hubproc import Hub
 
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 
 def _until(check, what: str, timeout: float = 60.0, term: Terminal | None = None):

@@ -10,12 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from transcripts import Conversation, simple_session, write_session
 
 from c3async.ground.errors import AmbiguousSession, BadArgument, UnknownSession
 from c3async.sessions import act
 from c3async.stores import marks
 from c3async.stores.activity import read_rows
+from stress.transcripts import Conversation, simple_session, write_session
 
 
 @pytest.fixture
@@ -138,6 +138,7 @@ def test_bad_lines_in_the_marks_file_are_skipped_and_counted(project) -> None:
     assert book.get(ids[1]).note.summary == "after the junk"
 
 
+@pytest.mark.process
 def test_cli_marks_show_up_in_rows_and_filters(claude) -> None:
     proj = claude.project("app")
     folder = claude.folder(proj)
@@ -165,6 +166,7 @@ def test_cli_marks_show_up_in_rows_and_filters(claude) -> None:
     assert claude.sessions(proj, "--filter", "stale") == []
 
 
+@pytest.mark.process
 def test_cli_errors_go_to_stderr_with_status_1(claude) -> None:
     proj = claude.project("app")
     simple_session(claude.folder(proj), proj, "x")
@@ -195,6 +197,7 @@ MARKER = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 def test_concurrent_writers_lose_nothing_and_fold_is_last_wins_by_time(project) -> None:
     proj, ids = project
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}

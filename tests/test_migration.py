@@ -215,6 +215,7 @@ FOLDER = """
 import sys, time
 from pathlib import Path
 start = Path(sys.argv[2])
+Path(sys.argv[4]).touch()  # ready
 while not start.exists():
     time.sleep(0.001)
 if sys.argv[3] == "explicit":
@@ -226,16 +227,21 @@ else:  # the first resolution of the root in this process folds
 """
 
 
+@pytest.mark.process
 def test_many_processes_fold_at_once_without_duplicates(world, claude):
     main, wt1, wt2 = build(world)
     start = world / "go"
+    ready = [world / f"ready-{n}" for n in range(6)]
     procs = [
-        subprocess.Popen([sys.executable, "-c", FOLDER, target, str(start), how], env=claude.env(),
+        subprocess.Popen([sys.executable, "-c", FOLDER, target, str(start), how, str(mark)], env=claude.env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for target, how in [(main, "explicit"), (wt1, "explicit"), (wt2, "first-use"), (main, "first-use"),
-                            (wt1, "first-use"), (wt2, "explicit")]
+        for mark, (target, how) in zip(ready, [(main, "explicit"), (wt1, "explicit"), (wt2, "first-use"),
+                                               (main, "first-use"), (wt1, "first-use"), (wt2, "explicit")])
     ]
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while not all(r.exists() for r in ready):  # all six wait at the start line
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "the folders did not start"
+        time.sleep(0.01)
     start.touch()
     for proc in procs:
         _out, err = proc.communicate(timeout=120)
@@ -244,6 +250,7 @@ def test_many_processes_fold_at_once_without_duplicates(world, claude):
     check_folded(main, wt1, wt2, probes=3)
 
 
+@pytest.mark.process
 def test_the_first_resolution_in_a_new_process_folds(world, claude):
     main, wt1, wt2 = build(world)
     code = f"from c3async.stores import activity; activity.record({wt1!r}, 'session_start', session_id='after-upgrade')"

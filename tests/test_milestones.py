@@ -175,6 +175,7 @@ def test_complete_refuses_open_tasks_reopen_undoes_it(tmp_path):
     assert run(tmp_path, "get", task_id=t["id"])["milestone"] == m["id"]
 
 
+@pytest.mark.process
 def test_cli_tasks_milestones_json(claude):
     proj = claude.project("app")
     for args in (("milestone_add", "--milestone", "v1", "--due", "2026-06-01"),

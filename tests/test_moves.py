@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from transcripts import claude_slug, simple_session
+
+from stress.transcripts import claude_slug, simple_session
+
+pytestmark = pytest.mark.process
 
 
 def _git(path: str) -> None:

@@ -2,8 +2,7 @@
 ``claude -p`` in a git project, the folder moved, ``c3async projects --move OLD NEW``, then
 ``claude -p --resume <id>`` and ``claude -p --continue`` run in NEW continue that very session (its
 transcript grows, the stand-in API sees the earlier turns), and c3async lists it under NEW with
-NEW as its cwd. With ``C3_CLAUDE`` (2.1.332) and the CLI the Agent SDK bundles (2.1.337), where
-installed.
+NEW as its cwd.
 
 What the CLI does on its own, seen here: run in NEW, ``--resume <id>`` finds a session of OLD's
 folder by its id but goes on writing it there (lines with cwd NEW in OLD's folder), and
@@ -15,35 +14,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
-import pytest
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, needs_claude
 
-
-def _bundled() -> str | None:
-    try:
-        import claude_agent_sdk
-    except ImportError:
-        return None
-    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-    return str(path) if os.access(path, os.X_OK) else None
+pytestmark = needs_claude
 
 
-CLIS = [pytest.param(claude_cli, id="C3_CLAUDE"), pytest.param(_bundled, id="agent-sdk-bundled")]
-
-
-@pytest.fixture(params=CLIS)
-def cli(request) -> str:
-    if skip_reason() is not None:
-        pytest.skip(skip_reason() or "")
-    path = request.param()
-    if path is None:
-        pytest.skip("no such CLI installed here")
-    return path
-
-
-def test_a_moved_folder_resumes_its_session_in_the_new_folder(cli, claude, tmp_path):
+def test_a_moved_folder_resumes_its_session_in_the_new_folder(claude, tmp_path):
+    cli = claude_cli()
     old = claude.project("shop")
     subprocess.run(["git", "init", "-q", old], check=True)
     script, log = tmp_path / "script.json", tmp_path / "api.jsonl"

@@ -29,16 +29,17 @@ from pathlib import Path
 
 import pytest
 from claude_pty import Terminal, trust
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, needs_claude
 from plugin_build import Gate, wait_for
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN = "c3async@c3async"
 SERVER = "plugin_c3async_c3"  # Claude Code's name for the plugin's server `c3` in tool and prompt names
 MENTION = "plugin:c3async:c3"  # ... and in @ mentions
 
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 
 def _clean_copy(dest: Path) -> Path:

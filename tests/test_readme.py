@@ -36,6 +36,8 @@ DEMO = "/tmp/demo"  # the sandbox's folder, as the README names it
 WRITE = os.environ.get("C3_WRITE_DOCS") == "1"
 
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+pytestmark = pytest.mark.process  # the samples' commands, the completion lines, bash
+
 _TASK_ID = re.compile(r"(?:added task|linked task|task) ([0-9a-f]{8})\b")
 
 

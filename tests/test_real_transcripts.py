@@ -8,7 +8,10 @@ import json
 
 import pytest
 from hubproc import Hub, wait_for
-from transcripts import COMPACT_SUMMARY, Conversation, write_session
+
+from stress.transcripts import COMPACT_SUMMARY, Conversation, write_session
+
+pytestmark = pytest.mark.process
 
 
 @pytest.fixture

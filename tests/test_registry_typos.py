@@ -11,7 +11,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 SID = "5e551011-0000-4000-8000-000000000001"
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, skip_reason, write_script
+from fake_api import FakeAPI, KeptWorld, claude_cli, held_run, needs_claude, write_script
 
 HERE = Path(__file__).resolve().parent
 
@@ -52,7 +52,7 @@ RESUMED_REPLY = "Resumed reply from the stand-in API [c3ret-resumed]"
 
 
 _claude = claude_cli
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 
 def _marker(key: str) -> str:

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from transcripts import Conversation, cleared_chain, write_session
+
+from stress.transcripts import Conversation, cleared_chain, write_session
+
+pytestmark = pytest.mark.process
 
 LINKS = 2000
 TITLED = 40

@@ -28,11 +28,11 @@ if str(REPO) not in sys.path:  # the checkout under test, not an installed copy
 
 from mcp import Client  # noqa: E402
 from mcp.types import CallToolResult  # noqa: E402
-from transcripts import simple_session  # noqa: E402
 
 import c3async  # noqa: E402
 from c3async.serve import app as server  # noqa: E402
 from c3async.serve import session_actions  # noqa: E402
+from stress.transcripts import simple_session  # noqa: E402
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"  # the session the server serves (newest)
 OLD = "aaaa2222-0000-4000-8000-000000000002"  # shares the prefix "aaaa" with HOST
@@ -277,6 +277,7 @@ async def test_show_unknown_short_and_ambiguous_ids(client, world):
 # ------------------------------------------------------------------------------------ stale / unstale
 
 
+@pytest.mark.process
 async def test_stale_argument_errors_write_nothing(client, world):
     assert "needs target" in err(await session(client, "stale", reasoning="done"))
     assert "needs reasoning" in err(await session(client, "stale", target=OLD))
@@ -290,6 +291,7 @@ async def test_stale_argument_errors_write_nothing(client, world):
     assert world.rows()[OLD]["stale"] is None
 
 
+@pytest.mark.process
 async def test_stale_is_seen_by_the_cli_and_by_show(client, world):
     text = ok(await session(client, "stale", target="aaaa2", reasoning="superseded", data="bbbb"))
     assert text == f"stale {OLD} (successor {DOCS})"
@@ -309,6 +311,7 @@ async def test_stale_is_seen_by_the_cli_and_by_show(client, world):
     assert f"predecessors: {OLD}" in lines_of(ok(await session(client, "show", target=DOCS)))
 
 
+@pytest.mark.process
 async def test_unstale_undoes_it(client, world):
     ok(await session(client, "stale", target=OLD, reasoning="finished"))
     assert "needs target" in err(await session(client, "unstale"))
@@ -322,6 +325,7 @@ async def test_unstale_undoes_it(client, world):
 # ------------------------------------------------------------------------------------ note
 
 
+@pytest.mark.process
 async def test_note_defaults_to_the_current_host_session(client, world):
     assert ok(await session(client, "note", data="retry fixed", reasoning="add a regression test")) == f"note {HOST}"
     row = world.rows()[HOST]
@@ -332,6 +336,7 @@ async def test_note_defaults_to_the_current_host_session(client, world):
     assert "note: retry fixed; next: add a regression test" in lines_of(ok(await session(client, "show")))
 
 
+@pytest.mark.process
 async def test_note_on_another_session_and_its_errors(client, world):
     assert ok(await session(client, "note", target="bbbb", reasoning="only next steps")) == f"note {DOCS}"
     assert world.rows()[DOCS]["note"]["summary"] is None
@@ -516,6 +521,7 @@ async def test_status_sessions_view(client, world):
     assert "prices.json" in lines[-1]
 
 
+@pytest.mark.process
 async def test_status_sessions_view_titles_rows_accounted_before_the_catalog_knew_them(world):
     """`c3async stats` in a project never listed before accounts for the transcripts while no
     catalog cache exists, so its rows carry no title. Once the catalog is built (the server's
@@ -636,6 +642,7 @@ async def test_the_host_session_a_clear_starts_gets_its_own_row(client, world):
 # ------------------------------------------------------------------------------------ heartbeat
 
 
+@pytest.mark.process
 async def test_heartbeat_is_rewritten_and_removed_on_disconnect(world):
     for mode in ("auto", "legacy"):
         async with Client(server.mcp, mode=mode):
@@ -686,6 +693,7 @@ async def test_project_defaults_to_the_cwd(claude, monkeypatch):
         assert ids_listed(ok(await session(c, "list"))) == [HOST[:8], OLD[:8], DOCS[:8]]
 
 
+@pytest.mark.process
 async def test_a_cleanly_stopped_server_leaves_its_session_not_live(world):
     """The heartbeat is deleted on a clean shutdown so that the session stops reading live at
     once. `start` also writes a c3_start activity row, which the liveness fallback (for

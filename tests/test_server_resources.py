@@ -19,14 +19,16 @@ from pathlib import Path
 import anyio
 import pytest
 
+pytestmark = pytest.mark.process
+
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from mcp import Client, MCPError  # noqa: E402
-from transcripts import Conversation, simple_session, tool_use, write_session  # noqa: E402
 
 from c3async.serve import app as server  # noqa: E402
+from stress.transcripts import Conversation, simple_session, tool_use, write_session  # noqa: E402
 
 HOST = "cccc1111-0000-4000-8000-000000000001"
 NOTED = "cccc2222-0000-4000-8000-000000000002"

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
-from transcripts import Conversation, simple_session, text, write_session
 
 from c3async.ground.errors import AmbiguousSession, UnknownSession
 from c3async.sessions import act, detail, refs, view
 from c3async.stores import activity, records
 from c3async.tasks import actions, store
+from stress.transcripts import Conversation, simple_session, text, write_session
 
 NOW = datetime.now(UTC)
 
@@ -44,6 +44,7 @@ def rows_of(project: str) -> dict:
     return {r.id: r for r in rows}
 
 
+@pytest.mark.process
 def test_the_chain_joins_every_source_and_walks_to_both_ends(claude) -> None:
     proj = claude.project("app")
     folder = claude.folder(proj)
@@ -77,6 +78,7 @@ def test_the_chain_joins_every_source_and_walks_to_both_ends(claude) -> None:
     assert chained.predecessors == [a, d, c] and chained.successors == [c, d, a]
 
 
+@pytest.mark.process
 def test_a_plan_handoff_joins_the_chain_both_ways(claude) -> None:
     # Accepting a plan with "clear context": a new session whose first prompt (the plan, over
     # the 2,000 characters a row keeps) names the previous session's transcript at its end.
@@ -192,6 +194,7 @@ def test_a_record_alone_does_not_vouch_for_a_folder(claude) -> None:
     assert sid not in rows_of(proj)
 
 
+@pytest.mark.process
 def test_the_catalog_imports_nothing_above_it() -> None:
     code = ("import sys, c3async.catalog, c3async.catalog.scan, c3async.catalog.resolve, "
             "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))")
@@ -225,6 +228,7 @@ def _expect(row, replies: int) -> None:
     assert abs(row.cost_usd - PER_REPLY_USD * replies) < 1e-6
 
 
+@pytest.mark.process
 def test_rows_carry_what_the_accountant_last_wrote(claude) -> None:
     from c3async.usage import totals
     from c3async.usage.account import account
@@ -245,7 +249,7 @@ def test_rows_carry_what_the_accountant_last_wrote(claude) -> None:
     _expect(rows[five], 5)
     assert rows[five].tokens is not None and rows[five].tokens.as_of > start.timestamp()
     # A session appended to: this process's listing tails the stats log once the accountant ran.
-    from transcripts import append_lines
+    from stress.transcripts import append_lines
 
     append_lines(path, [conv.prompt("one more"), *conv.reply(text("Done."))])
     assert rows_of(proj)[five].tokens == rows[five].tokens  # what it last wrote, until it runs
@@ -281,6 +285,7 @@ def test_an_unpriced_model_shows_its_tokens_but_no_cost(claude) -> None:
     assert "cost $0.00+ (not counting claude-future-9: no price known; prices.json gives one)" in shown
 
 
+@pytest.mark.process
 def test_a_listing_never_loads_the_accountant(claude) -> None:
     proj = claude.project("app")
     simple_session(claude.folder(proj), proj, "hello")

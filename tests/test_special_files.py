@@ -17,7 +17,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from transcripts import (
+
+from c3async.catalog import cache as catalog_cache
+from c3async.catalog.read import read_transcript
+from c3async.ground.safefs import NotRegularFile, open_regular
+from c3async.usage import account as acc
+from stress.transcripts import (
     Conversation,
     new_id,
     render,
@@ -26,10 +31,7 @@ from transcripts import (
     write_session,
 )
 
-from c3async.catalog import cache as catalog_cache
-from c3async.catalog.read import read_transcript
-from c3async.ground.safefs import NotRegularFile, open_regular
-from c3async.usage import account as acc
+pytestmark = pytest.mark.process
 
 T0 = 1_700_000_000
 TIMEOUT = 30  # seconds: far above what any of these commands needs

@@ -15,7 +15,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from transcripts import simple_session
+
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 SECRET = "quokka-private-prompt-5521"
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from transcripts import simple_session
 
 from c3async.ground import jsondoc, jsonl, safefs
 from c3async.ground.errors import C3Error
 from c3async.tasks import actions, store
+from stress.transcripts import simple_session
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
@@ -62,6 +62,7 @@ def c3(project: str) -> Path:
     return path
 
 
+@pytest.mark.process
 def test_a_linked_live_folder_is_never_pruned_or_read(claude, hostile) -> None:
     project, sid, home = hostile
     before = snapshot(home)
@@ -75,6 +76,7 @@ def test_a_linked_live_folder_is_never_pruned_or_read(claude, hostile) -> None:
     assert snapshot(home) == before
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ["session_marks.jsonl", "activity.jsonl"])
 def test_a_linked_log_is_refused_and_its_target_untouched(claude, hostile, name) -> None:
     project, sid, home = hostile
@@ -92,6 +94,7 @@ def test_a_linked_log_is_refused_and_its_target_untouched(claude, hostile, name)
     assert snapshot(home) == before
 
 
+@pytest.mark.process
 def test_a_linked_state_folder_is_refused_everywhere(claude, hostile) -> None:
     project, sid, home = hostile
     before = snapshot(home)
@@ -105,6 +108,7 @@ def test_a_linked_state_folder_is_refused_everywhere(claude, hostile) -> None:
     assert snapshot(home) == before
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ["pm", "sessions", "cache"])
 def test_linked_subfolders_are_refused(claude, hostile, name) -> None:
     project, _sid, home = hostile
@@ -118,6 +122,7 @@ def test_linked_subfolders_are_refused(claude, hostile, name) -> None:
     assert snapshot(home) == before
 
 
+@pytest.mark.process
 def test_a_fifo_log_never_blocks(claude, hostile) -> None:
     project, sid, _home = hostile
     os.mkfifo(c3(project) / "activity.jsonl")
@@ -173,6 +178,7 @@ def test_deep_lines_in_logs_are_skipped_and_counted(tmp_path) -> None:
     assert [r["kind"] for r in batch.records] == ["a", "b"] and batch.skipped == 1
 
 
+@pytest.mark.process
 def test_deep_state_never_breaks_a_listing(claude, hostile) -> None:
     project, sid, _home = hostile
     state = c3(project)
@@ -193,6 +199,7 @@ def test_deep_state_never_breaks_a_listing(claude, hostile) -> None:
     assert claude.rows_by_id(project)[sid]["note"]["summary"] == "still works"
 
 
+@pytest.mark.process
 def test_a_deep_registry_or_pm_file_is_a_clear_error(claude, hostile) -> None:
     project, _sid, _home = hostile
     claude.c3home.mkdir(parents=True, exist_ok=True)
@@ -207,6 +214,7 @@ def test_a_deep_registry_or_pm_file_is_a_clear_error(claude, hostile) -> None:
     assert (c3(project) / "pm" / "pm.json").read_bytes() == DEEP  # left untouched
 
 
+@pytest.mark.process
 def test_a_hook_never_records_what_breaks_a_reader(claude, hostile) -> None:
     import subprocess
     import sys

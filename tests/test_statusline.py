@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from test_live_registry import registry_file
-from transcripts import simple_session
 
 from c3async.cli.watch import changes
 from c3async.ground.errors import Damaged, Refused
@@ -24,6 +23,7 @@ from c3async.live.hooks import settings_path
 from c3async.live.statusline import install, ours, uninstall
 from c3async.statusline import age, line
 from c3async.usage import ratelimits
+from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
 

@@ -10,10 +10,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from transcripts import simple_session
 
 from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error, TaskArgError, TaskError
 from c3async.tasks import actions, store
+from stress.transcripts import simple_session
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 
@@ -245,6 +245,7 @@ def test_corrupt_pm_json_is_refused_and_left_untouched(tmp_path):
     assert [t["title"] for t in good["tasks"]] == ["good"]
 
 
+@pytest.mark.process
 def test_links_show_up_on_session_rows(claude):
     proj = claude.project("app")
     sid = simple_session(claude.folder(proj), proj, "build it")
@@ -258,6 +259,7 @@ def test_links_show_up_on_session_rows(claude):
     assert [d["text"] for d in row["links"]["decisions"]] == ["SSE"]
 
 
+@pytest.mark.process
 def test_cli_errors_exit_1_on_stderr(claude):
     proj = claude.project("app")
     proc = claude.run("tasks", "get", "--project", proj, "--task-id", "zzzz")
@@ -288,6 +290,8 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.process
+@pytest.mark.slow
 def test_32_processes_x_50_changes_lose_nothing(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(w), "50"],

@@ -8,11 +8,13 @@ import json
 import re
 
 import pytest
-from transcripts import simple_session
 
 from c3async.ground.schema import fields, name_of
 from c3async.tasks import actions, store
 from c3async.tasks.schema import ACTION_TYPES
+from stress.transcripts import simple_session
+
+pytestmark = pytest.mark.process
 
 WHO = actions.Who(session=None, by="agent")
 

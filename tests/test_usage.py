@@ -216,6 +216,7 @@ def test_unterminated_last_line_waits_for_its_newline(project):
     assert acc.account(proj).totals[SID].responses == 2
 
 
+@pytest.mark.process
 def test_stats_cli_and_status_view(project, claude):
     proj, folder = project
     write(folder / f"{SID}.jsonl", [usage_line("m1", "r1")])

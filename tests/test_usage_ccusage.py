@@ -16,7 +16,7 @@ from c3async.usage import account as acc
 from c3async.usage import reader
 
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
-pytestmark = pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)")
+pytestmark = [pytest.mark.process, pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)")]
 
 THIRD = "cccccccc-0000-4000-8000-000000000003"
 

@@ -14,9 +14,11 @@ import msgspec
 import pytest
 from hubproc import Hub, wait_for
 from test_usage import OTHER, SID, usage_line, write
-from transcripts import Conversation
 
 from c3async.usage import account as acc
+from stress.transcripts import Conversation
+
+pytestmark = pytest.mark.process
 
 FUTURE = "claude-future-9-20270101"  # no shipped family prices it
 OPUS = "claude-opus-4-5-20251101"

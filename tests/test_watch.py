@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from transcripts import Conversation, append_lines, set_mtime, simple_session
 
 from c3async.catalog.listing import candidates
 from c3async.catalog.locate import locate
@@ -28,6 +27,7 @@ from c3async.sessions.runtime import Feed as ChangeFeed
 from c3async.sessions.watch import ProjectWatch
 from c3async.stores import registry
 from c3async.stores.marks import write_mark
+from stress.transcripts import Conversation, append_lines, set_mtime, simple_session
 
 DAY = 86400.0
 
@@ -157,6 +157,7 @@ def registry_file(config: Path, pid: int, sid: str, cwd: str, status: str) -> Pa
     return path
 
 
+@pytest.mark.process
 def test_a_project_position_moves_with_marks_heartbeats_and_the_registry(world, claude, sleeper):
     watch = ProjectWatch(world.project)
     idle = watch.poll(full=False)

@@ -44,13 +44,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, needs_claude
 
 HERE = Path(__file__).resolve().parent
 
 
 _claude = claude_cli
-pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
+pytestmark = needs_claude
 
 BRANCHES = {"main": "main", "wt-a": "feat-a", "wt-b": "feat-b"}
 NOTES_PER_CHECKOUT = 3  # + the linker in the main checkout: ten first-turn notes
@@ -226,7 +226,7 @@ class World:
 def _legacy_state(world: World, wt: str) -> None:
     """What the previous version left in a worktree: two older sessions (transcripts), their
     marks in ``<worktree>/.c3/session_marks.jsonl`` and a ``pm/pm.json`` linking them."""
-    from transcripts import Conversation, write_session
+    from stress.transcripts import Conversation, write_session
 
     folder = world.sandbox.folder(wt)
     start = datetime.now(UTC) - timedelta(days=3)

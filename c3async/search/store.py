@@ -125,14 +125,17 @@ def failure(path: Path, exc: sqlite3.Error, doing: str = "read") -> C3Error:
 
 def check_fts5() -> None:
     """Full-text search needs SQLite's FTS5, which most Python builds have; say so when not."""
+    conn = sqlite3.connect(":memory:")
     try:
-        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
     except sqlite3.Error as exc:
         raise NoFTS5(
             f"full-text search needs SQLite's FTS5 extension, which this Python's sqlite3 "
             f"(SQLite {sqlite3.sqlite_version}) lacks ({exc}); use a Python built with it "
             "(python.org, Debian and Homebrew builds have it)"
         ) from None
+    finally:
+        conn.close()  # Python 3.13 warns of a connection left to the garbage collector
 
 
 def index_dir() -> Path:

@@ -566,8 +566,19 @@ async def c3_task(action: str, *, ctx: Context[ServerState], **args: str) -> Cal
     return await _call(state, "c3_task", action, body, check)
 
 
+# The tool's description, the same text whatever the Python (3.13 strips a docstring's indentation).
+C3_STATUS = """\
+Reports. view='sessions': tokens and cost per host session (a budget report, not the catalog; a \
+session whose transcript Claude Code deleted stays counted, marked [deleted]), and how many \
+sessions Claude Code deletes within 7 days, how many of them are kept. view='live': the \
+project's live sessions and their MCP processes. view='usage': the current 5-hour and weekly \
+windows (as Claude Code reported them where recorded), their tokens and cost, and each \
+project's and session's share: check it before a long job. Only reads."""
+
+
 @mcp.tool(
     title="Live sessions, token usage and costs",
+    description=C3_STATUS,
     annotations=ToolAnnotations(
         title="Live sessions, token usage and costs",
         read_only_hint=True,
@@ -577,13 +588,7 @@ async def c3_task(action: str, *, ctx: Context[ServerState], **args: str) -> Cal
     ),
 )
 async def c3_status(view: str = "sessions", *, ctx: Context[ServerState]) -> CallToolResult:
-    """Reports. view='sessions': tokens and cost per host session (a budget report, not the
-    catalog; a session whose transcript Claude Code deleted stays counted, marked [deleted]),
-    and how many sessions Claude Code deletes within 7 days, how many of them are kept.
-    view='live': the project's live sessions and their MCP processes. view='usage': the
-    current 5-hour and weekly windows (as Claude Code reported them where recorded), their
-    tokens and cost, and each project's and session's share: check it before a long job.
-    Only reads."""
+    """``C3_STATUS`` (its description, above: a docstring's indentation is Python's to strip)."""
     state: ServerState = ctx.request_context.lifespan_context
 
     def body(host: str | None) -> str:

@@ -1,4 +1,4 @@
-"""Build realistic Claude Code transcript lines and session files for the catalog tests.
+"""Claude Code transcript lines and session files, for the tests and the stress suite alike.
 
 Lines follow ``/work/shared/reference/claude-code-facts.md`` (sections 2 and 4): compact JSON
 (as ``JSON.stringify`` writes it, non-ASCII kept raw), one object a line, ``\\n``-terminated,
@@ -8,6 +8,12 @@ a clock, so a test reads as the session it describes:
 
     conv = Conversation(cwd)
     write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange("Fix the test")])
+
+Where a scenario sets each line's time itself (writers racing a listing, a world built around
+now), ``user_line``, ``assistant_line`` and ``tool_result_line`` make one line of the same
+envelope at a given epoch time. ``stress/corpus.py`` writes its big corpora with the same
+strings but without a ``json.dumps`` per line (speed). Nothing here imports c3async: what
+makes the input must not depend on the code that reads it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,15 @@ PLAN_TRANSCRIPT = (
 )
 
 Line = dict[str, Any] | bytes
+
+
+def command_markup(name: str, message: str | None = None, args: str = "") -> str:
+    """A built-in command's prompt, exactly as formatCommandInputTags writes it."""
+    message = message if message is not None else name.lstrip("/")
+    return (
+        f"<command-name>{name}</command-name>\n{INDENT}<command-message>{message}</command-message>\n"
+        f"{INDENT}<command-args>{args}</command-args>"
+    )
 
 
 def new_id() -> str:
@@ -124,6 +139,76 @@ def image_block() -> dict:
     return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
 
 
+def stamp(when: datetime) -> str:
+    """A time as Claude Code writes a line's ``timestamp`` (UTC, milliseconds)."""
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def iso(epoch: float) -> str:
+    return stamp(datetime.fromtimestamp(epoch, UTC))
+
+
+def envelope(kind: str, body: dict, *, session_id: str, cwd: str, timestamp: str, parent: str | None,
+             sidechain: bool = False, branch: str = "main", version: str = "2.1.88", entrypoint: str = "cli",
+             before_uuid: dict | None = None, after_ts: dict | None = None, **flags: Any) -> dict:
+    """A chained line (user, assistant, system) in 2.1.88's key order; a user line that is not
+    ``isMeta`` carries a ``promptId``."""
+    line: dict[str, Any] = {"parentUuid": parent, "isSidechain": sidechain}
+    if kind == "user" and not flags.get("isMeta"):
+        line["promptId"] = new_id()
+    line["type"] = kind
+    line.update(body)
+    line.update({k: v for k, v in flags.items() if v is not None})
+    line.update(before_uuid or {})
+    line["uuid"] = new_id()
+    line["timestamp"] = timestamp
+    line.update(after_ts or {})
+    line.update({"userType": "external", "entrypoint": entrypoint, "cwd": cwd, "sessionId": session_id,
+                 "version": version, "gitBranch": branch})
+    return line
+
+
+def assistant_message(*blocks: dict, model: str = "claude-opus-4-5", msg_id: str | None = None) -> dict:
+    return {"model": model, "id": msg_id or "msg_01" + uuidlib.uuid4().hex[:22], "type": "message",
+            "role": "assistant", "content": list(blocks), "stop_reason": None, "stop_sequence": None,
+            "usage": dict(USAGE)}
+
+
+def user_line(session_id: str, cwd: str, content: str | list, ts: float, parent: str | None = None) -> dict:
+    """A prompt (or whatever ``content`` rides on a user line) at epoch time ``ts``."""
+    return envelope("user", {"message": {"role": "user", "content": content}}, session_id=session_id, cwd=cwd,
+                    timestamp=iso(ts), parent=parent)
+
+
+def assistant_line(session_id: str, cwd: str, answer: str, ts: float, parent: str | None = None) -> dict:
+    """A one-block text reply at epoch time ``ts``."""
+    return envelope("assistant", {"message": assistant_message(text(answer))}, session_id=session_id, cwd=cwd,
+                    timestamp=iso(ts), parent=parent,
+                    before_uuid={"requestId": "req_011C" + uuidlib.uuid4().hex[:18]})
+
+
+def tool_result_parts(tool_id: str, content: str | list) -> tuple[dict, dict]:
+    """The body of a tool's result (a user line that is not a prompt) and what follows its
+    timestamp."""
+    body = {"message": {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": content}]}}
+    return body, {"toolUseResult": {"stdout": content if isinstance(content, str) else "", "stderr": "",
+                                    "interrupted": False, "isImage": False}}
+
+
+def tool_result_line(session_id: str, cwd: str, output: str, ts: float, parent: str | None = None) -> dict:
+    """A tool's result at epoch time ``ts``."""
+    body, after = tool_result_parts("toolu_01" + uuidlib.uuid4().hex[:22], output)
+    return envelope("user", body, session_id=session_id, cwd=cwd, timestamp=iso(ts), parent=parent, after_ts=after)
+
+
+def ai_title_line(session_id: str, title: str) -> dict:
+    return {"type": "ai-title", "aiTitle": title, "sessionId": session_id}
+
+
+def custom_title_line(session_id: str, title: str) -> dict:
+    return {"type": "custom-title", "customTitle": title, "sessionId": session_id}
+
+
 USAGE = {
     "input_tokens": 3,
     "cache_creation_input_tokens": 3296,
@@ -164,29 +249,15 @@ class Conversation:
         return self.now()
 
     def now(self) -> str:
-        return self.clock.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.clock.microsecond // 1000:03d}Z"
+        return stamp(self.clock)
 
     # --- the envelope ---
     def _chain(self, kind: str, body: dict, *, root: bool = False, before_uuid: dict | None = None,
                after_ts: dict | None = None, **flags: Any) -> dict:
-        line: dict[str, Any] = {"parentUuid": None if root else self.parent, "isSidechain": self.sidechain}
-        if kind == "user" and not flags.get("isMeta"):
-            line["promptId"] = new_id()
-        line["type"] = kind
-        line.update(body)
-        line.update({k: v for k, v in flags.items() if v is not None})
-        line.update(before_uuid or {})
-        line["uuid"] = new_id()
-        line["timestamp"] = self.tick()
-        line.update(after_ts or {})
-        line.update({
-            "userType": "external",
-            "entrypoint": self.entrypoint,
-            "cwd": self.cwd,
-            "sessionId": self.id,
-            "version": self.version,
-            "gitBranch": self.branch,
-        })
+        line = envelope(kind, body, session_id=self.id, cwd=self.cwd, timestamp=self.tick(),
+                        parent=None if root else self.parent, sidechain=self.sidechain, branch=self.branch,
+                        version=self.version, entrypoint=self.entrypoint, before_uuid=before_uuid,
+                        after_ts=after_ts, **flags)
         self.parent = line["uuid"]
         return line
 
@@ -213,13 +284,8 @@ class Conversation:
         return self._chain("user", {"message": {"role": "user", "content": CAVEAT}}, root=True, isMeta=True)
 
     def command(self, name: str, message: str | None = None, args: str = "") -> dict:
-        """A built-in command's user line, exactly as formatCommandInputTags writes it."""
-        message = message if message is not None else name.lstrip("/")
-        markup = (
-            f"<command-name>{name}</command-name>\n{INDENT}<command-message>{message}</command-message>\n"
-            f"{INDENT}<command-args>{args}</command-args>"
-        )
-        return self.prompt(markup)
+        """A built-in command's user line."""
+        return self.prompt(command_markup(name, message, args))
 
     def clear(self) -> dict:
         return self.command("/clear", "clear")
@@ -233,13 +299,8 @@ class Conversation:
         return [self.prompt(markup), self.meta(f"Review the pull request given in the arguments: {args}")]
 
     def tool_result(self, tool_id: str, content: str | list, source: str | None = None) -> dict:
-        body = {"message": {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": content}]}}
-        return self._chain(
-            "user", body,
-            after_ts={"toolUseResult": {"stdout": content if isinstance(content, str) else "", "stderr": "",
-                                        "interrupted": False, "isImage": False},
-                      "sourceToolAssistantUUID": source or self.parent},
-        )
+        body, after = tool_result_parts(tool_id, content)
+        return self._chain("user", body, after_ts={**after, "sourceToolAssistantUUID": source or self.parent})
 
     def compact_summary(self, content: str = COMPACT_SUMMARY) -> dict:
         return self._chain("user", {"message": {"role": "user", "content": content}},
@@ -252,8 +313,7 @@ class Conversation:
         request_id = "req_011C" + uuidlib.uuid4().hex[:18]
         out = []
         for block in blocks or (text("Done."),):
-            message = {"model": model, "id": msg_id, "type": "message", "role": "assistant", "content": [block],
-                       "stop_reason": None, "stop_sequence": None, "usage": dict(USAGE)}
+            message = assistant_message(block, model=model, msg_id=msg_id)
             out.append(self._chain("assistant", {"message": message}, before_uuid={"requestId": request_id}))
         return out
 
@@ -285,10 +345,10 @@ class Conversation:
 
     # --- metadata lines (no uuid) ---
     def custom_title(self, title: str) -> dict:
-        return {"type": "custom-title", "customTitle": title, "sessionId": self.id}
+        return custom_title_line(self.id, title)
 
     def ai_title(self, title: str) -> dict:
-        return {"type": "ai-title", "aiTitle": title, "sessionId": self.id}
+        return ai_title_line(self.id, title)
 
     def agent_name(self, name: str) -> dict:
         return {"type": "agent-name", "agentName": name, "sessionId": self.id}
@@ -380,3 +440,29 @@ def cleared_chain(folder: Path, cwd: str, links: int, *, start: datetime | None 
         ids.append(conv.id)
         clock = conv.clock + timedelta(milliseconds=150)
     return ids
+
+
+def clear_hooks(project: str, chain: list[str]) -> None:
+    """What c3async's hooks record of each /clear of ``chain`` (``cleared_chain``'s ids): a
+    ``session_start`` row naming its predecessor, in the project's activity log."""
+    state = Path(project, ".c3")
+    state.mkdir(mode=0o700, exist_ok=True)
+    start = datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC).timestamp()
+    rows = [{"ts": start + n, "kind": "session_start", "session_id": sid, "source": "clear",
+             "predecessor": chain[n - 1], "cwd": project} for n, sid in enumerate(chain) if n]
+    with open(state / "activity.jsonl", "ab") as f:
+        f.write(render(rows))
+
+
+def titled_sessions(folder: Path, cwd: str, sessions: int, title_chars: int, *,
+                    start: datetime | None = None) -> dict[str, str]:
+    """``sessions`` sessions whose custom or ai title (every other one) is ``title_chars``
+    long; {id: its title}."""
+    titles = {}
+    for n in range(sessions):
+        conv = Conversation(cwd, start=(start or datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC)) + timedelta(seconds=n))
+        title = (f"{n:03d} " + "a long name " * (title_chars // 12 + 1))[:title_chars]
+        named = conv.custom_title(title) if n % 2 else conv.ai_title(title)
+        write_session(folder, conv.id, [conv.prompt(f"work {n}"), *conv.reply(), named], mtime=conv.clock.timestamp())
+        titles[conv.id] = title
+    return titles
