@@ -22,8 +22,10 @@ import os
 import time
 import uuid
 
-from .harness import Result, assistant_line, claude_slug, encode
-from .hostile_classes import _mcp, _probe
+from .harness import Result
+from .probe import mcp as _mcp
+from .probe import probe as _probe
+from .transcripts import assistant_line, claude_slug, encode
 
 CLASS = "live burn and runway fed hostile input"
 HOUR = 3600.0

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from .harness import Result
-from .hostile_classes import _probe
+from .probe import probe as _probe
 
 CLASS = "the status line and a person's status line"
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 from .harness import Result
-from .hostile_classes import _probe
+from .probe import probe as _probe
 
 CLASS = "the status line's installed command and its marks cache"
 TIMEOUT_S = 20.0

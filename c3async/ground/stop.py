@@ -102,7 +102,9 @@ _previous_hook = sys.__unraisablehook__
 def _swallowed(unraisable: sys.UnraisableHookArgs) -> None:
     """A signal that landed in a weakref callback or a ``__del__`` is swallowed there ("Exception
     ignored in ..."), and the command would run on: deliver it again, quietly, so it is raised
-    where the command is (the budget's alarm still ends the process if it keeps landing there)."""
+    where the command is (the budget's alarm still ends the process if it keeps landing there).
+    Once stopping, any other error said there is the interruption's consequence (a ``__del__`` of
+    an object the signal left half-built) and is not said."""
     global _again
     try:
         exc = unraisable.exc_value
@@ -115,6 +117,8 @@ def _swallowed(unraisable: sys.UnraisableHookArgs) -> None:
             again = threading.Timer(0.002, os.kill, (os.getpid(), signum))
             again.daemon = True  # never holds up the exit of a command that ended meanwhile
             again.start()
+            return
+        if _stopping:  # the __del__ of what the signal left half-built (an event loop): its doing
             return
         _previous_hook(unraisable)
     except BaseException:  # a signal landing in this hook itself: the alarm ends the process
