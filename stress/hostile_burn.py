@@ -94,7 +94,7 @@ def check(res: Result, sb, quick: bool) -> None:
         f.write(b'{"type":"assistant","timestamp":"x","apiError":"usage_limit_reached","resetsAt":' + b"9" * 400)
         f.write(b',"message":{"model":"<synthetic>","usage":{}}}\n')
         nested = encode(_refusal(sid, project, now - 40, now + HOUR, params={"deep": "HERE"}))
-        f.write(nested.replace(b'"HERE"', b'{"a":' * 5000 + b"1" + b"}" * 5000))
+        f.write(nested.replace(b'"HERE"', b'{"a":' * 5000 + b"1" + b"}" * 5000) + b"\n")
     limits = p.home / "usage" / "rate_limits.jsonl"
     limits.parent.mkdir(parents=True)
     n = 200_000 if quick else 1_000_000

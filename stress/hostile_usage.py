@@ -56,12 +56,12 @@ def check(res: Result, sb, quick: bool) -> None:
     )
     # A 2 GB sparse transcript: a real head, a hole, a real tail with usage
     giant = str(uuid.uuid4())
-    head = b"".join(encode(_usage_line(giant, project, now - 600, output_tokens=7)) for _ in range(3))
+    head = b"".join(encode(_usage_line(giant, project, now - 600, output_tokens=7)) + b"\n" for _ in range(3))
     with open(folder / f"{giant}.jsonl", "wb") as f:
         f.write(head)
         f.truncate(2 << 30)
         f.seek(0, os.SEEK_END)
-        f.write(b"\n" + encode(_usage_line(giant, project, now - 300, output_tokens=11)))
+        f.write(b"\n" + encode(_usage_line(giant, project, now - 300, output_tokens=11)) + b"\n")
     limits = p.home / "usage" / "rate_limits.jsonl"
     limits.parent.mkdir(parents=True)
     t = time.time()
