@@ -93,6 +93,8 @@ function drawChart(by) {
     const x = PAD.left + i * band + (band - barW) / 2;
     const g = svg("g", { class: "bar", tabindex: "0", role: "listitem", "data-index": i,
                          "aria-label": `${b.bucket}: ${exact(b)}` });
+    // the whole band answers the pointer (a thin bar is hard to hit); the parts above it say which
+    g.append(svg("rect", { x: PAD.left + i * band, y: PAD.top, width: band, height: plotH, class: "hit" }));
     let base = 0;
     b.parts.forEach((part, j) => {
       const v = value(part);
@@ -101,7 +103,6 @@ function drawChart(by) {
       g.append(svg("rect", { x, y: y(base + v), width: barW, height: h, class: colour(data, part.project), "data-part": j }));
       base += v;
     });
-    g.append(svg("rect", { x: PAD.left + i * band, y: PAD.top, width: band, height: plotH, class: "hit" }));
     list.append(g);
     if (i % every === 0) {  // the last label ends at the edge rather than past it
       const mid = x + barW / 2, near = mid + (by === "day" ? 23 : 39) > width;
