@@ -249,6 +249,7 @@ def test_refusals_are_read_from_transcripts_with_their_window_and_reset(claude, 
     assert bad.returncode == 1 and "--since does not apply" in bad.stderr
 
 
+@pytest.mark.process  # a sleeper stands for the running claude
 def test_usage_burn_and_the_usage_page_with_recorded_samples(claude, monkeypatch, sleeper):
     """A live session in one project, another in a second; samples recorded by the status line's
     log: the runway rests on them, `live` shows each live session's burn."""

@@ -601,8 +601,9 @@ def test_html_has_no_inline_script_and_no_token(hub, client):
     assert not re.search(r"\sstyle\s*=", html, flags=re.IGNORECASE), "inline style (blocked by the CSP)"
     assert "javascript:" not in html.lower()
     assert hub.token not in html and "c3-token" not in html and "{{TOKEN}}" not in html
-    js = client.get("/static/app.js").text
-    assert hub.token not in js and "c3-token" not in js
+    for script in ("/static/app.js", "/static/usage.js"):
+        js = client.get(script).text
+        assert js and hub.token not in js and "c3-token" not in js
 
 
 # --- hostile input: always a 4xx with a JSON message, never a 500 ----------------------------------

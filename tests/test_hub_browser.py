@@ -476,7 +476,7 @@ def test_xss_payloads_render_as_text(page, hub, world, tmp_path):
     assert page.page.locator("img").count() == 0
     assert page.page.locator('img[src="x"]').count() == 0
     scripts = page.page.eval_on_selector_all("script", "els => els.map(e => e.getAttribute('src'))")
-    assert scripts == ["/static/app.js"]
+    assert scripts == ["/static/app.js", "/static/usage.js"]  # the page's own, nothing injected
     page.shot(tmp_path, "xss", full_page=True)
     assert page.errors == []
 
@@ -548,7 +548,7 @@ def test_the_conversation_reader_shows_text_as_text_and_opens_at_an_offset(brows
         expect(li.locator(".conv-earlier")).to_be_visible()
         page.page.wait_for_timeout(300)  # give a payload's onerror a chance to run
         assert page.page.evaluate("typeof window.__pwned") == "undefined"
-        assert page.page.locator("img").count() == 0 and page.page.locator("script").count() == 1
+        assert page.page.locator("img").count() == 0 and page.page.locator("script").count() == 2  # the page's own
         page.shot(tmp_path, "conversation-at")
         assert page.errors == []
     finally:
@@ -657,7 +657,7 @@ def test_search_in_conversations_marks_hits_as_text_and_opens_the_reader_there(s
     expect(sub.locator("mark")).to_have_text([PHRASE])
     pg.wait_for_timeout(300)  # give a payload's onerror a chance to run
     assert pg.evaluate("typeof window.__pwned") == "undefined"
-    assert pg.locator("img").count() == 0 and pg.locator("script").count() == 1
+    assert pg.locator("img").count() == 0 and pg.locator("script").count() == 2  # the page's own
 
     pg.get_by_label("include tool output").check()
     _wait_results(page, {w.prompted, w.agented, w.tooled})

@@ -521,6 +521,20 @@ async def api_conversation(request: Request) -> Response:
 SEARCH_LIMIT = 50
 
 
+async def api_usage(request: Request) -> Response:
+    """The Usage page's data (``sessions.usage_charts``): ``by=day|window`` (default ``day``),
+    tokens and cost per bucket stacked by project, from ``since`` (``30d``, ``7d``, ``today``, a
+    date; default per chart); the current 5-hour and weekly windows; the live sessions' burn."""
+    from ..sessions.usage_charts import BY, usage_charts
+
+    by = request.query_params.get("by") or "day"
+    if by not in BY:
+        raise BadArgument(f"by must be one of {', '.join(BY)}")
+    since = _text(request.query_params.get("since") or None, "since", 40)
+    projects = _projects()
+    return _json(await anyio.to_thread.run_sync(lambda: usage_charts(projects, by, since)))
+
+
 async def api_search(request: Request) -> Response:
     """Full-text search of the registered projects' conversations (or one, ``project=``):
     ``q``, ``role``, ``since``, ``until``, ``branch``, ``tools=1``, ``limit``. The JSON is
@@ -721,6 +735,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/rows", api_rows),
             Route("/api/search", api_search),
             Route("/api/search/status", api_search_status),
+            Route("/api/usage", api_usage),
             Route("/api/sessions/{sid}", api_session),
             Route("/api/sessions/{sid}/conversation", api_conversation),
             Route("/api/sessions/{sid}/marks", api_mark, methods=["POST"]),

@@ -436,7 +436,10 @@ def run_hub(host: str, port: int, open_browser: bool) -> int:
     from .app import create_app
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: the connections accepted inherit it, and asyncio turns Nagle's algorithm
+    # off only on a socket that says TCP (an answer written as head and body would otherwise wait
+    # for the client's delayed ACK, 40 ms)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))

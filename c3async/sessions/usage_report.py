@@ -44,9 +44,9 @@ __all__ = (
 )
 
 
-def since_of(text: str | None, now: float | None = None) -> float | None:
+def since_of(text: str | None, now: float | None = None, what: str = "--since") -> float | None:
     """``--since``: ``today`` or a date (from its local midnight), or a time ago (``5h``, ``7d``,
-    ``30d``, ``2w``); None: all of it."""
+    ``30d``, ``2w``); None: all of it. A refusal names it ``what``."""
     if text is None or not text.strip():
         return None
     value = text.strip().lower()
@@ -62,10 +62,10 @@ def since_of(text: str | None, now: float | None = None) -> float | None:
         try:
             return day.timestamp()  # local, as the days of the report are
         except (OverflowError, OSError, ValueError):
-            raise BadArgument(f"--since: {text[:40]!r} is out of range") from None
+            raise BadArgument(f"{what}: {text[:40]!r} is out of range") from None
     from .search import parse_when  # a time ago: as `search --since` reads one
 
-    return float(parse_when(text, "--since") or 0)
+    return float(parse_when(text, what) or 0)
 
 
 def _slots(r: Result) -> Iterable[Slot]:

@@ -59,7 +59,7 @@ class UsageRow(msgspec.Struct):
     start: str | None = None
     end: str | None = None
     rule: str | None = None
-    project: str | None = None  # by session: its project
+    project: str | None = None  # by session (or split per project): its project
 
 
 class Bucketed(msgspec.Struct):
@@ -142,10 +142,13 @@ def bucket(
     *,
     since: float | None = None,
     samples: list[limits.Sample] | None = None,
+    per_project: bool = False,
 ) -> Bucketed:
     """The usage of every (project, rows) of ``timelines`` by ``by`` (one of ``BY``), from
     ``since`` (epoch seconds: the quarter hours whose last response is at or after it) or all of
-    it; ``samples``: the recorded rate-limit samples (``limits.samples()``) for weeks and windows."""
+    it; ``samples``: the recorded rate-limit samples (``limits.samples()``) for weeks and windows.
+    ``per_project``: each bucket split into a row per project (its ``project`` set), the buckets
+    drawn over every project's rows as without it (a chart stacked by project)."""
     sums: dict[tuple, _Sum] = {}
     undated = 0
     whole: set[str] = set()
@@ -165,6 +168,8 @@ def bucket(
         if s.whole:
             whole.add(s.session)
     keys = _keys(rows, by, samples or [])
+    if per_project:
+        keys = [(*key, project) for (project, _), key in zip(rows, keys)]
     for (_, s), key in zip(rows, keys):
         acc = sums.get(key)
         if acc is None:
@@ -180,6 +185,8 @@ def bucket(
             row.project = key[1]
             if acc.last:
                 row.start, row.end = _utc(acc.first), _utc(acc.last)
+        if per_project:
+            row.project = key[-1]
         out.append(row)
     if by in TIMED:
         out.sort(key=lambda r: r.start or "")

@@ -48,13 +48,19 @@ function request(path, options = {}) {
     .then(res => [res, sent]);
 }
 
-// The first page of rows, asked for at once (while the page is parsed and its style sheet
-// loads); the first load() takes it (its URL is this one).
+// What the page shows first, asked for at once (while the page is parsed and its style sheet
+// loads): the first page of rows, or the Usage page's two charts (#usage); the first api() of
+// the same path takes the answer.
 const FIRST_ROWS = "/api/rows?filter=all&cursor=0&limit=100";
-let firstRows = null;
+const USAGE_VIEW = "#usage";
+const FIRST_USAGE = ["/api/usage?by=day&since=30d", "/api/usage?by=window&since=7d"];
+const early = new Map();
 if (token()) {
-  firstRows = request(FIRST_ROWS);
-  firstRows.catch(() => { /* load() sees the failure */ });
+  for (const path of location.hash === USAGE_VIEW ? FIRST_USAGE : [FIRST_ROWS]) {
+    const asked = request(path);
+    asked.catch(() => { /* api() sees the failure */ });
+    early.set(path, asked);
+  }
 } else {
   signOut(null);
 }
@@ -78,9 +84,9 @@ function el(tag, props = {}, ...children) {
 const SIGN_IN = "The Hub refused this page's token (it was restarted?): open the URL `c3async hub` printed.";
 
 async function api(path, options = {}) {
-  const early = path === FIRST_ROWS && options.body === undefined ? firstRows : null;
-  firstRows = null;  // for the first request only: later ones want the rows as they are then
-  const [res, sent] = await (early || request(path, options));
+  const asked = options.body === undefined ? early.get(path) : undefined;
+  early.delete(path);  // for the first request only: later ones want the data as it is then
+  const [res, sent] = await (asked || request(path, options));
   if (res.status === 401) { signOut(sent); throw new Error(SIGN_IN); }
   const data = await res.json().catch(() => ({ error: `HTTP ${res.status}` }));
   if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
@@ -633,6 +639,7 @@ function focusRow(i) {
   if (li) { list.focused = list.rows[i].id; $(".title", li).focus({ preventScroll: true }); }
 }
 function onKey(e) {
+  if (document.body.classList.contains("view-usage")) return;  // the list's keys, not the Usage page's
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
   if (e.key === "/" && !typing) { e.preventDefault(); $("#search").focus(); $("#search").select(); return; }
   if (e.key === "Escape" && typing) { document.activeElement.blur(); return; }
@@ -1291,6 +1298,14 @@ document.addEventListener("DOMContentLoaded", () => {
   window.addEventListener("resize", queueDraw, { passive: true });
   new ResizeObserver(queueDraw).observe($("#rows"));  // a row opened or closed: measured again
   $("#rows").addEventListener("focusin", (e) => { const li = rowOf(e.target); if (li) list.focused = li.dataset.id; });
+  if (location.hash !== USAGE_VIEW) startSessions();  // else once the sessions are shown (usage.js)
+});
+
+// The listing and its change stream, started when the sessions are first shown.
+let sessionsStarted = false;
+function startSessions() {
+  if (sessionsStarted) return;
+  sessionsStarted = true;
   load().then(() => follow("/api/events", {  // the change stream once the first rows are up
     // The stream's baseline is taken when it opens: a change between the first rows and then
     // (or while it was cut off) would be missed, so each opening reloads what the page shows.
@@ -1302,4 +1317,4 @@ document.addEventListener("DOMContentLoaded", () => {
       applyChange(c);
     },
   }));
-});
+}

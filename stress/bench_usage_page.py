@@ -1,0 +1,181 @@
+"""The Hub's Usage page benchmark: ``GET /api/usage`` and the page's first paint in Chromium, over
+a generated corpus of 10,000 sessions in 50 projects whose usage is accounted (the timelines
+written, as the Hub's accountant keeps them).
+
+    python -m stress.bench_usage_page [--transcripts 10000] [--projects 50] [--runs 7] [--corpus DIR] [--json FILE]
+
+It starts the real ``c3async hub --port 0`` and measures:
+
+- once the Hub's start-up work is done (every row built, the search index built):
+  ``/api/usage?by=day&since=30d`` and ``by=window&since=7d``, the first request (nothing held:
+  every timeline decoded and bucketed) and warm (what a reload or the page's refresh every
+  minute pays, until the accountant writes a timeline again), with the answers' sizes;
+- in Chromium (``/usr/bin/chromium`` through Playwright) at 1,400 and 760 px, opened as a user
+  opens it (the printed URL with ``#usage``): from navigation start to the page's scripts run
+  (DOMContentLoaded: the floor), to both charts in the DOM, and to the frame after (painted).
+  The budget (DESIGN.md §7): first paint under 300 ms.
+
+Prints the figures (medians of ``--runs``, [min-max]); asserts nothing about time. Exits 1 only
+on an error (a Hub that does not start, a request that fails, a page that draws no chart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from stress.bench_hub import BenchError, Hub, httpx
+from stress.chromium import launched, missing
+from stress.corpus import Corpus, generate
+from stress.figures import Table, add_json_option
+
+REPO = Path(__file__).resolve().parents[1]
+BUDGET_MS = 300.0
+PATHS = {"day": "/api/usage?by=day&since=30d", "window": "/api/usage?by=window&since=7d"}  # the page's first asks
+
+# Before any page script: when both charts are in the DOM, and the frame after.
+OBSERVER = """
+(() => {
+  window.__charts = null; window.__painted = null;
+  const look = () => {
+    if (window.__charts !== null) return;
+    if (document.querySelector('#chart-day svg') && document.querySelector('#chart-window svg')) {
+      window.__charts = performance.now();
+      requestAnimationFrame(() => requestAnimationFrame(() => { window.__painted = performance.now(); }));
+    }
+  };
+  new MutationObserver(look).observe(document, { childList: true, subtree: true });
+})();
+"""
+
+
+def _ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.0f} ms"
+
+
+def _range(xs: list[float]) -> str:
+    return f"[{min(xs):.0f}-{max(xs):.0f}], {len(xs)} runs"
+
+
+def _get(client: httpx.Client, path: str) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    r = client.get(path)
+    size = len(r.content)
+    elapsed = (time.perf_counter() - t0) * 1e3
+    if r.status_code != 200 or not r.json()["buckets"]:
+        raise BenchError(f"GET {path}: {r.status_code} {r.text[:200]}")
+    return elapsed, size
+
+
+def settle(hub: Hub, total: int) -> None:
+    """Wait until the Hub's start-up work is done (every project's rows built, the search index
+    built): what it does once, not what a page costs."""
+    with httpx.Client(base_url=hub.url, timeout=60, headers={"Authorization": f"Bearer {hub.token}"}) as c:
+        deadline = time.monotonic() + 900
+        while c.get("/api/rows").json()["total"] != total or c.get("/api/search/status").json()["updating"]:
+            if time.monotonic() > deadline:
+                raise BenchError("the Hub did not finish its start-up work in 15 minutes")
+            time.sleep(0.5)
+
+
+def bench_api(hub: Hub, runs: int, t: Table) -> None:
+    with httpx.Client(base_url=hub.url, timeout=60, headers={"Authorization": f"Bearer {hub.token}"}) as c:
+        first = {by: _get(c, path) for by, path in PATHS.items()}
+        for by, path in PATHS.items():
+            warm = [_get(c, path)[0] for _ in range(runs)]
+            t.add(f"GET {path}, the first after the Hub started", f"{first[by][0]:.0f} ms", "nothing held yet")
+            t.add(f"GET {path}, warm (median)", _ms(warm), f"{_range(warm)}; {first[by][1] / 1024:.0f} KiB")
+
+
+def bench_browser(hub: Hub, runs: int, t: Table) -> None:
+    if missing() is not None:
+        t.add("Chromium", "skipped", missing() or "")
+        return
+    with launched() as browser:
+        for width in (1400, 760):
+            in_dom, painted, loaded = [], [], []
+            for _ in range(runs):
+                context = browser.new_context(viewport={"width": width, "height": 900})
+                try:
+                    page = context.new_page()
+                    errors: list[str] = []
+                    page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+                    page.add_init_script(OBSERVER)
+                    page.goto(f"{hub.login_url}#usage")
+                    page.wait_for_function("() => window.__painted !== null", timeout=60_000)
+                    if errors or not page.locator("#chart-day svg .bar").count():
+                        raise BenchError(f"the page drew no chart; errors: {errors}")
+                    in_dom.append(page.evaluate("window.__charts"))
+                    painted.append(page.evaluate("window.__painted"))
+                    loaded.append(
+                        page.evaluate("performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+                    )
+                finally:
+                    context.close()
+            over = "" if statistics.median(painted) < BUDGET_MS else "   <-- over the budget"
+            t.add(f"Chromium {width} px: navigation to the page's scripts run (DOMContentLoaded, median)", _ms(loaded),
+                  f"{_range(loaded)}; the floor: the page and its scripts, no data")  # fmt: skip
+            t.add(f"Chromium {width} px: navigation to both charts in the DOM (median)", _ms(in_dom), _range(in_dom))
+            t.add(f"Chromium {width} px: navigation to both charts painted (median)", _ms(painted),
+                  f"{_range(painted)}; budget: under {BUDGET_MS:.0f} ms{over}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m stress.bench_usage_page", description=__doc__.split("\n")[0])
+    ap.add_argument("--transcripts", type=int, default=10_000)
+    ap.add_argument("--projects", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--corpus", metavar="DIR", help="a corpus stress.corpus wrote (kept); default: a new one")
+    add_json_option(ap)
+    args = ap.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="c3usagepage-"))
+    try:
+        if args.corpus:
+            found = Corpus.load(Path(args.corpus))
+            if found is None:
+                raise SystemExit(f"{args.corpus}: no corpus there (python -m stress.corpus DIR writes one)")
+            corpus = found
+        else:
+            corpus = generate(root, transcripts=args.transcripts, projects=args.projects, big_sizes=False)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
+        env.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(root / "c3home"), HOME=str(root),
+                   PYTHONPATH=str(REPO))  # fmt: skip
+        for p in corpus.project_dirs:  # registered, their usage accounted (the timelines written)
+            shutil.rmtree(Path(p, ".c3"), ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "c3async", "sessions", "--project", p], env=env, cwd=str(root),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "c3async", "usage", "--all"], env=env, cwd=str(root),
+                       stdout=subprocess.DEVNULL, check=True)  # fmt: skip
+        accounted = time.perf_counter() - t0
+        t = Table("bench_usage_page")
+        t.section(
+            f"the Hub's Usage page: {corpus.files:,} sessions in {len(corpus.project_dirs)} projects "
+            f"(accounted in {accounted:.0f} s), {len(os.sched_getaffinity(0))} cores, "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
+        hub = Hub(env, root)
+        try:
+            settle(hub, corpus.files)
+            bench_api(hub, args.runs, t)
+            bench_browser(hub, args.runs, t)
+        finally:
+            hub.stop()
+        t.done(args.json)
+        return 0
+    except (BenchError, httpx.HTTPError, subprocess.CalledProcessError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
