@@ -124,7 +124,9 @@ def test_since_bounds_the_chart(world):
 
 
 def test_windows_by_the_rule_when_nothing_was_reported(world):
-    five, week = usage(by="window")["windows"]
+    data = usage(by="window")
+    assert data["refusals"] == []  # none recorded in these transcripts
+    five, week = data["windows"]
     assert (five["window"], week["window"]) == ("five_hour", "seven_day")
     assert five["used"] is None and five["samples"] == 0 and five["runway"] is None  # unknown, not 0
     assert five["rule"] == "ccusage" and five["output"] == 350  # the window holding now: from three hours ago

@@ -190,7 +190,17 @@ function drawWindows(data) {
         : "no usage counted in a current window" }),
       el("p", { class: "window-line runway", text: runwayText(w) }),
       el("p", { class: "window-line", text: w.resets_at ? `counted in it: ${exact(w)}` : "" }));
-  }));
+  }), ...refusals(data.refusals || []));
+}
+
+// Usage-limit refusals the transcripts recorded (the newest the accounting kept): as text only.
+function refusals(rows) {
+  if (!rows.length) return [];
+  const iso = t => new Date(t * 1000).toISOString();
+  return [el("div", { class: "refusals" }, el("b", { text: `Refused at the limit (${rows.length})` }),
+    el("ul", {}, ...rows.slice(-20).reverse().map(r => el("li", { "data-session": r.session || "",
+      text: `${clock(iso(r.t))}: the ${r.window || "unknown"} window, resets ${r.resets_at ? clock(iso(r.resets_at)) : "unknown"}`
+        + ` · ${(r.project || "").split("/").pop()} · session ${(r.session || "").slice(0, 8)}` }))))];
 }
 
 function drawBurn(data) {
