@@ -25,8 +25,8 @@ import urllib.request
 import uuid
 
 from .harness import Result
-from .hostile_classes import _probe
 from .hostile_usage import HOUR, SECRET, _rows_in_range, _usage_line
+from .probe import probe as _probe
 
 CLASS = "the Hub's Usage page fed hostile input"
 MARKUP = "<img src=x onerror=alert(1)>"  # a directory name: no slash
