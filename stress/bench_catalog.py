@@ -68,10 +68,14 @@ with open(report, "w") as f:
 
 def run_child(argv: list[str], env: dict[str, str]) -> Run:
     """Run a command to completion: its wall time (spawn to exit) and its own peak RSS."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r", suffix=".txt") as report:
-        wrapper = subprocess.run([sys.executable, "-S", "-c", _WRAPPER, report.name, *argv],
-                                 stdout=out, stderr=err, env=env, check=False)
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r", suffix=".txt") as report,
+    ):
+        wrapper = subprocess.run(
+            [sys.executable, "-S", "-c", _WRAPPER, report.name, *argv], stdout=out, stderr=err, env=env, check=False
+        )
         out.seek(0)
         err.seek(0)
         try:
@@ -125,9 +129,13 @@ def installed_copy_differs() -> str | None:
     """The whole-process figures measure the installed package: say so when it is not this
     checkout's code (run `pip install .` again after a change)."""
     repo = Path(__file__).resolve().parents[1] / "c3async"
-    out = subprocess.run([sys.executable, "-c", "import c3async, os; print(os.path.dirname(c3async.__file__))"],
-                         capture_output=True, text=True, cwd="/", env={k: v for k, v in os.environ.items()
-                                                                        if k != "PYTHONPATH"})
+    out = subprocess.run(
+        [sys.executable, "-c", "import c3async, os; print(os.path.dirname(c3async.__file__))"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     installed = Path(out.stdout.strip())
     if not out.stdout.strip() or installed.resolve() == repo.resolve():
         return None
@@ -208,9 +216,12 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     sizes = sorted(e["size"] for e in corpus.expected.values())
     t.section("corpus")
     t.add("transcripts / projects", f"{corpus.files} / {len(projects)}")
-    t.add("total size", f"{corpus.total_bytes / MiB:.1f} MiB",
-          f"[median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB, "
-          f"{sum(e['big'] for e in corpus.expected.values())} of 20-60 MiB]")
+    t.add(
+        "total size",
+        f"{corpus.total_bytes / MiB:.1f} MiB",
+        f"[median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB, "
+        f"{sum(e['big'] for e in corpus.expected.values())} of 20-60 MiB]",
+    )
     t.add("corpus generation", "reused" if reused else f"{corpus.seconds:.1f} s", f"({root})")
     t.add("command", " ".join(os.path.basename(c) for c in cmd) + " sessions --all --json")
     stale = installed_copy_differs()
@@ -220,8 +231,9 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     # Register every project, the way a user would (this also warms the page cache).
     print("registering projects ...", file=sys.stderr)
     for p in projects:
-        check(run_child([*cmd, "sessions", "--project", p, "--json"], env), f"register {p}",
-              min(NEWEST, per_project[p]))
+        check(
+            run_child([*cmd, "sessions", "--project", p, "--json"], env), f"register {p}", min(NEWEST, per_project[p])
+        )
 
     # ---- whole process
     print("whole-process listings ...", file=sys.stderr)
@@ -276,9 +288,12 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     t.add("cached listing, in-process (list_rows_sync)", *median_range(cached_in))
     t.add("peak RSS, cold whole process", *median_range([r.maxrss for r in cold], "MiB", MiB, 1))
     t.add("peak RSS, cached whole process", *median_range([r.maxrss for r in cached], "MiB", MiB, 1))
-    t.add("bytes read per transcript opened, cold", f"{cold_bytes / max(1, cold_read) / KiB:.1f} KiB",
-          f"[{cold_read} of {cold_examined} files opened, {cold_bytes / MiB:.1f} MiB of "
-          f"{corpus.total_bytes / MiB:.1f} MiB = {100 * cold_bytes / corpus.total_bytes:.1f}%]")
+    t.add(
+        "bytes read per transcript opened, cold",
+        f"{cold_bytes / max(1, cold_read) / KiB:.1f} KiB",
+        f"[{cold_read} of {cold_examined} files opened, {cold_bytes / MiB:.1f} MiB of "
+        f"{corpus.total_bytes / MiB:.1f} MiB = {100 * cold_bytes / corpus.total_bytes:.1f}%]",
+    )
     t.add("bytes read, cached", f"{cached_bytes} B", f"[{cached_read} files opened]")
 
     # ---- ground truth
@@ -298,8 +313,9 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     t.add("first prompts right (first 200 chars)", f"{len(fp_ok)}/{len(rows)}")
     t.add("branches right (last gitBranch)", f"{len(br_ok)}/{len(rows)}")
     right = {r["id"] for r in title_ok}
-    mismatches = [(r["id"], r["title"], truth[r["id"]]["title"], truth[r["id"]]["kind"])
-                  for r in titled if r["id"] not in right]
+    mismatches = [
+        (r["id"], r["title"], truth[r["id"]]["title"], truth[r["id"]]["kind"]) for r in titled if r["id"] not in right
+    ]
     if unknown:
         mismatches += [(sid, "?", "(not in the corpus)", "") for sid in unknown[:3]]
 
@@ -314,8 +330,9 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
         t.add("comparison with the Agent SDK", "skipped", "(claude_agent_sdk is not importable)")
     else:
         print("Agent SDK listings ...", file=sys.stderr)
-        script = ("import sys, claude_agent_sdk as s\n"
-                  "print(sum(len(s.list_sessions(directory=p)) for p in sys.argv[1:]))")
+        script = (
+            "import sys, claude_agent_sdk as s\nprint(sum(len(s.list_sessions(directory=p)) for p in sys.argv[1:]))"
+        )
         sdk_runs = [run_child([sys.executable, "-c", script, *projects], env) for _ in range(R)]
         sdk_import = [run_child([sys.executable, "-c", "import claude_agent_sdk"], env).wall for _ in range(R)]
         sdk_in, sdk_infos = [], []
@@ -328,8 +345,9 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
         sdk_rows = int(sdk_ok[0].out.strip()) if sdk_ok else -1
         by_id = {i.session_id: i for i in sdk_infos}
         # Over the sessions we listed (the same set unless a project has more than NEWEST).
-        sdk_titles = sum(1 for r in titled if r["id"] in by_id
-                         and by_id[r["id"]].custom_title == truth[r["id"]]["title"])
+        sdk_titles = sum(
+            1 for r in titled if r["id"] in by_id and by_id[r["id"]].custom_title == truth[r["id"]]["title"]
+        )
         sdk_missing = [r["id"] for r in rows if r["id"] not in by_id]
         med = statistics.median
         t.add("SDK listing, whole process (python -c 'import claude_agent_sdk ...')", *median_range(sdk_wall))
@@ -362,10 +380,14 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
             if grows and grows[0]["title"] != gtruth["title"]:
                 mismatches.append((grows[0]["id"], grows[0]["title"], gtruth["title"], "2 GB"))
             giant_runs.append(run)
-        t.section(f"one project, one 2 GB transcript ({os.stat(gpath).st_size / GiB:.2f} GiB, "
-                  f"{allocated / MiB:.1f} MiB allocated: a zero-filled hole between a real head and tail)")
-        t.add("cold listing, whole process (c3async sessions --project P --json)",
-              *median_range([r.wall for r in giant_runs]))
+        t.section(
+            f"one project, one 2 GB transcript ({os.stat(gpath).st_size / GiB:.2f} GiB, "
+            f"{allocated / MiB:.1f} MiB allocated: a zero-filled hole between a real head and tail)"
+        )
+        t.add(
+            "cold listing, whole process (c3async sessions --project P --json)",
+            *median_range([r.wall for r in giant_runs]),
+        )
         t.add("peak RSS, cold whole process", *median_range([r.maxrss for r in giant_runs], "MiB", MiB, 1))
     finally:
         shutil.rmtree(giant_root, ignore_errors=True)  # the 2 GB file goes, kept corpus or not

@@ -104,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         start = datetime.now(UTC) - timedelta(days=30)
         chain = cleared_chain(config / "projects" / claude_slug(str(chained)), str(chained), args.links, start=start)
         clear_hooks(str(chained), chain)  # a fact that reaches past the newest 200
-        titled_sessions(config / "projects" / claude_slug(str(titled)), str(titled), args.titled,
-                        args.title_kb * 1000, start=start)
+        titled_sessions(
+            config / "projects" / claude_slug(str(titled)), str(titled), args.titled, args.title_kb * 1000, start=start
+        )
         rows = []
         for p in (chained, titled):
             _run(

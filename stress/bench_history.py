@@ -127,11 +127,20 @@ class Run:
 
 
 def run_child(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Run:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
-            tempfile.NamedTemporaryFile("r", suffix=".txt") as report:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r", suffix=".txt") as report,
+    ):
         t0 = time.time()
-        wrapper = subprocess.run([sys.executable, "-S", "-c", _WRAPPER, report.name, *argv],
-                                 stdout=out, stderr=err, env=env, cwd=cwd, check=False)
+        wrapper = subprocess.run(
+            [sys.executable, "-S", "-c", _WRAPPER, report.name, *argv],
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            check=False,
+        )
         t1 = time.time()
         out.seek(0)
         err.seek(0)
@@ -289,11 +298,17 @@ class Checker:
             n_stale += want["stale"] is not None
             n_note += want["note"] is not None
             n_live += sid in want_live
-        self.lines.append((what, "OK" if not problems else f"{len(problems)} DIFFERENCES",
-                           f"({len(rows)} rows: {n_marked} marked, {n_stale} stale, {n_note} with a note, "
-                           f"{n_live} live; fold of {len(acts)} activity rows, marks on {len(marks)} ids"
-                           + (f"; {len(unsure)} at the window's edge, not judged" if unsure else "")
-                           + (f"; {len(woken)} live only after a week of silence" if woken else "") + ")"))
+        self.lines.append(
+            (
+                what,
+                "OK" if not problems else f"{len(problems)} DIFFERENCES",
+                f"({len(rows)} rows: {n_marked} marked, {n_stale} stale, {n_note} with a note, "
+                f"{n_live} live; fold of {len(acts)} activity rows, marks on {len(marks)} ids"
+                + (f"; {len(unsure)} at the window's edge, not judged" if unsure else "")
+                + (f"; {len(woken)} live only after a week of silence" if woken else "")
+                + ")",
+            )
+        )
         self.problems += [f"{what}: {p}" for p in problems[:10]]
 
     def live(self, what: str, proj: Proj, entries: list[dict] | None, run_started: float, run_ended: float) -> None:
@@ -310,12 +325,18 @@ class Checker:
         got = {e.get("host_session_id") for e in entries if e.get("live")} - unsure
         want = (set(live_b) | beats) - unsure
         ok = got == want
-        self.lines.append((what, "OK" if ok else "DIFFERENT",
-                           f"({len(got)} live sessions, the fold says {len(want)}; "
-                           f"{len(set(want) & set(proj.ids))} of them with a transcript here)"))
+        self.lines.append(
+            (
+                what,
+                "OK" if ok else "DIFFERENT",
+                f"({len(got)} live sessions, the fold says {len(want)}; "
+                f"{len(set(want) & set(proj.ids))} of them with a transcript here)",
+            )
+        )
         if not ok:
-            self.problems.append(f"{what}: live only per c3async {sorted(got - want)[:3]}, "
-                                 f"only per the fold {sorted(want - got)[:3]}")
+            self.problems.append(
+                f"{what}: live only per c3async {sorted(got - want)[:3]}, only per the fold {sorted(want - got)[:3]}"
+            )
 
 
 def _short(v):
@@ -369,8 +390,9 @@ async def _wait_idle(pid: int, window: float = 0.3, quiet: int = 2, limit: float
     return time.perf_counter() - started, proc.memory_info().rss
 
 
-async def server_run(proj: Proj, env: dict[str, str], calls: int, failures: list[str], errlog,
-                     into: list[ServerRun]) -> None:
+async def server_run(
+    proj: Proj, env: dict[str, str], calls: int, failures: list[str], errlog, into: list[ServerRun]
+) -> None:
     """One server: its figures go to ``into`` as soon as they exist (a server that fails later
     keeps its start-up figures)."""
     import psutil
@@ -378,8 +400,12 @@ async def server_run(proj: Proj, env: dict[str, str], calls: int, failures: list
 
     host = max(proj.ids, key=lambda s: proj.mtimes[s])
     cmd = c3async_command()
-    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "serve"], cwd=proj.path,
-                                   env=dict(env, CLAUDE_PROJECT_DIR=proj.path, CLAUDE_CODE_SESSION_ID=host))
+    params = StdioServerParameters(
+        command=cmd[0],
+        args=[*cmd[1:], "serve"],
+        cwd=proj.path,
+        env=dict(env, CLAUDE_PROJECT_DIR=proj.path, CLAUDE_CODE_SESSION_ID=host),
+    )
     run = ServerRun()
     into.append(run)
     before = {c.pid for c in psutil.Process().children(recursive=True)}
@@ -473,8 +499,10 @@ def bench(args: argparse.Namespace, root: Path) -> int:
 
     for p in projects:
         if project_root(p.path) != p.path:
-            print(f"FAILED: {p.path} belongs to the project {project_root(p.path)}: use another --keep DIR",
-                  file=sys.stderr)
+            print(
+                f"FAILED: {p.path} belongs to the project {project_root(p.path)}: use another --keep DIR",
+                file=sys.stderr,
+            )
             return 1
 
     def listing(p: Proj) -> list[str]:
@@ -486,21 +514,33 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     def pairs(fn: Callable[[Proj, int], object]) -> None:
         """R runs of fn for each project, interleaved (empty, full; then full, empty; ...)."""
         for i in range(R):
-            for p in (projects if i % 2 == 0 else projects[::-1]):
+            for p in projects if i % 2 == 0 else projects[::-1]:
                 fn(p, i)
 
     sizes = sorted(e["size"] for e in corpus.expected.values())
     t.section("setup")
-    t.add("transcripts per project", f"{corpus.files}",
-          f"({full.bytes / MiB:.1f} MiB; median {sizes[len(sizes) // 2] / 1024:.0f} KiB, "
-          f"largest {sizes[-1] / MiB:.1f} MiB; two projects, same bytes, different ids)")
-    t.add("corpus", "reused" if reused else f"generated in {corpus.seconds:.1f} s",
-          f"(copied twice in {clone_s:.1f} s; {root})")
-    t.add("full project: .c3/activity.jsonl", f"{plan.rows:,} rows",
-          f"({plan.activity_bytes / MB:.1f} MB; " + ", ".join(f"{k} {v:,}" for k, v in plan.kinds.items()) + ")")
-    t.add("full project: .c3/session_marks.jsonl", f"{plan.marks:,} marks",
-          f"({plan.marks_bytes / MB:.1f} MB; {plan.phantoms:,} phantom sessions in the hooks, "
-          f"{len(plan.live_planned)} sessions active minutes ago; written in {plan.seconds:.1f} s)")
+    t.add(
+        "transcripts per project",
+        f"{corpus.files}",
+        f"({full.bytes / MiB:.1f} MiB; median {sizes[len(sizes) // 2] / 1024:.0f} KiB, "
+        f"largest {sizes[-1] / MiB:.1f} MiB; two projects, same bytes, different ids)",
+    )
+    t.add(
+        "corpus",
+        "reused" if reused else f"generated in {corpus.seconds:.1f} s",
+        f"(copied twice in {clone_s:.1f} s; {root})",
+    )
+    t.add(
+        "full project: .c3/activity.jsonl",
+        f"{plan.rows:,} rows",
+        f"({plan.activity_bytes / MB:.1f} MB; " + ", ".join(f"{k} {v:,}" for k, v in plan.kinds.items()) + ")",
+    )
+    t.add(
+        "full project: .c3/session_marks.jsonl",
+        f"{plan.marks:,} marks",
+        f"({plan.marks_bytes / MB:.1f} MB; {plan.phantoms:,} phantom sessions in the hooks, "
+        f"{len(plan.live_planned)} sessions active minutes ago; written in {plan.seconds:.1f} s)",
+    )
     t.add("empty project", "no activity log, no marks")
     t.add("command", " ".join(os.path.basename(c) for c in cmd) + " sessions --project P --json")
     stale = installed_copy_differs()
@@ -577,8 +617,9 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     check = Checker()
     for p in projects:
         last = cached[p.name][-1]
-        check.listing(f"{p.name}: cached listing vs the fold", p, rows_of(last, f"{p.name}: check"),
-                      last.started, last.ended)
+        check.listing(
+            f"{p.name}: cached listing vs the fold", p, rows_of(last, f"{p.name}: check"), last.started, last.ended
+        )
     run = run_child([*cmd, "live", "--project", full.path, "--json"], env)
     check.live("full: c3async live --json vs the fold", full, rows_of(run, "full: live --json"), run.started, run.ended)
 
@@ -591,7 +632,7 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     async def all_servers() -> str:
         with tempfile.TemporaryFile("w+") as errlog:
             for i in range(max(1, args.servers)):
-                for p in (projects if i % 2 == 0 else projects[::-1]):
+                for p in projects if i % 2 == 0 else projects[::-1]:
                     try:
                         await server_run(p, env, max(1, args.calls), failures, errlog, servers[p.name])
                     except Exception as exc:
@@ -624,11 +665,17 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     pairs(append_then_in)
     for p in projects:  # after the appends: a fresh whole-process listing, checked
         run = run_child(listing(p), env)
-        check.listing(f"{p.name}: listing after {2 * R} appends vs the fold", p,
-                      rows_of(run, f"{p.name}: check after appends", len(p.ids)), run.started, run.ended)
+        check.listing(
+            f"{p.name}: listing after {2 * R} appends vs the fold",
+            p,
+            rows_of(run, f"{p.name}: check after appends", len(p.ids)),
+            run.started,
+            run.ended,
+        )
     run = run_child([*cmd, "live", "--project", full.path, "--json"], env)
-    check.live("full: c3async live --json after the appends", full, rows_of(run, "full: live --json"),
-               run.started, run.ended)
+    check.live(
+        "full: c3async live --json after the appends", full, rows_of(run, "full: live --json"), run.started, run.ended
+    )
     for p in projects:  # this process's folds (kept in memory, if the code keeps them) too
         t_0 = time.time()
         rows = rows_in(p)
@@ -642,8 +689,13 @@ def bench(args: argparse.Namespace, root: Path) -> int:
         done = rewrite(full.path, full.ids, rw_rng, how)
         run = run_child(listing(full), env)
         rewrites.append((done, run))
-        check.listing(f"full: logs {how}, listing", full, rows_of(run, f"full: listing, logs {how}", len(full.ids)),
-                      run.started, run.ended)
+        check.listing(
+            f"full: logs {how}, listing",
+            full,
+            rows_of(run, f"full: listing, logs {how}", len(full.ids)),
+            run.started,
+            run.ended,
+        )
         t_0 = time.time()
         rows = rows_in(full)
         check.listing(f"full: logs {how}, in-process listing", full, rows, t_0, time.time())
@@ -682,26 +734,38 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     final_stats = rows_of(run_child(stats_cmd, env), "stats after ccusage") or []
 
     # ---- the table
-    def pair_rows(label: str, runs: dict[str, list[Run]], budget_ratio: float | None = None,
-                  budget_rss: float | None = None) -> None:
+    def pair_rows(
+        label: str, runs: dict[str, list[Run]], budget_ratio: float | None = None, budget_rss: float | None = None
+    ) -> None:
         e, f = [r.wall for r in runs["empty"]], [r.wall for r in runs["full"]]
         t.add(f"{label}: empty logs", *secs(e))
         t.add(f"{label}: full logs", *secs(f))
         x = ratio(f, e)
-        t.add("  ratio full / empty", f"{x:.2f}x",
-              f"(budget at most {budget_ratio}x: {verdict(x <= budget_ratio)})" if budget_ratio else "")
+        t.add(
+            "  ratio full / empty",
+            f"{x:.2f}x",
+            f"(budget at most {budget_ratio}x: {verdict(x <= budget_ratio)})" if budget_ratio else "",
+        )
         re_, rf = [r.maxrss for r in runs["empty"]], [r.maxrss for r in runs["full"]]
         t.add("  peak RSS, empty logs", *mib(re_))
         t.add("  peak RSS, full logs", *mib(rf))
         d = med(rf) - med(re_)
-        t.add("  peak RSS, full minus empty", f"{d / MiB:+.1f} MiB",
-              f"(budget at most +20 MB: {verdict(d <= budget_rss)})" if budget_rss else "")
+        t.add(
+            "  peak RSS, full minus empty",
+            f"{d / MiB:+.1f} MiB",
+            f"(budget at most +20 MB: {verdict(d <= budget_rss)})" if budget_rss else "",
+        )
         ce, cf = [r.rchar for r in runs["empty"]], [r.rchar for r in runs["full"]]
         if min(ce + cf) >= 0:
-            t.add("  bytes read (rchar), empty / full", f"{med(ce) / MB:.2f} / {med(cf) / MB:.2f} MB",
-                  f"(full minus empty: {(med(cf) - med(ce)) / MB:+.2f} MB)")
+            t.add(
+                "  bytes read (rchar), empty / full",
+                f"{med(ce) / MB:.2f} / {med(cf) / MB:.2f} MB",
+                f"(full minus empty: {(med(cf) - med(ce)) / MB:+.2f} MB)",
+            )
 
-    t.section("first listing after the logs were written (.c3/cache deleted: catalog scan, first full fold; one run each)")
+    t.section(
+        "first listing after the logs were written (.c3/cache deleted: catalog scan, first full fold; one run each)"
+    )
     for p in projects:
         r = first[p.name]
         t.add(f"{p.name} logs", f"{r.wall:.3f} s", f"(peak RSS {r.maxrss / MiB:.1f} MiB, read {r.rchar / MB:.1f} MB)")
@@ -713,29 +777,41 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     t.add("empty logs", *secs(inproc["empty"]))
     t.add("full logs", *secs(inproc["full"]))
     t.add("  ratio full / empty", f"{ratio(inproc['full'], inproc['empty']):.2f}x")
-    t.add("  bytes read, empty / full", f"{med(inproc_read['empty']) / MB:.2f} / {med(inproc_read['full']) / MB:.2f} MB")
+    t.add(
+        "  bytes read, empty / full", f"{med(inproc_read['empty']) / MB:.2f} / {med(inproc_read['full']) / MB:.2f} MB"
+    )
 
     per_round_a = med([a for a, _ in appended]) if appended else 0
     per_round_m = med([m for _, m in appended]) if appended else 0
-    t.section(f"right after appending {APPEND_ROWS:,} activity rows and {APPEND_MARKS} marks "
-              f"(~{per_round_a / 1e3:.0f} KB + {per_round_m / 1e3:.0f} KB, a new batch before each run, both projects)")
+    t.section(
+        f"right after appending {APPEND_ROWS:,} activity rows and {APPEND_MARKS} marks "
+        f"(~{per_round_a / 1e3:.0f} KB + {per_round_m / 1e3:.0f} KB, a new batch before each run, both projects)"
+    )
     pair_rows("listing, whole process", after)
     t.add("listing, in-process: empty logs", *secs(after_in["empty"]))
     t.add("listing, in-process: full logs", *secs(after_in["full"]))
     t.add("  ratio full / empty", f"{ratio(after_in['full'], after_in['empty']):.2f}x")
-    t.add("  bytes read, empty / full", f"{med(after_in_read['empty']) / MB:.2f} / {med(after_in_read['full']) / MB:.2f} MB",
-          "(an incremental fold reads about what was appended)")
+    t.add(
+        "  bytes read, empty / full",
+        f"{med(after_in_read['empty']) / MB:.2f} / {med(after_in_read['full']) / MB:.2f} MB",
+        "(an incremental fold reads about what was appended)",
+    )
 
     t.section("logs changed under the folds, then appended to (full project; one listing each, whole process)")
     for done, run in rewrites:
-        t.add(f"listing after the logs were {done.split(':')[0]}", f"{run.wall:.3f} s",
-              f"(peak RSS {run.maxrss / MiB:.1f} MiB, read {run.rchar / MB:.1f} MB; {done.split(': ', 1)[1]})")
+        t.add(
+            f"listing after the logs were {done.split(':')[0]}",
+            f"{run.wall:.3f} s",
+            f"(peak RSS {run.maxrss / MiB:.1f} MiB, read {run.rchar / MB:.1f} MB; {done.split(': ', 1)[1]})",
+        )
 
     t.section("c3async live --project P, whole process")
     pair_rows("c3async live", live_runs)
 
-    t.section(f"c3async serve over stdio ({max(1, args.servers)} servers per project; "
-              f"{max(1, args.calls)} warm c3_session list calls each)")
+    t.section(
+        f"c3async serve over stdio ({max(1, args.servers)} servers per project; "
+        f"{max(1, args.calls)} warm c3_session list calls each)"
+    )
     for name in ("empty", "full"):
         started_ok = [s for s in servers[name] if s.init > 0]
         if not started_ok:
@@ -751,8 +827,11 @@ def bench(args: argparse.Namespace, root: Path) -> int:
             t.add(f"{name} logs: idle RSS (after the warm-up)", *mib(idle))
         warm = [x for s in started_ok for x in s.warm]
         if warm:
-            t.add(f"{name} logs: list, warm", f"{med(warm) * 1e3:.1f} ms",
-                  f"[p90 {pct(warm, 90) * 1e3:.1f}, max {max(warm) * 1e3:.1f}, min {min(warm) * 1e3:.1f}; {len(warm)} calls]")
+            t.add(
+                f"{name} logs: list, warm",
+                f"{med(warm) * 1e3:.1f} ms",
+                f"[p90 {pct(warm, 90) * 1e3:.1f}, max {max(warm) * 1e3:.1f}, min {min(warm) * 1e3:.1f}; {len(warm)} calls]",
+            )
         else:
             t.add(f"{name} logs: list, warm", "no answer", "(see FAILED below)")
     e_runs = [s for s in servers["empty"] if s.warm]
@@ -766,13 +845,20 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     t.add("first pass, caches removed (c3async stats --project P --json)", *secs([r.wall for r in tok_first]))
     t.add("  peak RSS", *mib([r.maxrss for r in tok_first]))
     first_read = med([r.rchar for r in tok_first])
-    t.add("  bytes read (rchar)", f"{first_read / MB:.1f} MB",
-          "" if first_read >= full.bytes else
-          f"(less than the transcripts' {full.bytes / MB:.0f} MB: a cache this benchmark does not know of was kept?)")
+    t.add(
+        "  bytes read (rchar)",
+        f"{first_read / MB:.1f} MB",
+        ""
+        if first_read >= full.bytes
+        else f"(less than the transcripts' {full.bytes / MB:.0f} MB: a cache this benchmark does not know of was kept?)",
+    )
     t.add("incremental pass, one response appended", *secs([r.wall for r in tok_incr]))
     t.add("  peak RSS", *mib([r.maxrss for r in tok_incr]))
-    t.add("  bytes read (rchar)", f"{med([r.rchar for r in tok_incr]) / MB:.2f} MB",
-          f"(appended {grown // max(1, R)} B per pass)")
+    t.add(
+        "  bytes read (rchar)",
+        f"{med([r.rchar for r in tok_incr]) / MB:.2f} MB",
+        f"(appended {grown // max(1, R)} B per pass)",
+    )
     tok_verdicts: list[tuple[str, str, str]] = []
     if args.ccusage and cc_runs:
         ok_runs = [r for r in cc_runs if r.rc == 0]
@@ -780,31 +866,48 @@ def bench(args: argparse.Namespace, root: Path) -> int:
             t.add("ccusage claude session --json --offline (same files)", *secs([r.wall for r in ok_runs]))
             t.add("  peak RSS", *mib([r.maxrss for r in ok_runs]))
             x = ratio([r.wall for r in tok_first], [r.wall for r in ok_runs])
-            t.add("  first pass / ccusage, wall", f"{x:.2f}x", f"(budget at most {BUDGET_TOKENS}x: {verdict(x <= BUDGET_TOKENS)})")
+            t.add(
+                "  first pass / ccusage, wall",
+                f"{x:.2f}x",
+                f"(budget at most {BUDGET_TOKENS}x: {verdict(x <= BUDGET_TOKENS)})",
+            )
             tok_verdicts.append(("first token accounting / ccusage", f"{x:.2f}x", verdict(x <= BUDGET_TOKENS)))
             xi = ratio([r.wall for r in tok_incr], [r.wall for r in ok_runs])
             t.add("  incremental pass / ccusage, wall", f"{xi:.2f}x")
         if cc_rows is not None:
             ours = {r["id"]: r for r in final_stats}
-            bad = [c["sessionId"] for c in cc_rows if c.get("sessionId") not in ours or (
-                ours[c["sessionId"]]["input"], ours[c["sessionId"]]["output"],
-                ours[c["sessionId"]]["cache_write_5m"] + ours[c["sessionId"]]["cache_write_1h"],
-                ours[c["sessionId"]]["cache_read"]) != (c["inputTokens"], c["outputTokens"],
-                                                         c["cacheCreationTokens"], c["cacheReadTokens"])]
-            diffs = [abs(ours[c["sessionId"]]["cost_usd"] - c["totalCost"]) for c in cc_rows if c.get("sessionId") in ours]
+            bad = [
+                c["sessionId"]
+                for c in cc_rows
+                if c.get("sessionId") not in ours
+                or (
+                    ours[c["sessionId"]]["input"],
+                    ours[c["sessionId"]]["output"],
+                    ours[c["sessionId"]]["cache_write_5m"] + ours[c["sessionId"]]["cache_write_1h"],
+                    ours[c["sessionId"]]["cache_read"],
+                )
+                != (c["inputTokens"], c["outputTokens"], c["cacheCreationTokens"], c["cacheReadTokens"])
+            ]
+            diffs = [
+                abs(ours[c["sessionId"]]["cost_usd"] - c["totalCost"]) for c in cc_rows if c.get("sessionId") in ours
+            ]
             t.add("  sessions: ccusage / ours", f"{len(cc_rows)} / {len(ours)}")
             t.add("  token totals differing from ccusage", f"{len(bad)}", f"(e.g. {bad[0]})" if bad else "")
             t.add("  cost difference, max per session", f"${max(diffs or [0]):.6f}")
             if bad or len(cc_rows) != len(ours):
-                failures.append(f"token totals differ from ccusage's for {len(bad)} sessions "
-                                f"({len(cc_rows)} sessions by ccusage, {len(ours)} by us)")
+                failures.append(
+                    f"token totals differ from ccusage's for {len(bad)} sessions "
+                    f"({len(cc_rows)} sessions by ccusage, {len(ours)} by us)"
+                )
         if cc_note:
             t.add("  ccusage", cc_note)
     else:
         t.add("ccusage comparison", "skipped", "(give --ccusage PATH)")
 
-    t.section("correctness: listings against the benchmark's own json.loads folds "
-              "(marks last-wins by ts; liveness: a start with no later end, a row in the last 20 min)")
+    t.section(
+        "correctness: listings against the benchmark's own json.loads folds "
+        "(marks last-wins by ts; liveness: a start with no later end, a row in the last 20 min)"
+    )
     for what, value, extra in check.lines:
         t.add(what, value, extra)
     failures += check.problems
@@ -812,26 +915,43 @@ def bench(args: argparse.Namespace, root: Path) -> int:
     t.section("budgets (issue 14; medians, reported, not asserted)")
     e, f = [r.wall for r in cached["empty"]], [r.wall for r in cached["full"]]
     x = ratio(f, e)
-    t.add("cached listing, whole process, full / empty", f"{x:.2f}x", f"at most {BUDGET_RATIO}x: {verdict(x <= BUDGET_RATIO)}")
+    t.add(
+        "cached listing, whole process, full / empty",
+        f"{x:.2f}x",
+        f"at most {BUDGET_RATIO}x: {verdict(x <= BUDGET_RATIO)}",
+    )
     d = med([r.maxrss for r in cached["full"]]) - med([r.maxrss for r in cached["empty"]])
-    t.add("cached listing, peak RSS, full minus empty", f"{d / MiB:+.1f} MiB", f"at most +20 MB: {verdict(d <= BUDGET_RSS)}")
+    t.add(
+        "cached listing, peak RSS, full minus empty",
+        f"{d / MiB:+.1f} MiB",
+        f"at most +20 MB: {verdict(d <= BUDGET_RSS)}",
+    )
     for name in ("empty", "full"):
         runs = [s for s in servers[name] if s.warm]
         if runs:
             m = med([x for s in runs for x in s.warm]) * 1e3
-            t.add(f"MCP list, warm, {name} logs", f"{m:.1f} ms", f"under {BUDGET_LIST_MS:.0f} ms: {verdict(m < BUDGET_LIST_MS)}")
+            t.add(
+                f"MCP list, warm, {name} logs",
+                f"{m:.1f} ms",
+                f"under {BUDGET_LIST_MS:.0f} ms: {verdict(m < BUDGET_LIST_MS)}",
+            )
     for label, value, v in tok_verdicts:
         t.add(label, value, f"at most {BUDGET_TOKENS}x: {v}")
     all_runs = [s for name in ("empty", "full") for s in servers[name] if s.init > 0]
     if all_runs:
         s0 = med([s.init for s in all_runs])
-        t.add("server start-up to initialize", f"{s0:.3f} s", f"under {BUDGET_STARTUP} s: {verdict(s0 < BUDGET_STARTUP)}")
+        t.add(
+            "server start-up to initialize", f"{s0:.3f} s", f"under {BUDGET_STARTUP} s: {verdict(s0 < BUDGET_STARTUP)}"
+        )
     idle_runs = [s for s in all_runs if s.rss > 0]
     if idle_runs:
         r0 = med([s.rss for s in idle_runs])
-        t.add("server idle RSS", f"{r0 / MiB:.1f} MiB",
-              f"under 80 MiB: {verdict(r0 < BUDGET_IDLE_RSS)} (issue 14 asks it with 1,000 transcripts: "
-              f"python -m stress.bench_server)")
+        t.add(
+            "server idle RSS",
+            f"{r0 / MiB:.1f} MiB",
+            f"under 80 MiB: {verdict(r0 < BUDGET_IDLE_RSS)} (issue 14 asks it with 1,000 transcripts: "
+            f"python -m stress.bench_server)",
+        )
 
     t.section("notes")
     t.add("figures", "median", f"[min–max] of {R} runs unless marked; empty and full interleaved")
@@ -867,15 +987,34 @@ def grow_transcript(proj: Proj, i: int) -> int:
     sid = max(proj.ids, key=lambda s: proj.mtimes[s])
     ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".000Z"
     msg_id, req = f"msg_01bench{uuid.uuid4().hex[:16]}", f"req_01bench{uuid.uuid4().hex[:16]}"
-    usage = {"input_tokens": 3, "cache_creation_input_tokens": 1200 + i, "cache_read_input_tokens": 40000,
-             "output_tokens": 90 + i, "cache_creation": {"ephemeral_5m_input_tokens": 1200 + i,
-                                                         "ephemeral_1h_input_tokens": 0}}
+    usage = {
+        "input_tokens": 3,
+        "cache_creation_input_tokens": 1200 + i,
+        "cache_read_input_tokens": 40000,
+        "output_tokens": 90 + i,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1200 + i, "ephemeral_1h_input_tokens": 0},
+    }
     lines = b""
     for block in ({"type": "text", "text": f"bench line {i}"}, {"type": "text", "text": "done"}):
-        line = {"parentUuid": None, "isSidechain": False, "type": "assistant", "uuid": str(uuid.uuid4()),
-                "timestamp": ts, "sessionId": sid, "cwd": proj.path, "version": "2.1.88", "requestId": req,
-                "message": {"id": msg_id, "model": "claude-opus-4-5-20251101", "role": "assistant",
-                            "type": "message", "content": [block], "usage": usage}}
+        line = {
+            "parentUuid": None,
+            "isSidechain": False,
+            "type": "assistant",
+            "uuid": str(uuid.uuid4()),
+            "timestamp": ts,
+            "sessionId": sid,
+            "cwd": proj.path,
+            "version": "2.1.88",
+            "requestId": req,
+            "message": {
+                "id": msg_id,
+                "model": "claude-opus-4-5-20251101",
+                "role": "assistant",
+                "type": "message",
+                "content": [block],
+                "usage": usage,
+            },
+        }
         lines += json.dumps(line, separators=(",", ":")).encode() + b"\n"
     with open(proj.folder / f"{sid}.jsonl", "ab") as f:
         f.write(lines)

@@ -78,7 +78,9 @@ CHANGED = """
   mo.observe(ul, { childList: true });
 })
 """
-CLICK_TIMED = "(sel) => { const p = (" + CHANGED + ")(performance.now()); document.querySelector(sel).click(); return p; }"
+CLICK_TIMED = (
+    "(sel) => { const p = (" + CHANGED + ")(performance.now()); document.querySelector(sel).click(); return p; }"
+)
 # Scroll to the end until every row is loaded; the longest frame meanwhile.
 SCROLL = """
 async ([total, step]) => {
@@ -113,9 +115,21 @@ def registry_entry(env: dict[str, str], session_id: str, cwd: Path) -> Iterator[
         folder = Path(env["CLAUDE_CONFIG_DIR"]) / "sessions"
         folder.mkdir(exist_ok=True)
         now_ms = time.time() * 1000
-        (folder / f"{proc.pid}.json").write_text(json.dumps({
-            "pid": proc.pid, "sessionId": session_id, "cwd": str(cwd), "procStart": ticks, "startedAt": now_ms,
-            "status": "waiting", "statusUpdatedAt": now_ms, "waitingFor": "dialog open", "kind": "interactive"}))
+        (folder / f"{proc.pid}.json").write_text(
+            json.dumps(
+                {
+                    "pid": proc.pid,
+                    "sessionId": session_id,
+                    "cwd": str(cwd),
+                    "procStart": ticks,
+                    "startedAt": now_ms,
+                    "status": "waiting",
+                    "statusUpdatedAt": now_ms,
+                    "waitingFor": "dialog open",
+                    "kind": "interactive",
+                }
+            )
+        )
         yield
     finally:
         proc.kill()
@@ -129,9 +143,15 @@ def fmt(values_s: list[float]) -> str:
 
 class Hub:
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "c3async", "hub", "--port", "0"], env=env, cwd=str(cwd),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "c3async", "hub", "--port", "0"],
+            env=env,
+            cwd=str(cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: list[str] = []
         self.port: int | None = None
         self.token: str | None = None
@@ -200,21 +220,28 @@ def bench_rows(hub: Hub, projects: list[str], total: int, runs: int, table: list
             if time.monotonic() > deadline:
                 raise BenchError(f"/api/rows counted {r.json()['total']} rows, not {total}")
             time.sleep(0.2)
-        cases = [("first page, all projects", {}), ("filter=likely", {"filter": "likely"}),
-                 ("q=retry (words)", {"q": "retry"}), ("sort=title", {"sort": "title", "order": "asc"}),
-                 (f"cursor={max(0, total - 200)} (deep)", {"cursor": str(max(0, total - 200)), "limit": "200"}),
-                 (f"project={Path(projects[0]).name}", {"project": projects[0]})]
+        cases = [
+            ("first page, all projects", {}),
+            ("filter=likely", {"filter": "likely"}),
+            ("q=retry (words)", {"q": "retry"}),
+            ("sort=title", {"sort": "title", "order": "asc"}),
+            (f"cursor={max(0, total - 200)} (deep)", {"cursor": str(max(0, total - 200)), "limit": "200"}),
+            (f"project={Path(projects[0]).name}", {"project": projects[0]}),
+        ]
         for label, params in cases:
             times = []
             for _ in range(runs):
                 t, r = timed_get(c, "/api/rows", params)
                 times.append(t)
             over = "" if statistics.median(times) * 1e3 < BUDGET_MS else "   <-- over the budget"
-            table.append((f"/api/rows {label} ({len(r.json()['rows'])} rows of {r.json()['total']}) x{runs}",
-                          fmt(times) + over))
+            table.append(
+                (f"/api/rows {label} ({len(r.json()['rows'])} rows of {r.json()['total']}) x{runs}", fmt(times) + over)
+            )
             if not params:
                 size = len(r.content) / 1024
-                table.append(("  its size", f"{size:8.0f} KiB" + ("" if size < BUDGET_KB else "   <-- over the budget")))
+                table.append(
+                    ("  its size", f"{size:8.0f} KiB" + ("" if size < BUDGET_KB else "   <-- over the budget"))
+                )
 
 
 def bench_api(hub: Hub, projects: list[str], total: int, runs: int, table: list[tuple[str, str]]) -> list[str]:
@@ -253,14 +280,15 @@ def bench_api(hub: Hub, projects: list[str], total: int, runs: int, table: list[
             detail.append(t)
         table.append((f"/api/sessions/{{id}}?project= (detail) x{len(detail)}", fmt(detail)))
         bare = []
-        for row in rows[:max(5, runs // 3)]:
+        for row in rows[: max(5, runs // 3)]:
             bare.append(timed_get(c, f"/api/sessions/{row['id']}")[0])
         table.append((f"/api/sessions/{{id}} without project x{len(bare)}", fmt(bare)))
     return [row["id"] for row in rows]
 
 
-def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]], env: dict[str, str],
-                  cwd: Path, scroll_px: int = 3000) -> None:
+def bench_browser(
+    hub: Hub, total: int, runs: int, table: list[tuple[str, str]], env: dict[str, str], cwd: Path, scroll_px: int = 3000
+) -> None:
     if missing() is not None:
         table.append(("browser", f"skipped: {missing()}"))
         return
@@ -296,9 +324,24 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
                 row = page.locator("#rows li").nth(run)
                 sid, project = row.get_attribute("data-id"), row.get_attribute("data-project")
                 t0 = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "c3async", "mark", "stale", sid, "--reason",
-                                       f"bench {run}", "--project", project], env=env, cwd=str(cwd),
-                                      capture_output=True, text=True)
+                proc = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "c3async",
+                        "mark",
+                        "stale",
+                        sid,
+                        "--reason",
+                        f"bench {run}",
+                        "--project",
+                        project,
+                    ],
+                    env=env,
+                    cwd=str(cwd),
+                    capture_output=True,
+                    text=True,
+                )
                 if proc.returncode != 0:
                     raise BenchError(f"mark: {proc.stderr}")
                 page.locator(f'#rows li[data-id="{sid}"] .chip.stale').wait_for(timeout=30_000)
@@ -313,16 +356,23 @@ def bench_browser(hub: Hub, total: int, runs: int, table: list[tuple[str, str]],
                     waiting.append(time.perf_counter() - t0)
             finally:
                 context.close()
-    table.append((f"Chromium 1400 px: navigation (the printed URL) to first rows painted x{runs}",
-                  fmt(first)))
+    table.append((f"Chromium 1400 px: navigation (the printed URL) to first rows painted x{runs}", fmt(first)))
     table.append((f"Chromium: filter change (Likely stale) to the new rows painted x{runs}", fmt(filt)))
     table.append((f"Chromium: sort change (Title) to the new rows painted x{runs}", fmt(sort)))
-    table.append((f"Chromium: scrolling to the end ({total} rows loaded, {scroll_px} px a frame): longest frame x{runs}",
-                  fmt(frames)))
+    table.append(
+        (
+            f"Chromium: scrolling to the end ({total} rows loaded, {scroll_px} px a frame): longest frame x{runs}",
+            fmt(frames),
+        )
+    )
     table.append(("  the whole scroll", fmt(scroll_s)))
     table.append(("  rows in the document at the end (the window drawn)", f"{statistics.median(drawn_rows):8.0f}"))
-    table.append((f"Chromium: JS heap with {total} rows loaded x{runs}",
-                  f"{statistics.median(heap) / 2**20:8.1f} MiB  [{min(heap) / 2**20:.1f}-{max(heap) / 2**20:.1f}]"))
+    table.append(
+        (
+            f"Chromium: JS heap with {total} rows loaded x{runs}",
+            f"{statistics.median(heap) / 2**20:8.1f} MiB  [{min(heap) / 2**20:.1f}-{max(heap) / 2**20:.1f}]",
+        )
+    )
     table.append((f"Chromium: a mark from the CLI to its row updated in the page x{runs}", fmt(update)))
     table.append((f"Chromium: a session starting to wait (registry file) to its row's pill x{runs}", fmt(waiting)))
 
@@ -345,13 +395,20 @@ def main(argv: list[str] | None = None) -> int:
         c3home = root / "c3home"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
         env.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(c3home), PYTHONPATH=str(REPO))
-        print(f"c3async Hub benchmark ({os.cpu_count()} cores): {corpus.files} transcripts in "
-              f"{len(corpus.project_dirs)} projects, {corpus.total_bytes / 2**20:.0f} MiB, generated in {gen_s:.1f} s")
+        print(
+            f"c3async Hub benchmark ({os.cpu_count()} cores): {corpus.files} transcripts in "
+            f"{len(corpus.project_dirs)} projects, {corpus.total_bytes / 2**20:.0f} MiB, generated in {gen_s:.1f} s"
+        )
         register = []
         for p in corpus.project_dirs:
             t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "c3async", "sessions", "--project", p, "--json"],
-                                  env=env, cwd=str(root), capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "c3async", "sessions", "--project", p, "--json"],
+                env=env,
+                cwd=str(root),
+                capture_output=True,
+                text=True,
+            )
             register.append(time.perf_counter() - t)
             if proc.returncode != 0:
                 print(f"error: registering {p} failed: {proc.stderr}", file=sys.stderr)
@@ -378,8 +435,11 @@ def main(argv: list[str] | None = None) -> int:
     t.section(f"the Hub ({os.cpu_count()} cores): {corpus.files} transcripts in {len(corpus.project_dirs)} projects")
     for label, value in table:
         t.add(label, value.strip())
-    t.add("budgets", f"a listing page warm < {BUDGET_MS:.0f} ms and < {BUDGET_KB:.0f} KB; first rows < 300 ms; "
-          "a filter or sort change < 150 ms; longest scroll frame < 50 ms; heap < 100 MB; a row change < 1 s")
+    t.add(
+        "budgets",
+        f"a listing page warm < {BUDGET_MS:.0f} ms and < {BUDGET_KB:.0f} KB; first rows < 300 ms; "
+        "a filter or sort change < 150 ms; longest scroll frame < 50 ms; heap < 100 MB; a row change < 1 s",
+    )
     t.done(args.json)
     return 0
 

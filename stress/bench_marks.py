@@ -62,12 +62,20 @@ def bench_fold(t: Table, project: str, n: int, runs: int) -> None:
     with open(path, "wb") as f:
         for i in range(n):
             op = rnd.choice(ops)
-            f.write(jsonl.encode_line(Mark(
-                ts=1.7e9 + i, id=rnd.choice(ids), op=op, by="agent",  # type: ignore[arg-type]
-                reason="superseded by the next branch" if op == "stale" else None,
-                summary="Hub tab done" if op == "note" else None,
-                next_steps="Desk segment next" if op == "note" else None, by_session=ids[0],
-            )))
+            f.write(
+                jsonl.encode_line(
+                    Mark(
+                        ts=1.7e9 + i,
+                        id=rnd.choice(ids),
+                        op=op,
+                        by="agent",  # type: ignore[arg-type]
+                        reason="superseded by the next branch" if op == "stale" else None,
+                        summary="Hub tab done" if op == "note" else None,
+                        next_steps="Desk segment next" if op == "note" else None,
+                        by_session=ids[0],
+                    )
+                )
+            )
     size = path.stat().st_size
     full = []
     for _ in range(runs):
@@ -90,8 +98,12 @@ def bench_appends(t: Table, tmp: Path, writers: int, per_writer: int) -> bool:
     path = tmp / f"appends-{writers}.jsonl"
     go = time.time() + 1.0 + writers * 0.03
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w), str(per_writer), str(go)],
-                              stdout=subprocess.PIPE, env=env) for w in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(w), str(per_writer), str(go)], stdout=subprocess.PIPE, env=env
+        )
+        for w in range(writers)
+    ]
     lat: list[float] = []
     for p in procs:
         out, _ = p.communicate(timeout=600)
@@ -102,9 +114,11 @@ def bench_appends(t: Table, tmp: Path, writers: int, per_writer: int) -> bool:
     batch = jsonl.read_all(path, Mark)
     tags = [m.by_session for m in batch.records]
     ok = len(tags) == writers * per_writer == len(set(tags)) and batch.skipped == 0
-    t.add(f"append, {writers} writer processes x {per_writer} marks",
-          f"p50 {_pct(lat, 50) * 1e3:.2f} ms, p99 {_pct(lat, 99) * 1e3:.2f} ms, max {max(lat) * 1e3:.2f} ms",
-          f"lost {writers * per_writer - len(set(tags))}, torn/skipped {batch.skipped}{'' if ok else '  <-- BROKEN'}")
+    t.add(
+        f"append, {writers} writer processes x {per_writer} marks",
+        f"p50 {_pct(lat, 50) * 1e3:.2f} ms, p99 {_pct(lat, 99) * 1e3:.2f} ms, max {max(lat) * 1e3:.2f} ms",
+        f"lost {writers * per_writer - len(set(tags))}, torn/skipped {batch.skipped}{'' if ok else '  <-- BROKEN'}",
+    )
     return ok
 
 

@@ -68,15 +68,36 @@ def write_big(project: str, config: str, size: int) -> Path:
     ts = "2026-11-20T10:00:00.000Z"
 
     def line(kind: str, body: dict) -> bytes:
-        base = {"type": kind, "sessionId": BIG_ID, "cwd": project, "gitBranch": "main", "timestamp": ts,
-                "uuid": f"{rng.getrandbits(128):032x}", "version": "2.1.332", "isSidechain": False}
+        base = {
+            "type": kind,
+            "sessionId": BIG_ID,
+            "cwd": project,
+            "gitBranch": "main",
+            "timestamp": ts,
+            "uuid": f"{rng.getrandbits(128):032x}",
+            "version": "2.1.332",
+            "isSidechain": False,
+        }
         return (json.dumps({**base, **body}, separators=(",", ":")) + "\n").encode()  # compact, as Claude Code writes
 
     def edit(name: str) -> bytes:
-        block = {"type": "tool_use", "id": f"toolu_{rng.getrandbits(64):x}", "name": "Edit",
-                 "input": {"file_path": f"{project}/src/{name}", "old_string": "a", "new_string": "b"}}
-        return line("assistant", {"message": {"id": f"msg_{rng.getrandbits(64):x}", "role": "assistant",
-                                              "model": "claude-opus-4-5", "content": [block]}})
+        block = {
+            "type": "tool_use",
+            "id": f"toolu_{rng.getrandbits(64):x}",
+            "name": "Edit",
+            "input": {"file_path": f"{project}/src/{name}", "old_string": "a", "new_string": "b"},
+        }
+        return line(
+            "assistant",
+            {
+                "message": {
+                    "id": f"msg_{rng.getrandbits(64):x}",
+                    "role": "assistant",
+                    "model": "claude-opus-4-5",
+                    "content": [block],
+                }
+            },
+        )
 
     chunk = "x" * 60_000
     with open(path, "wb") as f:
@@ -85,14 +106,45 @@ def write_big(project: str, config: str, size: int) -> Path:
         while f.tell() < size - 200_000:  # a Bash call and its 60 KB of output, again and again
             tid = f"toolu_{rng.getrandbits(64):x}"
             call = {"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "pytest -q"}}
-            f.write(line("assistant", {"message": {"id": f"msg_{rng.getrandbits(64):x}", "role": "assistant",
-                                                   "model": "claude-opus-4-5", "content": [call]}}))
-            f.write(line("user", {"message": {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tid, "content": chunk}]}}))
+            f.write(
+                line(
+                    "assistant",
+                    {
+                        "message": {
+                            "id": f"msg_{rng.getrandbits(64):x}",
+                            "role": "assistant",
+                            "model": "claude-opus-4-5",
+                            "content": [call],
+                        }
+                    },
+                )
+            )
+            f.write(
+                line(
+                    "user",
+                    {
+                        "message": {
+                            "role": "user",
+                            "content": [{"type": "tool_result", "tool_use_id": tid, "content": chunk}],
+                        }
+                    },
+                )
+            )
         f.write(edit("late.py"))
         f.write(line("user", {"message": {"role": "user", "content": "now run the whole suite"}}))
-        f.write(line("assistant", {"message": {"id": "msg_last", "role": "assistant", "model": "claude-opus-4-5",
-                                               "content": [{"type": "text", "text": "The suite passes."}]}}))
+        f.write(
+            line(
+                "assistant",
+                {
+                    "message": {
+                        "id": "msg_last",
+                        "role": "assistant",
+                        "model": "claude-opus-4-5",
+                        "content": [{"type": "text", "text": "The suite passes."}],
+                    }
+                },
+            )
+        )
     now = time.time()
     os.utime(path, (now, now))
     return path
@@ -192,11 +244,17 @@ async def bench(args: argparse.Namespace) -> int:
         t.add("read c3://session/<id>, warm (every listed session in turn)", *spread(reads))
         t.add("  the largest brief", f"{largest} bytes", "(cap 8,192)")
         t.add(f"brief of the {big.stat().st_size / MiB:.0f} MiB transcript", *ms(big_reads))
-        t.add("  bytes the server read for it", f"{statistics.median(big_bytes) / MiB:.1f} MiB",
-              f"[{min(big_bytes) / MiB:.1f}–{max(big_bytes) / MiB:.1f}] of {big.stat().st_size / MiB:.0f} MiB")
+        t.add(
+            "  bytes the server read for it",
+            f"{statistics.median(big_bytes) / MiB:.1f} MiB",
+            f"[{min(big_bytes) / MiB:.1f}–{max(big_bytes) / MiB:.1f}] of {big.stat().st_size / MiB:.0f} MiB",
+        )
         t.section(f"start-up, spawn to the initialize reply ({args.starts} alternating starts of each)")
-        t.add("the plugin's environment: first build", f"{build_s:.1f} s",
-              "(uv)" if shutil.which("uv") else "(pip; the wheel cache as this machine has it)")
+        t.add(
+            "the plugin's environment: first build",
+            f"{build_s:.1f} s",
+            "(uv)" if shutil.which("uv") else "(pip; the wheel cache as this machine has it)",
+        )
         if serve_t and plugin_t:
             t.add("python -m c3async serve", *ms(serve_t))
             t.add("plugin: python3 -I plugin/launch.py serve", *ms(plugin_t))
@@ -230,8 +288,13 @@ async def first_starts(root: Path, env: dict[str, str], project: str, starts: in
     took = []
     try:
         for n in range(starts):
-            took.append(await time_initialize([sys.executable, "-I", str(LAUNCHER), "serve"],
-                                              {**env, "CLAUDE_PLUGIN_DATA": str(root / f"first-{busy}-{n}")}, project))
+            took.append(
+                await time_initialize(
+                    [sys.executable, "-I", str(LAUNCHER), "serve"],
+                    {**env, "CLAUDE_PLUGIN_DATA": str(root / f"first-{busy}-{n}")},
+                    project,
+                )
+            )
     finally:
         for burner in burners:
             burner.kill()

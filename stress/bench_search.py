@@ -105,11 +105,18 @@ QUERIES = (
 )
 ABSENT = '"heron umber protocol"'  # the phrase's words out of order: no session may match
 
-USAGE = {"input_tokens": 3, "cache_creation_input_tokens": 1200, "cache_read_input_tokens": 24000,
-         "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
-         "output_tokens": 180, "service_tier": "standard"}
-COMPACT = ("This session is being continued from a previous conversation that ran out of context. "
-           "The summary below covers the earlier portion of the conversation.\n\n")
+USAGE = {
+    "input_tokens": 3,
+    "cache_creation_input_tokens": 1200,
+    "cache_read_input_tokens": 24000,
+    "cache_creation": {"ephemeral_5m_input_tokens": 1200, "ephemeral_1h_input_tokens": 0},
+    "output_tokens": 180,
+    "service_tier": "standard",
+}
+COMPACT = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation.\n\n"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,8 +137,10 @@ class Plant:
 def _encode(lines: list[dict]) -> bytes:
     """Compact JSON lines, non-ASCII raw as JSON.stringify writes it, except é written as the
     escape \\u00e9 (valid inside any JSON string; the JSON around it has none)."""
-    return b"".join((json.dumps(x, ensure_ascii=False, separators=(",", ":")).replace("é", "\\u00e9") + "\n")
-                    .encode() for x in lines)
+    return b"".join(
+        (json.dumps(x, ensure_ascii=False, separators=(",", ":")).replace("é", "\\u00e9") + "\n").encode()
+        for x in lines
+    )
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -174,8 +183,9 @@ class _Lines:
         self.ts = env["timestamp"]
         self.sid = env["sessionId"]
         self.cwd = env["cwd"]
-        self.tail = {k: env[k] for k in ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch")
-                     if k in env}
+        self.tail = {
+            k: env[k] for k in ("userType", "entrypoint", "cwd", "sessionId", "version", "gitBranch") if k in env
+        }
 
     def uuid(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -183,8 +193,9 @@ class _Lines:
     def b62(self, n: int) -> str:
         return "".join(self.rng.choices("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", k=n))
 
-    def _chain(self, kind: str, body: dict, *, before: dict | None = None, after: dict | None = None,
-               **flags: object) -> dict:
+    def _chain(
+        self, kind: str, body: dict, *, before: dict | None = None, after: dict | None = None, **flags: object
+    ) -> dict:
         line: dict = {"parentUuid": self.parent, "isSidechain": self.agent is not None}
         if kind == "user" and not flags.get("isMeta"):
             line["promptId"] = self.uuid()
@@ -204,9 +215,16 @@ class _Lines:
         return self._chain("user", {"message": {"role": "user", "content": content}}, **flags)
 
     def assistant(self, block: dict, stop: str = "end_turn") -> dict:
-        msg = {"model": "claude-opus-4-5-20251101", "id": "msg_01" + self.b62(22), "type": "message",
-               "role": "assistant", "content": [block], "stop_reason": stop, "stop_sequence": None,
-               "usage": USAGE}
+        msg = {
+            "model": "claude-opus-4-5-20251101",
+            "id": "msg_01" + self.b62(22),
+            "type": "message",
+            "role": "assistant",
+            "content": [block],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": USAGE,
+        }
         return self._chain("assistant", {"message": msg}, before={"requestId": "req_011C" + self.b62(18)})
 
     def text(self, text: str) -> dict:
@@ -215,16 +233,25 @@ class _Lines:
     def tool_round(self, name: str, tool_input: dict, content: object, result: dict) -> list[dict]:
         tid = "toolu_01" + self.b62(22)
         call = self.assistant({"type": "tool_use", "id": tid, "name": name, "input": tool_input}, "tool_use")
-        body = {"message": {"role": "user", "content": [
-            {"tool_use_id": tid, "type": "tool_result", "content": content, "is_error": False}]}}
-        return [call, self._chain("user", body, after={"toolUseResult": result,
-                                                       "sourceToolAssistantUUID": call["uuid"]})]
+        body = {
+            "message": {
+                "role": "user",
+                "content": [{"tool_use_id": tid, "type": "tool_result", "content": content, "is_error": False}],
+            }
+        }
+        return [
+            call,
+            self._chain("user", body, after={"toolUseResult": result, "sourceToolAssistantUUID": call["uuid"]}),
+        ]
 
     def snapshot(self, backups: dict) -> dict:
         mid = self.uuid()
-        return {"type": "file-history-snapshot", "messageId": mid,
-                "snapshot": {"messageId": mid, "trackedFileBackups": backups, "timestamp": self.ts},
-                "isSnapshotUpdate": False}
+        return {
+            "type": "file-history-snapshot",
+            "messageId": mid,
+            "snapshot": {"messageId": mid, "trackedFileBackups": backups, "timestamp": self.ts},
+            "isSnapshotUpdate": False,
+        }
 
 
 def _cwd_carrier(lines: _Lines) -> list[dict]:
@@ -235,31 +262,47 @@ def _cwd_carrier(lines: _Lines) -> list[dict]:
 
 def _edit_carrier(lines: _Lines) -> list[dict]:
     path = f"{lines.cwd}/src/http/client.py"
-    result = {"filePath": path, "oldString": "timeout=5", "newString": "timeout=30", "originalFile": NEEDLE,
-              "structuredPatch": [{"oldStart": 3, "oldLines": 1, "newStart": 3, "newLines": 1,
-                                   "lines": ["-timeout=5", "+timeout=30"]}],
-              "userModified": False, "replaceAll": False}
-    return [lines.user("Raise the client timeout."),
-            *lines.tool_round("Edit", {"file_path": path, "old_string": "timeout=5", "new_string": "timeout=30",
-                                       "replace_all": False},
-                              f"The file {path} has been updated successfully.", result),
-            lines.text("Done: the timeout is 30 s now.")]
+    result = {
+        "filePath": path,
+        "oldString": "timeout=5",
+        "newString": "timeout=30",
+        "originalFile": NEEDLE,
+        "structuredPatch": [
+            {"oldStart": 3, "oldLines": 1, "newStart": 3, "newLines": 1, "lines": ["-timeout=5", "+timeout=30"]}
+        ],
+        "userModified": False,
+        "replaceAll": False,
+    }
+    return [
+        lines.user("Raise the client timeout."),
+        *lines.tool_round(
+            "Edit",
+            {"file_path": path, "old_string": "timeout=5", "new_string": "timeout=30", "replace_all": False},
+            f"The file {path} has been updated successfully.",
+            result,
+        ),
+        lines.text("Done: the timeout is 30 s now."),
+    ]
 
 
 # Each way a transcript holds the needle without anyone having said it: never to be found.
 METADATA_CARRIERS = {
     "a cwd value": _cwd_carrier,
-    "a file-history-snapshot": lambda L: [L.snapshot({NEEDLE: {"backupFileName": "5f0c9a7e21d4b3a8@v2", "version": 2,
-                                                               "backupTime": L.ts}})],
-    "thinking": lambda L: [L.user("Think it through before changing anything."),
-                           L.assistant({"type": "thinking", "thinking": NEEDLE, "signature": "EqQBCkYIBRgCKkB" + "A" * 200}),
-                           L.text("The fix belongs in the retry loop.")],
+    "a file-history-snapshot": lambda L: [
+        L.snapshot({NEEDLE: {"backupFileName": "5f0c9a7e21d4b3a8@v2", "version": 2, "backupTime": L.ts}})
+    ],
+    "thinking": lambda L: [
+        L.user("Think it through before changing anything."),
+        L.assistant({"type": "thinking", "thinking": NEEDLE, "signature": "EqQBCkYIBRgCKkB" + "A" * 200}),
+        L.text("The fix belongs in the retry loop."),
+    ],
     "toolUseResult only (an Edit's originalFile)": _edit_carrier,
     "an isMeta line": lambda L: [L.user(NEEDLE, isMeta=True)],
     "a compact summary": lambda L: [L.user(COMPACT + NEEDLE, isCompactSummary=True, isVisibleInTranscriptOnly=True)],
     "a queue-operation (enqueued, removed)": lambda L: [
         {"type": "queue-operation", "operation": "enqueue", "timestamp": L.ts, "sessionId": L.sid, "content": NEEDLE},
-        {"type": "queue-operation", "operation": "remove", "timestamp": L.ts, "sessionId": L.sid}],
+        {"type": "queue-operation", "operation": "remove", "timestamp": L.ts, "sessionId": L.sid},
+    ],
     "a last-prompt": lambda L: [{"type": "last-prompt", "lastPrompt": " ".join(NEEDLE.split()), "sessionId": L.sid}],
 }
 
@@ -281,8 +324,15 @@ def plant(corpus: Corpus, src: Path, dst: Path, rng: random.Random) -> tuple[lis
         return dst / Path(truth[sid]["path"]).relative_to(src)
 
     largest = max(truth, key=lambda s: truth[s]["size"])
-    ordinary = sorted(s for s, e in truth.items() if s != largest and e["kind"] != "headless" and not e["big"]
-                      and not e["pasted"] and 64 * KiB <= e["size"] <= 4 * MiB)
+    ordinary = sorted(
+        s
+        for s, e in truth.items()
+        if s != largest
+        and e["kind"] != "headless"
+        and not e["big"]
+        and not e["pasted"]
+        and 64 * KiB <= e["size"] <= 4 * MiB
+    )
     picked = rng.sample(ordinary, 3 + len(METADATA_CARRIERS) + APPEND_FILES)
     plants: list[Plant] = []
 
@@ -294,14 +344,28 @@ def plant(corpus: Corpus, src: Path, dst: Path, rng: random.Random) -> tuple[lis
         return path
 
     # (a) a user prompt half-way through the largest session
-    p = insert(largest, lambda L: [L.snapshot({}), L.user(f"Back to the stall. {NEEDLE}"),
-                                   L.text("Let me look at the client.")])
-    plants.append(Plant(f"a user prompt mid-way through the largest session ({truth[largest]['size'] / MiB:.0f} MiB)",
-                        largest, str(p), "user"))
+    p = insert(
+        largest,
+        lambda L: [L.snapshot({}), L.user(f"Back to the stall. {NEEDLE}"), L.text("Let me look at the client.")],
+    )
+    plants.append(
+        Plant(
+            f"a user prompt mid-way through the largest session ({truth[largest]['size'] / MiB:.0f} MiB)",
+            largest,
+            str(p),
+            "user",
+        )
+    )
     # (b) the assistant's text
     sid = picked.pop()
-    p = insert(sid, lambda L: [L.snapshot({}), L.user("What did the logs say about the stall?"),
-                               L.text(f"I found it in the logs. {NEEDLE}")])
+    p = insert(
+        sid,
+        lambda L: [
+            L.snapshot({}),
+            L.user("What did the logs say about the stall?"),
+            L.text(f"I found it in the logs. {NEEDLE}"),
+        ],
+    )
     plants.append(Plant("assistant text", sid, str(p), "assistant"))
     # (c) a sub-agent's text, in a file of its own under the parent session's folder
     sid = picked.pop()
@@ -310,25 +374,38 @@ def plant(corpus: Corpus, src: Path, dst: Path, rng: random.Random) -> tuple[lis
     folder = local(sid).parent / sid / "subagents"
     folder.mkdir(parents=True)
     lines = _Lines(parent, len(parent) // 2, rng, agent=agent)
-    sub = [lines.user("Find out why the HTTP client stalls and report back."),
-           *lines.tool_round("Grep", {"pattern": "stall", "path": lines.cwd, "output_mode": "files_with_matches"},
-                             "Found 2 files\nsrc/http/pool.py\nsrc/http/retry.py",
-                             {"mode": "files_with_matches", "filenames": ["src/http/pool.py", "src/http/retry.py"],
-                              "numFiles": 2}),
-           lines.text(f"Report: {NEEDLE}")]
+    sub = [
+        lines.user("Find out why the HTTP client stalls and report back."),
+        *lines.tool_round(
+            "Grep",
+            {"pattern": "stall", "path": lines.cwd, "output_mode": "files_with_matches"},
+            "Found 2 files\nsrc/http/pool.py\nsrc/http/retry.py",
+            {"mode": "files_with_matches", "filenames": ["src/http/pool.py", "src/http/retry.py"], "numFiles": 2},
+        ),
+        lines.text(f"Report: {NEEDLE}"),
+    ]
     (folder / f"{agent}.jsonl").write_bytes(_encode(sub))
-    (folder / f"{agent}.meta.json").write_text(json.dumps({"agentType": "general-purpose",
-                                                           "description": "Investigate the HTTP stall"}))
+    (folder / f"{agent}.meta.json").write_text(
+        json.dumps({"agentType": "general-purpose", "description": "Investigate the HTTP stall"})
+    )
     plants.append(Plant("a sub-agent's text", sid, str(folder / f"{agent}.jsonl"), "assistant", agent=agent))
     # (d) a tool's output only
     sid = picked.pop()
     log = f"2026-05-01 12:00:00,123 ERROR [client] {NEEDLE}\n2026-05-01 12:00:01,004 INFO [client] reconnected"
-    p = insert(sid, lambda L: [L.snapshot({}), L.user("Check the server log."),
-                               *L.tool_round("Bash", {"command": "tail -50 logs/app.log",
-                                                      "description": "Show the end of the server log"}, log,
-                                             {"stdout": log, "stderr": "", "interrupted": False, "isImage": False,
-                                              "noOutputExpected": False}),
-                               L.text("The log shows the client stalled; I'll dig in.")])
+    p = insert(
+        sid,
+        lambda L: [
+            L.snapshot({}),
+            L.user("Check the server log."),
+            *L.tool_round(
+                "Bash",
+                {"command": "tail -50 logs/app.log", "description": "Show the end of the server log"},
+                log,
+                {"stdout": log, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False},
+            ),
+            L.text("The log shows the client stalled; I'll dig in."),
+        ],
+    )
     plants.append(Plant("tool output only (a Bash tool_result)", sid, str(p), "tool", tools_only=True))
     # (e) metadata only: one session per carrier
     for name, carrier in METADATA_CARRIERS.items():
@@ -406,14 +483,21 @@ class Truth:
             p = want[sid]
             snips = results[sid].get("snippets") or []
             self.snippets += 1
-            good = [s for s in snips if s["role"] == p.role and s["marks"]
-                    and (p.agent is None or (s["sidechain"] and s.get("agent") == p.agent))]
+            good = [
+                s
+                for s in snips
+                if s["role"] == p.role
+                and s["marks"]
+                and (p.agent is None or (s["sidechain"] and s.get("agent") == p.agent))
+            ]
             if good:
                 self.snippets_ok += 1
             else:
                 shown = [(s["role"], s["sidechain"], s.get("agent"), bool(s["marks"])) for s in snips]
-                failures.append(f"{what}: no {p.role} snippet with a marked hit for {p.where} ({sid}); "
-                                f"snippets (role, sidechain, agent, marked): {shown}")
+                failures.append(
+                    f"{what}: no {p.role} snippet with a marked hit for {p.where} ({sid}); "
+                    f"snippets (role, sidechain, agent, marked): {shown}"
+                )
         return len(found)
 
 
@@ -473,7 +557,9 @@ def text_volume(root: Path) -> tuple[int, int]:
                 for p in found.passages if found else ():
                     data = p.text.encode("utf-8", "surrogatepass")
                     total += len(data)
-                    distinct[hashlib.blake2b(data, digest_size=16, person=b"%d" % (p.kind == TOOL)).digest()] = len(data)
+                    distinct[hashlib.blake2b(data, digest_size=16, person=b"%d" % (p.kind == TOOL)).digest()] = len(
+                        data
+                    )
     return total, sum(distinct.values())
 
 
@@ -554,8 +640,13 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
     rng = random.Random(20260501)
     plants, appends = plant(corpus, src, projects, rng)
     truth = Truth(plants)
-    doc = {"needle": NEEDLE, "queries": [q for _, q, _ in QUERIES], "absent": ABSENT,
-           "plants": [asdict(p) for p in plants], "appended_to": [a.session for a in appends]}
+    doc = {
+        "needle": NEEDLE,
+        "queries": [q for _, q, _ in QUERIES],
+        "absent": ABSENT,
+        "plants": [asdict(p) for p in plants],
+        "appended_to": [a.session for a in appends],
+    }
     (work / "planted.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1))
     if keep:
         shutil.copy(work / "planted.json", root / "search-planted.json")
@@ -582,15 +673,22 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
     t = Table("bench_search")
     largest = plants[0]
     t.section("corpus (a hard-linked copy of the standard corpus, with planted phrases)")
-    t.add("transcripts / projects", f"{corpus.files} / {len(corpus.project_dirs)}",
-          f"(+1 planted sub-agent file: {corpus_files} files)")
-    t.add("transcript bytes", f"{corpus_bytes / MiB:.1f} MiB",
-          f"[largest {os.path.getsize(largest.path) / MiB:.1f} MiB]")
+    t.add(
+        "transcripts / projects",
+        f"{corpus.files} / {len(corpus.project_dirs)}",
+        f"(+1 planted sub-agent file: {corpus_files} files)",
+    )
+    t.add(
+        "transcript bytes", f"{corpus_bytes / MiB:.1f} MiB", f"[largest {os.path.getsize(largest.path) / MiB:.1f} MiB]"
+    )
     t.add("corpus generation", "reused" if reused else f"{corpus.seconds:.1f} s", f"({root})")
-    t.add("planted", f"{len(plants)} sessions",
-          "(3 said, 1 tool output only, "
-          f"{len(truth.never)} metadata only; {len(appends)} more appended to; ground truth {work / 'planted.json'}"
-          + (f", kept as {root / 'search-planted.json'})" if keep else ")"))
+    t.add(
+        "planted",
+        f"{len(plants)} sessions",
+        "(3 said, 1 tool output only, "
+        f"{len(truth.never)} metadata only; {len(appends)} more appended to; ground truth {work / 'planted.json'}"
+        + (f", kept as {root / 'search-planted.json'})" if keep else ")"),
+    )
     t.add("command", " ".join(os.path.basename(c) for c in cmd), "index --json / search Q --all --json")
     stale = installed_copy_differs()
     if stale:
@@ -649,43 +747,76 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
     inproc_wall = time.perf_counter() - started
     inproc_size = index.size()
     if up.errors or up.busy or up.pending_bytes or up.bytes_read != corpus_bytes:
-        failures.append(f"in-process build: errors={up.errors[:3]} busy={up.busy} pending={up.pending_bytes} "
-                        f"bytes_read={up.bytes_read} of {corpus_bytes}")
+        failures.append(
+            f"in-process build: errors={up.errors[:3]} busy={up.busy} pending={up.pending_bytes} "
+            f"bytes_read={up.bytes_read} of {corpus_bytes}"
+        )
     shutil.rmtree(inproc_home, ignore_errors=True)
     if up.bytes_read and max((done for done, _ in calls), default=0) == 0:
-        failures.append(f"in-process build ({up.workers} worker processes): {len(calls)} progress callbacks, "
-                        f"every one at 0 of {up.bytes_read >> 20} MiB: progress never advanced")
+        failures.append(
+            f"in-process build ({up.workers} worker processes): {len(calls)} progress callbacks, "
+            f"every one at 0 of {up.bytes_read >> 20} MiB: progress never advanced"
+        )
     if tty_shown and max(int(done) for done, _ in tty_shown) == 0:
-        failures.append(f"c3async index on a terminal: {len(tty_shown)} progress updates, every one at 0/"
-                        f"{int(tty_shown[-1][1])} MiB: progress never advanced")
+        failures.append(
+            f"c3async index on a terminal: {len(tty_shown)} progress updates, every one at 0/"
+            f"{int(tty_shown[-1][1])} MiB: progress never advanced"
+        )
     os.environ["C3_HOME"] = str(main_home)
     text_total, text_distinct = text_volume(projects)
 
     t.section(f"first index build (an empty $C3_HOME each run; {corpus_bytes / MiB:.0f} MiB of transcripts)")
     walls = [r.wall for r in builds]
-    _add(t, "first build, whole process (c3async index --json)", median_range(walls),
-         _budget(statistics.median(walls) < BUDGET_BUILD_S, "< 5 s"))
+    _add(
+        t,
+        "first build, whole process (c3async index --json)",
+        median_range(walls),
+        _budget(statistics.median(walls) < BUDGET_BUILD_S, "< 5 s"),
+    )
     if first:
-        t.add("  read / passages / worker processes",
-              f"{first['bytes_read'] / MiB:.1f} MiB", f"/ {first['passages']} passages in {first['read']} files "
-              f"/ {first['workers']} workers; {first['bytes_read'] / MiB / statistics.median(walls):.0f} MiB/s")
-    t.add("index size (databases + WAL)", f"{size / MiB:.1f} MiB",
-          f"= {100 * size / corpus_bytes:.1f}% of the transcripts (WAL {wal_bytes / MiB:.1f} MiB)  "
-          + _budget(size <= BUDGET_SIZE * corpus_bytes, "<= 40%"))
-    t.add("passages / distinct texts indexed (FTS rows)", f"{passages} / {blobs}",
-          f"({100 * blobs / max(1, passages):.0f}%: the corpus's text pools repeat, and each text is indexed once)")
-    t.add("text given to the index / of which distinct", f"{text_total / MiB:.1f} MiB",
-          f"/ {text_distinct / MiB:.1f} MiB: the index is {100 * size / max(1, text_distinct):.0f}% of the distinct "
-          "text (real transcripts repeat far less than the corpus's pools: size and build time are optimistic)")
-    t.add("first build, in-process (index.update(processes=True))", f"{inproc_wall:.3f} s",
-          f"{len(calls)} progress callbacks, highest {max(c[0] for c in calls) >> 20}/{calls[-1][1] >> 20} MiB; "
-          f"{up.workers} workers; index {inproc_size / MiB:.1f} MiB" if calls else "NO progress callback")
-    t.add("first build, whole process, stderr a terminal (c3async index)", f"{tty_wall:.3f} s",
-          f"{tty_updates} progress updates on stderr (last {tty_last}), line "
-          f"{'cleared' if tty_cleared else 'NOT cleared'} at the end; "
-          f"stdout: {tty_out.decode(errors='replace').strip()[:90]}")
-    t.add("progress with stderr a pipe (the --json runs)", "none" if not piped_progress else f"{piped_progress} lines",
-          "(progress only on a terminal)" if not piped_progress else "(printed although stderr is not a terminal)")
+        t.add(
+            "  read / passages / worker processes",
+            f"{first['bytes_read'] / MiB:.1f} MiB",
+            f"/ {first['passages']} passages in {first['read']} files "
+            f"/ {first['workers']} workers; {first['bytes_read'] / MiB / statistics.median(walls):.0f} MiB/s",
+        )
+    t.add(
+        "index size (databases + WAL)",
+        f"{size / MiB:.1f} MiB",
+        f"= {100 * size / corpus_bytes:.1f}% of the transcripts (WAL {wal_bytes / MiB:.1f} MiB)  "
+        + _budget(size <= BUDGET_SIZE * corpus_bytes, "<= 40%"),
+    )
+    t.add(
+        "passages / distinct texts indexed (FTS rows)",
+        f"{passages} / {blobs}",
+        f"({100 * blobs / max(1, passages):.0f}%: the corpus's text pools repeat, and each text is indexed once)",
+    )
+    t.add(
+        "text given to the index / of which distinct",
+        f"{text_total / MiB:.1f} MiB",
+        f"/ {text_distinct / MiB:.1f} MiB: the index is {100 * size / max(1, text_distinct):.0f}% of the distinct "
+        "text (real transcripts repeat far less than the corpus's pools: size and build time are optimistic)",
+    )
+    t.add(
+        "first build, in-process (index.update(processes=True))",
+        f"{inproc_wall:.3f} s",
+        f"{len(calls)} progress callbacks, highest {max(c[0] for c in calls) >> 20}/{calls[-1][1] >> 20} MiB; "
+        f"{up.workers} workers; index {inproc_size / MiB:.1f} MiB"
+        if calls
+        else "NO progress callback",
+    )
+    t.add(
+        "first build, whole process, stderr a terminal (c3async index)",
+        f"{tty_wall:.3f} s",
+        f"{tty_updates} progress updates on stderr (last {tty_last}), line "
+        f"{'cleared' if tty_cleared else 'NOT cleared'} at the end; "
+        f"stdout: {tty_out.decode(errors='replace').strip()[:90]}",
+    )
+    t.add(
+        "progress with stderr a pipe (the --json runs)",
+        "none" if not piped_progress else f"{piped_progress} lines",
+        "(progress only on a terminal)" if not piped_progress else "(printed although stderr is not a terminal)",
+    )
 
     # ---- incremental updates
     print("incremental updates ...", file=sys.stderr)
@@ -711,8 +842,10 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
         if d is not None:
             inc_docs.append(d)
             if d["read"] != len(appends) or d["bytes_read"] != n:
-                failures.append(f"incremental update {i + 1}: read {d['read']} files, {d['bytes_read']} bytes; "
-                                f"{len(appends)} files grew by {n} bytes")
+                failures.append(
+                    f"incremental update {i + 1}: read {d['read']} files, {d['bytes_read']} bytes; "
+                    f"{len(appends)} files grew by {n} bytes"
+                )
     still: list[Run] = []
     still_docs: list[dict] = []
     for i in range(R):
@@ -730,26 +863,46 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
         got = {r.id for r in res.results}
         inc_found.append(len(got & want_appended))
         if got != want_appended:
-            failures.append(f"search {marker!r} after the incremental updates: found {len(got & want_appended)} of "
-                            f"{len(want_appended)} appended sessions, {len(got - want_appended)} others")
+            failures.append(
+                f"search {marker!r} after the incremental updates: found {len(got & want_appended)} of "
+                f"{len(want_appended)} appended sessions, {len(got - want_appended)} others"
+            )
     size_after = index.size()
 
-    t.section(f"incremental updates ({len(appends)} transcripts, ~{APPEND_BYTES / MiB:.0f} MiB of new turns each, per run)")
+    t.section(
+        f"incremental updates ({len(appends)} transcripts, ~{APPEND_BYTES / MiB:.0f} MiB of new turns each, per run)"
+    )
     med_first = statistics.median(walls)
     inc_walls = [r.wall for r in inc_runs]
     t.add("bytes appended per run", f"{statistics.median(appended) / MiB:.1f} MiB")
-    _add(t, "incremental update, whole process (c3async index --json)", median_range(inc_walls),
-         f"{statistics.median(inc_walls) / med_first:.2f}x the first build; read "
-         f"{statistics.median(d['bytes_read'] for d in inc_docs) / MiB:.1f} MiB in {inc_docs[-1]['read']} files, "
-         f"{inc_docs[-1]['passages']} passages" if inc_docs else "")
+    _add(
+        t,
+        "incremental update, whole process (c3async index --json)",
+        median_range(inc_walls),
+        f"{statistics.median(inc_walls) / med_first:.2f}x the first build; read "
+        f"{statistics.median(d['bytes_read'] for d in inc_docs) / MiB:.1f} MiB in {inc_docs[-1]['read']} files, "
+        f"{inc_docs[-1]['passages']} passages"
+        if inc_docs
+        else "",
+    )
     still_walls = [r.wall for r in still]
-    _add(t, "no-change update, whole process", median_range(still_walls),
-         f"{statistics.median(still_walls) / med_first:.2f}x the first build; "
-         + (f"read {still_docs[-1]['bytes_read']} bytes in {still_docs[-1]['read']} files" if still_docs else ""))
-    t.add("new turns found after the updates (appended marker)", f"{sum(inc_found)}/{len(markers) * len(appends)}",
-          "sessions")
-    t.add("index size after the updates", f"{size_after / MiB:.1f} MiB",
-          f"= {100 * size_after / corpus_bytes_now:.1f}% of {corpus_bytes_now / MiB:.0f} MiB")
+    _add(
+        t,
+        "no-change update, whole process",
+        median_range(still_walls),
+        f"{statistics.median(still_walls) / med_first:.2f}x the first build; "
+        + (f"read {still_docs[-1]['bytes_read']} bytes in {still_docs[-1]['read']} files" if still_docs else ""),
+    )
+    t.add(
+        "new turns found after the updates (appended marker)",
+        f"{sum(inc_found)}/{len(markers) * len(appends)}",
+        "sessions",
+    )
+    t.add(
+        "index size after the updates",
+        f"{size_after / MiB:.1f} MiB",
+        f"= {100 * size_after / corpus_bytes_now:.1f}% of {corpus_bytes_now / MiB:.0f} MiB",
+    )
 
     # ---- queries
     print("queries ...", file=sys.stderr)
@@ -796,8 +949,10 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
             res = search(q, projects=None, tools=tools, limit=20)
             times.append(time.perf_counter() - started)
         n_in = truth.check(msgspec.to_builtins(res), f"in-process {what}", tools, failures)
-        runs = [run_child([*cmd, "search", q, "--all", "--json"] + (["--tools"] if tools else []), main_env)
-                for _ in range(R)]
+        runs = [
+            run_child([*cmd, "search", q, "--all", "--json"] + (["--tools"] if tools else []), main_env)
+            for _ in range(R)
+        ]
         n_out = 0
         for i, run in enumerate(runs):
             d = json_rows(run, f"whole-process {what} run {i + 1}", failures)
@@ -809,8 +964,12 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
         med_in = statistics.median(times)
         in_meds.append(med_in)
         label = f"{kind}: {q}"
-        _add(t, f"{label}  in-process", _ms(times),
-             f"{n_in}/{want} sessions  " + _budget(med_in < BUDGET_QUERY_S, "< 20 ms"))
+        _add(
+            t,
+            f"{label}  in-process",
+            _ms(times),
+            f"{n_in}/{want} sessions  " + _budget(med_in < BUDGET_QUERY_S, "< 20 ms"),
+        )
         walls_q = [r.wall for r in runs]
         extra = f"{n_out}/{want} sessions"
         if rg_med:
@@ -829,25 +988,42 @@ def bench(corpus: Corpus, root: Path, reused: bool, work: Path, R: int, keep: bo
     absent_doc = json_rows(absent_run, f"whole-process search {ABSENT!r}", failures) or {}
     absent_out = absent_doc.get("total", -1)
     if absent_in or absent_out:
-        failures.append(f"search {ABSENT!r} (the phrase out of order): {absent_in} sessions in-process, "
-                        f"{absent_out} in a whole process; expected none")
+        failures.append(
+            f"search {ABSENT!r} (the phrase out of order): {absent_in} sessions in-process, "
+            f"{absent_out} in a whole process; expected none"
+        )
     if rg_med:
-        t.add("ratio whole-process search / rg -l, rare word", f"{ratios[0]:.2f}x",
-              f"[all kinds {min(ratios):.2f}x–{max(ratios):.2f}x]  " + _budget(ratios[0] <= 1.0, "<= 1x"))
+        t.add(
+            "ratio whole-process search / rg -l, rare word",
+            f"{ratios[0]:.2f}x",
+            f"[all kinds {min(ratios):.2f}x–{max(ratios):.2f}x]  " + _budget(ratios[0] <= 1.0, "<= 1x"),
+        )
 
     # ---- correctness
     t.section("correctness (against the planted ground truth)")
-    t.add("recall: said plants found (every query, in-process and whole process)", f"{truth.found}/{truth.wanted}",
-          "(must be all)")
+    t.add(
+        "recall: said plants found (every query, in-process and whole process)",
+        f"{truth.found}/{truth.wanted}",
+        "(must be all)",
+    )
     t.add("tool-output-only plant found with --tools", f"{truth.tool_found}/{truth.tool_wanted}", "(must be all)")
     t.add("tool-output-only plant found without --tools", f"{truth.tool_false}/{truth.tool_checks}", "(must be 0)")
-    t.add("metadata-only plants found", f"{truth.meta_false}/{truth.meta_checks}",
-          f"(must be 0; {len(truth.never)} carriers x every query, with and without --tools)")
+    t.add(
+        "metadata-only plants found",
+        f"{truth.meta_false}/{truth.meta_checks}",
+        f"(must be 0; {len(truth.never)} carriers x every query, with and without --tools)",
+    )
     t.add("sessions without a plant found", f"{truth.others}", "(must be 0: the words are made up)")
-    t.add("snippets of the right role with the hit marked", f"{truth.snippets_ok}/{truth.snippets}",
-          "(user / assistant / sub-agent assistant / tool)")
-    t.add(f"the phrase out of order ({ABSENT})", f"{absent_in} / {absent_out}",
-          "sessions in-process / whole process (must be 0)")
+    t.add(
+        "snippets of the right role with the hit marked",
+        f"{truth.snippets_ok}/{truth.snippets}",
+        "(user / assistant / sub-agent assistant / tool)",
+    )
+    t.add(
+        f"the phrase out of order ({ABSENT})",
+        f"{absent_in} / {absent_out}",
+        "sessions in-process / whole process (must be 0)",
+    )
 
     t.section("notes")
     t.add("figures are medians [min–max]; R", str(R))

@@ -56,11 +56,21 @@ NEWEST = 200  # rows a project lists (catalog.scan.NEWEST)
 BUDGET_WARM_LIST_MS = 50.0
 BUDGET_STARTUP_MS = 800.0
 BUDGET_IDLE_RSS_MIB = 80.0
-INITIALIZE = json.dumps({
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-               "clientInfo": {"name": "bench_server", "version": "0"}},
-}) + "\n"
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "bench_server", "version": "0"},
+            },
+        }
+    )
+    + "\n"
+)
 INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
 
 
@@ -75,15 +85,22 @@ def ms(values: list[float]) -> tuple[str, str]:
 
 def spread(values: list[float]) -> tuple[str, str]:
     """median, with p90 and max, in ms."""
-    return (f"{statistics.median(values) * 1e3:.1f} ms",
-            f"[p90 {pct(values, 90) * 1e3:.1f}, max {pct(values, 100) * 1e3:.1f}, min {min(values) * 1e3:.1f}; "
-            f"{len(values)} calls]")
+    return (
+        f"{statistics.median(values) * 1e3:.1f} ms",
+        f"[p90 {pct(values, 90) * 1e3:.1f}, max {pct(values, 100) * 1e3:.1f}, min {min(values) * 1e3:.1f}; "
+        f"{len(values)} calls]",
+    )
 
 
 def server_env(corpus: Corpus, project: str, host: str, c3home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
-    env.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(c3home), CLAUDE_PROJECT_DIR=project,
-               CLAUDE_CODE_SESSION_ID=host, PYTHONPATH=str(REPO))
+    env.update(
+        CLAUDE_CONFIG_DIR=corpus.config_dir,
+        C3_HOME=str(c3home),
+        CLAUDE_PROJECT_DIR=project,
+        CLAUDE_CODE_SESSION_ID=host,
+        PYTHONPATH=str(REPO),
+    )
     return env
 
 
@@ -102,8 +119,9 @@ def server_pid(project: str) -> int | None:
     return None
 
 
-async def wait_idle(project: str, window: float = 0.3, quiet: int = 2, limit: float = 60.0,
-                    pid: int | None = None) -> tuple[float, int]:
+async def wait_idle(
+    project: str, window: float = 0.3, quiet: int = 2, limit: float = 60.0, pid: int | None = None
+) -> tuple[float, int]:
     """Until the server's CPU time stays put for ``quiet`` windows in a row (its warm scan and
     first usage accounting are over). Returns (seconds waited, RSS in bytes)."""
     started = time.perf_counter()
@@ -234,14 +252,16 @@ async def initialize(proc: anyio.abc.Process) -> bytes:
     return reply.split(b"\n", 1)[0]
 
 
-async def one_start(corpus: Corpus, project: str, host: str, c3home: Path, idle: bool,
-                    failures: list[str], errlog) -> Start:
+async def one_start(
+    corpus: Corpus, project: str, host: str, c3home: Path, idle: bool, failures: list[str], errlog
+) -> Start:
     """A server spawned as an IDE spawns it, timed from spawn to its ``initialize`` reply; with
     ``idle``, then left alone until its background work is over, and its RSS read."""
     res = Start()
     started = time.perf_counter()
-    async with spawned([sys.executable, "-m", "c3async", "serve"], server_env(corpus, project, host, c3home),
-                       project, errlog) as proc:
+    async with spawned(
+        [sys.executable, "-m", "c3async", "serve"], server_env(corpus, project, host, c3home), project, errlog
+    ) as proc:
         reply = await initialize(proc)
         res.initialize = time.perf_counter() - started
         cpu = psutil.Process(proc.pid).cpu_times()
@@ -266,11 +286,16 @@ class Run:
         self.warm_show: list[float] = []
 
 
-async def one_run(corpus: Corpus, project: str, host: str, c3home: Path, calls: int,
-                  failures: list[str], errlog) -> Run:
+async def one_run(
+    corpus: Corpus, project: str, host: str, c3home: Path, calls: int, failures: list[str], errlog
+) -> Run:
     run = Run()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "c3async", "serve"],
-                                   env=server_env(corpus, project, host, c3home), cwd=project)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "c3async", "serve"],
+        env=server_env(corpus, project, host, c3home),
+        cwd=project,
+    )
     want_more = min(NEWEST, corpus.files) - LIST_ROWS
 
     def check_list(text: str, what: str) -> None:
@@ -318,8 +343,10 @@ async def one_run(corpus: Corpus, project: str, host: str, c3home: Path, calls: 
 
 def newest_session(corpus: Corpus, project: str) -> str:
     """The newest transcript of the project: the session a server there would serve."""
-    best = max((e for e in corpus.expected.items() if e[1]["cwd"] == project),
-               key=lambda item: os.stat(item[1]["path"]).st_mtime_ns)
+    best = max(
+        (e for e in corpus.expected.items() if e[1]["cwd"] == project),
+        key=lambda item: os.stat(item[1]["path"]).st_mtime_ns,
+    )
     return best[0]
 
 
@@ -329,8 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="servers started, each on deleted caches")
     ap.add_argument("--calls", type=int, default=50, help="warm calls of each kind per server")
     ap.add_argument("--starts", type=int, default=9, help="servers started to time `initialize` (caches warm)")
-    ap.add_argument("--windows", type=int, default=0, metavar="ROUNDS",
-                    help="also time ROUNDS rounds of 200 tail-window reads: worker thread + pread vs aiofiles")
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also time ROUNDS rounds of 200 tail-window reads: worker thread + pread vs aiofiles",
+    )
     ap.add_argument("--keep", metavar="DIR", help="generate the corpus into DIR and keep it (reused when it matches)")
     add_json_option(ap)
     args = ap.parse_args(argv)
@@ -339,8 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.keep:
         root = Path(args.keep)
         corpus = Corpus.load(root)
-        reused = bool(corpus and corpus.files == args.transcripts and len(corpus.project_dirs) == 1
-                      and not corpus.big_sizes)
+        reused = bool(
+            corpus and corpus.files == args.transcripts and len(corpus.project_dirs) == 1 and not corpus.big_sizes
+        )
         if not reused:
             for sub in ("config", "work"):
                 shutil.rmtree(root / sub, ignore_errors=True)
@@ -352,16 +385,35 @@ def main(argv: list[str] | None = None) -> int:
         corpus = generate(root, transcripts=args.transcripts, projects=1, big_sizes=False)
     c3home = Path(tempfile.mkdtemp(prefix="c3bench-home-"))
     try:
-        return anyio.run(bench, corpus, root, reused, c3home, max(1, args.runs), max(1, args.calls),
-                         max(1, args.starts), max(0, args.windows), args.json)
+        return anyio.run(
+            bench,
+            corpus,
+            root,
+            reused,
+            c3home,
+            max(1, args.runs),
+            max(1, args.calls),
+            max(1, args.starts),
+            max(0, args.windows),
+            args.json,
+        )
     finally:
         shutil.rmtree(c3home, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
 
 
-async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: int, calls: int,
-                starts: int, window_rounds: int = 0, json_out: str | None = None) -> int:
+async def bench(
+    corpus: Corpus,
+    root: Path,
+    reused: bool,
+    c3home: Path,
+    runs: int,
+    calls: int,
+    starts: int,
+    window_rounds: int = 0,
+    json_out: str | None = None,
+) -> int:
     project = corpus.project_dirs[0]
     host = newest_session(corpus, project)
     failures: list[str] = []
@@ -404,24 +456,37 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
     t = Table("bench_server")
     sizes = sorted(e["size"] for e in corpus.expected.values())
     t.section("corpus")
-    t.add("transcripts / projects", f"{corpus.files} / {len(corpus.project_dirs)}",
-          f"(a project lists its newest {NEWEST}; `list` shows {LIST_ROWS} and counts the rest)")
-    t.add("total size", f"{corpus.total_bytes / MiB:.1f} MiB",
-          f"[median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB]")
+    t.add(
+        "transcripts / projects",
+        f"{corpus.files} / {len(corpus.project_dirs)}",
+        f"(a project lists its newest {NEWEST}; `list` shows {LIST_ROWS} and counts the rest)",
+    )
+    t.add(
+        "total size",
+        f"{corpus.total_bytes / MiB:.1f} MiB",
+        f"[median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB]",
+    )
     t.add("corpus generation", "reused" if reused else f"{corpus.seconds:.1f} s", f"({root})")
     t.add("server", "python -m c3async serve", f"(PYTHONPATH={REPO}; stdio, initialize handshake)")
-    t.add("bytecode", "compiled first" if compiled else "NOT all compiled",
-          "(c3async's .pyc written before the servers start, as `pip install` does: start-up is not timed "
-          "with compilation)")
+    t.add(
+        "bytecode",
+        "compiled first" if compiled else "NOT all compiled",
+        "(c3async's .pyc written before the servers start, as `pip install` does: start-up is not timed "
+        "with compilation)",
+    )
 
     if timed:
-        t.section(f"start-up and idle memory ({len(timed)} starts on warm caches; {len(cold_idle)} + {len(warm_idle)} "
-                  "left idle, no tool call)")
+        t.section(
+            f"start-up and idle memory ({len(timed)} starts on warm caches; {len(cold_idle)} + {len(warm_idle)} "
+            "left idle, no tool call)"
+        )
         t.add("spawn to the initialize reply, caches warm", *ms([s.initialize for s in timed]))
         t.add("  the server's CPU time by then", *ms([s.cpu for s in timed]))
     if cold_idle and warm_idle:
-        t.add("RSS idle after a cold start (warm scan of 200, tokens of 1,000)",
-              *median_range([s.rss for s in cold_idle], "MiB", MiB, 1))
+        t.add(
+            "RSS idle after a cold start (warm scan of 200, tokens of 1,000)",
+            *median_range([s.rss for s in cold_idle], "MiB", MiB, 1),
+        )
         t.add("  until idle", *ms([s.idle_wait for s in cold_idle]))
         t.add("RSS idle after a start on warm caches", *median_range([s.rss for s in warm_idle], "MiB", MiB, 1))
 
@@ -441,11 +506,18 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
         t.add("server RSS when idle", *median_range([r.rss for r in done], "MiB", MiB, 1))
         med = statistics.median(warm_list) * 1e3
         t.section("budget (DESIGN.md: `c3_session list` round trip over stdio, 1,000 sessions, warm)")
-        t.add("under 50 ms", f"{med:.1f} ms", "median warm list: " + ("within" if med < BUDGET_WARM_LIST_MS else "OVER")
-              + " the budget (reported, not asserted)")
+        t.add(
+            "under 50 ms",
+            f"{med:.1f} ms",
+            "median warm list: "
+            + ("within" if med < BUDGET_WARM_LIST_MS else "OVER")
+            + " the budget (reported, not asserted)",
+        )
     if windows:
-        t.section(f"tail windows: {WINDOWS} x {WINDOW // KiB} KiB at once under CapacityLimiter({READERS}), "
-                  f"{window_rounds} rounds each, interleaved")
+        t.section(
+            f"tail windows: {WINDOWS} x {WINDOW // KiB} KiB at once under CapacityLimiter({READERS}), "
+            f"{window_rounds} rounds each, interleaved"
+        )
         for name, values in windows.items():
             t.add(name, *ms(values))
         if len(windows) == 1:
@@ -454,14 +526,27 @@ async def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, runs: in
         start_ms = statistics.median(s.initialize for s in timed) * 1e3
         rss_mib = max(statistics.median(s.rss for s in cold_idle), statistics.median(s.rss for s in warm_idle)) / MiB
         t.section("budget (DESIGN.md: `c3async serve` start to `initialize` / idle RSS, 1,000 transcripts)")
-        t.add("under 0.8 s", f"{start_ms:.0f} ms", "median start-up to initialize: "
-              + ("within" if start_ms < BUDGET_STARTUP_MS else "OVER") + " the budget (reported, not asserted)")
-        t.add("under 80 MiB", f"{rss_mib:.1f} MiB", "median idle RSS, the worse of cold and warm starts: "
-              + ("within" if rss_mib < BUDGET_IDLE_RSS_MIB else "OVER") + " the budget (reported, not asserted)")
+        t.add(
+            "under 0.8 s",
+            f"{start_ms:.0f} ms",
+            "median start-up to initialize: "
+            + ("within" if start_ms < BUDGET_STARTUP_MS else "OVER")
+            + " the budget (reported, not asserted)",
+        )
+        t.add(
+            "under 80 MiB",
+            f"{rss_mib:.1f} MiB",
+            "median idle RSS, the worse of cold and warm starts: "
+            + ("within" if rss_mib < BUDGET_IDLE_RSS_MIB else "OVER")
+            + " the budget (reported, not asserted)",
+        )
     t.section("notes")
     t.add("figures", "median", "[min–max] unless marked; warm calls pooled over every server")
-    t.add("machine", f"{os.cpu_count()} cores",
-          f"(1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: other work skews the tail)")
+    t.add(
+        "machine",
+        f"{os.cpu_count()} cores",
+        f"(1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after: other work skews the tail)",
+    )
     t.done(json_out)
     return report_failures(failures, stderr)
 

@@ -180,24 +180,42 @@ def main() -> int:
             f"project{'s' * (n > 1)}, {sessions} sessions; {len(os.sched_getaffinity(0))} cores; page cache "
             f"warm; medians of {args.runs} runs [min-max])"
         )
-        t.add("`c3async stats --all --json`, cold, whole process", _med(fig["cli"]),
-              f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB")
-        t.add("`c3async stats --all --json`, warm, whole process", _med(fig["cli_warm"]),
-              f"CPU {statistics.median(fig['cli_warm_cpu']):.2f} s")
-        t.add(f"first accounting, in-process, {workers} worker processes", _med(fig["first"]),
-              f"CPU {statistics.median(fig['first_cpu']):.2f} s")
-        t.add("first accounting, in-process, this process only", _med(fig["first_alone"]),
-              f"CPU {statistics.median(fig['first_alone_cpu']):.2f} s")
+        t.add(
+            "`c3async stats --all --json`, cold, whole process",
+            _med(fig["cli"]),
+            f"CPU {statistics.median(fig['cli_cpu']):.2f} s, peak RSS {statistics.median(fig['cli_rss']):.0f} MiB",
+        )
+        t.add(
+            "`c3async stats --all --json`, warm, whole process",
+            _med(fig["cli_warm"]),
+            f"CPU {statistics.median(fig['cli_warm_cpu']):.2f} s",
+        )
+        t.add(
+            f"first accounting, in-process, {workers} worker processes",
+            _med(fig["first"]),
+            f"CPU {statistics.median(fig['first_cpu']):.2f} s",
+        )
+        t.add(
+            "first accounting, in-process, this process only",
+            _med(fig["first_alone"]),
+            f"CPU {statistics.median(fig['first_alone_cpu']):.2f} s",
+        )
         t.add("  read / decoded (the lines holding usage)", f"{read_first / mib:.0f} MiB / {decoded / mib:.0f} MiB")
-        t.add("incremental, one response appended/project, in-process", _med(fig["incr"]),
-              f"read {read_incr} B (appended {grown} B)")
+        t.add(
+            "incremental, one response appended/project, in-process",
+            _med(fig["incr"]),
+            f"read {read_incr} B (appended {grown} B)",
+        )
         t.add("incremental, whole `c3async stats --all` process", _med(fig["cli_incr"]))
         if not args.ccusage:
             t.add("ccusage comparison", "skipped", "(give --ccusage PATH)")
             t.done(args.json)
             return 0
-        t.add("ccusage session --json, whole process", _med(fig["cc"]),
-              f"CPU {statistics.median(fig['cc_cpu']):.2f} s, peak RSS {statistics.median(fig['cc_rss']):.0f} MiB")
+        t.add(
+            "ccusage session --json, whole process",
+            _med(fig["cc"]),
+            f"CPU {statistics.median(fig['cc_cpu']):.2f} s, peak RSS {statistics.median(fig['cc_rss']):.0f} MiB",
+        )
         t.add("ratio `stats --all` cold / ccusage, per run", _med(fig["ratio_cli"], "x"), "(budget: <= 1)")
         t.add("ratio `stats --all` warm / ccusage, per run", _med(fig["ratio_cli_warm"], "x"))
         t.add("ratio first in-process / ccusage, per run", _med(fig["ratio_first"], "x"))
@@ -222,8 +240,11 @@ def main() -> int:
         diffs = [abs(totals[s].cost_usd - c["totalCost"]) for s, c in cc.items() if s in totals]
         t.add("sessions: ccusage / ours", f"{len(cc)} / {len(totals)}")
         t.add("token totals differing from ccusage", str(len(tok_bad)), f"(e.g. {tok_bad[0]})" if tok_bad else "")
-        t.add("cost difference, max per session", f"${max(diffs or [0]):.6f}",
-              f"({sum(d > 0.01 for d in diffs)} sessions over a cent)")
+        t.add(
+            "cost difference, max per session",
+            f"${max(diffs or [0]):.6f}",
+            f"({sum(d > 0.01 for d in diffs)} sessions over a cent)",
+        )
         t.done(args.json)
         return 1 if tok_bad or len(cc) != len(totals) else 0
     finally:

@@ -102,8 +102,13 @@ def _state(value) -> dict | None:
 def view(row) -> dict:
     """What is compared between listings."""
     get = (lambda k: row.get(k)) if isinstance(row, dict) else (lambda k: getattr(row, k))
-    return {"title": get("title"), "last_prompt": get("last_prompt"), "first_prompt": get("first_prompt"),
-            "stale": _state(get("stale")), "note": _state(get("note"))}
+    return {
+        "title": get("title"),
+        "last_prompt": get("last_prompt"),
+        "first_prompt": get("first_prompt"),
+        "stale": _state(get("stale")),
+        "note": _state(get("note")),
+    }
 
 
 class CatalogStorm:
@@ -136,8 +141,13 @@ class CatalogStorm:
         env = self.sb.env(self.project.path)
         while not self.stop.is_set():
             t0 = time.perf_counter()
-            out = subprocess.run(c3async_cmd("sessions", "--project", self.project.path, "--json"),
-                                 env=env, cwd=self.project.path, capture_output=True, timeout=120)
+            out = subprocess.run(
+                c3async_cmd("sessions", "--project", self.project.path, "--json"),
+                env=env,
+                cwd=self.project.path,
+                capture_output=True,
+                timeout=120,
+            )
             dt = time.perf_counter() - t0
             got, err = None, None
             if out.returncode != 0:
@@ -161,21 +171,53 @@ class CatalogStorm:
         ids = self.project.ids
         env = self.sb.env(self.project.path)
         for w in range(self.t_writers):
-            mine = [[sid, str(t.path), self.project.path] for i, (sid, t) in enumerate(self.project.sessions.items())
-                    if i % self.t_writers == w]
-            self.procs.append(subprocess.Popen(
-                [PY, "-c", TRANSCRIPT_WRITER, f"tw{w}", str(self.seed * 10 + w), repr(until),
-                 str(self.sb.logs / f"catalog-tw{w}.jsonl"), json.dumps(mine)],
-                env=env, cwd=self.project.path, stdout=subprocess.DEVNULL,
-                stderr=self.sb.log(f"catalog-tw{w}.log")))
+            mine = [
+                [sid, str(t.path), self.project.path]
+                for i, (sid, t) in enumerate(self.project.sessions.items())
+                if i % self.t_writers == w
+            ]
+            self.procs.append(
+                subprocess.Popen(
+                    [
+                        PY,
+                        "-c",
+                        TRANSCRIPT_WRITER,
+                        f"tw{w}",
+                        str(self.seed * 10 + w),
+                        repr(until),
+                        str(self.sb.logs / f"catalog-tw{w}.jsonl"),
+                        json.dumps(mine),
+                    ],
+                    env=env,
+                    cwd=self.project.path,
+                    stdout=subprocess.DEVNULL,
+                    stderr=self.sb.log(f"catalog-tw{w}.log"),
+                )
+            )
         for w in range(self.m_writers):
-            self.procs.append(subprocess.Popen(
-                [PY, "-c", MARK_WRITER, self.project.path, f"mw{w}", str(self.seed * 10 + 5 + w), repr(until),
-                 str(self.sb.logs / f"catalog-mw{w}.jsonl"), ",".join(ids)],
-                env=env, cwd=self.project.path, stdout=subprocess.DEVNULL,
-                stderr=self.sb.log(f"catalog-mw{w}.log")))
-        threads = [threading.Thread(target=self.lister_inprocess, daemon=True),
-                   threading.Thread(target=self.lister_cli, daemon=True)]
+            self.procs.append(
+                subprocess.Popen(
+                    [
+                        PY,
+                        "-c",
+                        MARK_WRITER,
+                        self.project.path,
+                        f"mw{w}",
+                        str(self.seed * 10 + 5 + w),
+                        repr(until),
+                        str(self.sb.logs / f"catalog-mw{w}.jsonl"),
+                        ",".join(ids),
+                    ],
+                    env=env,
+                    cwd=self.project.path,
+                    stdout=subprocess.DEVNULL,
+                    stderr=self.sb.log(f"catalog-mw{w}.log"),
+                )
+            )
+        threads = [
+            threading.Thread(target=self.lister_inprocess, daemon=True),
+            threading.Thread(target=self.lister_cli, daemon=True),
+        ]
         t0 = time.perf_counter()
         for t in threads:
             t.start()
@@ -204,8 +246,9 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
 
     res = Result("catalog under writes")
     rng = random.Random(seed)
-    project = make_project(sb, "catalog-writes", 20 if quick else 40, rng,
-                           big_every=5, custom_every=7, untitled_every=6)
+    project = make_project(
+        sb, "catalog-writes", 20 if quick else 40, rng, big_every=5, custom_every=7, untitled_every=6
+    )
     cs = CatalogStorm(sb, project, quick, seed)
     try:
         wall = cs.run()
@@ -220,8 +263,11 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     allowed: dict[str, dict[str, set]] = {}
     for sid, t in project.sessions.items():
         d = intents.get(sid, {})
-        titles = {t.custom_title} if t.custom_title else (
-            {t.ai_title, prompt_title(t.first_prompt), sid[:8]} | set(d.get("title", [])))
+        titles = (
+            {t.custom_title}
+            if t.custom_title
+            else ({t.ai_title, prompt_title(t.first_prompt), sid[:8]} | set(d.get("title", [])))
+        )
         allowed[sid] = {"title": titles - {None}, "last_prompt": {t.last_prompt} | set(d.get("prompt", []))}
 
     ids = set(project.ids)
@@ -255,20 +301,31 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     cold_time = time.perf_counter() - t0
     warm = {r.id: view(r) for r in warm_rows}
     cold = {r.id: view(r) for r in cold_rows}
-    out = subprocess.run(c3async_cmd("sessions", "--project", project.path, "--json"), env=sb.env(project.path),
-                         cwd=project.path, capture_output=True, timeout=120)
+    out = subprocess.run(
+        c3async_cmd("sessions", "--project", project.path, "--json"),
+        env=sb.env(project.path),
+        cwd=project.path,
+        capture_output=True,
+        timeout=120,
+    )
     cli = {r["id"]: view(r) for r in json.loads(out.stdout)} if out.returncode == 0 else {}
     stale_o, note_o = oracle_fold(marks.records)
     truth = {}
     for sid, t in project.sessions.items():
         d = intents.get(sid, {})
-        title = t.custom_title or (d["title"][-1] if d.get("title") else None) or t.ai_title or prompt_title(t.first_prompt)
+        title = (
+            t.custom_title or (d["title"][-1] if d.get("title") else None) or t.ai_title or prompt_title(t.first_prompt)
+        )
         s, n = stale_o.get(sid), note_o.get(sid)
         truth[sid] = {
-            "title": title, "last_prompt": d["prompt"][-1] if d.get("prompt") else t.last_prompt,
+            "title": title,
+            "last_prompt": d["prompt"][-1] if d.get("prompt") else t.last_prompt,
             "first_prompt": t.first_prompt,
-            "stale": ({"reason": s["reason"], "successor": s.get("successor"), "by": s["by"]}
-                      if s is not None and s["op"] == "stale" else None),
+            "stale": (
+                {"reason": s["reason"], "successor": s.get("successor"), "by": s["by"]}
+                if s is not None and s["op"] == "stale"
+                else None
+            ),
             "note": {"summary": n.get("summary"), "next_steps": n.get("next_steps")} if n is not None else None,
         }
 
@@ -285,26 +342,46 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     inproc = [dt for who, dt, _, _ in cs.listings if who == "in-process"]
     clis = [dt for who, dt, _, _ in cs.listings if who == "cli"]
     grown = sum(t.path.stat().st_size for t in project.sessions.values())
-    res.fig("sessions", f"{len(ids)}  ({sum(1 for i in range(len(ids)) if i % 5 == 0)} over 320 KiB; "
-            f"transcripts now {grown / 1e6:.1f} MB)")
+    res.fig(
+        "sessions",
+        f"{len(ids)}  ({sum(1 for i in range(len(ids)) if i % 5 == 0)} over 320 KiB; "
+        f"transcripts now {grown / 1e6:.1f} MB)",
+    )
     res.fig("writers", f"{cs.t_writers} transcript writers, {cs.m_writers} mark writers, {wall:.1f} s")
-    res.fig("lines appended", f"prompts {sum(len(d.get('prompt', [])) for d in intents.values())}, "
-            f"ai-titles {sum(len(d.get('title', [])) for d in intents.values())}, marks {len(marks.records)}")
-    res.fig("listings", f"{len(cs.listings)}  (in-process {len(inproc)}, `c3async sessions --json` {len(clis)}; failed {len(failed)})")
+    res.fig(
+        "lines appended",
+        f"prompts {sum(len(d.get('prompt', [])) for d in intents.values())}, "
+        f"ai-titles {sum(len(d.get('title', [])) for d in intents.values())}, marks {len(marks.records)}",
+    )
+    res.fig(
+        "listings",
+        f"{len(cs.listings)}  (in-process {len(inproc)}, `c3async sessions --json` {len(clis)}; failed {len(failed)})",
+    )
     res.fig("listing time under load, in-process", f"p50 {ms(pct(inproc, 50))}  max {ms(max(inproc, default=0))}")
     res.fig("listing time under load, CLI process", f"p50 {ms(pct(clis, 50))}  max {ms(max(clis, default=0))}")
     res.fig("cold listing after the writers", ms(cold_time))
-    res.fig("rows with last prompt unknown (None)", f"{unknown_prompt}  (of {sum(len(x[2] or {}) for x in cs.listings)} rows listed)")
+    res.fig(
+        "rows with last prompt unknown (None)",
+        f"{unknown_prompt}  (of {sum(len(x[2] or {}) for x in cs.listings)} rows listed)",
+    )
 
     res.check(not failed, "every listing succeeds", "; ".join(failed[:3]))
     res.check(not wrong_count, "every listing returns every session exactly once", "; ".join(wrong_count[:3]))
     res.check(not bad_title, "no row shows a title that was never written", f"{len(bad_title)}: {bad_title[:3]}")
-    res.check(not bad_prompt, "no row shows a last prompt that was never written", f"{len(bad_prompt)}: {bad_prompt[:3]}")
+    res.check(
+        not bad_prompt, "no row shows a last prompt that was never written", f"{len(bad_prompt)}: {bad_prompt[:3]}"
+    )
     res.check(not bad_first, "every row keeps its first prompt", f"{len(bad_first)}: {bad_first[:3]}")
     res.check(not bad_mark, "no row shows a mark that was never written", f"{len(bad_mark)}: {bad_mark[:3]}")
-    res.check(not d_warm_cold, "the final listing equals a cold listing (cache deleted)",
-              f"{len(d_warm_cold)} differences: {d_warm_cold[:4]}")
+    res.check(
+        not d_warm_cold,
+        "the final listing equals a cold listing (cache deleted)",
+        f"{len(d_warm_cold)} differences: {d_warm_cold[:4]}",
+    )
     res.check(not d_cold_truth, "the cold listing equals what was written", f"{len(d_cold_truth)}: {d_cold_truth[:4]}")
-    res.check(out.returncode == 0 and not d_cli, "`c3async sessions --json` agrees with the cold listing",
-              f"rc {out.returncode}; {d_cli[:3]}")
+    res.check(
+        out.returncode == 0 and not d_cli,
+        "`c3async sessions --json` agrees with the cold listing",
+        f"rc {out.returncode}; {d_cli[:3]}",
+    )
     return res

@@ -53,9 +53,15 @@ class Churn:
         kinds = ["eof", "term", "int", "kill"] * (n // 4 + 1)
         kinds = kinds[:n]
         self.rng.shuffle(kinds)
-        self.servers = [Server(f"{seed:05d}-churn-4000-8000-{i:012d}", kinds[i],
-                               i * spacing + self.rng.uniform(0, spacing / 2), self.rng.uniform(2.5, 5.0))
-                        for i in range(n)]
+        self.servers = [
+            Server(
+                f"{seed:05d}-churn-4000-8000-{i:012d}",
+                kinds[i],
+                i * spacing + self.rng.uniform(0, spacing / 2),
+                self.rng.uniform(2.5, 5.0),
+            )
+            for i in range(n)
+        ]
         self.live_dir = project / ".c3" / "live"
         self.polls: list[tuple[float, float, frozenset]] = []
         self.stop_reader = threading.Event()
@@ -103,12 +109,21 @@ class Churn:
 
     def lifecycle(self, s: Server, t_zero: float) -> None:
         time.sleep(max(0.0, t_zero + s.start_at - time.monotonic()))
-        env = self.sb.env(self.project, CLAUDE_CODE_SESSION_ID=s.host,
-                          C3_HEARTBEAT_INTERVAL_S=str(INTERVAL), C3_HEARTBEAT_TTL_S=str(TTL))
+        env = self.sb.env(
+            self.project,
+            CLAUDE_CODE_SESSION_ID=s.host,
+            C3_HEARTBEAT_INTERVAL_S=str(INTERVAL),
+            C3_HEARTBEAT_TTL_S=str(TTL),
+        )
         s.t_spawn = time.monotonic()
-        s.proc = subprocess.Popen([PY, "-m", "c3async", "serve"], env=env, cwd=self.project,
-                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                  stderr=self.sb.log(f"churn-{s.host[-4:]}.log"))
+        s.proc = subprocess.Popen(
+            [PY, "-m", "c3async", "serve"],
+            env=env,
+            cwd=self.project,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=self.sb.log(f"churn-{s.host[-4:]}.log"),
+        )
         deadline = time.monotonic() + 60
         while s.t_first is None:
             if s.proc.poll() is not None or time.monotonic() > deadline:
@@ -149,8 +164,10 @@ class Churn:
             s.proc.stdin.close()
 
     def run(self) -> float:
-        threads = [threading.Thread(target=self.reader, daemon=True),
-                   threading.Thread(target=self.watcher, daemon=True)]
+        threads = [
+            threading.Thread(target=self.reader, daemon=True),
+            threading.Thread(target=self.watcher, daemon=True),
+        ]
         for t in threads:
             t.start()
         t_zero = time.monotonic()
@@ -201,8 +218,9 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         if s.method == "kill":
             after = [(t0, t1, s.host in seen) for t0, t1, seen in polls if t1 > s.t_stop]
             last_live = max((t1 for t0, t1, live in after if live), default=None)
-            first_dead = next((t1 for t0, t1, live in after
-                               if not live and (last_live is None or t0 > last_live)), None)
+            first_dead = next(
+                (t1 for t0, t1, live in after if not live and (last_live is None or t0 > last_live)), None
+            )
             if first_dead is not None:
                 ttd.append(first_dead - s.t_stop)
             for t0, _t1, live in after:
@@ -211,8 +229,10 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
                     break
         else:
             if s.t_gone is None or s.t_gone > s.t_exit:
-                not_removed.append(f"{s.host[-4:]} ({s.method}): " + (
-                    "file still there" if s.t_gone is None else f"gone {s.t_gone - s.t_exit:.2f} s after exit"))
+                not_removed.append(
+                    f"{s.host[-4:]} ({s.method}): "
+                    + ("file still there" if s.t_gone is None else f"gone {s.t_gone - s.t_exit:.2f} s after exit")
+                )
             else:
                 gone.append(s.t_gone - s.t_stop)
             exits.append(s.t_exit - s.t_stop)
@@ -225,25 +245,41 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
 
     kinds = {k: sum(1 for s in ch.servers if s.method == k) for k in ("eof", "term", "int", "kill")}
     first = [s.t_first - s.t_spawn for s in ch.servers if s.t_first is not None]
-    res.fig("servers started", f"{len(ch.servers)}  (interval {INTERVAL} s, TTL {TTL} s; spawn to first "
-            f"heartbeat p50 {ms(pct(first, 50))}, max {ms(max(first, default=0))})")
-    res.fig("clean stops", f"{len(ch.servers) - kinds['kill']}  (stdin EOF {kinds['eof']}, SIGTERM {kinds['term']}, "
-            f"SIGINT {kinds['int']})")
+    res.fig(
+        "servers started",
+        f"{len(ch.servers)}  (interval {INTERVAL} s, TTL {TTL} s; spawn to first "
+        f"heartbeat p50 {ms(pct(first, 50))}, max {ms(max(first, default=0))})",
+    )
+    res.fig(
+        "clean stops",
+        f"{len(ch.servers) - kinds['kill']}  (stdin EOF {kinds['eof']}, SIGTERM {kinds['term']}, "
+        f"SIGINT {kinds['int']})",
+    )
     res.fig("kills (SIGKILL)", kinds["kill"])
-    res.fig("reader polls", f"{len(polls)}  (every {POLL * 1e3:.0f} ms over {wall:.1f} s; poll time p50 "
-            f"{ms(pct([p[1] - p[0] for p in polls], 50))}, max {ms(max((p[1] - p[0] for p in polls), default=0))})")
-    res.fig("time to dead after SIGKILL", f"max {max(ttd, default=0):.2f} s  min {min(ttd, default=0):.2f} s  "
-            f"(bound TTL + interval + slack = {bound:.1f} s)")
+    res.fig(
+        "reader polls",
+        f"{len(polls)}  (every {POLL * 1e3:.0f} ms over {wall:.1f} s; poll time p50 "
+        f"{ms(pct([p[1] - p[0] for p in polls], 50))}, max {ms(max((p[1] - p[0] for p in polls), default=0))})",
+    )
+    res.fig(
+        "time to dead after SIGKILL",
+        f"max {max(ttd, default=0):.2f} s  min {min(ttd, default=0):.2f} s  "
+        f"(bound TTL + interval + slack = {bound:.1f} s)",
+    )
     res.fig("signal to heartbeat file gone", f"max {ms(max(gone, default=0))}  p50 {ms(pct(gone, 50))}  (clean stops)")
     res.fig("signal to process exit", f"max {ms(max(exits, default=0))}  p50 {ms(pct(exits, 50))}  (clean stops)")
 
     res.check(not errors, "every server starts and stops as told", "; ".join(errors[:3]))
     res.check(not reader_errors, "live_sessions never fails", f"{len(reader_errors)} polls failed")
-    res.check(not stale_live, "a cleanly stopped server is never reported live once its process has exited",
-              "; ".join(stale_live[:3]))
+    res.check(
+        not stale_live,
+        "a cleanly stopped server is never reported live once its process has exited",
+        "; ".join(stale_live[:3]),
+    )
     res.check(not late_dead, "a killed server reads dead within TTL + one interval", "; ".join(late_dead[:3]))
     res.check(not running_dead, "a running server is never reported dead", "; ".join(running_dead[:3]))
-    res.check(not not_removed, "a clean stop removes the heartbeat file before the process exits",
-              "; ".join(not_removed[:3]))
+    res.check(
+        not not_removed, "a clean stop removes the heartbeat file before the process exits", "; ".join(not_removed[:3])
+    )
     res.check(not bad_rc, "a clean stop exits with status 0", "; ".join(bad_rc[:3]))
     return res

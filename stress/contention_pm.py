@@ -82,13 +82,24 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     pm_path = project / ".c3" / "pm" / "pm.json"
     go = time.time() + 1.5 + procs_n * 0.08
     env = sb.env(project)
-    procs = [subprocess.Popen([PY, "-c", WRITER, str(project), f"w{w:02d}", str(changes), repr(go), str(seed * 100 + w)],
-                              env=env, cwd=project, stdout=subprocess.PIPE,
-                              stderr=sb.log(f"pm-w{w:02d}.log"))
-             for w in range(procs_n)]
+    procs = [
+        subprocess.Popen(
+            [PY, "-c", WRITER, str(project), f"w{w:02d}", str(changes), repr(go), str(seed * 100 + w)],
+            env=env,
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=sb.log(f"pm-w{w:02d}.log"),
+        )
+        for w in range(procs_n)
+    ]
     stop = sb.logs / "pm-reader.stop"
-    reader = subprocess.Popen([PY, "-c", READER, str(pm_path), str(stop)], env=env, cwd=project,
-                              stdout=subprocess.PIPE, stderr=sb.log("pm-reader.log"))
+    reader = subprocess.Popen(
+        [PY, "-c", READER, str(pm_path), str(stop)],
+        env=env,
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=sb.log("pm-reader.log"),
+    )
     results: list[dict] = []
     failed: list[str] = []
     try:
@@ -164,23 +175,33 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     lost = len(lost_events) + len(lost_tasks) + len(lost_decisions) + len(wrong_title) + len(lost_links)
 
     kinds = Counter(r["action"] for r in acked)
-    res.fig("processes x changes", f"{procs_n} x {changes}  ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})")
-    res.fig("changes acknowledged", f"{len(acked)}  (failed {len(errors)}; wall {wall:.1f} s, "
-            f"{len(acked) / max(wall, 1e-9):.0f} changes/s)")
+    res.fig(
+        "processes x changes", f"{procs_n} x {changes}  ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))})"
+    )
+    res.fig(
+        "changes acknowledged",
+        f"{len(acked)}  (failed {len(errors)}; wall {wall:.1f} s, {len(acked) / max(wall, 1e-9):.0f} changes/s)",
+    )
     res.fig("events in pm.json", f"{len(events)}  (extra {extra_events})")
     res.fig("lost (must be 0)", lost)
     res.fig("tasks / decisions", f"{len(tasks)} / {len(decisions)}  (pm.json {pm_path.stat().st_size / 1e3:.0f} KB)")
     res.fig("change latency", lat([r["dt"] for r in acked]))
-    res.fig("reads of pm.json by a reader process", "-" if reads is None else
-            f"{reads['reads']}  (that did not parse: {reads['bad']})")
+    res.fig(
+        "reads of pm.json by a reader process",
+        "-" if reads is None else f"{reads['reads']}  (that did not parse: {reads['bad']})",
+    )
 
     res.check(not failed, "every writer process completes", "; ".join(failed[:3]))
-    res.check(reads is not None and reads["bad"] == 0, "a reader never sees a broken pm.json",
-              "no report from the reader" if reads is None else f"{reads['bad']} of {reads['reads']} reads")
+    res.check(
+        reads is not None and reads["bad"] == 0,
+        "a reader never sees a broken pm.json",
+        "no report from the reader" if reads is None else f"{reads['bad']} of {reads['reads']} reads",
+    )
     res.check(not errors, "every change succeeds", f"{len(errors)}, e.g. {errors[:2]}")
-    res.check(len(acked) == procs_n * changes, "every change is acknowledged",
-              f"{len(acked)} of {procs_n * changes}")
-    res.check(not lost_events, "every acknowledged change has its event", f"{len(lost_events)} lost, e.g. {lost_events[:3]}")
+    res.check(len(acked) == procs_n * changes, "every change is acknowledged", f"{len(acked)} of {procs_n * changes}")
+    res.check(
+        not lost_events, "every acknowledged change has its event", f"{len(lost_events)} lost, e.g. {lost_events[:3]}"
+    )
     res.check(extra_events == 0, "no event without an acknowledged change", f"{extra_events} extra")
     res.check(not lost_tasks, "every added task is present", f"{len(lost_tasks)} lost, e.g. {lost_tasks[:3]}")
     res.check(not lost_decisions, "every decision is present", f"{len(lost_decisions)} lost, e.g. {lost_decisions[:3]}")

@@ -52,8 +52,16 @@ GiB = 1024 * MiB
 
 # Project directory names: separators of every kind, but no two with the same slug (colliding
 # slugs share one transcript folder, which is a different test from this benchmark).
-PROJECT_NAMES = ("app-one", "svc_two", "lib.three", "web app four", "data-pipeline_5",
-                 "tools.six", "api_gateway-7", "mobile.client_8")
+PROJECT_NAMES = (
+    "app-one",
+    "svc_two",
+    "lib.three",
+    "web app four",
+    "data-pipeline_5",
+    "tools.six",
+    "api_gateway-7",
+    "mobile.client_8",
+)
 
 MEDIAN_SIZE = 220 * KiB  # the target; the whole corpus (buried titles, pastes, whole turns) lands near 300
 SIZE_SIGMA = 1.0  # lognormal spread: ~5% under 60 KiB, ~5% over 1.5 MiB
@@ -71,8 +79,7 @@ def _j(text: str) -> str:
 def _iso(ms: int) -> str:
     secs, ms = divmod(ms, 1000)
     t = time.gmtime(secs)
-    return (f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:"
-            f"{t.tm_sec:02d}.{ms:03d}Z")
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{ms:03d}Z"
 
 
 def _uuid(rng: random.Random) -> str:
@@ -93,25 +100,149 @@ def _b62(rng: random.Random, n: int) -> str:
 # Text pools: generated once per corpus, stored JSON-escaped so lines are plain concatenation.
 # --------------------------------------------------------------------------------------------
 
-NOUNS = ("retry", "cache", "token", "session", "worker", "queue", "parser", "config", "handler",
-         "client", "server", "schema", "index", "batch", "user", "auth", "scheduler", "upload",
-         "billing", "invoice", "webhook", "migration", "logger", "router", "socket", "payload",
-         "snapshot", "catalog", "metrics", "timeout", "pool", "lock", "registry", "plugin")
-VERBS = ("fix", "refactor", "add", "remove", "rename", "document", "speed up", "simplify",
-         "debug", "test", "migrate", "split", "cache", "validate", "retry", "log")
-ADJS = ("flaky", "slow", "stale", "missing", "broken", "duplicate", "async", "nested", "legacy",
-        "optional", "concurrent", "empty", "huge", "partial", "expired")
-FILES = ("src/core/retry.py", "src/api/handlers.py", "src/db/migrations/0042_index.py",
-         "tests/test_scheduler.py", "lib/client.ts", "lib/server/router.ts", "cmd/main.go",
-         "internal/queue/worker.go", "README.md", "pyproject.toml", "src/auth/token.rs",
-         "web/components/Table.tsx", "scripts/deploy.sh", "docs/architecture.md")
-WORDS = ("the", "a", "this", "that", "we", "it", "should", "could", "when", "because", "so",
-         "then", "before", "after", "call", "value", "function", "returns", "test", "fails",
-         "passes", "error", "line", "file", "module", "change", "look", "check", "need", "using",
-         "instead", "still", "already", "probably", "looks", "like", "path", "state", "case",
-         *NOUNS)
-BRANCHES = ("main", "main", "main", "master", "develop", "feature/retry-backoff", "fix/token-expiry",
-            "feat/catalog-cache", "chore/deps", "HEAD", "release/2.4", "wip/refactor-queue")
+NOUNS = (
+    "retry",
+    "cache",
+    "token",
+    "session",
+    "worker",
+    "queue",
+    "parser",
+    "config",
+    "handler",
+    "client",
+    "server",
+    "schema",
+    "index",
+    "batch",
+    "user",
+    "auth",
+    "scheduler",
+    "upload",
+    "billing",
+    "invoice",
+    "webhook",
+    "migration",
+    "logger",
+    "router",
+    "socket",
+    "payload",
+    "snapshot",
+    "catalog",
+    "metrics",
+    "timeout",
+    "pool",
+    "lock",
+    "registry",
+    "plugin",
+)
+VERBS = (
+    "fix",
+    "refactor",
+    "add",
+    "remove",
+    "rename",
+    "document",
+    "speed up",
+    "simplify",
+    "debug",
+    "test",
+    "migrate",
+    "split",
+    "cache",
+    "validate",
+    "retry",
+    "log",
+)
+ADJS = (
+    "flaky",
+    "slow",
+    "stale",
+    "missing",
+    "broken",
+    "duplicate",
+    "async",
+    "nested",
+    "legacy",
+    "optional",
+    "concurrent",
+    "empty",
+    "huge",
+    "partial",
+    "expired",
+)
+FILES = (
+    "src/core/retry.py",
+    "src/api/handlers.py",
+    "src/db/migrations/0042_index.py",
+    "tests/test_scheduler.py",
+    "lib/client.ts",
+    "lib/server/router.ts",
+    "cmd/main.go",
+    "internal/queue/worker.go",
+    "README.md",
+    "pyproject.toml",
+    "src/auth/token.rs",
+    "web/components/Table.tsx",
+    "scripts/deploy.sh",
+    "docs/architecture.md",
+)
+WORDS = (
+    "the",
+    "a",
+    "this",
+    "that",
+    "we",
+    "it",
+    "should",
+    "could",
+    "when",
+    "because",
+    "so",
+    "then",
+    "before",
+    "after",
+    "call",
+    "value",
+    "function",
+    "returns",
+    "test",
+    "fails",
+    "passes",
+    "error",
+    "line",
+    "file",
+    "module",
+    "change",
+    "look",
+    "check",
+    "need",
+    "using",
+    "instead",
+    "still",
+    "already",
+    "probably",
+    "looks",
+    "like",
+    "path",
+    "state",
+    "case",
+    *NOUNS,
+)
+BRANCHES = (
+    "main",
+    "main",
+    "main",
+    "master",
+    "develop",
+    "feature/retry-backoff",
+    "fix/token-expiry",
+    "feat/catalog-cache",
+    "chore/deps",
+    "HEAD",
+    "release/2.4",
+    "wip/refactor-queue",
+)
 VERSIONS = ("2.1.88", "2.1.88", "2.1.88", "2.1.112", "2.1.147", "2.1.332")
 MODELS = ("claude-opus-4-5-20251101", "claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101")
 
@@ -127,14 +258,25 @@ PROMPT_TEMPLATES = (
     "Plan: 1) {verb} {noun}\n2) {verb2} {noun2}\n3) run the whole suite\nStart with step 1.",
     "Please {verb} `{fn}` in {file}; keep the public signature, it's used by the {noun2} service",
     "Benchmark the {noun} path and tell me where the time goes (issue #{n})",
-    "Port the {noun} helper from {file} to the new {noun2} layer, with \"strict\" mode on",
+    'Port the {noun} helper from {file} to the new {noun2} layer, with "strict" mode on',
 )
-AI_TITLE_TEMPLATES = ("{Verb} {adj} {noun} test", "{Verb} {noun} handling in {short}",
-                      "Investigate {adj} {noun2} {noun}", "{Verb} {noun2} {noun} logic",
-                      "Debug {noun} failure in CI", "Document {noun} API edge cases")
-CUSTOM_TITLE_TEMPLATES = ("{verb}-{noun}-{noun2}", "{noun}-{adj}-{n}", "{verb}-{noun}",
-                          "Sprint {n}: {noun} cleanup", "Übersicht {noun}/{noun2} 🚀",
-                          "the \"{adj}\" {noun} bug", "C:\\work\\{noun} port")
+AI_TITLE_TEMPLATES = (
+    "{Verb} {adj} {noun} test",
+    "{Verb} {noun} handling in {short}",
+    "Investigate {adj} {noun2} {noun}",
+    "{Verb} {noun2} {noun} logic",
+    "Debug {noun} failure in CI",
+    "Document {noun} API edge cases",
+)
+CUSTOM_TITLE_TEMPLATES = (
+    "{verb}-{noun}-{noun2}",
+    "{noun}-{adj}-{n}",
+    "{verb}-{noun}",
+    "Sprint {n}: {noun} cleanup",
+    "Übersicht {noun}/{noun2} 🚀",
+    'the "{adj}" {noun} bug',
+    "C:\\work\\{noun} port",
+)
 
 TOOL_WEIGHTS = (("Bash", 45), ("Read", 30), ("Grep", 12), ("Edit", 13))
 
@@ -143,11 +285,17 @@ def _fill(rng: random.Random, template: str, **extra: str) -> str:
     noun, noun2 = rng.sample(NOUNS, 2)
     verb, verb2 = rng.sample(VERBS, 2)
     values = dict(
-        noun=noun, noun2=noun2, verb=verb.replace(" ", "-") if "{verb}-" in template else verb,
-        verb2=verb2, Verb=verb.capitalize(), adj=rng.choice(ADJS), file=rng.choice(FILES),
-        short=rng.choice(FILES).rsplit("/", 1)[-1], n=str(rng.randint(100, 9999)),
-        fn=f"{rng.choice(NOUNS)}_{rng.choice(NOUNS)}", exc=rng.choice(
-            ("TimeoutError", "KeyError", "AssertionError", "ValueError", "panic")),
+        noun=noun,
+        noun2=noun2,
+        verb=verb.replace(" ", "-") if "{verb}-" in template else verb,
+        verb2=verb2,
+        Verb=verb.capitalize(),
+        adj=rng.choice(ADJS),
+        file=rng.choice(FILES),
+        short=rng.choice(FILES).rsplit("/", 1)[-1],
+        n=str(rng.randint(100, 9999)),
+        fn=f"{rng.choice(NOUNS)}_{rng.choice(NOUNS)}",
+        exc=rng.choice(("TimeoutError", "KeyError", "AssertionError", "ValueError", "panic")),
     )
     values.update(extra)
     return template.format(**values)
@@ -188,7 +336,7 @@ def _code_line(rng: random.Random, indent: int) -> str:
     if pick == 5:
         return f"{pad}# {_sentence(rng)}"
     if pick == 6:
-        return f"{pad}raise {a.capitalize()}Error(f\"bad {b}: {{{b}!r}}\")"
+        return f'{pad}raise {a.capitalize()}Error(f"bad {b}: {{{b}!r}}")'
     return f"{pad}for {a} in sorted(self.{b}s, key=lambda x: x.{a}):"
 
 
@@ -215,14 +363,18 @@ def _output(rng: random.Random, chars: int) -> str:
             status = "PASSED" if rng.random() < 0.93 else "FAILED"
             line = f"tests/test_{a}.py::test_{b}_{rng.choice(ADJS)} {status} [{rng.randint(0, 100):3d}%]"
         elif kind == 1:  # git log
-            line = (f"{rng.getrandbits(28):07x} {rng.choice(VERBS).capitalize()} {a} {b} "
-                    f"({rng.randint(1, 30)} days ago) <dev{rng.randint(1, 9)}@example.com>")
+            line = (
+                f"{rng.getrandbits(28):07x} {rng.choice(VERBS).capitalize()} {a} {b} "
+                f"({rng.randint(1, 30)} days ago) <dev{rng.randint(1, 9)}@example.com>"
+            )
         elif kind == 2:  # grep -n
             line = f"{rng.choice(FILES)}:{rng.randint(1, 900)}:{_code_line(rng, rng.randint(0, 2))}"
         else:  # build / server log
-            line = (f"2026-0{rng.randint(1, 6)}-{rng.randint(10, 28)} {rng.randint(10, 23)}:"
-                    f"{rng.randint(10, 59)}:{rng.randint(10, 59)},{rng.randint(100, 999)} "
-                    f"{rng.choice(('INFO', 'INFO', 'DEBUG', 'WARNING', 'ERROR'))} [{a}] {_sentence(rng)}")
+            line = (
+                f"2026-0{rng.randint(1, 6)}-{rng.randint(10, 28)} {rng.randint(10, 23)}:"
+                f"{rng.randint(10, 59)}:{rng.randint(10, 59)},{rng.randint(100, 999)} "
+                f"{rng.choice(('INFO', 'INFO', 'DEBUG', 'WARNING', 'ERROR'))} [{a}] {_sentence(rng)}"
+            )
         lines.append(line)
         n += len(line) + 1
     return "\n".join(lines)
@@ -254,14 +406,19 @@ class _Pools:
         self.files = blobs(_code, 120, 1000, 30_000)  # Read results, Edit originalFile
         self.thinking = [_j(_prose(rng, _logsize(rng, 200, 4000))) for _ in range(120)]
         self.texts = [_j(_prose(rng, _logsize(rng, 40, 1500))) for _ in range(160)]
-        self.summaries = [_j("This session is being continued from a previous conversation that ran "
-                             "out of context. The summary below covers the earlier portion of the "
-                             "conversation.\n\n" + _prose(rng, _logsize(rng, 4000, 16000)))
-                          for _ in range(12)]
+        self.summaries = [
+            _j(
+                "This session is being continued from a previous conversation that ran "
+                "out of context. The summary below covers the earlier portion of the "
+                "conversation.\n\n" + _prose(rng, _logsize(rng, 4000, 16000))
+            )
+            for _ in range(12)
+        ]
         # One long base64 string; a signature is a slice of it (real ones are 1-4 KB of base64).
         self.sig = base64.b64encode(rng.randbytes(96 * KiB)).decode()
-        self.skills = _j("\n".join(f"- {a}-{b}: {_sentence(rng)}" for a, b in
-                                   (rng.sample(NOUNS, 2) for _ in range(40))))
+        self.skills = _j(
+            "\n".join(f"- {a}-{b}: {_sentence(rng)}" for a, b in (rng.sample(NOUNS, 2) for _ in range(40)))
+        )
 
     def signature(self, rng: random.Random) -> str:
         n = rng.randint(800, 4000)
@@ -279,8 +436,9 @@ CLEAR_CMD = command_markup("/clear", "clear")
 class _Writer:
     """Builds one transcript in memory, line by line, keeping the uuid chain and the clock."""
 
-    def __init__(self, rng: random.Random, pools: _Pools, sid: str, cwd: str, branch: str,
-                 entrypoint: str, t0_ms: int) -> None:
+    def __init__(
+        self, rng: random.Random, pools: _Pools, sid: str, cwd: str, branch: str, entrypoint: str, t0_ms: int
+    ) -> None:
         self.rng, self.pools, self.sid, self.cwd = rng, pools, sid, cwd
         self.cwd_json = _j(cwd)
         self.entrypoint = entrypoint
@@ -302,8 +460,10 @@ class _Writer:
 
     def _envelope(self) -> None:
         # The tail of every chain line, in 2.1.x key order.
-        self.env = (f',"userType":"external","entrypoint":"{self.entrypoint}","cwd":{self.cwd_json},'
-                    f'"sessionId":"{self.sid}","version":"{self.version}","gitBranch":{_j(self.branch)}}}\n')
+        self.env = (
+            f',"userType":"external","entrypoint":"{self.entrypoint}","cwd":{self.cwd_json},'
+            f'"sessionId":"{self.sid}","version":"{self.version}","gitBranch":{_j(self.branch)}}}\n'
+        )
 
     def switch_branch(self, branch: str) -> None:
         self.branch = branch
@@ -340,35 +500,46 @@ class _Writer:
             self.meta("last-prompt", "lastPrompt", flat if len(flat) <= 200 else flat[:200] + "…")
 
     def queue(self, content_json: str) -> None:
-        self.add(f'{{"type":"queue-operation","operation":"enqueue","timestamp":"{self.ts(0, 50)}",'
-                 f'"sessionId":"{self.sid}","content":{content_json}}}\n')
-        self.add(f'{{"type":"queue-operation","operation":"dequeue","timestamp":"{self.ts(0, 50)}",'
-                 f'"sessionId":"{self.sid}"}}\n')
+        self.add(
+            f'{{"type":"queue-operation","operation":"enqueue","timestamp":"{self.ts(0, 50)}",'
+            f'"sessionId":"{self.sid}","content":{content_json}}}\n'
+        )
+        self.add(
+            f'{{"type":"queue-operation","operation":"dequeue","timestamp":"{self.ts(0, 50)}",'
+            f'"sessionId":"{self.sid}"}}\n'
+        )
 
     def snapshot(self, message_id: str) -> None:
         rng = self.rng
         backups = ",".join(
             f'{_j(f)}:{{"backupFileName":"{rng.getrandbits(64):016x}@v{v}","version":{v},'
             f'"backupTime":"{_iso(self.now - rng.randint(1000, 900_000))}"}}'
-            for f, v in ((rng.choice(FILES), rng.randint(1, 6)) for _ in range(rng.randint(0, 4))))
-        self.add(f'{{"type":"file-history-snapshot","messageId":"{message_id}","snapshot":'
-                 f'{{"messageId":"{message_id}","trackedFileBackups":{{{backups}}},'
-                 f'"timestamp":"{_iso(self.now)}"}},"isSnapshotUpdate":false}}\n')
+            for f, v in ((rng.choice(FILES), rng.randint(1, 6)) for _ in range(rng.randint(0, 4)))
+        )
+        self.add(
+            f'{{"type":"file-history-snapshot","messageId":"{message_id}","snapshot":'
+            f'{{"messageId":"{message_id}","trackedFileBackups":{{{backups}}},'
+            f'"timestamp":"{_iso(self.now)}"}},"isSnapshotUpdate":false}}\n'
+        )
 
     # --- chain lines ------------------------------------------------------------------------
 
     def user(self, content_json: str, uuid: str | None = None, extra: str = "") -> str:
         u = uuid or _uuid(self.rng)
-        self.add(f'{{"parentUuid":{self.par()},"isSidechain":false,"promptId":"{self.prompt_id}",'
-                 f'"type":"user","message":{{"role":"user","content":{content_json}}}{extra},'
-                 f'"uuid":"{u}","timestamp":"{self.ts()}","permissionMode":"default"' + self.env)
+        self.add(
+            f'{{"parentUuid":{self.par()},"isSidechain":false,"promptId":"{self.prompt_id}",'
+            f'"type":"user","message":{{"role":"user","content":{content_json}}}{extra},'
+            f'"uuid":"{u}","timestamp":"{self.ts()}","permissionMode":"default"' + self.env
+        )
         self.parent = u
         return u
 
     def system(self, body: str) -> None:
         u = _uuid(self.rng)
-        self.add(f'{{"parentUuid":{self.par()},"isSidechain":false,"type":"system",{body},'
-                 f'"timestamp":"{self.ts(5, 200)}","uuid":"{u}","isMeta":false' + self.env)
+        self.add(
+            f'{{"parentUuid":{self.par()},"isSidechain":false,"type":"system",{body},'
+            f'"timestamp":"{self.ts(5, 200)}","uuid":"{u}","isMeta":false' + self.env
+        )
         self.parent = u
 
     def local_command(self, content: str) -> None:
@@ -376,8 +547,10 @@ class _Writer:
 
     def attachment(self, body: str) -> None:
         u = _uuid(self.rng)
-        self.add(f'{{"parentUuid":{self.par()},"isSidechain":false,"attachment":{body},'
-                 f'"type":"attachment","uuid":"{u}","timestamp":"{self.ts(1, 30)}"' + self.env)
+        self.add(
+            f'{{"parentUuid":{self.par()},"isSidechain":false,"attachment":{body},'
+            f'"type":"attachment","uuid":"{u}","timestamp":"{self.ts(1, 30)}"' + self.env
+        )
         self.parent = u
 
     def response(self, blocks: list[str], stop: str) -> list[str]:
@@ -387,18 +560,22 @@ class _Writer:
         out_tokens = rng.randint(20, 2500)
         cache_new = rng.randint(200, 8000)
         self.context_tokens += cache_new
-        usage = (f'{{"input_tokens":{rng.randint(1, 12)},"cache_creation_input_tokens":{cache_new},'
-                 f'"cache_read_input_tokens":{self.context_tokens},"cache_creation":'
-                 f'{{"ephemeral_5m_input_tokens":{cache_new},"ephemeral_1h_input_tokens":0}},'
-                 f'"output_tokens":{out_tokens},"service_tier":"standard"}}')
+        usage = (
+            f'{{"input_tokens":{rng.randint(1, 12)},"cache_creation_input_tokens":{cache_new},'
+            f'"cache_read_input_tokens":{self.context_tokens},"cache_creation":'
+            f'{{"ephemeral_5m_input_tokens":{cache_new},"ephemeral_1h_input_tokens":0}},'
+            f'"output_tokens":{out_tokens},"service_tier":"standard"}}'
+        )
         uuids = []
         for i, block in enumerate(blocks):
             u = _uuid(rng)
             reason = f'"{stop}"' if i == len(blocks) - 1 else "null"
-            self.add(f'{{"parentUuid":{self.par()},"isSidechain":false,"type":"assistant","message":'
-                     f'{{"model":"{self.model}","id":"{msg_id}","type":"message","role":"assistant",'
-                     f'"content":[{block}],"stop_reason":{reason},"stop_sequence":null,"usage":{usage}}},'
-                     f'"requestId":"{req_id}","uuid":"{u}","timestamp":"{self.ts(300, 9000)}"' + self.env)
+            self.add(
+                f'{{"parentUuid":{self.par()},"isSidechain":false,"type":"assistant","message":'
+                f'{{"model":"{self.model}","id":"{msg_id}","type":"message","role":"assistant",'
+                f'"content":[{block}],"stop_reason":{reason},"stop_sequence":null,"usage":{usage}}},'
+                f'"requestId":"{req_id}","uuid":"{u}","timestamp":"{self.ts(300, 9000)}"' + self.env
+            )
             self.parent = u
             uuids.append(u)
         return uuids
@@ -411,53 +588,77 @@ class _Writer:
         path = _j(f"{self.cwd}/{rng.choice(FILES)}")
         if tool == "Bash":
             blob = rng.choice(pools.outputs)
-            cmd = rng.choice(("pytest -x -q", "git log --oneline -50", "npm run build",
-                              "rg -n TODO src", "make test", "tail -200 logs/app.log"))
-            use = (f'{{"type":"tool_use","id":"{tid}","name":"Bash","input":{{"command":"{cmd}",'
-                   f'"description":"{_sentence(rng)[:60]}"}}}}')
-            result = (f'{{"stdout":{blob.json},"stderr":"","interrupted":false,"isImage":false,'
-                      f'"noOutputExpected":false}}')
+            cmd = rng.choice(
+                (
+                    "pytest -x -q",
+                    "git log --oneline -50",
+                    "npm run build",
+                    "rg -n TODO src",
+                    "make test",
+                    "tail -200 logs/app.log",
+                )
+            )
+            use = (
+                f'{{"type":"tool_use","id":"{tid}","name":"Bash","input":{{"command":"{cmd}",'
+                f'"description":"{_sentence(rng)[:60]}"}}}}'
+            )
+            result = (
+                f'{{"stdout":{blob.json},"stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}}'
+            )
             return tid, use, blob.json, result
         if tool == "Read":
             blob = rng.choice(pools.files)
             use = f'{{"type":"tool_use","id":"{tid}","name":"Read","input":{{"file_path":{path}}}}}'
-            result = (f'{{"type":"text","file":{{"filePath":{path},"content":{blob.json},'
-                      f'"numLines":{blob.lines},"startLine":1,"totalLines":{blob.lines}}}}}')
+            result = (
+                f'{{"type":"text","file":{{"filePath":{path},"content":{blob.json},'
+                f'"numLines":{blob.lines},"startLine":1,"totalLines":{blob.lines}}}}}'
+            )
             return tid, use, blob.json, result
         if tool == "Grep":
             blob = rng.choice(pools.outputs)
             pattern = _j(rng.choice(NOUNS) + r"_\w+\(")
-            use = (f'{{"type":"tool_use","id":"{tid}","name":"Grep","input":{{"pattern":{pattern},'
-                   f'"path":{_j(self.cwd)},"output_mode":"content","-n":true}}}}')
-            result = (f'{{"mode":"content","numFiles":{rng.randint(1, 40)},"filenames":[],'
-                      f'"content":{blob.json},"numLines":{blob.lines}}}')
+            use = (
+                f'{{"type":"tool_use","id":"{tid}","name":"Grep","input":{{"pattern":{pattern},'
+                f'"path":{_j(self.cwd)},"output_mode":"content","-n":true}}}}'
+            )
+            result = (
+                f'{{"mode":"content","numFiles":{rng.randint(1, 40)},"filenames":[],'
+                f'"content":{blob.json},"numLines":{blob.lines}}}'
+            )
             return tid, use, blob.json, result
         blob = rng.choice(pools.files)  # Edit: the result carries the whole original file
         old_text, new_text = _code_line(rng, 1), _code_line(rng, 1)
         old, new = _j(old_text), _j(new_text)
-        use = (f'{{"type":"tool_use","id":"{tid}","name":"Edit","input":{{"file_path":{path},'
-               f'"old_string":{old},"new_string":{new},"replace_all":false}}}}')
+        use = (
+            f'{{"type":"tool_use","id":"{tid}","name":"Edit","input":{{"file_path":{path},'
+            f'"old_string":{old},"new_string":{new},"replace_all":false}}}}'
+        )
         content = _j(f"The file {self.cwd}/{rng.choice(FILES)} has been updated successfully.")
         at = rng.randint(1, blob.lines)
-        result = (f'{{"filePath":{path},"oldString":{old},"newString":{new},"originalFile":{blob.json},'
-                  f'"structuredPatch":[{{"oldStart":{at},"oldLines":1,"newStart":{at},"newLines":1,'
-                  f'"lines":[{_j("-" + old_text)},{_j("+" + new_text)}]}}],"userModified":false,'
-                  f'"replaceAll":false}}')
+        result = (
+            f'{{"filePath":{path},"oldString":{old},"newString":{new},"originalFile":{blob.json},'
+            f'"structuredPatch":[{{"oldStart":{at},"oldLines":1,"newStart":{at},"newLines":1,'
+            f'"lines":[{_j("-" + old_text)},{_j("+" + new_text)}]}}],"userModified":false,'
+            f'"replaceAll":false}}'
+        )
         return tid, use, content, result
 
     def tool_result(self, use_uuid: str, tid: str, content_json: str, result_json: str) -> None:
         u = _uuid(self.rng)
-        self.add(f'{{"parentUuid":"{use_uuid}","isSidechain":false,"promptId":"{self.prompt_id}",'
-                 f'"type":"user","message":{{"role":"user","content":[{{"tool_use_id":"{tid}",'
-                 f'"type":"tool_result","content":{content_json},"is_error":false}}]}},"uuid":"{u}",'
-                 f'"timestamp":"{self.ts(50, 20000)}","toolUseResult":{result_json},'
-                 f'"sourceToolAssistantUUID":"{use_uuid}"' + self.env)
+        self.add(
+            f'{{"parentUuid":"{use_uuid}","isSidechain":false,"promptId":"{self.prompt_id}",'
+            f'"type":"user","message":{{"role":"user","content":[{{"tool_use_id":"{tid}",'
+            f'"type":"tool_result","content":{content_json},"is_error":false}}]}},"uuid":"{u}",'
+            f'"timestamp":"{self.ts(50, 20000)}","toolUseResult":{result_json},'
+            f'"sourceToolAssistantUUID":"{use_uuid}"' + self.env
+        )
         self.parent = u
 
     # --- a whole turn -----------------------------------------------------------------------
 
-    def turn(self, prompt_json: str, prompt_text: str | None, *, ai_titles: list[str] | None,
-             first: bool = False) -> None:
+    def turn(
+        self, prompt_json: str, prompt_text: str | None, *, ai_titles: list[str] | None, first: bool = False
+    ) -> None:
         """A user prompt and everything Claude does about it, up to ``turn_duration``."""
         rng, pools = self.rng, self.pools
         self.prompt_id = _uuid(rng)
@@ -471,8 +672,10 @@ class _Writer:
         if prompt_text is not None:
             self.last_real_prompt = prompt_text
         if rng.random() < 0.3:
-            self.attachment('{"type":"hook_success","hookName":"UserPromptSubmit","hookEvent":'
-                            '"UserPromptSubmit","content":"","stdout":"","stderr":"","exitCode":0}')
+            self.attachment(
+                '{"type":"hook_success","hookName":"UserPromptSubmit","hookEvent":'
+                '"UserPromptSubmit","content":"","stdout":"","stderr":"","exitCode":0}'
+            )
         if first and rng.random() < 0.6:
             self.attachment(f'{{"type":"skill_listing","content":{pools.skills}}}')
         # ai-title is written from a side request alongside the prompt; it evolves.
@@ -485,15 +688,17 @@ class _Writer:
         for _ in range(rounds):
             blocks = []
             if rng.random() < 0.7:
-                blocks.append(f'{{"type":"thinking","thinking":{rng.choice(pools.thinking)},'
-                              f'"signature":"{pools.signature(rng)}"}}')
+                blocks.append(
+                    f'{{"type":"thinking","thinking":{rng.choice(pools.thinking)},'
+                    f'"signature":"{pools.signature(rng)}"}}'
+                )
             if rng.random() < 0.5:
                 blocks.append(f'{{"type":"text","text":{rng.choice(pools.texts)}}}')
             calls = [self.tool_call() for _ in range(1 if rng.random() < 0.8 else rng.randint(2, 3))]
             blocks += [c[1] for c in calls]
             uuids = self.response(blocks, "tool_use")
             # Parallel calls: each result hangs off its own tool_use line (a tree, not a list).
-            for (tid, _use, content, result), use_uuid in zip(calls, uuids[len(blocks) - len(calls):]):
+            for (tid, _use, content, result), use_uuid in zip(calls, uuids[len(blocks) - len(calls) :]):
                 self.tool_result(use_uuid, tid, content, result)
             messages += len(blocks) + len(calls)
         if rng.random() < 0.03:  # the user hit Esc
@@ -502,8 +707,10 @@ class _Writer:
         else:
             blocks = []
             if rng.random() < 0.5:
-                blocks.append(f'{{"type":"thinking","thinking":{rng.choice(pools.thinking)},'
-                              f'"signature":"{pools.signature(rng)}"}}')
+                blocks.append(
+                    f'{{"type":"thinking","thinking":{rng.choice(pools.thinking)},'
+                    f'"signature":"{pools.signature(rng)}"}}'
+                )
             blocks.append(f'{{"type":"text","text":{rng.choice(pools.texts)}}}')
             self.response(blocks, "end_turn")
             messages += len(blocks)
@@ -515,14 +722,17 @@ class _Writer:
         if self.custom:
             self.custom_title(self.custom)
         boundary = _uuid(self.rng)
-        self.add(f'{{"parentUuid":null,"logicalParentUuid":{self.par()},"isSidechain":false,'
-                 f'"type":"system","subtype":"compact_boundary","content":"Conversation compacted",'
-                 f'"isMeta":false,"level":"info","compactMetadata":{{"trigger":"auto",'
-                 f'"preTokens":{self.rng.randint(150_000, 170_000)}}},"timestamp":"{self.ts()}",'
-                 f'"uuid":"{boundary}"' + self.env)
+        self.add(
+            f'{{"parentUuid":null,"logicalParentUuid":{self.par()},"isSidechain":false,'
+            f'"type":"system","subtype":"compact_boundary","content":"Conversation compacted",'
+            f'"isMeta":false,"level":"info","compactMetadata":{{"trigger":"auto",'
+            f'"preTokens":{self.rng.randint(150_000, 170_000)}}},"timestamp":"{self.ts()}",'
+            f'"uuid":"{boundary}"' + self.env
+        )
         self.parent = boundary
-        self.user(self.rng.choice(self.pools.summaries),
-                  extra=',"isCompactSummary":true,"isVisibleInTranscriptOnly":true')
+        self.user(
+            self.rng.choice(self.pools.summaries), extra=',"isCompactSummary":true,"isVisibleInTranscriptOnly":true'
+        )
         self.context_tokens = self.rng.randint(15_000, 30_000)
 
 
@@ -572,15 +782,29 @@ def _paste(rng: random.Random, size: int) -> str:
     records, n = [], len(head)
     while n < size:
         a, b = rng.sample(NOUNS, 2)
-        rec = (f'{{"id":{rng.randint(1, 10**9)},"name":"{a}-{b}","{a}":{{"state":"{rng.choice(ADJS)}",'
-               f'"score":{rng.random():.5f},"tags":["{b}","{rng.choice(ADJS)}"]}},"next":null}}')
+        rec = (
+            f'{{"id":{rng.randint(1, 10**9)},"name":"{a}-{b}","{a}":{{"state":"{rng.choice(ADJS)}",'
+            f'"score":{rng.random():.5f},"tags":["{b}","{rng.choice(ADJS)}"]}},"next":null}}'
+        )
         records.append(rec)
         n += len(rec) + 1
     return head + '{"items":[],"debug":[' + ",".join(records) + "]}"
 
 
-def _session(rng: random.Random, pools: _Pools, *, sid: str, cwd: str, kind: str, target: int,
-             big: bool, paste: int, clear_head: bool, ide: bool, t0_ms: int) -> tuple[bytes, dict]:
+def _session(
+    rng: random.Random,
+    pools: _Pools,
+    *,
+    sid: str,
+    cwd: str,
+    kind: str,
+    target: int,
+    big: bool,
+    paste: int,
+    clear_head: bool,
+    ide: bool,
+    t0_ms: int,
+) -> tuple[bytes, dict]:
     """Build one transcript; return its bytes and its ground truth."""
     headless = kind == "headless"
     w = _Writer(rng, pools, sid, cwd, rng.choice(BRANCHES), "sdk-cli" if headless else "cli", t0_ms)
@@ -595,8 +819,10 @@ def _session(rng: random.Random, pools: _Pools, *, sid: str, cwd: str, kind: str
     prompt = _paste(rng, paste) if paste else _prompt(rng)
     prompt_json = _j(prompt)
     if ide:
-        opened = f"<ide_opened_file>The user opened the file {cwd}/{rng.choice(FILES)} in the IDE. " \
-                 "This may or may not be related to the current task.</ide_opened_file>"
+        opened = (
+            f"<ide_opened_file>The user opened the file {cwd}/{rng.choice(FILES)} in the IDE. "
+            "This may or may not be related to the current task.</ide_opened_file>"
+        )
         prompt_json = f'[{{"type":"text","text":{_j(opened)}}},{{"type":"text","text":{prompt_json}}}]'
     if headless:
         w.queue(prompt_json)
@@ -625,8 +851,10 @@ def _session(rng: random.Random, pools: _Pools, *, sid: str, cwd: str, kind: str
         rename_at = max(0, target - distance)
     while True:
         if rename_at is not None and w.size >= rename_at:
-            w.local_command(f"<command-name>/rename</command-name>\n            <command-message>rename"
-                            f"</command-message>\n            <command-args>{custom}</command-args>")
+            w.local_command(
+                f"<command-name>/rename</command-name>\n            <command-message>rename"
+                f"</command-message>\n            <command-args>{custom}</command-args>"
+            )
             w.local_command(f"<local-command-stdout>Session renamed to: {custom}</local-command-stdout>")
             w.custom_title(custom)
             rename_at = None
@@ -684,8 +912,15 @@ def _project_dirs(root: Path, projects: int) -> list[str]:
     return dirs
 
 
-def generate(root: Path, *, transcripts: int = 1000, projects: int = 5, seed: int = 1,
-             big_sizes: bool = True, workers: int | None = None) -> Corpus:
+def generate(
+    root: Path,
+    *,
+    transcripts: int = 1000,
+    projects: int = 5,
+    seed: int = 1,
+    big_sizes: bool = True,
+    workers: int | None = None,
+) -> Corpus:
     """Write a corpus of ``transcripts`` sessions spread evenly over ``projects`` projects
     (``workers`` processes; the files do not depend on how many)."""
     started = time.perf_counter()
@@ -716,8 +951,10 @@ def generate(root: Path, *, transcripts: int = 1000, projects: int = 5, seed: in
     big = set(rng.sample(interactive, round(n * 0.01))) if big_sizes else set()
     pasted = set(rng.sample(range(n), round(n * 0.05)))
     now_ms = int(time.time() * 1000)
-    jobs = [_Job(i, seed, kinds[i], i in big, i in pasted, dirs[i % projects],
-                 str(folders[i % projects]), now_ms) for i in range(n)]
+    jobs = [
+        _Job(i, seed, kinds[i], i in big, i in pasted, dirs[i % projects], str(folders[i % projects]), now_ms)
+        for i in range(n)
+    ]
 
     global _POOLS
     _POOLS = _Pools(random.Random(f"pools-{seed}"))
@@ -732,8 +969,16 @@ def generate(root: Path, *, transcripts: int = 1000, projects: int = 5, seed: in
         results = [_write_one(job) for job in jobs]
     expected = {sid: truth for sid, truth in results}
     total = sum(t["size"] for t in expected.values())
-    corpus = Corpus(config_dir=str(config), project_dirs=dirs, files=n, total_bytes=total,
-                    expected=expected, root=str(root), seed=seed, big_sizes=big_sizes)
+    corpus = Corpus(
+        config_dir=str(config),
+        project_dirs=dirs,
+        files=n,
+        total_bytes=total,
+        expected=expected,
+        root=str(root),
+        seed=seed,
+        big_sizes=big_sizes,
+    )
     corpus.seconds = time.perf_counter() - started
     corpus.save()
     return corpus
@@ -770,9 +1015,18 @@ def _write_one(job: _Job) -> tuple[str, dict]:
     end = job.now_ms - srng.randint(DAY_MS // 50, 60 * DAY_MS)
     t0 = end - int(max(target, 3 * MiB if job.kind == "buried" else 0) / TURN_BYTES * TURN_MS)
     data, truth = _session(
-        srng, _POOLS, sid=sid, cwd=job.cwd, kind=job.kind, target=target, big=job.big, paste=paste,
+        srng,
+        _POOLS,
+        sid=sid,
+        cwd=job.cwd,
+        kind=job.kind,
+        target=target,
+        big=job.big,
+        paste=paste,
         clear_head=job.kind != "headless" and srng.random() < 0.08,
-        ide=job.kind != "headless" and srng.random() < 0.05, t0_ms=t0)
+        ide=job.kind != "headless" and srng.random() < 0.05,
+        t0_ms=t0,
+    )
     path = os.path.join(job.folder, f"{sid}.jsonl")
     with open(path, "wb") as f:
         f.write(data)
@@ -828,8 +1082,14 @@ def write_giant(root: Path, *, size: int = 2 * GiB, seed: int = 7) -> tuple[str,
         f.truncate(size - len(tail))  # extends with a hole; no 2 GB of writes
         f.seek(size - len(tail))
         f.write(tail)
-    truth = {"title": titles[0], "first_prompt": first[:200], "branch": "main", "cwd": cwd,
-             "size": size, "path": str(path)}
+    truth = {
+        "title": titles[0],
+        "first_prompt": first[:200],
+        "branch": "main",
+        "cwd": cwd,
+        "size": size,
+        "path": str(path),
+    }
     return cwd, path, truth
 
 
@@ -842,12 +1102,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-big", action="store_true", help="no 20-60 MiB transcripts")
     args = ap.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    c = generate(args.out_dir, transcripts=args.transcripts, projects=args.projects, seed=args.seed,
-                 big_sizes=not args.no_big)
+    c = generate(
+        args.out_dir, transcripts=args.transcripts, projects=args.projects, seed=args.seed, big_sizes=not args.no_big
+    )
     sizes = sorted(e["size"] for e in c.expected.values())
-    print(f"{c.files} transcripts in {len(c.project_dirs)} projects, {c.total_bytes / MiB:.1f} MiB, "
-          f"median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB, "
-          f"generated in {c.seconds:.1f} s")
+    print(
+        f"{c.files} transcripts in {len(c.project_dirs)} projects, {c.total_bytes / MiB:.1f} MiB, "
+        f"median {sizes[len(sizes) // 2] / KiB:.0f} KiB, largest {sizes[-1] / MiB:.1f} MiB, "
+        f"generated in {c.seconds:.1f} s"
+    )
     print(f"CLAUDE_CONFIG_DIR={c.config_dir}")
     for d in c.project_dirs:
         print(f"project: {d}")

@@ -84,8 +84,9 @@ def print_table(results: list[Result], mode: str, wall: float, out=sys.stdout) -
             lines.append(f"  INVARIANT BROKEN: {b}")
     lines.append("")
     broken = sum(len(r.breaks) for r in results)
-    lines.append(f"total wall time {wall:.1f} s; "
-                 + ("all invariants hold" if not broken else f"{broken} invariant break(s)"))
+    lines.append(
+        f"total wall time {wall:.1f} s; " + ("all invariants hold" if not broken else f"{broken} invariant break(s)")
+    )
     out.write("\n".join(lines) + "\n")
     out.flush()
 
@@ -130,8 +131,12 @@ class Sandbox:
     def env(self, project: str | Path | None = None, **extra: str) -> dict[str, str]:
         """The environment of a spawned process: this checkout, the sandbox, ``extra``."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
-        env.update(PYTHONPATH=str(REPO), CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home),
-                   PYTHONDONTWRITEBYTECODE="1")
+        env.update(
+            PYTHONPATH=str(REPO),
+            CLAUDE_CONFIG_DIR=str(self.config),
+            C3_HOME=str(self.c3home),
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         if project is not None:
             env["CLAUDE_PROJECT_DIR"] = str(project)
         env.update(extra)
@@ -163,8 +168,14 @@ class Sandbox:
 
 def check_checkout(sb: Sandbox) -> str | None:
     """None when a spawned process imports this checkout's c3async; else what it imported."""
-    out = subprocess.run([PY, "-c", "import c3async; print(c3async.__file__)"], env=sb.env(),
-                         capture_output=True, text=True, cwd=sb.root, timeout=60)
+    out = subprocess.run(
+        [PY, "-c", "import c3async; print(c3async.__file__)"],
+        env=sb.env(),
+        capture_output=True,
+        text=True,
+        cwd=sb.root,
+        timeout=60,
+    )
     path = out.stdout.strip()
     if out.returncode != 0 or not path.startswith(str(REPO / "c3async")):
         return path or out.stderr.strip()[-300:]
@@ -211,8 +222,16 @@ class Project:
         return self.c3 / "activity.jsonl"
 
 
-def make_project(sb: Sandbox, name: str, sessions: int, rng: random.Random, *,
-                 big_every: int = 0, custom_every: int = 0, untitled_every: int = 0) -> Project:
+def make_project(
+    sb: Sandbox,
+    name: str,
+    sessions: int,
+    rng: random.Random,
+    *,
+    big_every: int = 0,
+    custom_every: int = 0,
+    untitled_every: int = 0,
+) -> Project:
     """A project folder and ``sessions`` transcripts of it: a prompt, a reply, an ai-title
     (every ``custom_every``-th one a custom title instead; every ``untitled_every``-th none);
     every ``big_every``-th one padded with tool results past 320 KiB, so the catalog reads it in
@@ -253,8 +272,13 @@ def make_project(sb: Sandbox, name: str, sessions: int, rng: random.Random, *,
 
 def register(sb: Sandbox, project: Project) -> None:
     """``c3async sessions --project P`` registers P (the Hub serves registered projects only)."""
-    out = subprocess.run(c3async_cmd("sessions", "--project", project.path, "--json"),
-                         env=sb.env(project.path), cwd=project.path, capture_output=True, timeout=120)
+    out = subprocess.run(
+        c3async_cmd("sessions", "--project", project.path, "--json"),
+        env=sb.env(project.path),
+        cwd=project.path,
+        capture_output=True,
+        timeout=120,
+    )
     if out.returncode != 0:
         raise RuntimeError(f"c3async sessions failed: {out.stderr.decode()[-500:]}")
 
@@ -295,8 +319,7 @@ def read_raw(path: Path, keep_data: bool = False) -> RawLog:
             continue
         records.append(obj)
         offsets.append(start)
-    return RawLog(records, offsets, bad, len(data), data.endswith(b"\n") or not data,
-                  data if keep_data else b"")
+    return RawLog(records, offsets, bad, len(data), data.endswith(b"\n") or not data, data if keep_data else b"")
 
 
 def mark_tag(rec: dict) -> str | None:
@@ -324,22 +347,30 @@ def compare_fold(book, records: list[dict]) -> list[str]:
     problems = []
     ids = set(stale) | set(note)
     if book.ids() != ids:
-        problems.append(f"ids differ: book-only {sorted(book.ids() - ids)[:3]}, "
-                        f"oracle-only {sorted(ids - book.ids())[:3]}")
+        problems.append(
+            f"ids differ: book-only {sorted(book.ids() - ids)[:3]}, oracle-only {sorted(ids - book.ids())[:3]}"
+        )
     for sid in sorted(ids):
         got = book.get(sid)
         s, n = stale.get(sid), note.get(sid)
-        want_stale = ((s["reason"], s.get("successor"), s["by"], s["ts"])
-                      if s is not None and s["op"] == "stale" else None)
+        want_stale = (
+            (s["reason"], s.get("successor"), s["by"], s["ts"]) if s is not None and s["op"] == "stale" else None
+        )
         want_note = (n.get("summary"), n.get("next_steps"), n["ts"]) if n is not None else None
-        got_stale = ((got.stale.reason, got.stale.successor, got.stale.by, got.stale.ts)
-                     if got is not None and got.stale is not None else None)
-        got_note = ((got.note.summary, got.note.next_steps, got.note.ts)
-                    if got is not None and got.note is not None else None)
+        got_stale = (
+            (got.stale.reason, got.stale.successor, got.stale.by, got.stale.ts)
+            if got is not None and got.stale is not None
+            else None
+        )
+        got_note = (
+            (got.note.summary, got.note.next_steps, got.note.ts) if got is not None and got.note is not None else None
+        )
         if got_stale != want_stale or got_note != want_note:
             short = lambda v: tuple(x[:40] if isinstance(x, str) else x for x in v) if v else v  # noqa: E731
-            problems.append(f"{sid}: book stale={short(got_stale)} note={short(got_note)}, "
-                            f"oracle stale={short(want_stale)} note={short(want_note)}")
+            problems.append(
+                f"{sid}: book stale={short(got_stale)} note={short(got_note)}, "
+                f"oracle stale={short(want_stale)} note={short(want_note)}"
+            )
         if len(problems) > 5:
             break
     return problems
@@ -354,11 +385,17 @@ def check_activity(res: Result, marks: list[dict], acts: list[dict], *, strict_e
     key_a = Counter((a.get("target"), a.get("op"), a.get("by"), a.get("by_session")) for a in rows)
     missing = key_m - key_a
     extra = key_a - key_m
-    res.check(not missing, "every mark has its session_mark activity row",
-              f"{sum(missing.values())} marks without a row, e.g. {list(missing)[:2]}")
+    res.check(
+        not missing,
+        "every mark has its session_mark activity row",
+        f"{sum(missing.values())} marks without a row, e.g. {list(missing)[:2]}",
+    )
     if strict_equal:
-        res.check(not extra, "every session_mark activity row has its mark",
-                  f"{sum(extra.values())} rows without a mark, e.g. {list(extra)[:2]}")
+        res.check(
+            not extra,
+            "every session_mark activity row has its mark",
+            f"{sum(extra.values())} rows without a mark, e.g. {list(extra)[:2]}",
+        )
 
 
 def per_writer_order(marks: list[dict], acts: list[dict], writers: set[str]) -> list[str]:

@@ -48,8 +48,18 @@ from pathlib import Path
 
 from stress.harness import raw_heartbeats
 
-__all__ = ("REWRITES", "LogPlan", "append_round", "batch", "fold_live", "fold_marks", "fresh_heartbeats", "read_lines",
-           "rewrite", "write_logs")
+__all__ = (
+    "REWRITES",
+    "LogPlan",
+    "append_round",
+    "batch",
+    "fold_live",
+    "fold_marks",
+    "fresh_heartbeats",
+    "read_lines",
+    "rewrite",
+    "write_logs",
+)
 
 DAY = 86_400.0
 SPAN_DAYS = 182
@@ -59,19 +69,86 @@ MB = 1_000_000
 HEARTBEAT_TTL = 180.0
 FUTURE_SLACK = 5.0
 
-_WORDS = ("the", "retry", "cache", "token", "session", "worker", "queue", "parser", "config",
-          "handler", "client", "server", "schema", "index", "batch", "auth", "scheduler", "upload",
-          "billing", "webhook", "migration", "logger", "router", "socket", "payload", "snapshot",
-          "catalog", "metrics", "timeout", "pool", "lock", "registry", "plugin", "because",
-          "instead", "already", "fails", "passes", "after", "before", "still", "flaky", "stale",
-          "broken", "duplicate", "async", "legacy", "we", "it", "should", "when", "then", "test")
-_FILES = ("src/core/retry.py", "src/api/handlers.py", "tests/test_scheduler.py", "lib/client.ts",
-          "cmd/main.go", "README.md", "pyproject.toml", "docs/architecture.md")
+_WORDS = (
+    "the",
+    "retry",
+    "cache",
+    "token",
+    "session",
+    "worker",
+    "queue",
+    "parser",
+    "config",
+    "handler",
+    "client",
+    "server",
+    "schema",
+    "index",
+    "batch",
+    "auth",
+    "scheduler",
+    "upload",
+    "billing",
+    "webhook",
+    "migration",
+    "logger",
+    "router",
+    "socket",
+    "payload",
+    "snapshot",
+    "catalog",
+    "metrics",
+    "timeout",
+    "pool",
+    "lock",
+    "registry",
+    "plugin",
+    "because",
+    "instead",
+    "already",
+    "fails",
+    "passes",
+    "after",
+    "before",
+    "still",
+    "flaky",
+    "stale",
+    "broken",
+    "duplicate",
+    "async",
+    "legacy",
+    "we",
+    "it",
+    "should",
+    "when",
+    "then",
+    "test",
+)
+_FILES = (
+    "src/core/retry.py",
+    "src/api/handlers.py",
+    "tests/test_scheduler.py",
+    "lib/client.ts",
+    "cmd/main.go",
+    "README.md",
+    "pyproject.toml",
+    "docs/architecture.md",
+)
 _SPICE = ("Übersicht", "naïve", "🚀", "«fix»", "日本語", 'the "quoted" bit', "C:\\work\\path", "tab\there")
-_TOOLS = (("c3_session", "list", 30), ("c3_session", "show", 14), ("c3_status", "sessions", 9),
-          ("c3_status", "live", 6), ("c3_task", "list", 12), ("c3_task", "board", 6),
-          ("c3_task", "add", 6), ("c3_task", "update", 6), ("c3_session", "note", 4),
-          ("c3_session", "stale", 2), ("c3_session", "log", 3), ("c3_session", "snapshot", 2))
+_TOOLS = (
+    ("c3_session", "list", 30),
+    ("c3_session", "show", 14),
+    ("c3_status", "sessions", 9),
+    ("c3_status", "live", 6),
+    ("c3_task", "list", 12),
+    ("c3_task", "board", 6),
+    ("c3_task", "add", 6),
+    ("c3_task", "update", 6),
+    ("c3_session", "note", 4),
+    ("c3_session", "stale", 2),
+    ("c3_session", "log", 3),
+    ("c3_session", "snapshot", 2),
+)
 _HOOK_EVENTS = ("UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse", "Notification", "PreCompact")
 _END_REASONS = ("prompt_input_exit", "prompt_input_exit", "other", "logout", "clear")
 
@@ -152,8 +229,16 @@ class LogPlan:
     kinds: dict[str, int] = field(default_factory=dict)
 
 
-def write_logs(project: str, config_dir: str, sessions: dict[str, float], *, rows: int, marks: int,
-               seed: int = 7, now: float | None = None) -> LogPlan:
+def write_logs(
+    project: str,
+    config_dir: str,
+    sessions: dict[str, float],
+    *,
+    rows: int,
+    marks: int,
+    seed: int = 7,
+    now: float | None = None,
+) -> LogPlan:
     """Write ``<project>/.c3/activity.jsonl`` (``rows`` rows) and ``.c3/session_marks.jsonl``
     (``marks`` marks). ``sessions``: the project's session ids -> when their transcript was last
     written (epoch seconds)."""
@@ -233,12 +318,17 @@ def write_logs(project: str, config_dir: str, sessions: dict[str, float], *, row
         pid = 1 if s.end is None else rng.randint(1000, 4_000_000)
         tpath = os.path.join(tfolder, f"{s.sid}.jsonl")
         for i, (a, b) in enumerate(s.pairs):
-            opened: dict = {"kind": "session_start", "session_id": s.sid,
-                     "source": "startup" if i == 0 else "resume", "claude_pid": pid}
+            opened: dict = {
+                "kind": "session_start",
+                "session_id": s.sid,
+                "source": "startup" if i == 0 else "resume",
+                "claude_pid": pid,
+            }
             if i == 0 and s.clear_from:
                 pred = by_id[s.clear_from]
-                add(s.start - 0.1, {"kind": "session_end", "session_id": pred.sid, "reason": "clear",
-                                    "claude_pid": pid})
+                add(
+                    s.start - 0.1, {"kind": "session_end", "session_id": pred.sid, "reason": "clear", "claude_pid": pid}
+                )
                 opened["source"], opened["predecessor"] = "clear", pred.sid
             opened["cwd"] = s.cwd
             opened["transcript_path"] = tpath
@@ -247,8 +337,16 @@ def write_logs(project: str, config_dir: str, sessions: dict[str, float], *, row
                 reason = rng.choice(_END_REASONS[:-1])
                 add(b, {"kind": "session_end", "session_id": s.sid, "reason": reason, "claude_pid": pid})
         if s.end is None and s.last > s.start:  # its last sign of life
-            add(s.last, {"kind": "tool_call", "session_id": s.sid, "c3_session_id": s.c3[0],
-                         "tool": "c3_session", "action": "list"})
+            add(
+                s.last,
+                {
+                    "kind": "tool_call",
+                    "session_id": s.sid,
+                    "c3_session_id": s.c3[0],
+                    "tool": "c3_session",
+                    "action": "list",
+                },
+            )
 
     # ---- marks (each with its session_mark row)
     mark_lines, mark_rows = _marks(rng, text, marks, [s.sid for s in proj], [s.sid for s in ph], now)
@@ -270,15 +368,36 @@ def write_logs(project: str, config_dir: str, sessions: dict[str, float], *, row
         r = rand()
         if r < 0.84:  # the bulk, written directly (the same bytes _line would write)
             ts = round(ts, 3)
-            out.append((ts, (f'{{"ts":{ts!r},"kind":"tool_call","session_id":"{s.sid}","c3_session_id":"{c3}",'
-                             f'"tool":"{tool}","action":"{action}"}}\n').encode()))
+            out.append(
+                (
+                    ts,
+                    (
+                        f'{{"ts":{ts!r},"kind":"tool_call","session_id":"{s.sid}","c3_session_id":"{c3}",'
+                        f'"tool":"{tool}","action":"{action}"}}\n'
+                    ).encode(),
+                )
+            )
             n_calls += 1
         elif r < 0.91:
-            add(ts, {"kind": "hook", "session_id": s.sid, "event": _HOOK_EVENTS[int(rand() * len(_HOOK_EVENTS))],
-                     "claude_pid": 1000 + int(rand() * 4_000_000)})
+            add(
+                ts,
+                {
+                    "kind": "hook",
+                    "session_id": s.sid,
+                    "event": _HOOK_EVENTS[int(rand() * len(_HOOK_EVENTS))],
+                    "claude_pid": 1000 + int(rand() * 4_000_000),
+                },
+            )
         elif r < 0.95:
-            add(ts, {"kind": "log", "session_id": s.sid, "c3_session_id": c3,
-                     "event_type": ("decision", "discovery", "blocker", "progress")[int(rand() * 4)]})
+            add(
+                ts,
+                {
+                    "kind": "log",
+                    "session_id": s.sid,
+                    "c3_session_id": c3,
+                    "event_type": ("decision", "discovery", "blocker", "progress")[int(rand() * 4)],
+                },
+            )
         elif r < 0.975:
             add(ts, {"kind": "snapshot", "session_id": s.sid, "c3_session_id": c3})
         elif r < 0.99:
@@ -304,8 +423,9 @@ def write_logs(project: str, config_dir: str, sessions: dict[str, float], *, row
     return plan
 
 
-def _mark(rng: random.Random, text: _Text, ts: float, sid: str, successors: list[str],
-          op: str | None = None) -> tuple[bytes, dict]:
+def _mark(
+    rng: random.Random, text: _Text, ts: float, sid: str, successors: list[str], op: str | None = None
+) -> tuple[bytes, dict]:
     """One mark line (every field, nulls included, as the spec's row) and its activity row."""
     op = op or rng.choices(("stale", "unstale", "note"), (45, 15, 40))[0]
     reason = successor = summary = next_steps = None
@@ -322,9 +442,18 @@ def _mark(rng: random.Random, text: _Text, ts: float, sid: str, successors: list
         next_steps = text(30, 300) if rng.random() < 0.5 else None
     by = "agent" if rng.random() < 0.7 else "user"
     by_session = str(uuid.UUID(int=rng.getrandbits(128), version=4)) if rng.random() < 0.8 else None
-    mark = {"ts": round(ts, 6), "provider": "claude-code", "id": sid, "op": op, "reason": reason,
-            "successor": successor, "summary": summary, "next_steps": next_steps, "by": by,
-            "by_session": by_session}
+    mark = {
+        "ts": round(ts, 6),
+        "provider": "claude-code",
+        "id": sid,
+        "op": op,
+        "reason": reason,
+        "successor": successor,
+        "summary": summary,
+        "next_steps": next_steps,
+        "by": by,
+        "by_session": by_session,
+    }
     row: dict = {"kind": "session_mark", "target": sid, "op": op, "by": by}
     if by_session:
         row["by_session"] = by_session
@@ -335,8 +464,9 @@ def _mark(rng: random.Random, text: _Text, ts: float, sid: str, successors: list
     return _line(mark), row
 
 
-def _marks(rng: random.Random, text: _Text, n: int, project_ids: list[str], phantom_hooks: list[str],
-           now: float) -> tuple[list[bytes], list[tuple[float, dict]]]:
+def _marks(
+    rng: random.Random, text: _Text, n: int, project_ids: list[str], phantom_hooks: list[str], now: float
+) -> tuple[list[bytes], list[tuple[float, dict]]]:
     if n <= 0:
         return [], []
     # Targets: 6% on the project's sessions (skewed; a quarter of them never marked), the rest on
@@ -375,8 +505,9 @@ def _marks(rng: random.Random, text: _Text, n: int, project_ids: list[str], phan
 # ------------------------------------------------------------------------------------ appends
 
 
-def batch(project: str, ids: list[str], rng: random.Random, *, rows: int = 1000, marks: int = 100,
-          text: _Text | None = None) -> tuple[bytes, bytes]:
+def batch(
+    project: str, ids: list[str], rng: random.Random, *, rows: int = 1000, marks: int = 100, text: _Text | None = None
+) -> tuple[bytes, bytes]:
     """``rows`` activity rows (``marks`` of them the session_mark rows of the ``marks`` marks
     returned too) as of now: tool calls of a few active sessions, hook events, a couple of session
     starts and an end. Returns (activity bytes, marks bytes)."""
@@ -390,11 +521,12 @@ def batch(project: str, ids: list[str], rng: random.Random, *, rows: int = 1000,
     t = now - rows * step
     # The sessions active in this batch were (re)started by a hook first, as Claude Code does on
     # a resume; one more session starts and one ends.
-    structural = [{"kind": "session_start", "session_id": sid, "source": "resume", "claude_pid": 4242,
-                   "cwd": project} for sid in active]
+    structural = [
+        {"kind": "session_start", "session_id": sid, "source": "resume", "claude_pid": 4242, "cwd": project}
+        for sid in active
+    ]
     structural += [
-        {"kind": "session_start", "session_id": phantoms[0], "source": "startup", "claude_pid": 4343,
-         "cwd": project},
+        {"kind": "session_start", "session_id": phantoms[0], "source": "startup", "claude_pid": 4343, "cwd": project},
         {"kind": "session_end", "session_id": rng.choice(ids), "reason": "prompt_input_exit", "claude_pid": 4444},
     ]
     for row in structural:
@@ -412,17 +544,37 @@ def batch(project: str, ids: list[str], rng: random.Random, *, rows: int = 1000,
         elif rng.random() < 0.9:
             sid = rng.choice(active + phantoms)
             tool, action = rng.choice(_TOOLS)[:2]
-            act.append(_line({"ts": ts, "kind": "tool_call", "session_id": sid, "c3_session_id": sid[::-1],
-                              "tool": tool, "action": action}))
+            act.append(
+                _line(
+                    {
+                        "ts": ts,
+                        "kind": "tool_call",
+                        "session_id": sid,
+                        "c3_session_id": sid[::-1],
+                        "tool": tool,
+                        "action": action,
+                    }
+                )
+            )
         else:
-            act.append(_line({"ts": ts, "kind": "hook", "session_id": rng.choice(active),
-                              "event": rng.choice(_HOOK_EVENTS), "claude_pid": 4242}))
+            act.append(
+                _line(
+                    {
+                        "ts": ts,
+                        "kind": "hook",
+                        "session_id": rng.choice(active),
+                        "event": rng.choice(_HOOK_EVENTS),
+                        "claude_pid": 4242,
+                    }
+                )
+            )
         t += step
     return b"".join(act), b"".join(mk)
 
 
-def append_round(project: str, ids: list[str], rng: random.Random, *, rows: int = 1000,
-                 marks: int = 100) -> tuple[int, int]:
+def append_round(
+    project: str, ids: list[str], rng: random.Random, *, rows: int = 1000, marks: int = 100
+) -> tuple[int, int]:
     """Append a ``batch`` to the project's logs. Returns the bytes appended to (activity, marks)."""
     a, m = batch(project, ids, rng, rows=rows, marks=marks)
     state = Path(project, ".c3")
@@ -477,7 +629,9 @@ def rewrite(project: str, ids: list[str], rng: random.Random, how: str) -> str:
                 f.seek(cut)
                 f.write(new)
                 f.truncate()
-        done.append(f"{name} {len(data) / MB:.1f} -> {len(body) / MB:.1f} MB (new bytes from {100 * cut / len(data):.0f}%)")
+        done.append(
+            f"{name} {len(data) / MB:.1f} -> {len(body) / MB:.1f} MB (new bytes from {100 * cut / len(data):.0f}%)"
+        )
     return f"{how}: " + "; ".join(done)
 
 
@@ -591,6 +745,7 @@ def fresh_heartbeats(project: str, now: float) -> set[str]:
     return {
         hb["host_session_id"]
         for hb in raw_heartbeats(Path(project, ".c3", "live"))
-        if _num(hb.get("ts")) and -FUTURE_SLACK <= now - hb["ts"] <= HEARTBEAT_TTL
+        if _num(hb.get("ts"))
+        and -FUTURE_SLACK <= now - hb["ts"] <= HEARTBEAT_TTL
         and isinstance(hb.get("host_session_id"), str)
     }

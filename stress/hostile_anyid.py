@@ -31,7 +31,10 @@ def check(res: Result, sb, quick: bool) -> None:
     elsewhere = p.project("elsewhere")
     p.run("a prefix two projects share", "show", "ffff", "--project", elsewhere, expect=(1,), says=(here, there))
     answers = mcp(p, here, [("c3_session", {"action": "show", "target": theirs[:8]})])
-    res.check(not answers[0][0] and there in answers[0][1], "the MCP server shows another project's session",
-              answers[0][1][:200])
+    res.check(
+        not answers[0][0] and there in answers[0][1],
+        "the MCP server shows another project's session",
+        answers[0][1][:200],
+    )
     assert mine
     res.fig("probes", f"{p.runs} commands, 1 MCP server")

@@ -58,8 +58,25 @@ SCRIPT = "</script><script>alert(document.domain)</script>"
 SHELL = "$(touch /tmp/c3-hostile-pwned)`id`"
 
 # Every fragment that must never reach a terminal raw. ``argv`` ones hold no NUL (exec refuses).
-FRAGMENTS = (OSC52, OSC0, OSC8, CSI_CLEAR, CSI_COLOR, CSI_HIDE, C1_CSI, C1_OSC, BIDI, ISOLATE, BEL,
-             BACKSPACE, CR, DEL, HTML, SCRIPT, SHELL)
+FRAGMENTS = (
+    OSC52,
+    OSC0,
+    OSC8,
+    CSI_CLEAR,
+    CSI_COLOR,
+    CSI_HIDE,
+    C1_CSI,
+    C1_OSC,
+    BIDI,
+    ISOLATE,
+    BEL,
+    BACKSPACE,
+    CR,
+    DEL,
+    HTML,
+    SCRIPT,
+    SHELL,
+)
 HOSTILE = f"note {OSC52}{OSC0}{OSC8}{CSI_CLEAR}{CSI_COLOR}{C1_CSI}{C1_OSC}{BIDI}{ISOLATE}{CR}{DEL} {HTML} {SHELL}"
 HOSTILE_NUL = HOSTILE + NUL + "after nul"
 
@@ -75,7 +92,7 @@ def control_hits(data: bytes) -> list[str]:
     hits = []
     for m in FORBIDDEN.finditer(text):
         start = max(0, m.start() - 16)
-        hits.append(f"{m.group()!r} at {m.start()} in {text[start:m.start() + 16]!r}")
+        hits.append(f"{m.group()!r} at {m.start()} in {text[start : m.start() + 16]!r}")
         if len(hits) == 3:
             break
     return hits
@@ -86,8 +103,9 @@ def random_hostile(rng: random.Random, words: int = 3) -> str:
     parts = []
     for _ in range(rng.randint(2, 5)):
         parts.append(rng.choice(FRAGMENTS))
-        parts.append(" ".join(rng.choice(("fix", "retry", "parser", "cache", "deploy", "token", "queue"))
-                              for _ in range(words)))
+        parts.append(
+            " ".join(rng.choice(("fix", "retry", "parser", "cache", "deploy", "token", "queue")) for _ in range(words))
+        )
     return "".join(parts)
 
 
@@ -145,8 +163,10 @@ def diff(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
         elif a[0] == "dir":
             gone = sorted(set(a[3]) - set(b[3]))
             new = sorted(set(b[3]) - set(a[3]))
-            lines.append(f"dir {key!r} changed: removed {gone[:4]!r}, added {new[:4]!r}"
-                         + ("" if gone or new else " (mode/mtime)"))
+            lines.append(
+                f"dir {key!r} changed: removed {gone[:4]!r}, added {new[:4]!r}"
+                + ("" if gone or new else " (mode/mtime)")
+            )
         else:
             lines.append(f"{key!r} {a!r} -> {b!r}")
     return lines
@@ -185,8 +205,19 @@ class World:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-GIT = ["git", "-c", "user.name=stress", "-c", "user.email=stress@example.invalid", "-c", "commit.gpgsign=false",
-       "-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null"]
+GIT = [
+    "git",
+    "-c",
+    "user.name=stress",
+    "-c",
+    "user.email=stress@example.invalid",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "init.defaultBranch=main",
+    "-c",
+    "core.hooksPath=/dev/null",
+]
 
 
 def _git(sb: Sandbox, cwd: Path, *args: str) -> None:
@@ -205,7 +236,7 @@ def _decoy_home(sb: Sandbox, rng: random.Random, secret: str, now: float) -> Pat
     home.mkdir()
     files = {
         ".bashrc": "# decoy .bashrc: sourcing this must never run anything c3async wrote\nalias ll='ls -l'\n",
-        ".profile": "# decoy .profile\nexport PATH=\"$HOME/bin:$PATH\"\n",
+        ".profile": '# decoy .profile\nexport PATH="$HOME/bin:$PATH"\n',
         ".bash_history": "ls\ncd work\n",
         ".viminfo": "# decoy viminfo\n",
         ".lesshst": ".less-history-file:\n",
@@ -216,19 +247,37 @@ def _decoy_home(sb: Sandbox, rng: random.Random, secret: str, now: float) -> Pat
         "notes.json": json.dumps({"notes": [secret]}) + "\n",
         ".config/app.json": json.dumps({"version": 1, "tasks": [{"id": "decoy", "title": secret}]}) + "\n",
         ".cache/keep.json": json.dumps({"cache": secret}) + "\n",
-        "pmdir/pm.json": json.dumps({"version": 1, "tasks": [
-            {"id": "0decoy00", "title": f"DECOY TASK {secret}", "status": "backlog", "priority": "p0"}],
-            "milestones": [], "decisions": [], "events": []}) + "\n",
+        "pmdir/pm.json": json.dumps(
+            {
+                "version": 1,
+                "tasks": [{"id": "0decoy00", "title": f"DECOY TASK {secret}", "status": "backlog", "priority": "p0"}],
+                "milestones": [],
+                "decisions": [],
+                "events": [],
+            }
+        )
+        + "\n",
     }
     # *.json named like heartbeats, with an old ts: exactly what a pruner of .c3/live removes
     for _ in range(3):
         sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-        files[f"{sid}.json"] = json.dumps({"session_id": sid, "host_session_id": None, "ide": "decoy",
-                                           "pid": 1, "ts": now - OLD}) + "\n"
+        files[f"{sid}.json"] = (
+            json.dumps({"session_id": sid, "host_session_id": None, "ide": "decoy", "pid": 1, "ts": now - OLD}) + "\n"
+        )
     # the target of a symlinked .c3: a whole fake state folder
-    files["dotc3/session_marks.jsonl"] = json.dumps(
-        {"ts": now - OLD, "provider": "claude", "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-         "op": "note", "summary": secret, "by": "user"}) + "\n"
+    files["dotc3/session_marks.jsonl"] = (
+        json.dumps(
+            {
+                "ts": now - OLD,
+                "provider": "claude",
+                "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                "op": "note",
+                "summary": secret,
+                "by": "user",
+            }
+        )
+        + "\n"
+    )
     files["dotc3/activity.jsonl"] = json.dumps({"ts": now - OLD, "kind": "decoy", "text": secret}) + "\n"
     hb = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     files[f"dotc3/live/{hb}.json"] = json.dumps({"session_id": hb, "ts": now - OLD, "pid": 1}) + "\n"
@@ -258,8 +307,9 @@ def _sid(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _session_lines(sid: str, cwd: str, prompt: str, ts: float, *, title: str | None = None,
-                   custom: bool = False, branch: str = "main") -> list[dict]:
+def _session_lines(
+    sid: str, cwd: str, prompt: str, ts: float, *, title: str | None = None, custom: bool = False, branch: str = "main"
+) -> list[dict]:
     u = user_line(sid, cwd, prompt, ts)
     a = assistant_line(sid, cwd, f"Looking into it: {prompt[:40]}", ts + 1, u["uuid"])
     for line in (u, a):
@@ -300,8 +350,9 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     def folder_of(path: Path) -> Path:
         return projects_root / claude_slug(str(path))
 
-    def legit(repo: Repo, n: int, hostile_title: bool = True, *, cwd: Path | None = None,
-              branch: str = "main") -> list[str]:
+    def legit(
+        repo: Repo, n: int, hostile_title: bool = True, *, cwd: Path | None = None, branch: str = "main"
+    ) -> list[str]:
         cwd = cwd or repo.path
         folder = folder_of(cwd)
         ids = []
@@ -323,17 +374,24 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
         sid = _sid(rng)
         ts = now - 3 * 86400 + i * 600
         prompt = f"clean task {i}: fix the {rng.choice(('retry', 'cache', 'queue', 'parser'))} bug {canary}"
-        _write(clean.folder, sid, _session_lines(sid, str(clean_path), prompt, ts, title=f"AI title clean {i}"),
-               ts + 60)
-        clean.sessions[sid] = SessionTruth(sid, clean.folder / f"{sid}.jsonl", prompt, prompt,
-                                           ai_title=f"AI title clean {i}")
+        _write(
+            clean.folder, sid, _session_lines(sid, str(clean_path), prompt, ts, title=f"AI title clean {i}"), ts + 60
+        )
+        clean.sessions[sid] = SessionTruth(
+            sid, clean.folder / f"{sid}.jsonl", prompt, prompt, ai_title=f"AI title clean {i}"
+        )
         counts["transcripts"] += 1
 
     # --- the hostile-transcripts project (a git repo with no .c3 of its own)
     hpath = base / "hostile-transcripts"
     _git_repo(sb, hpath)
-    hostile = Repo("hostile-transcripts", hpath, folder_of(hpath), "hostile transcripts (escapes, deep, binary, "
-                   "torn, lone surrogate, FIFOs, symlinked transcript, directory named like one)")
+    hostile = Repo(
+        "hostile-transcripts",
+        hpath,
+        folder_of(hpath),
+        "hostile transcripts (escapes, deep, binary, "
+        "torn, lone surrogate, FIFOs, symlinked transcript, directory named like one)",
+    )
     hf, cwd = hostile.folder, str(hpath)
     listed: dict[str, str] = {}
     never: dict[str, str] = {}
@@ -348,30 +406,60 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
         listed[label] = sid
         return sid
 
-    def lines(sid: str, prompt: str, title: str | None = None, custom: bool = False,
-              branch: str = "main") -> list[dict]:
+    def lines(
+        sid: str, prompt: str, title: str | None = None, custom: bool = False, branch: str = "main"
+    ) -> list[dict]:
         return _session_lines(sid, cwd, prompt, t, title=title, custom=custom, branch=branch)
 
     add("osc52", lambda s: lines(s, f"osc {OSC0} prompt {canary}", f"{OSC52}clipboard title", True, f"br{OSC8}"))
-    add("csi", lambda s: lines(s, f"csi {C1_CSI}{C1_OSC} prompt {canary}",
-                               f"{CSI_CLEAR}{CSI_COLOR}red title{CSI_HIDE}", branch=f"main{CSI_CLEAR}"))
-    add("bidi", lambda s: lines(s, f"bidi {BIDI}{ISOLATE}{BEL}{BACKSPACE}{CR}{DEL} {canary}",
-                                f"title {BIDI} reversed"))
+    add(
+        "csi",
+        lambda s: lines(
+            s,
+            f"csi {C1_CSI}{C1_OSC} prompt {canary}",
+            f"{CSI_CLEAR}{CSI_COLOR}red title{CSI_HIDE}",
+            branch=f"main{CSI_CLEAR}",
+        ),
+    )
+    add("bidi", lambda s: lines(s, f"bidi {BIDI}{ISOLATE}{BEL}{BACKSPACE}{CR}{DEL} {canary}", f"title {BIDI} reversed"))
     add("nul", lambda s: lines(s, f"nul {NUL} prompt {canary}", f"nul{NUL}title", branch=f"ma{NUL}in"))
     add("html", lambda s: lines(s, f"{SCRIPT} {canary}", HTML, True, branch='"><svg onload=alert(1)>'))
     deep_line = ('{"type":"user","message":{"role":"user","content":' + deep_array() + '},"sessionId":"x"}\n').encode()
-    add("deep", lambda s: [*lines(s, f"deep survivor {canary}"), deep_line, (deep_object() + "\n").encode(),
-                           ai_title_line(s, "deep survivor title")])
+    add(
+        "deep",
+        lambda s: [
+            *lines(s, f"deep survivor {canary}"),
+            deep_line,
+            (deep_object() + "\n").encode(),
+            ai_title_line(s, "deep survivor title"),
+        ],
+    )
     junk = rng.randbytes(8192)
-    add("binary", lambda s: [*lines(s, f"binary survivor {canary}"), junk + b"\n", b"\xff\xfe\x00\x9b[2J\n",
-                             ai_title_line(s, "binary survivor title")])
-    add("torn", lambda s: [*lines(s, f"torn survivor {canary}", "torn survivor title"),
-                           b'{"type":"custom-title","customTitle":"torn \\u001b]52;c;AAAA'])
+    add(
+        "binary",
+        lambda s: [
+            *lines(s, f"binary survivor {canary}"),
+            junk + b"\n",
+            b"\xff\xfe\x00\x9b[2J\n",
+            ai_title_line(s, "binary survivor title"),
+        ],
+    )
+    add(
+        "torn",
+        lambda s: [
+            *lines(s, f"torn survivor {canary}", "torn survivor title"),
+            b'{"type":"custom-title","customTitle":"torn \\u001b]52;c;AAAA',
+        ],
+    )
 
     def surrogate(s: str) -> list[dict | bytes]:
         perm, u, a = lines(s, "SURROGATE")
-        return [perm, render([u]).replace(b"SURROGATE", b"lone \\udfff\\ud800 survivor " + canary.encode()), a,
-                render([custom_title_line(s, "lone SURR surrogate")]).replace(b"SURR", b"\\ud800")]
+        return [
+            perm,
+            render([u]).replace(b"SURROGATE", b"lone \\udfff\\ud800 survivor " + canary.encode()),
+            a,
+            render([custom_title_line(s, "lone SURR surrogate")]).replace(b"SURR", b"\\ud800"),
+        ]
 
     add("surrogate", surrogate)
     huge = "A" * (3 << 20)
@@ -422,8 +510,11 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     r = trap_repo("trap-live", ".c3/live -> the decoy home", ("symlink", "symbolic link", ".c3/live"))
     os.symlink(home, c3(r) / "live")
 
-    r = trap_repo("trap-logs", ".c3/session_marks.jsonl -> ~/.bashrc, .c3/activity.jsonl -> ~/.profile",
-                  ("symlink", "symbolic link", "session_marks.jsonl", "activity.jsonl"))
+    r = trap_repo(
+        "trap-logs",
+        ".c3/session_marks.jsonl -> ~/.bashrc, .c3/activity.jsonl -> ~/.profile",
+        ("symlink", "symbolic link", "session_marks.jsonl", "activity.jsonl"),
+    )
     os.symlink(home / ".bashrc", c3(r) / "session_marks.jsonl")
     os.symlink(home / ".profile", c3(r) / "activity.jsonl")
     wt = base / "trap-logs-wt"
@@ -431,8 +522,7 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     r.worktree = wt
     r.worktree_sessions = legit(r, 1, cwd=wt, branch="wt-branch")
 
-    r = trap_repo("trap-c3link", ".c3 -> a decoy folder (its own marks, live, pm)",
-                  ("symlink", "symbolic link", ".c3"))
+    r = trap_repo("trap-c3link", ".c3 -> a decoy folder (its own marks, live, pm)", ("symlink", "symbolic link", ".c3"))
     os.symlink(home / "dotc3", r.path / ".c3")
 
     r = trap_repo("trap-cache", ".c3/cache -> ~/.cache", ("symlink", "symbolic link", "cache"))
@@ -449,25 +539,40 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     os.symlink(home / ".config" / "app.json", c3(r) / "pm" / "pm.json")
     counts["symlinks"] += 8
 
-    r = trap_repo("trap-fifo", "a FIFO named .c3/activity.jsonl", ("fifo", "regular file", "special file",
-                                                                   "activity.jsonl"))
+    r = trap_repo(
+        "trap-fifo", "a FIFO named .c3/activity.jsonl", ("fifo", "regular file", "special file", "activity.jsonl")
+    )
     os.mkfifo(c3(r) / "activity.jsonl")
 
     r = trap_repo("trap-deepcfg", ".c3/config.json nested 100,000 deep")
     (c3(r) / "config.json").write_text(deep_object())
 
-    r = trap_repo("trap-deepdata", "a marks line, an activity line, the catalog cache, a heartbeat, a session "
-                  "record and pm.json nested 100,000 deep", ("pm.json", "deep", "nest"))
+    r = trap_repo(
+        "trap-deepdata",
+        "a marks line, an activity line, the catalog cache, a heartbeat, a session "
+        "record and pm.json nested 100,000 deep",
+        ("pm.json", "deep", "nest"),
+    )
     d = c3(r)
     for sub_dir in ("cache", "live", "sessions", "pm"):
         (d / sub_dir).mkdir()
-    mark = {"ts": now - 60, "provider": "claude", "id": r.sessions[0], "op": "note", "summary": "before-deep",
-            "next_steps": None, "by": "user", "by_session": None}
+    mark = {
+        "ts": now - 60,
+        "provider": "claude",
+        "id": r.sessions[0],
+        "op": "note",
+        "summary": "before-deep",
+        "next_steps": None,
+        "by": "user",
+        "by_session": None,
+    }
     after = dict(mark, ts=now - 30, summary="after-deep")
-    (d / "session_marks.jsonl").write_bytes(render([mark]) + (deep_array() + "\n").encode()
-                                            + ('{"id":' + deep_object() + "}\n").encode() + render([after]))
-    (d / "activity.jsonl").write_bytes((deep_array() + "\n").encode()
-                                       + render([{"ts": now - 20, "kind": "session_start", "session_id": _sid(rng)}]))
+    (d / "session_marks.jsonl").write_bytes(
+        render([mark]) + (deep_array() + "\n").encode() + ('{"id":' + deep_object() + "}\n").encode() + render([after])
+    )
+    (d / "activity.jsonl").write_bytes(
+        (deep_array() + "\n").encode() + render([{"ts": now - 20, "kind": "session_start", "session_id": _sid(rng)}])
+    )
     (d / "cache" / "session_catalog.json").write_text(deep_object())
     (d / "live" / f"{_sid(rng)}.json").write_text(deep_object())
     (d / "sessions" / f"{_sid(rng)}.json").write_text(deep_object())
@@ -475,9 +580,11 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     keep[d / "pm" / "pm.json"] = (d / "pm" / "pm.json").read_bytes()
     counts["deep documents"] += 7
 
-    r = trap_repo("trap-specials", "FIFOs as a heartbeat, a session record, pm.json and session_stats.jsonl; "
-                  "a directory as the catalog cache", ("fifo", "regular file", "special file", "not a file",
-                                                       "pm.json", "session_stats", "session_catalog"))
+    r = trap_repo(
+        "trap-specials",
+        "FIFOs as a heartbeat, a session record, pm.json and session_stats.jsonl; a directory as the catalog cache",
+        ("fifo", "regular file", "special file", "not a file", "pm.json", "session_stats", "session_catalog"),
+    )
     d = c3(r)
     for sub_dir in ("cache", "live", "sessions", "pm"):
         (d / sub_dir).mkdir()
@@ -488,20 +595,48 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
     (d / "cache" / "session_catalog.json").mkdir()
     counts["special files"] += 5
 
-    r = trap_repo("trap-pmfuture", "pm.json of version 99 with fields this version does not know",
-                  ("version", "upgrade", "newer"))
+    r = trap_repo(
+        "trap-pmfuture", "pm.json of version 99 with fields this version does not know", ("version", "upgrade", "newer")
+    )
     (c3(r) / "pm").mkdir()
-    future = {"version": 99, "tasks": [{"id": "f0000001", "title": "from the future", "status": "backlog",
-                                        "priority": "p2", "x_estimate": {"points": 3}}],
-              "milestones": [], "decisions": [], "events": [], "x_sprints": [{"name": "s1"}]}
+    future = {
+        "version": 99,
+        "tasks": [
+            {
+                "id": "f0000001",
+                "title": "from the future",
+                "status": "backlog",
+                "priority": "p2",
+                "x_estimate": {"points": 3},
+            }
+        ],
+        "milestones": [],
+        "decisions": [],
+        "events": [],
+        "x_sprints": [{"name": "s1"}],
+    }
     (c3(r) / "pm" / "pm.json").write_text(json.dumps(future))
     keep[c3(r) / "pm" / "pm.json"] = (c3(r) / "pm" / "pm.json").read_bytes()
 
     r = trap_repo("trap-pmunknown", "pm.json of this version with unknown fields (kept on every rewrite)")
     (c3(r) / "pm").mkdir()
-    unknown = {"version": 1, "tasks": [{"id": "a0000001", "title": "has unknown fields", "status": "backlog",
-                                        "priority": "p2", "x_color": "teal", "x_estimate": {"points": 5}}],
-               "milestones": [], "decisions": [], "events": [], "x_sprints": [{"name": "sprint-7"}]}
+    unknown = {
+        "version": 1,
+        "tasks": [
+            {
+                "id": "a0000001",
+                "title": "has unknown fields",
+                "status": "backlog",
+                "priority": "p2",
+                "x_color": "teal",
+                "x_estimate": {"points": 5},
+            }
+        ],
+        "milestones": [],
+        "decisions": [],
+        "events": [],
+        "x_sprints": [{"name": "sprint-7"}],
+    }
     (c3(r) / "pm" / "pm.json").write_text(json.dumps(unknown))
     pm_unknown = c3(r) / "pm" / "pm.json"
 
@@ -511,8 +646,13 @@ def build_world(sb: Sandbox, rng: random.Random, *, quick: bool) -> World:
 
     _finish_decoy(home, now, rng)
     counts["repositories"] = len(repos) + 2
-    titles = {"osc52": f"{OSC52}clipboard title", "csi": f"{CSI_CLEAR}{CSI_COLOR}red title{CSI_HIDE}",
-              "bidi": f"title {BIDI} reversed", "html": HTML, "nul": f"nul{NUL}title"}
+    titles = {
+        "osc52": f"{OSC52}clipboard title",
+        "csi": f"{CSI_CLEAR}{CSI_COLOR}red title{CSI_HIDE}",
+        "bidi": f"title {BIDI} reversed",
+        "html": HTML,
+        "nul": f"nul{NUL}title",
+    }
     return World(home, secret, canary, clean, hostile, repos, listed, never, titles, keep, pm_unknown, counts)
 
 

@@ -30,6 +30,7 @@ CLASS = "Ctrl-C and SIGTERM"
 LIMIT_S = 1.0
 WAIT_S = 15.0  # a hang guard: a run still there after this is killed and counted as a hang
 
+
 @dataclass
 class Stop:
     command: str
@@ -142,8 +143,7 @@ def duration(args: list[str], env: dict[str, str]) -> tuple[float, tuple[float, 
     """How long the command takes when let run (its caches cold, by the caller), and when in
     that run it had worker processes (first and last moment seen; None: it never had any)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([PY, "-m", "c3async", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([PY, "-m", "c3async", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: list[float] = []
     while proc.poll() is None:
         if _children(proc.pid):
@@ -152,7 +152,9 @@ def duration(args: list[str], env: dict[str, str]) -> tuple[float, tuple[float, 
     return time.monotonic() - t0, (seen[0], seen[-1]) if seen else None
 
 
-def moments(args: list[str], env: dict[str, str], c3home: Path, projects: list[str], fractions: list[float]) -> list[float]:
+def moments(
+    args: list[str], env: dict[str, str], c3home: Path, projects: list[str], fractions: list[float]
+) -> list[float]:
     """When to stop the command: these fractions of the part of its cold run that has worker
     processes (of the whole run where it has none), so a stop lands while they run whatever the
     machine's speed (``stop`` waits for the command's start-up in any case)."""
@@ -164,8 +166,13 @@ def moments(args: list[str], env: dict[str, str], c3home: Path, projects: list[s
 
 def make_corpus(root: Path, transcripts: int) -> tuple[Path, Path, list[str]]:
     """A generated corpus (``stress.corpus``): (its config dir, its C3_HOME, its projects)."""
-    subprocess.run([PY, "-m", "stress.corpus", str(root), "--transcripts", str(transcripts), "--projects", "2",
-                    "--no-big"], cwd=REPO, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [PY, "-m", "stress.corpus", str(root), "--transcripts", str(transcripts), "--projects", "2", "--no-big"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     projects = sorted(str(p) for p in (root / "work").iterdir())
     return root / "config", root / "c3home", projects
 
@@ -180,8 +187,9 @@ def cold(c3home: Path, projects: list[str]) -> None:
 def index_is_sound(env: dict[str, str], c3home: Path) -> str | None:
     """None when, after interruptions, ``c3async index`` finishes and every shard passes
     SQLite's integrity check; else what is wrong."""
-    proc = subprocess.run([PY, "-m", "c3async", "index", "--json"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [PY, "-m", "c3async", "index", "--json"], env=env, capture_output=True, text=True, timeout=300
+    )
     if proc.returncode != 0:
         return f"index after the interruptions: rc {proc.returncode}: {proc.stderr[-300:]}"
     for db in sorted((c3home / "search").glob("index-*.db")):
@@ -199,8 +207,12 @@ def check(res: Result, sb, quick: bool) -> None:
     config, c3home, projects = make_corpus(sb.root / "interrupt", 320 if quick else 600)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
     env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(c3home), PYTHONPATH=str(REPO))
-    commands = [["sessions", "--project", projects[0]], ["stats", "--project", projects[0]], ["index"],
-                ["search", "retry", "--all"]]
+    commands = [
+        ["sessions", "--project", projects[0]],
+        ["stats", "--project", projects[0]],
+        ["index"],
+        ["search", "retry", "--all"],
+    ]
     hows = ["ctrl-c", "ctrl-c twice", "SIGINT", "SIGTERM"]
     fractions = [0.4, 0.75] if quick else [0.2, 0.4, 0.6, 0.8, 0.95]
     stops: list[Stop] = []
@@ -212,12 +224,18 @@ def check(res: Result, sb, quick: bool) -> None:
                 s = stop(args, env, delay, how)
                 stops.append(s)
                 what = f"{s.command} ({how} at {delay:.2f} s)"
-                res.check(s.seconds is not None, "a stopped command ends", f"{what}: still running after {WAIT_S:.0f} s")
+                res.check(
+                    s.seconds is not None, "a stopped command ends", f"{what}: still running after {WAIT_S:.0f} s"
+                )
                 if s.seconds is not None:
-                    res.check(s.seconds <= LIMIT_S, "a stopped command ends within a second",
-                              f"{what}: {s.seconds:.2f} s")
-                res.check(not s.traceback, "a stopped command prints no traceback",
-                          f"{what}: {s.output[-300:].decode('utf-8', 'replace')!r}")
+                    res.check(
+                        s.seconds <= LIMIT_S, "a stopped command ends within a second", f"{what}: {s.seconds:.2f} s"
+                    )
+                res.check(
+                    not s.traceback,
+                    "a stopped command prints no traceback",
+                    f"{what}: {s.output[-300:].decode('utf-8', 'replace')!r}",
+                )
                 res.check(not s.left, "no worker outlives a stopped command", f"{what}: {s.left} of {s.workers}")
         if args[0] == "index":
             problem = index_is_sound(env, c3home)
@@ -225,8 +243,10 @@ def check(res: Result, sb, quick: bool) -> None:
     for how in hows:
         times = [s.seconds for s in stops if s.how == how and s.seconds is not None]
         if times:
-            res.fig(f"exit after {how}", f"median {statistics.median(times) * 1e3:.0f} ms, slowest "
-                    f"{max(times) * 1e3:.0f} ms ({len(times)} runs)")
+            res.fig(
+                f"exit after {how}",
+                f"median {statistics.median(times) * 1e3:.0f} ms, slowest "
+                f"{max(times) * 1e3:.0f} ms ({len(times)} runs)",
+            )
     with_workers = sum(1 for s in stops if s.workers)
     res.fig("runs stopped while worker processes ran", f"{with_workers} of {len(stops)}")
-

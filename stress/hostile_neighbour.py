@@ -68,6 +68,7 @@ FLOOD = textwrap.dedent(
     """
 )
 
+
 class Flood:
     """The neighbour: ``nobody`` holding ``n`` idle connections to ``port`` for ``hold`` s."""
 
@@ -79,8 +80,14 @@ class Flood:
         self.ready = self.shared / "ready"
         self.proc = subprocess.Popen(
             [SYSTEM_PYTHON, "-I", "-c", FLOOD, str(port), str(n), str(hold), str(self.ready)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"},
-            user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[], cwd="/",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={"PATH": "/usr/bin:/bin"},
+            user=nobody.pw_uid,
+            group=nobody.pw_gid,
+            extra_groups=[],
+            cwd="/",
         )
 
     def wait_ready(self, timeout: float = 20.0) -> bool:
@@ -114,8 +121,14 @@ def _capped() -> None:
 def start_hub(env: dict[str, str], hard_limit: bool = False) -> tuple[subprocess.Popen, int, str]:
     """``c3async hub`` with a desktop's soft file limit (``hard_limit``: and no room above it,
     so the Hub holds fewer connections than the neighbour opens); (process, port, token)."""
-    proc = subprocess.Popen([PY, "-m", "c3async", "hub", "--port", "0"], env=env, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, preexec_fn=_capped if hard_limit else _lowered)
+    proc = subprocess.Popen(
+        [PY, "-m", "c3async", "hub", "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        preexec_fn=_capped if hard_limit else _lowered,
+    )
     line = proc.stderr.readline() if proc.stderr is not None else ""
     m = re.search(r"127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+)", line)
     if m is None:
@@ -162,11 +175,17 @@ def _under_flood(res: Result, port: int, token: str, quick: bool, label: str) ->
     answers = [_get(port, token) for _ in range(10 if quick else 40)]
     opened, closed, left = flood.finish()
     ok = [t for t, status in answers if status == 200]
-    res.check(len(ok) == len(answers), "the user's requests are answered under the flood",
-              f"{label}: {len(answers) - len(ok)} of {len(answers)} not: {[s for _, s in answers if s != 200][:3]}")
+    res.check(
+        len(ok) == len(answers),
+        "the user's requests are answered under the flood",
+        f"{label}: {len(answers) - len(ok)} of {len(answers)} not: {[s for _, s in answers if s != 200][:3]}",
+    )
     if ok:
-        res.fig(f"answer time, {label}", f"median {statistics.median(ok) * 1e3:.0f} ms, slowest {max(ok) * 1e3:.0f} ms "
-                f"({len(ok)} requests; the neighbour opened {opened}, the Hub closed {closed}, {left} held at the end)")
+        res.fig(
+            f"answer time, {label}",
+            f"median {statistics.median(ok) * 1e3:.0f} ms, slowest {max(ok) * 1e3:.0f} ms "
+            f"({len(ok)} requests; the neighbour opened {opened}, the Hub closed {closed}, {left} held at the end)",
+        )
 
 
 def _stop(hub: subprocess.Popen) -> None:
@@ -202,9 +221,13 @@ def check(res: Result, sb, quick: bool) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
     try:
-        proc = subprocess.run([PY, "-m", "c3async", "hub", "--port", "0"], env=env, capture_output=True, text=True,
-                              cwd=REPO, timeout=60)
-        res.check(proc.returncode == 1 and "chmod 700" in proc.stderr, "a hub/ folder others can enter is refused",
-                  f"rc {proc.returncode}: {proc.stderr[-200:]!r}")
+        proc = subprocess.run(
+            [PY, "-m", "c3async", "hub", "--port", "0"], env=env, capture_output=True, text=True, cwd=REPO, timeout=60
+        )
+        res.check(
+            proc.returncode == 1 and "chmod 700" in proc.stderr,
+            "a hub/ folder others can enter is refused",
+            f"rc {proc.returncode}: {proc.stderr[-200:]!r}",
+        )
     finally:
         os.chmod(folder, 0o700)

@@ -117,6 +117,7 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "many plan handoffs": lambda n: "exiting plan mode, read the full transcript at: " * (n // 48),
 }
 
+
 def _pattern_call(pattern: re.Pattern, how: str) -> Callable[[Any], Any]:
     if how == "sub":
         return lambda text: pattern.sub("", text)

@@ -97,12 +97,18 @@ def check(res: Result, sb, quick: bool) -> None:
     p = probe(res, sb, "rows")
     start = time.time() - 30 * 86400
     chained = p.project("chained")
-    chain = cleared_chain(p.config / "projects" / claude_slug(chained), chained, LINKS,
-                          start=datetime.fromtimestamp(start, UTC))
+    chain = cleared_chain(
+        p.config / "projects" / claude_slug(chained), chained, LINKS, start=datetime.fromtimestamp(start, UTC)
+    )
     clear_hooks(chained, chain)
     titled = p.project("titled")
-    titles = titled_sessions(p.config / "projects" / claude_slug(titled), titled, TITLED, TITLE_CHARS,
-                             start=datetime.fromtimestamp(start, UTC))
+    titles = titled_sessions(
+        p.config / "projects" / claude_slug(titled),
+        titled,
+        TITLED,
+        TITLE_CHARS,
+        start=datetime.fromtimestamp(start, UTC),
+    )
     app = p.project("app")
     folder = p.config / "projects" / claude_slug(app)
     plan = "Implement the following plan:\n\n" + "\n".join(f"{i}. step {i} " + "of the plan " * 10 for i in range(60))

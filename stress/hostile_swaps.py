@@ -65,25 +65,45 @@ def check(res: Result, sb, quick: bool) -> None:
             p.run("mark keep while its folders are swapped", "mark", "keep", sid, "--project", project, expect=(0, 1))
     foreign_ino = os.stat(foreign / "agent-a.jsonl").st_ino
     kept = [f for f in (p.home / "archive").rglob("*") if f.is_file()]
-    res.check(all(os.lstat(f).st_ino != foreign_ino and b"foreign file" not in f.read_bytes() for f in kept),
-              "keep never archives a file a swapped folder leads to", str(kept))
+    res.check(
+        all(os.lstat(f).st_ino != foreign_ino and b"foreign file" not in f.read_bytes() for f in kept),
+        "keep never archives a file a swapped folder leads to",
+        str(kept),
+    )
     (folder / f"{sid}.jsonl").unlink()
     shutil.rmtree(folder / sid)
     proc = p.run("resume --print", "resume", sid, "--print", "--project", project)
-    res.check(not (folder / f"{sid}.jsonl").exists() and "would put back" in proc.stderr,
-              "resume --print puts nothing back", proc.stderr[-200:])
+    res.check(
+        not (folder / f"{sid}.jsonl").exists() and "would put back" in proc.stderr,
+        "resume --print puts nothing back",
+        proc.stderr[-200:],
+    )
     elsewhere = p.root / "elsewhere"
     elsewhere.mkdir()
     (folder / sid).symlink_to(elsewhere)
-    p.run("resume through a linked session folder", "resume", sid, "--project", project, expect=(1,),
-          says=("not followed",))
-    res.check(list(elsewhere.iterdir()) == [], "resume never writes through a linked folder",
-              str(list(elsewhere.iterdir())))
+    p.run(
+        "resume through a linked session folder",
+        "resume",
+        sid,
+        "--project",
+        project,
+        expect=(1,),
+        says=("not followed",),
+    )
+    res.check(
+        list(elsewhere.iterdir()) == [], "resume never writes through a linked folder", str(list(elsewhere.iterdir()))
+    )
     (folder / sid).unlink()
     os.chmod(p.home, 0o777)
     try:
-        proc = p.run("sessions with an archive others can write", "sessions", "--project", project, "--json",
-                     says=("refusing the archive",))
+        proc = p.run(
+            "sessions with an archive others can write",
+            "sessions",
+            "--project",
+            project,
+            "--json",
+            says=("refusing the archive",),
+        )
         res.check(sid not in proc.stdout, "an archive others can write is not listed from", proc.stdout[:200])
         p.run("resume from an archive others can write", "resume", sid, "--project", project, expect=(1,))
         res.check(not (folder / f"{sid}.jsonl").exists(), "nothing is restored from an archive others can write")

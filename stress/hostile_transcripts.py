@@ -26,20 +26,33 @@ def check(res: Result, sb, quick: bool) -> None:
     comp = folder / compacted / "subagents"
     comp.mkdir(parents=True)
     (comp / "agent-acompact-9f8e.jsonl").write_bytes(
-        render([{**user_line(compacted, project, "Create a detailed summary, quodlibetzz", now), "isSidechain": True}]))
+        render([{**user_line(compacted, project, "Create a detailed summary, quodlibetzz", now), "isSidechain": True}])
+    )
     orphan = str(uuid.uuid4())
     (folder / orphan / "subagents").mkdir(parents=True)
     (folder / orphan / "subagents" / "agent-x.jsonl").write_bytes(
-        render([{**user_line(orphan, project, "an orphaned frobnicatezz", now), "isSidechain": True}]))
+        render([{**user_line(orphan, project, "an orphaned frobnicatezz", now), "isSidechain": True}])
+    )
     flat_parent = p.session(project, "start the audit")
     (folder / "agent-5f6e7d8c.jsonl").write_bytes(
-        render([{**user_line(flat_parent, project, "look into the quasarfluxzz module", now), "isSidechain": True}]))
-    inline = p.session(project, "begin", lines=[{**user_line(str(uuid.uuid4()), project, "sub-task blorptanglezz",
-                                                              now + 2), "sessionId": None, "isSidechain": True}])
+        render([{**user_line(flat_parent, project, "look into the quasarfluxzz module", now), "isSidechain": True}])
+    )
+    inline = p.session(
+        project,
+        "begin",
+        lines=[
+            {
+                **user_line(str(uuid.uuid4()), project, "sub-task blorptanglezz", now + 2),
+                "sessionId": None,
+                "isSidechain": True,
+            }
+        ],
+    )
     # parallel batches: calls in one line, results one line each
     batch_sid = str(uuid.uuid4())
-    calls = [{"type": "tool_use", "id": f"toolu_{i:04d}", "name": "Bash", "input": {"command": f"c{i}"}}
-             for i in range(12)]
+    calls = [
+        {"type": "tool_use", "id": f"toolu_{i:04d}", "name": "Bash", "input": {"command": f"c{i}"}} for i in range(12)
+    ]
     lines = [user_line(batch_sid, project, "run them all", now)]
     a = assistant_line(batch_sid, project, "", now + 1, lines[0]["uuid"])
     a["message"]["content"] = calls
@@ -62,7 +75,9 @@ def check(res: Result, sb, quick: bool) -> None:
         import urllib.request
 
         def get(path: str, **q: object) -> dict:
-            url = f"http://127.0.0.1:{port}{path}?" + urllib.parse.urlencode({k: v for k, v in q.items() if v is not None})
+            url = f"http://127.0.0.1:{port}{path}?" + urllib.parse.urlencode(
+                {k: v for k, v in q.items() if v is not None}
+            )
             req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
             with urllib.request.urlopen(req, timeout=30) as r:
                 return json.loads(r.read())
@@ -84,8 +99,11 @@ def check(res: Result, sb, quick: bool) -> None:
                 pg = get(f"/api/sessions/{batch_sid}/conversation", after=nxt, limit=limit, project=project)
                 pages += 1
                 for it in pg["items"]:
-                    if it["kind"] == "tool" and not (it.get("name") and it.get("output") is not None
-                                                     and pg["start"] <= it["result_offset"] < pg["end"]):
+                    if it["kind"] == "tool" and not (
+                        it.get("name")
+                        and it.get("output") is not None
+                        and pg["start"] <= it["result_offset"] < pg["end"]
+                    ):
                         split += 1
                 nxt = pg["next"]
     finally:

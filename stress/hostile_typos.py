@@ -20,16 +20,33 @@ def check(res: Result, sb, quick: bool) -> None:
     sid = p.session(real, "a real session")
     (p.root / "work" / "notes.txt").write_text("not a project\n")
     before = tree(p.root)
-    targets = [str(p.root / "work" / "no-such-dir"), str(p.root / "work" / "notes.txt"),
-               str(p.root / "work" / "notes.txt" / "below")]
-    commands = [["sessions"], ["show", sid], ["mark", "note", sid, "--summary", "s"], ["keep", sid],
-                ["resume", sid, "--print"], ["tasks", "add", "--title", "t"], ["live"], ["stats"], ["search", "x"],
-                ["install-hooks"]]
+    targets = [
+        str(p.root / "work" / "no-such-dir"),
+        str(p.root / "work" / "notes.txt"),
+        str(p.root / "work" / "notes.txt" / "below"),
+    ]
+    commands = [
+        ["sessions"],
+        ["show", sid],
+        ["mark", "note", sid, "--summary", "s"],
+        ["keep", sid],
+        ["resume", sid, "--print"],
+        ["tasks", "add", "--title", "t"],
+        ["live"],
+        ["stats"],
+        ["search", "x"],
+        ["install-hooks"],
+    ]
     for target in targets:
         for args in commands:
             p.run(f"{args[0]} --project {target}", *args, "--project", target, expect=(2,), says=(target,))
-    p.run("sessions with CLAUDE_PROJECT_DIR gone", "sessions", env={**p.env, "CLAUDE_PROJECT_DIR": targets[0]},
-          expect=(2,), says=("CLAUDE_PROJECT_DIR",))
+    p.run(
+        "sessions with CLAUDE_PROJECT_DIR gone",
+        "sessions",
+        env={**p.env, "CLAUDE_PROJECT_DIR": targets[0]},
+        expect=(2,),
+        says=("CLAUDE_PROJECT_DIR",),
+    )
     hook = json.dumps({"hook_event_name": "SessionStart", "session_id": str(uuid.uuid4()), "cwd": targets[0]})
     p.run("a hook for a folder that does not exist", "hook", stdin=hook)  # exits 0, writes nothing there
     for folder in ("/", str(p.root / "work")):

@@ -46,8 +46,15 @@ class Probe:
         path.mkdir(parents=True, exist_ok=True)
         return os.path.realpath(path)
 
-    def session(self, project: str, prompt: str, sid: str | None = None, *, folder: str | None = None,
-                lines: list[dict] | None = None) -> str:
+    def session(
+        self,
+        project: str,
+        prompt: str,
+        sid: str | None = None,
+        *,
+        folder: str | None = None,
+        lines: list[dict] | None = None,
+    ) -> str:
         sid = sid or str(uuid.uuid4())
         dest = self.config / "projects" / (folder or claude_slug(project))
         dest.mkdir(parents=True, exist_ok=True)
@@ -57,21 +64,42 @@ class Probe:
         (dest / f"{sid}.jsonl").write_bytes(render(body))
         return sid
 
-    def run(self, what: str, *args: str, cwd: str | None = None, env: dict[str, str] | None = None,
-            expect: tuple[int, ...] = (0,), says: tuple[str, ...] = (), stdin: str = "") -> subprocess.CompletedProcess:
+    def run(
+        self,
+        what: str,
+        *args: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        expect: tuple[int, ...] = (0,),
+        says: tuple[str, ...] = (),
+        stdin: str = "",
+    ) -> subprocess.CompletedProcess:
         self.runs += 1
         try:
-            proc = subprocess.run([PY, "-m", "c3async", *args], capture_output=True, text=True, timeout=TIMEOUT_S,
-                                  env=env or self.env, cwd=cwd or str(self.root), input=stdin)
+            proc = subprocess.run(
+                [PY, "-m", "c3async", *args],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                env=env or self.env,
+                cwd=cwd or str(self.root),
+                input=stdin,
+            )
         except subprocess.TimeoutExpired:
             self.res.check(False, "no hang", f"{what}: no answer in {TIMEOUT_S:.0f} s")
             return subprocess.CompletedProcess(args, -1, "", "")
         self.res.check("Traceback" not in proc.stderr + proc.stdout, "no traceback", f"{what}: {proc.stderr[-300:]!r}")
-        self.res.check(proc.returncode in expect, "the expected exit status",
-                       f"{what}: {proc.returncode}, wanted {expect}: {proc.stderr[-300:]!r}")
+        self.res.check(
+            proc.returncode in expect,
+            "the expected exit status",
+            f"{what}: {proc.returncode}, wanted {expect}: {proc.stderr[-300:]!r}",
+        )
         for word in says:
-            self.res.check(word in proc.stderr + proc.stdout, "a refusal names the problem",
-                           f"{what}: {word!r} not said: {proc.stderr[-300:]!r}")
+            self.res.check(
+                word in proc.stderr + proc.stdout,
+                "a refusal names the problem",
+                f"{what}: {word!r} not said: {proc.stderr[-300:]!r}",
+            )
         return proc
 
     def rows(self, project: str) -> dict[str, dict]:
@@ -86,8 +114,12 @@ def probe(res: Result, sb, name: str) -> Probe:
     root = sb.root / f"class-{name}"
     root.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
-    env.update(CLAUDE_CONFIG_DIR=str(root / "claude"), C3_HOME=str(root / "c3home"), PYTHONPATH=str(REPO),
-               HOME=str(root / "home"))
+    env.update(
+        CLAUDE_CONFIG_DIR=str(root / "claude"),
+        C3_HOME=str(root / "c3home"),
+        PYTHONPATH=str(REPO),
+        HOME=str(root / "home"),
+    )
     (root / "home").mkdir()
     return Probe(res, root, env)
 
@@ -102,8 +134,9 @@ def mcp(p: Probe, project: str, calls: list[tuple[str, dict]]) -> list[tuple[boo
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=PY, args=["-m", "c3async", "serve"],
-                                   env={**p.env, "CLAUDE_PROJECT_DIR": project}, cwd=project)
+    params = StdioServerParameters(
+        command=PY, args=["-m", "c3async", "serve"], env={**p.env, "CLAUDE_PROJECT_DIR": project}, cwd=project
+    )
 
     async def main() -> list[tuple[bool, str]]:
         out = []
@@ -116,6 +149,9 @@ def mcp(p: Probe, project: str, calls: list[tuple[str, dict]]) -> list[tuple[boo
 
     answers = anyio.run(main)
     for (tool, args), (_, text) in zip(calls, answers):
-        p.res.check("Traceback" not in text and "failed inside c3async" not in text, "every tool call gets a tool result",
-                    f"{tool}({args}): {text[:300]!r}")
+        p.res.check(
+            "Traceback" not in text and "failed inside c3async" not in text,
+            "every tool call gets a tool result",
+            f"{tool}({args}): {text[:300]!r}",
+        )
     return answers

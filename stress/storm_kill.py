@@ -82,11 +82,24 @@ class Writers:
     def spawn(self, mode: str = "mixed", wid: str | None = None) -> str:
         wid = wid or f"k{self.n:03d}"
         self.n += 1
-        p = subprocess.Popen([PY, "-c", WRITER, self.project.path, wid, str(self.seed * 1000 + self.n),
-                              ",".join(self.project.ids), str(self.ack(wid)), mode],
-                             env=self.sb.env(self.project.path), cwd=self.project.path,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=self.sb.log(f"kill-{wid}.log"))
+        p = subprocess.Popen(
+            [
+                PY,
+                "-c",
+                WRITER,
+                self.project.path,
+                wid,
+                str(self.seed * 1000 + self.n),
+                ",".join(self.project.ids),
+                str(self.ack(wid)),
+                mode,
+            ],
+            env=self.sb.env(self.project.path),
+            cwd=self.project.path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.sb.log(f"kill-{wid}.log"),
+        )
         self.procs[wid] = p
         self.all.append(p)
         return wid
@@ -154,8 +167,9 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
             time.sleep(rng.uniform(0.03, 0.3))
             for wid, p in list(w.procs.items()):  # a writer that died by itself is a failure
                 if p.poll() is not None:
-                    crashed.append(f"{wid} exited {p.returncode}: "
-                                   f"{(sb.logs / f'kill-{wid}.log').read_bytes()[-300:]!r}")
+                    crashed.append(
+                        f"{wid} exited {p.returncode}: {(sb.logs / f'kill-{wid}.log').read_bytes()[-300:]!r}"
+                    )
                     w.procs.pop(wid)
                     w.spawn()
             victim = rng.choice(list(w.procs))
@@ -183,9 +197,23 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         before = read_raw(project.marks)
         torn_tail = not before.ends_with_newline
         # the survivor: one more append after all that
-        surv = subprocess.run([PY, "-c", WRITER, project.path, "survivor", str(seed), ",".join(project.ids),
-                               str(w.ack("survivor")), "once"],
-                              env=sb.env(project.path), cwd=project.path, capture_output=True, timeout=120)
+        surv = subprocess.run(
+            [
+                PY,
+                "-c",
+                WRITER,
+                project.path,
+                "survivor",
+                str(seed),
+                ",".join(project.ids),
+                str(w.ack("survivor")),
+                "once",
+            ],
+            env=sb.env(project.path),
+            cwd=project.path,
+            capture_output=True,
+            timeout=120,
+        )
         res.check(surv.returncode == 0, "the survivor's append succeeds", surv.stderr.decode()[-300:])
     finally:
         kill_all(w.all)
@@ -215,19 +243,24 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
             if (rec["id"], rec["op"], rec.get("by_session")) != (sid, op, wid):
                 wrong.append(f"{tag}: {(rec['id'], rec['op'], rec.get('by_session'))}")
     acked = {a[1] for a in acks}
-    glued = [m.group(1).decode() for _, line in raw.bad for m in _TAG_IN_LINE.finditer(line)
-             if m.group(1).decode() in acked]
+    glued = [
+        m.group(1).decode() for _, line in raw.bad for m in _TAG_IN_LINE.finditer(line) if m.group(1).decode() in acked
+    ]
     fragments = len(raw.bad)
 
-    res.fig("writer processes", f"{w.n}  ({concurrent} at a time, {duration:.0f} s; crashed on their own: {len(crashed)})")
+    res.fig(
+        "writer processes", f"{w.n}  ({concurrent} at a time, {duration:.0f} s; crashed on their own: {len(crashed)})"
+    )
     res.fig("SIGKILLs", kills)
     res.fig("marks acknowledged", len(acks))
     res.fig("marks in the file", f"{len(raw.records)}  ({raw.size / 1e6:.1f} MB)")
     res.fig("lost (must be 0)", len(lost))
     res.fig("torn fragments skipped (marks)", fragments)
     res.fig("torn fragments skipped (activity)", len(acts.bad))
-    res.fig("torn tail before the survivor", f"{'yes' if torn_tail else 'no'}  (after {tries} extra rounds of "
-            "killing 4 writers of 16 KB lines)")
+    res.fig(
+        "torn tail before the survivor",
+        f"{'yes' if torn_tail else 'no'}  (after {tries} extra rounds of killing 4 writers of 16 KB lines)",
+    )
     res.fig("write_mark latency (100 B-16 KB)", lat([a[4] for a in acks]))
 
     res.check(not crashed, "writers die only when killed", "; ".join(crashed[:2]))
@@ -235,8 +268,9 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     res.check(not doubled, "every acknowledged mark is in the file exactly once", f"e.g. {doubled[:3]}")
     res.check(not wrong, "every acknowledged mark is in the file as it was sent", "; ".join(wrong[:3]))
     res.check(not glued, "no acknowledged mark is glued to a torn fragment", f"e.g. {glued[:3]}")
-    res.check(fragments <= kills, "torn fragments come only from killed writers",
-              f"{fragments} fragments, {kills} kills")
+    res.check(
+        fragments <= kills, "torn fragments come only from killed writers", f"{fragments} fragments, {kills} kills"
+    )
     res.check(raw.ends_with_newline, "the file ends with a newline after the survivor's append")
 
     # the survivor's line: whole, and on a line of its own
@@ -246,22 +280,31 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         ok = len(where) == 1
         if ok:
             off = raw.offsets[where[0]]
-            ok = off == 0 or raw.data[off - 1:off] == b"\n"
-        res.check(ok, "the survivor's line is intact on its own line",
-                  f"found {len(where)} times" + (f" at offset {raw.offsets[where[0]]}" if where else ""))
+            ok = off == 0 or raw.data[off - 1 : off] == b"\n"
+        res.check(
+            ok,
+            "the survivor's line is intact on its own line",
+            f"found {len(where)} times" + (f" at offset {raw.offsets[where[0]]}" if where else ""),
+        )
 
     # the fold, and what the production reader skipped
     book = MarkBook(project.path).refresh()
     problems = compare_fold(book, raw.records)
     res.check(not problems, "the fold equals an independent last-wins fold by time", "; ".join(problems[:3]))
-    res.check(book.skipped == fragments, "the reader skips and counts exactly the torn fragments",
-              f"MarkBook skipped {book.skipped}, raw reader found {fragments}")
+    res.check(
+        book.skipped == fragments,
+        "the reader skips and counts exactly the torn fragments",
+        f"MarkBook skipped {book.skipped}, raw reader found {fragments}",
+    )
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
         MarkBook(project.path).refresh()
         times.append(time.perf_counter() - t0)
-    res.fig("fold time of the result", f"{ms(statistics.median(times))}  ({len(raw.records)} marks, {raw.size / 1e6:.1f} MB)")
+    res.fig(
+        "fold time of the result",
+        f"{ms(statistics.median(times))}  ({len(raw.records)} marks, {raw.size / 1e6:.1f} MB)",
+    )
 
     # activity rows: per writer, its session_mark rows are a prefix of its marks (a writer killed
     # between the two appends leaves one mark without a row), and cover every acknowledged mark
@@ -275,12 +318,18 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     bad_rows, missing_rows = [], []
     for wid in set(seq_m) | set(seq_a):
         ms_, as_ = seq_m.get(wid, []), seq_a.get(wid, [])
-        if [x[:2] for x in ms_[: len(as_)]] != as_ or len(ms_) - len(as_) > 1 or \
-                (wid not in w.killed and wid != "survivor" and len(ms_) != len(as_)):
+        if (
+            [x[:2] for x in ms_[: len(as_)]] != as_
+            or len(ms_) - len(as_) > 1
+            or (wid not in w.killed and wid != "survivor" and len(ms_) != len(as_))
+        ):
             bad_rows.append(f"{wid}: {len(ms_)} marks, {len(as_)} rows")
         covered = {x[2] for x in ms_[: len(as_)]}
         missing_rows += [a[1] for a in acks if a[0] == wid and a[1] not in covered]
     res.check(not bad_rows, "each writer's session_mark rows follow its marks in order", "; ".join(bad_rows[:3]))
-    res.check(not missing_rows, "every acknowledged mark has its activity row",
-              f"{len(missing_rows)} without, e.g. {missing_rows[:3]}")
+    res.check(
+        not missing_rows,
+        "every acknowledged mark has its activity row",
+        f"{len(missing_rows)} without, e.g. {missing_rows[:3]}",
+    )
     return res

@@ -120,9 +120,14 @@ class Storm:
 
     def _start_hub(self, attempt: int) -> tuple[subprocess.Popen, int, str]:
         log = self.sb.logs / f"hub-{attempt}.log"
-        proc = subprocess.Popen(c3async_cmd("hub", "--port", "0"), env=self.sb.env(self.project.path),
-                                cwd=self.project.path, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=self.sb.log(log.name))
+        proc = subprocess.Popen(
+            c3async_cmd("hub", "--port", "0"),
+            env=self.sb.env(self.project.path),
+            cwd=self.project.path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.sb.log(log.name),
+        )
         self.procs.append(proc)
         deadline = time.monotonic() + 60
         port = token = None
@@ -169,8 +174,12 @@ class Storm:
                 body["reason"] = tag
             t0 = time.perf_counter()
             try:
-                conn.request("POST", f"/api/sessions/{sid}/marks", body=json.dumps(body),
-                             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+                conn.request(
+                    "POST",
+                    f"/api/sessions/{sid}/marks",
+                    body=json.dumps(body),
+                    headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                )
                 resp = conn.getresponse()
                 data = resp.read()
             except (OSError, http.client.HTTPException) as exc:
@@ -182,8 +191,9 @@ class Storm:
             if resp.status != 201:
                 self._error(f"hub lane {lane} call {k}: HTTP {resp.status} {data[:200]!r}")
                 continue
-            self._ack(dict(tag=tag, src="hub", op=op, id=sid, by="user", by_session=None, successor=None),
-                      self.hub_lat, dt)
+            self._ack(
+                dict(tag=tag, src="hub", op=op, id=sid, by="user", by_session=None, successor=None), self.hub_lat, dt
+            )
         conn.close()
 
     # ---------------------------------------------------------------- the CLI
@@ -202,14 +212,14 @@ class Storm:
             args = ["mark", op, ref, "--project", self.project.path, "--json"]
             args += ["--summary", tag, "--next", "next " + tag] if op == "note" else ["--reason", tag]
             t0 = time.perf_counter()
-            out = subprocess.run(c3async_cmd(*args), env=env, cwd=self.project.path,
-                                 capture_output=True, timeout=120)
+            out = subprocess.run(c3async_cmd(*args), env=env, cwd=self.project.path, capture_output=True, timeout=120)
             dt = time.perf_counter() - t0
             if out.returncode != 0:
                 self._error(f"cli lane {lane} call {k}: rc {out.returncode}: {out.stderr[-300:]!r}")
                 continue
-            self._ack(dict(tag=tag, src="cli", op=op, id=sid, by="user", by_session=who, successor=None),
-                      self.cli_lat, dt)
+            self._ack(
+                dict(tag=tag, src="cli", op=op, id=sid, by="user", by_session=who, successor=None), self.cli_lat, dt
+            )
 
     # ---------------------------------------------------------------- raw jsonl.append writers
 
@@ -218,10 +228,24 @@ class Storm:
         for w in range(self.raw_writers):
             wid = f"raw{w}"
             ack = self.sb.logs / f"marks-ack-{wid}.txt"
-            p = subprocess.Popen([PY, "-c", RAW_WRITER, self.project.path, wid, str(self.raw_n),
-                                  repr(self.go), str(self.seed * 1000 + w), ",".join(self.project.ids), str(ack)],
-                                 env=self.sb.env(self.project.path), cwd=self.project.path,
-                                 stdout=subprocess.DEVNULL, stderr=self.sb.log(f"{wid}.log"))
+            p = subprocess.Popen(
+                [
+                    PY,
+                    "-c",
+                    RAW_WRITER,
+                    self.project.path,
+                    wid,
+                    str(self.raw_n),
+                    repr(self.go),
+                    str(self.seed * 1000 + w),
+                    ",".join(self.project.ids),
+                    str(ack),
+                ],
+                env=self.sb.env(self.project.path),
+                cwd=self.project.path,
+                stdout=subprocess.DEVNULL,
+                stderr=self.sb.log(f"{wid}.log"),
+            )
             self.procs.append(p)
             out.append((p, ack, wid))
         return out
@@ -237,8 +261,11 @@ class Storm:
                 lines = []
             for line in lines:
                 tag, op, sid, dt = line.split()
-                self._ack(dict(tag=tag, src="raw", op=op, id=sid, by="agent", by_session=wid, successor=None),
-                          self.raw_lat, float(dt))
+                self._ack(
+                    dict(tag=tag, src="raw", op=op, id=sid, by="agent", by_session=wid, successor=None),
+                    self.raw_lat,
+                    float(dt),
+                )
 
     # ---------------------------------------------------------------- MCP servers
 
@@ -248,9 +275,12 @@ class Storm:
         rng = random.Random(self.seed * 1000 + i)
         host = self.hosts[i]
         ids = self.project.ids
-        params = StdioServerParameters(command=PY, args=["-m", "c3async", "serve"],
-                                       env=self.sb.env(self.project.path, CLAUDE_CODE_SESSION_ID=host),
-                                       cwd=self.project.path)
+        params = StdioServerParameters(
+            command=PY,
+            args=["-m", "c3async", "serve"],
+            env=self.sb.env(self.project.path, CLAUDE_CODE_SESSION_ID=host),
+            cwd=self.project.path,
+        )
         errlog = open(self.sb.logs / f"serve-{i:02d}.log", "w")
         try:
             async with AsyncExitStack() as stack:
@@ -260,8 +290,8 @@ class Storm:
                         # no fail_after around entering: the client's own cancel scopes must
                         # close in order; its read timeout bounds the handshake instead
                         c = await stack.enter_async_context(
-                            Client(stdio_client(params, errlog=errlog), mode="legacy",
-                                   read_timeout_seconds=180))
+                            Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=180)
+                        )
                         await c.list_tools()
                     except Exception as exc:
                         self._error(f"server {i} did not start: {exc!r}")
@@ -297,8 +327,11 @@ class Storm:
                     if r.is_error:
                         self._error(f"server {i} call {k} ({op}): {r.content[0].text[:300]}")
                         continue
-                    self._ack(dict(tag=tag, src="mcp", op=op, id=sid, by="agent", by_session=host,
-                                   successor=successor), self.tool_lat, dt)
+                    self._ack(
+                        dict(tag=tag, src="mcp", op=op, id=sid, by="agent", by_session=host, successor=successor),
+                        self.tool_lat,
+                        dt,
+                    )
         finally:
             errlog.close()
 
@@ -327,10 +360,13 @@ class Storm:
                     await anyio.sleep(0.05)
                 self.go = time.time() + 1.0
                 raw = self.spawn_raw()
-                threads = [threading.Thread(target=self.cli_lane, args=(j,), daemon=True)
-                           for j in range(self.cli_lanes)]
-                threads += [threading.Thread(target=self.hub_lane, args=(j, port, token), daemon=True)
-                            for j in range(self.hub_lanes)]
+                threads = [
+                    threading.Thread(target=self.cli_lane, args=(j,), daemon=True) for j in range(self.cli_lanes)
+                ]
+                threads += [
+                    threading.Thread(target=self.hub_lane, args=(j, port, token), daemon=True)
+                    for j in range(self.hub_lanes)
+                ]
                 for t in threads:
                     t.start()
                 await anyio.sleep(max(0.0, self.go - time.time()))
@@ -390,8 +426,7 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
 
     raw = read_raw(project.marks)
     acts = read_raw(project.activity)
-    ops = (st.servers * st.calls + st.raw_writers * st.raw_n + st.cli_lanes * st.cli_n
-           + st.hub_lanes * st.hub_n)
+    ops = st.servers * st.calls + st.raw_writers * st.raw_n + st.cli_lanes * st.cli_n + st.hub_lanes * st.hub_n
     by_src = Counter(a["src"] for a in st.acks)
 
     tags = Counter(mark_tag(r) for r in raw.records)
@@ -423,12 +458,21 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
             order_bad.append(b["tag"])
     unacked = [t for t in tags if t not in acked_tags]
 
-    res.fig("servers (c3async serve)", f"{st.servers}  (started {len(st.startup)}, "
-            f"{st.start_parallel} at a time; start p50 {ms(pct(st.startup, 50))}, max {ms(max(st.startup, default=0))})")
-    res.fig("writers besides", f"{st.raw_writers} raw jsonl.append procs, {st.cli_lanes} CLI lanes "
-            f"(`c3async mark` processes), {st.hub_lanes} Hub API lanes")
-    res.fig("operations", f"{ops}  (mcp {st.servers * st.calls}, raw {st.raw_writers * st.raw_n}, "
-            f"cli {st.cli_lanes * st.cli_n}, hub {st.hub_lanes * st.hub_n})")
+    res.fig(
+        "servers (c3async serve)",
+        f"{st.servers}  (started {len(st.startup)}, "
+        f"{st.start_parallel} at a time; start p50 {ms(pct(st.startup, 50))}, max {ms(max(st.startup, default=0))})",
+    )
+    res.fig(
+        "writers besides",
+        f"{st.raw_writers} raw jsonl.append procs, {st.cli_lanes} CLI lanes "
+        f"(`c3async mark` processes), {st.hub_lanes} Hub API lanes",
+    )
+    res.fig(
+        "operations",
+        f"{ops}  (mcp {st.servers * st.calls}, raw {st.raw_writers * st.raw_n}, "
+        f"cli {st.cli_lanes * st.cli_n}, hub {st.hub_lanes * st.hub_n})",
+    )
     res.fig("acknowledged", f"{len(st.acks)}  ({', '.join(f'{k} {v}' for k, v in sorted(by_src.items()))})")
     res.fig("failed calls", len(st.errors))
     res.fig("lost (must be 0)", len(lost))
@@ -441,27 +485,40 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
     res.fig("Hub POST .../marks", lat(st.hub_lat))
     res.fig("`c3async mark` process", lat(st.cli_lat))
 
-    res.check(not st.errors, "every well-formed mark call succeeds",
-              f"{len(st.errors)} failed, e.g. {st.errors[:3]}")
-    res.check(not lost, "every acknowledged mark is in the file",
-              f"{len(lost)} lost, e.g. {lost[:3]}")
-    res.check(not doubled, "every acknowledged mark is in the file exactly once",
-              f"{len(doubled)} doubled, e.g. {doubled[:3]}")
+    res.check(not st.errors, "every well-formed mark call succeeds", f"{len(st.errors)} failed, e.g. {st.errors[:3]}")
+    res.check(not lost, "every acknowledged mark is in the file", f"{len(lost)} lost, e.g. {lost[:3]}")
+    res.check(
+        not doubled,
+        "every acknowledged mark is in the file exactly once",
+        f"{len(doubled)} doubled, e.g. {doubled[:3]}",
+    )
     res.check(not wrong, "every acknowledged mark is in the file as it was sent", "; ".join(wrong[:3]))
-    res.check(not order_bad, "marks are in real-time order (a call that returned first is earlier in the file)",
-              f"{len(order_bad)} out of order, e.g. {order_bad[:3]}")
-    res.check(not raw.bad and raw.ends_with_newline, "no torn or glued line in session_marks.jsonl",
-              f"{len(raw.bad)} bad lines, e.g. {[b[1][:120] for b in raw.bad[:2]]}; "
-              f"ends with newline: {raw.ends_with_newline}")
-    res.check(not acts.bad and acts.ends_with_newline, "no torn or glued line in activity.jsonl",
-              f"{len(acts.bad)} bad lines, e.g. {[b[1][:120] for b in acts.bad[:2]]}")
+    res.check(
+        not order_bad,
+        "marks are in real-time order (a call that returned first is earlier in the file)",
+        f"{len(order_bad)} out of order, e.g. {order_bad[:3]}",
+    )
+    res.check(
+        not raw.bad and raw.ends_with_newline,
+        "no torn or glued line in session_marks.jsonl",
+        f"{len(raw.bad)} bad lines, e.g. {[b[1][:120] for b in raw.bad[:2]]}; "
+        f"ends with newline: {raw.ends_with_newline}",
+    )
+    res.check(
+        not acts.bad and acts.ends_with_newline,
+        "no torn or glued line in activity.jsonl",
+        f"{len(acts.bad)} bad lines, e.g. {[b[1][:120] for b in acts.bad[:2]]}",
+    )
 
     # the fold
     book = MarkBook(project.path).refresh()
     problems = compare_fold(book, raw.records)
     res.check(not problems, "the fold equals an independent last-wins fold by time", "; ".join(problems[:3]))
-    res.check(book.skipped == len(raw.bad), "the fold skips exactly the bad lines",
-              f"MarkBook skipped {book.skipped}, raw reader found {len(raw.bad)}")
+    res.check(
+        book.skipped == len(raw.bad),
+        "the fold skips exactly the bad lines",
+        f"MarkBook skipped {book.skipped}, raw reader found {len(raw.bad)}",
+    )
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
@@ -471,18 +528,33 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
 
     # activity rows
     check_activity(res, raw.records, acts.records)
-    writers = set(st.hosts) | {f"raw{w}" for w in range(st.raw_writers)} | {f"cli-lane-{j}" for j in range(st.cli_lanes)}
+    writers = (
+        set(st.hosts) | {f"raw{w}" for w in range(st.raw_writers)} | {f"cli-lane-{j}" for j in range(st.cli_lanes)}
+    )
     bad_order = per_writer_order(raw.records, acts.records, writers)
-    res.check(not bad_order, "each writer's session_mark rows follow its marks in order",
-              f"{len(bad_order)} writers differ, e.g. {bad_order[:3]}")
+    res.check(
+        not bad_order,
+        "each writer's session_mark rows follow its marks in order",
+        f"{len(bad_order)} writers differ, e.g. {bad_order[:3]}",
+    )
     reasons = Counter(a.get("reason") for a in acts.records if a.get("kind") == "session_mark")
     no_row = [a["tag"] for a in st.acks if a["op"] != "note" and reasons[a["tag"]] != 1]
-    res.check(not no_row, "every acknowledged stale/unstale has exactly one activity row with its reason",
-              f"{len(no_row)}, e.g. {no_row[:3]}")
-    tool_rows = Counter(a.get("session_id") for a in acts.records
-                        if a.get("kind") == "tool_call" and a.get("tool") == "c3_session")
+    res.check(
+        not no_row,
+        "every acknowledged stale/unstale has exactly one activity row with its reason",
+        f"{len(no_row)}, e.g. {no_row[:3]}",
+    )
+    tool_rows = Counter(
+        a.get("session_id") for a in acts.records if a.get("kind") == "tool_call" and a.get("tool") == "c3_session"
+    )
     short = {h: (tool_rows[h], n) for h, n in st.calls_by_host.items() if tool_rows[h] != n}
-    res.check(not short, "every c3_session call has its tool_call activity row",
-              f"(rows, calls) per server differ: {list(short.items())[:3]}")
-    res.fig("activity rows", f"{len(acts.records)}  ({sum(1 for a in acts.records if a.get('kind') == 'session_mark')} session_mark)")
+    res.check(
+        not short,
+        "every c3_session call has its tool_call activity row",
+        f"(rows, calls) per server differ: {list(short.items())[:3]}",
+    )
+    res.fig(
+        "activity rows",
+        f"{len(acts.records)}  ({sum(1 for a in acts.records if a.get('kind') == 'session_mark')} session_mark)",
+    )
     res.fig("peak RSS of a server", f"{st.peak_rss / 2**20:.1f} MB  (sampled on {len(st.server_pids)} server pids)")

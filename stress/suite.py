@@ -38,8 +38,10 @@ SCENARIOS: dict[str, Scenario] = {
     "pm": contention_pm.run,
     "catalog": catalog_under_writes.run,
     "hostile": hostile.run,
-    **{f"hostile:{mod.__name__.rsplit('.hostile_', 1)[1]}": functools.partial(_hostile_class, mod)
-       for mod in hostile.class_modules()},
+    **{
+        f"hostile:{mod.__name__.rsplit('.hostile_', 1)[1]}": functools.partial(_hostile_class, mod)
+        for mod in hostile.class_modules()
+    },
 }
 
 

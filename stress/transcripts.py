@@ -148,9 +148,22 @@ def iso(epoch: float) -> str:
     return stamp(datetime.fromtimestamp(epoch, UTC))
 
 
-def envelope(kind: str, body: dict, *, session_id: str, cwd: str, timestamp: str, parent: str | None,
-             sidechain: bool = False, branch: str = "main", version: str = "2.1.88", entrypoint: str = "cli",
-             before_uuid: dict | None = None, after_ts: dict | None = None, **flags: Any) -> dict:
+def envelope(
+    kind: str,
+    body: dict,
+    *,
+    session_id: str,
+    cwd: str,
+    timestamp: str,
+    parent: str | None,
+    sidechain: bool = False,
+    branch: str = "main",
+    version: str = "2.1.88",
+    entrypoint: str = "cli",
+    before_uuid: dict | None = None,
+    after_ts: dict | None = None,
+    **flags: Any,
+) -> dict:
     """A chained line (user, assistant, system) in 2.1.88's key order; a user line that is not
     ``isMeta`` carries a ``promptId``."""
     line: dict[str, Any] = {"parentUuid": parent, "isSidechain": sidechain}
@@ -163,36 +176,71 @@ def envelope(kind: str, body: dict, *, session_id: str, cwd: str, timestamp: str
     line["uuid"] = new_id()
     line["timestamp"] = timestamp
     line.update(after_ts or {})
-    line.update({"userType": "external", "entrypoint": entrypoint, "cwd": cwd, "sessionId": session_id,
-                 "version": version, "gitBranch": branch})
+    line.update(
+        {
+            "userType": "external",
+            "entrypoint": entrypoint,
+            "cwd": cwd,
+            "sessionId": session_id,
+            "version": version,
+            "gitBranch": branch,
+        }
+    )
     return line
 
 
 def assistant_message(*blocks: dict, model: str = "claude-opus-4-5", msg_id: str | None = None) -> dict:
-    return {"model": model, "id": msg_id or "msg_01" + uuidlib.uuid4().hex[:22], "type": "message",
-            "role": "assistant", "content": list(blocks), "stop_reason": None, "stop_sequence": None,
-            "usage": dict(USAGE)}
+    return {
+        "model": model,
+        "id": msg_id or "msg_01" + uuidlib.uuid4().hex[:22],
+        "type": "message",
+        "role": "assistant",
+        "content": list(blocks),
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": dict(USAGE),
+    }
 
 
 def user_line(session_id: str, cwd: str, content: str | list, ts: float, parent: str | None = None) -> dict:
     """A prompt (or whatever ``content`` rides on a user line) at epoch time ``ts``."""
-    return envelope("user", {"message": {"role": "user", "content": content}}, session_id=session_id, cwd=cwd,
-                    timestamp=iso(ts), parent=parent)
+    return envelope(
+        "user",
+        {"message": {"role": "user", "content": content}},
+        session_id=session_id,
+        cwd=cwd,
+        timestamp=iso(ts),
+        parent=parent,
+    )
 
 
 def assistant_line(session_id: str, cwd: str, answer: str, ts: float, parent: str | None = None) -> dict:
     """A one-block text reply at epoch time ``ts``."""
-    return envelope("assistant", {"message": assistant_message(text(answer))}, session_id=session_id, cwd=cwd,
-                    timestamp=iso(ts), parent=parent,
-                    before_uuid={"requestId": "req_011C" + uuidlib.uuid4().hex[:18]})
+    return envelope(
+        "assistant",
+        {"message": assistant_message(text(answer))},
+        session_id=session_id,
+        cwd=cwd,
+        timestamp=iso(ts),
+        parent=parent,
+        before_uuid={"requestId": "req_011C" + uuidlib.uuid4().hex[:18]},
+    )
 
 
 def tool_result_parts(tool_id: str, content: str | list) -> tuple[dict, dict]:
     """The body of a tool's result (a user line that is not a prompt) and what follows its
     timestamp."""
-    body = {"message": {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": content}]}}
-    return body, {"toolUseResult": {"stdout": content if isinstance(content, str) else "", "stderr": "",
-                                    "interrupted": False, "isImage": False}}
+    body = {
+        "message": {"role": "user", "content": [{"tool_use_id": tool_id, "type": "tool_result", "content": content}]}
+    }
+    return body, {
+        "toolUseResult": {
+            "stdout": content if isinstance(content, str) else "",
+            "stderr": "",
+            "interrupted": False,
+            "isImage": False,
+        }
+    }
 
 
 def tool_result_line(session_id: str, cwd: str, output: str, ts: float, parent: str | None = None) -> dict:
@@ -252,12 +300,31 @@ class Conversation:
         return stamp(self.clock)
 
     # --- the envelope ---
-    def _chain(self, kind: str, body: dict, *, root: bool = False, before_uuid: dict | None = None,
-               after_ts: dict | None = None, **flags: Any) -> dict:
-        line = envelope(kind, body, session_id=self.id, cwd=self.cwd, timestamp=self.tick(),
-                        parent=None if root else self.parent, sidechain=self.sidechain, branch=self.branch,
-                        version=self.version, entrypoint=self.entrypoint, before_uuid=before_uuid,
-                        after_ts=after_ts, **flags)
+    def _chain(
+        self,
+        kind: str,
+        body: dict,
+        *,
+        root: bool = False,
+        before_uuid: dict | None = None,
+        after_ts: dict | None = None,
+        **flags: Any,
+    ) -> dict:
+        line = envelope(
+            kind,
+            body,
+            session_id=self.id,
+            cwd=self.cwd,
+            timestamp=self.tick(),
+            parent=None if root else self.parent,
+            sidechain=self.sidechain,
+            branch=self.branch,
+            version=self.version,
+            entrypoint=self.entrypoint,
+            before_uuid=before_uuid,
+            after_ts=after_ts,
+            **flags,
+        )
         self.parent = line["uuid"]
         return line
 
@@ -303,8 +370,12 @@ class Conversation:
         return self._chain("user", body, after_ts={**after, "sourceToolAssistantUUID": source or self.parent})
 
     def compact_summary(self, content: str = COMPACT_SUMMARY) -> dict:
-        return self._chain("user", {"message": {"role": "user", "content": content}},
-                           isCompactSummary=True, isVisibleInTranscriptOnly=True)
+        return self._chain(
+            "user",
+            {"message": {"role": "user", "content": content}},
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+        )
 
     # --- assistant lines ---
     def reply(self, *blocks: dict, model: str = "claude-opus-4-5") -> list[dict]:
@@ -338,9 +409,17 @@ class Conversation:
     def compact_boundary(self) -> dict:
         """A second chain root: parentUuid null, logicalParentUuid = the last pre-compact line."""
         logical = self.parent
-        line = self._chain("system", {"subtype": "compact_boundary", "content": "Conversation compacted",
-                                      "isMeta": False, "level": "info",
-                                      "compactMetadata": {"trigger": "auto", "preTokens": 166909}}, root=True)
+        line = self._chain(
+            "system",
+            {
+                "subtype": "compact_boundary",
+                "content": "Conversation compacted",
+                "isMeta": False,
+                "level": "info",
+                "compactMetadata": {"trigger": "auto", "preTokens": 166909},
+            },
+            root=True,
+        )
         return {"parentUuid": None, "logicalParentUuid": logical, **line}
 
     # --- metadata lines (no uuid) ---
@@ -364,13 +443,20 @@ class Conversation:
 
     def snapshot(self) -> dict:
         mid = new_id()
-        return {"type": "file-history-snapshot", "messageId": mid,
-                "snapshot": {"messageId": mid, "trackedFileBackups": {}, "timestamp": self.now()},
-                "isSnapshotUpdate": False}
+        return {
+            "type": "file-history-snapshot",
+            "messageId": mid,
+            "snapshot": {"messageId": mid, "trackedFileBackups": {}, "timestamp": self.now()},
+            "isSnapshotUpdate": False,
+        }
 
     def queue(self, operation: str, content: str | None = None) -> dict:
-        line: dict[str, Any] = {"type": "queue-operation", "operation": operation, "timestamp": self.tick(0.1),
-                                "sessionId": self.id}
+        line: dict[str, Any] = {
+            "type": "queue-operation",
+            "operation": operation,
+            "timestamp": self.tick(0.1),
+            "sessionId": self.id,
+        }
         if content is not None:
             line["content"] = content
         return line
@@ -448,14 +534,25 @@ def clear_hooks(project: str, chain: list[str]) -> None:
     state = Path(project, ".c3")
     state.mkdir(mode=0o700, exist_ok=True)
     start = datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC).timestamp()
-    rows = [{"ts": start + n, "kind": "session_start", "session_id": sid, "source": "clear",
-             "predecessor": chain[n - 1], "cwd": project} for n, sid in enumerate(chain) if n]
+    rows = [
+        {
+            "ts": start + n,
+            "kind": "session_start",
+            "session_id": sid,
+            "source": "clear",
+            "predecessor": chain[n - 1],
+            "cwd": project,
+        }
+        for n, sid in enumerate(chain)
+        if n
+    ]
     with open(state / "activity.jsonl", "ab") as f:
         f.write(render(rows))
 
 
-def titled_sessions(folder: Path, cwd: str, sessions: int, title_chars: int, *,
-                    start: datetime | None = None) -> dict[str, str]:
+def titled_sessions(
+    folder: Path, cwd: str, sessions: int, title_chars: int, *, start: datetime | None = None
+) -> dict[str, str]:
     """``sessions`` sessions whose custom or ai title (every other one) is ``title_chars``
     long; {id: its title}."""
     titles = {}

@@ -32,8 +32,9 @@ class Sandbox:
 
     def env(self, **overrides: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
-        env.update(CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home),
-                   PYTHONPATH=str(REPO))  # the checkout under test, whatever copy is installed
+        env.update(
+            CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home), PYTHONPATH=str(REPO)
+        )  # the checkout under test, whatever copy is installed
         env.update(overrides)
         return env
 
@@ -54,8 +55,9 @@ class Sandbox:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def run(self, *args: str, env: dict[str, str] | None = None, cwd: str | None = None,
-            process: bool = False) -> subprocess.CompletedProcess:
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, cwd: str | None = None, process: bool = False
+    ) -> subprocess.CompletedProcess:
         """``c3async ARGS`` in the sandbox (or ``env``), in ``cwd``: run in this process by
         ``c3async.cli.main``, or with ``process=True`` as a process of its own (a test of
         what only a process has: its signals, tty, stdin, exit, or several at once)."""

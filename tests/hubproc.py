@@ -52,8 +52,14 @@ class Hub:
     """One hub process. ``url`` is ``http://127.0.0.1:PORT``; ``login_url`` the URL it printed,
     ``token`` the token in it."""
 
-    def __init__(self, sandbox, *args: str, startup_timeout: float = 20.0, env: dict[str, str] | None = None,
-                 preexec: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        sandbox,
+        *args: str,
+        startup_timeout: float = 20.0,
+        env: dict[str, str] | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
         self.sandbox = sandbox
         self.args = args
         self.env = env or {}
@@ -97,8 +103,13 @@ class Hub:
     def start(self) -> Hub:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "c3async", "hub", "--port", "0", *self.args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, env=self.sandbox.env(**self.env), cwd=str(self.sandbox.root), preexec_fn=self.preexec,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.sandbox.env(**self.env),
+            cwd=str(self.sandbox.root),
+            preexec_fn=self.preexec,
         )
         self._reader = threading.Thread(target=self._drain, name="hub-stderr", daemon=True)
         self._reader.start()
@@ -174,8 +185,16 @@ class Hub:
 NOW = datetime.now(UTC)
 
 
-def hub_session(folder: Path, cwd: str, prompts: list[str], *, title: str | None = None, start: datetime = NOW,
-                branch: str = "main", answer: Callable[[int, str], str] = lambda i, p: f"answer {i}") -> str:
+def hub_session(
+    folder: Path,
+    cwd: str,
+    prompts: list[str],
+    *,
+    title: str | None = None,
+    start: datetime = NOW,
+    branch: str = "main",
+    answer: Callable[[int, str], str] = lambda i, p: f"answer {i}",
+) -> str:
     """A session of ``len(prompts)`` exchanges; started ``start`` (NOW: recent, no idle hint)."""
     import os
 

@@ -68,8 +68,9 @@ def test_resume_and_task_links_take_another_projects_id(claude, two):
     assert shlex.split(proc.stdout) == ["cd", b, "&&", "claude", "--resume", B_ID]
     assert b in proc.stderr
     task = json.loads(claude.run("tasks", "add", "--title", "t", "--project", a, "--json").stdout)
-    linked = json.loads(claude.run("tasks", "link", "--task-id", task["id"], "--ref", B_ID[:8],
-                                   "--project", a, "--json").stdout)
+    linked = json.loads(
+        claude.run("tasks", "link", "--task-id", task["id"], "--ref", B_ID[:8], "--project", a, "--json").stdout
+    )
     assert B_ID in linked["sessions"] and linked["session_project"] == b
 
 
@@ -125,8 +126,11 @@ def test_an_id_found_nowhere_says_which_projects_were_searched(claude, two, monk
     a, b, c = two
     nowhere = "eeee0006-0000-4000-8000-000000000006"
     folder = str(claude.projects_root)
-    for args, anywhere in ((("show", nowhere[:8]), True), (("resume", nowhere, "--print"), True),
-                           (("mark", "note", nowhere[:8], "--summary", "s"), False)):
+    for args, anywhere in (
+        (("show", nowhere[:8]), True),
+        (("resume", nowhere, "--print"), True),
+        (("mark", "note", nowhere[:8], "--summary", "s"), False),
+    ):
         proc = claude.run(*args, "--project", a)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         said = proc.stderr

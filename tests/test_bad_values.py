@@ -21,13 +21,21 @@ from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
 
-OUT_OF_RANGE = ("99999999999d", "99999999999999999999999999d", "9" * 5000 + "m", "0001-01-01", "9999-12-31T23:59:59-14:00")
+OUT_OF_RANGE = (
+    "99999999999d",
+    "99999999999999999999999999d",
+    "9" * 5000 + "m",
+    "0001-01-01",
+    "9999-12-31T23:59:59-14:00",
+)
 
 
 @pytest.fixture
 def project(claude) -> str:
     project = claude.project("app")
-    simple_session(claude.folder(project), project, "fix the retry budget", start=datetime.now(UTC) - timedelta(hours=1))
+    simple_session(
+        claude.folder(project), project, "fix the retry budget", start=datetime.now(UTC) - timedelta(hours=1)
+    )
     return project
 
 
@@ -155,8 +163,13 @@ def test_a_planted_trigger_in_the_index_is_never_run(claude, project):
         conn.executescript(PLANTED)
         conn.close()
     simple_session(claude.folder(project), project, "a newer prompt about the retry budget")
-    proc = subprocess.run([sys.executable, "-m", "c3async", "search", "retry", "--project", project, "--json"],
-                          capture_output=True, text=True, env=claude.env(), timeout=120)  # a hang guard
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "search", "retry", "--project", project, "--json"],
+        capture_output=True,
+        text=True,
+        env=claude.env(),
+        timeout=120,
+    )  # a hang guard
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["results"]) == 2
     for k in range(4):
@@ -224,8 +237,9 @@ def test_a_50_gb_sparse_transcript_costs_its_data_not_its_size(claude, project, 
         f.write(b'{"type":"user","message":{"content":"')  # a line that never ends
     os.truncate(path, 50 * 2**30)
     for args in (["sessions", "--project", project, "--json"], ["show", sid, "--project", project, "--turns", "5"]):
-        proc = subprocess.run([sys.executable, "-m", "c3async", *args], capture_output=True, text=True,
-                              env=claude.env(), timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "c3async", *args], capture_output=True, text=True, env=claude.env(), timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
     assert "the sparse one" in proc.stdout
     claude.activate(monkeypatch)

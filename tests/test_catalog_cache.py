@@ -46,7 +46,9 @@ def app(claude):
     project = claude.project("app")
     folder = claude.folder(project)
     convs = []
-    for i, (prompt, title) in enumerate([("alpha prompt", None), ("beta prompt", "beta-title"), ("gamma prompt", None)]):
+    for i, (prompt, title) in enumerate(
+        [("alpha prompt", None), ("beta prompt", "beta-title"), ("gamma prompt", None)]
+    ):
         c = Conversation(project)
         lines = [c.permission_mode(), *c.exchange(prompt)]
         if title:
@@ -91,9 +93,9 @@ CORRUPTIONS = {
     "json_array": lambda doc, folder, sid: b"[1, 2, 3]",
     "json_of_another_shape": lambda doc, folder, sid: json.dumps({"entries": [1, 2], "version": "x"}).encode(),
     "another_format": lambda doc, folder, sid: json.dumps(
-        {**_planted(doc, folder, sid), "format": "someone-else.session_catalog"}).encode(),
-    "another_version": lambda doc, folder, sid: json.dumps(
-        {**_planted(doc, folder, sid), "version": 999_999}).encode(),
+        {**_planted(doc, folder, sid), "format": "someone-else.session_catalog"}
+    ).encode(),
+    "another_version": lambda doc, folder, sid: json.dumps({**_planted(doc, folder, sid), "version": 999_999}).encode(),
     "empty_file": lambda doc, folder, sid: b"",
 }
 
@@ -112,8 +114,11 @@ def test_grown_transcript_shows_the_new_title_and_prompt(claude, app):
     project, folder, convs = app
     c = convs[0]
     before = {r["id"]: r for r in claude.sessions(project)}[c.id]
-    append_lines(folder / f"{c.id}.jsonl", [c.ai_title("Alpha, now named by AI"), *c.exchange("the appended prompt")],
-                 mtime=T0 + 100)
+    append_lines(
+        folder / f"{c.id}.jsonl",
+        [c.ai_title("Alpha, now named by AI"), *c.exchange("the appended prompt")],
+        mtime=T0 + 100,
+    )
     after = {r["id"]: r for r in claude.sessions(project)}[c.id]
     assert (after["title"], after["title_source"]) == ("Alpha, now named by AI", "ai-title")
     assert after["last_prompt"] == "the appended prompt"
@@ -125,8 +130,11 @@ def test_grown_transcript_counts_exactly_the_appended_prompts(claude, app):
     project, folder, convs = app
     c = convs[1]
     before = {r["id"]: r for r in claude.sessions(project)}[c.id]
-    append_lines(folder / f"{c.id}.jsonl", [*c.exchange("two"), *c.tool_round("ok"), *c.exchange("three"),
-                                            c.prompt("[Request interrupted by user]")], mtime=T0 + 100)
+    append_lines(
+        folder / f"{c.id}.jsonl",
+        [*c.exchange("two"), *c.tool_round("ok"), *c.exchange("three"), c.prompt("[Request interrupted by user]")],
+        mtime=T0 + 100,
+    )
     after = {r["id"]: r for r in claude.sessions(project)}[c.id]
     assert after["user_turns"] == before["user_turns"] + 2
     assert (after["title"], after["last_prompt"]) == ("beta-title", "three")
@@ -137,8 +145,7 @@ def test_grown_transcript_listing_equals_a_cold_listing(claude, app):
     claude.sessions(project)
     c = convs[2]
     c.branch = "feature"
-    append_lines(folder / f"{c.id}.jsonl", [c.custom_title("gamma-renamed"), *c.exchange("more gamma")],
-                 mtime=T0 + 100)
+    append_lines(folder / f"{c.id}.jsonl", [c.custom_title("gamma-renamed"), *c.exchange("more gamma")], mtime=T0 + 100)
     warm = claude.sessions(project)
     assert differences(warm, cold_rows(claude, project)) == {}
     assert {r["id"]: r for r in warm}[c.id]["branch"] == "feature"
@@ -187,8 +194,7 @@ def test_torn_first_prompt_completed_later_listing_equals_a_cold_listing(claude)
     folder = claude.folder(project)
     c = Conversation(project)
     prompt = encode(c.prompt("Refactor the parser so that it streams"))
-    path = write_session(folder, c.id, [c.caveat(), c.clear(), c.local_stdout()], unterminated=prompt[:-25],
-                         mtime=T0)
+    path = write_session(folder, c.id, [c.caveat(), c.clear(), c.local_stdout()], unterminated=prompt[:-25], mtime=T0)
     claude.sessions(project)
     append_lines(path, [*c.reply()], raw=prompt[-25:] + b"\n", mtime=T0 + 10)
     warm = claude.sessions(project)

@@ -16,10 +16,35 @@ pytestmark = pytest.mark.process
 T0 = 1_700_000_000
 
 ROW_KEYS = {
-    "id", "title", "title_source", "first_prompt", "first_prompt_truncated", "last_prompt",
-    "last_prompt_truncated", "branch", "cwd", "project", "created_at", "last_activity", "mtime", "size",
-    "user_turns", "user_turns_exact", "began_with_clear", "entrypoint", "path", "resume", "live", "mcp_count",
-    "hints", "stale", "note", "links", "tokens", "cost_usd", "unpriced_models",
+    "id",
+    "title",
+    "title_source",
+    "first_prompt",
+    "first_prompt_truncated",
+    "last_prompt",
+    "last_prompt_truncated",
+    "branch",
+    "cwd",
+    "project",
+    "created_at",
+    "last_activity",
+    "mtime",
+    "size",
+    "user_turns",
+    "user_turns_exact",
+    "began_with_clear",
+    "entrypoint",
+    "path",
+    "resume",
+    "live",
+    "mcp_count",
+    "hints",
+    "stale",
+    "note",
+    "links",
+    "tokens",
+    "cost_usd",
+    "unpriced_models",
 }
 TOKEN_KEYS = {"input", "output", "cache_write", "cache_read", "total", "as_of"}
 
@@ -62,8 +87,10 @@ def test_rows_and_show_carry_what_the_accountant_wrote(claude):
     assert abs(row["cost_usd"] - expected) < 1e-6
     show = claude.run("show", c.id, "--project", project)
     assert show.returncode == 0, show.stderr
-    assert ("tokens: 43,974 (input 9, output 84, cache write 9,888, cache read 33,993); cost $0.08"
-            in show.stdout.splitlines())
+    assert (
+        "tokens: 43,974 (input 9, output 84, cache write 9,888, cache read 33,993); cost $0.08"
+        in show.stdout.splitlines()
+    )
     (detail,) = [json.loads(claude.run("show", c.id, "--project", project, "--json").stdout)]
     assert detail["row"]["tokens"] == t and detail["row"]["cost_usd"] == row["cost_usd"]
 

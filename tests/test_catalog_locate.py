@@ -158,13 +158,16 @@ def test_alphanumeric_match_folder_with_other_separators_is_used(claude):
     assert [r["id"] for r in claude.sessions(project)] == [sid]
 
 
-@pytest.mark.parametrize("decorate", [
-    lambda s: s + "-old",
-    lambda s: s + "2",
-    lambda s: "-backup" + s,
-    lambda s: s[:-1],
-    lambda s: s[:-1] + "X",
-])
+@pytest.mark.parametrize(
+    "decorate",
+    [
+        lambda s: s + "-old",
+        lambda s: s + "2",
+        lambda s: "-backup" + s,
+        lambda s: s[:-1],
+        lambda s: s[:-1] + "X",
+    ],
+)
 def test_folder_that_merely_resembles_the_project_name_is_never_used(claude, decorate):
     project = claude.project("x", "proj")
     simple_session(claude.folder(project, decorate(claude_slug(project))), project)
@@ -207,7 +210,10 @@ def _git(*args: str, cwd: str) -> None:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", *args],
-        cwd=cwd, env=env, check=True, capture_output=True,
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
     )
 
 
@@ -218,8 +224,9 @@ def test_worktree_sessions_are_listed_with_the_worktree_as_cwd(claude):
     _git("worktree", "add", "-q", "-b", "feature", "../repo-wt", cwd=repo)
     worktree = os.path.realpath(os.path.join(repo, "..", "repo-wt"))
     main = simple_session(claude.folder(repo), repo, "on main", mtime=1_700_000_000)
-    feature = simple_session(claude.folder(worktree), worktree, "on the feature branch", mtime=1_700_000_100,
-                             branch="feature")
+    feature = simple_session(
+        claude.folder(worktree), worktree, "on the feature branch", mtime=1_700_000_100, branch="feature"
+    )
     rows = {r["id"]: r for r in claude.sessions(repo)}
     assert set(rows) == {main, feature}
     assert rows[feature]["cwd"] == worktree

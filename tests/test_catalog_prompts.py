@@ -26,7 +26,7 @@ def facts_of(lines):
 def _non_prompt_lines(c: Conversation) -> dict[str, dict]:
     side = Conversation(c.cwd, c.id, sidechain=True)
     return {
-        "meta": c.meta("Called the Read tool with the following input: {\"file_path\":\"/a.py\"}"),
+        "meta": c.meta('Called the Read tool with the following input: {"file_path":"/a.py"}'),
         "caveat": c.caveat(),
         "compact_summary": c.compact_summary(),
         "sidechain": side.prompt("Search the code for retry()"),
@@ -34,8 +34,10 @@ def _non_prompt_lines(c: Conversation) -> dict[str, dict]:
         "tool_result_block_list": c.tool_result("toolu_01B", [text("3 passed")]),
         "local_command_stdout": c.prompt("<local-command-stdout>Set model to opus</local-command-stdout>"),
         "local_command_stderr": c.prompt("<local-command-stderr>error</local-command-stderr>"),
-        "task_notification": c.prompt("<task-notification><task-id>b1</task-id><status>completed</status>"
-                                      "<result>done</result></task-notification>"),
+        "task_notification": c.prompt(
+            "<task-notification><task-id>b1</task-id><status>completed</status>"
+            "<result>done</result></task-notification>"
+        ),
         "system_reminder": c.prompt("<system-reminder>The TodoWrite tool hasn't been used.</system-reminder>"),
         "ide_opened_file": c.prompt([text("<ide_opened_file>The user opened /a.py in the IDE.</ide_opened_file>")]),
         "ide_selection": c.prompt("<ide_selection>lines 1-3 of /a.py</ide_selection>"),
@@ -73,21 +75,37 @@ def test_line_that_is_not_a_real_prompt_is_never_the_last_prompt(kind):
 @pytest.mark.parametrize(
     "content, expected",
     [
-        ([text("<ide_opened_file>The user opened /a.py in the IDE.</ide_opened_file>"), text("real prompt")],
-         "real prompt"),
-        ([text("[Image #1]"), image_block(), text("What is wrong in this screenshot?")],
-         "What is wrong in this screenshot?"),
+        (
+            [text("<ide_opened_file>The user opened /a.py in the IDE.</ide_opened_file>"), text("real prompt")],
+            "real prompt",
+        ),
+        (
+            [text("[Image #1]"), image_block(), text("What is wrong in this screenshot?")],
+            "What is wrong in this screenshot?",
+        ),
         ("<bash-input>ls</bash-input>", "! ls"),
         ("<Button> does not render in Safari", "<Button> does not render in Safari"),
         ("\n\n   Fix it  \n", "Fix it"),
         ("[Image #1] what is this?", "[Image #1] what is this?"),
-        ("Why does the log show <command-name>/clear</command-name> twice?",
-         "Why does the log show <command-name>/clear</command-name> twice?"),
-        ("Explain these tags: <command-name>/review</command-name> <command-args>PR 7</command-args>",
-         "Explain these tags: <command-name>/review</command-name> <command-args>PR 7</command-args>"),
+        (
+            "Why does the log show <command-name>/clear</command-name> twice?",
+            "Why does the log show <command-name>/clear</command-name> twice?",
+        ),
+        (
+            "Explain these tags: <command-name>/review</command-name> <command-args>PR 7</command-args>",
+            "Explain these tags: <command-name>/review</command-name> <command-args>PR 7</command-args>",
+        ),
     ],
-    ids=["vscode-array", "image-then-text", "bash-input", "uppercase-tag", "stripped", "image-ref-inline",
-         "mentions-command-markup", "mentions-command-markup-with-args"],
+    ids=[
+        "vscode-array",
+        "image-then-text",
+        "bash-input",
+        "uppercase-tag",
+        "stripped",
+        "image-ref-inline",
+        "mentions-command-markup",
+        "mentions-command-markup-with-args",
+    ],
 )
 def test_real_prompt_text(content, expected):
     c = Conversation("/w/app")
@@ -103,7 +121,12 @@ def test_custom_slash_command_with_arguments_is_a_prompt():
 
 def test_bash_input_then_its_output_is_one_prompt():
     c = Conversation("/w/app")
-    facts = facts_of([c.prompt("<bash-input>ls</bash-input>"), c.prompt("<bash-stdout>a.py</bash-stdout><bash-stderr></bash-stderr>")])
+    facts = facts_of(
+        [
+            c.prompt("<bash-input>ls</bash-input>"),
+            c.prompt("<bash-stdout>a.py</bash-stdout><bash-stderr></bash-stderr>"),
+        ]
+    )
     assert (facts.first_prompt, facts.last_prompt, facts.prompts) == ("! ls", "! ls", 1)
 
 
@@ -119,14 +142,21 @@ def test_built_in_command_is_remembered_as_the_first_command_not_a_prompt():
         (lambda c: [c.mode(), c.snapshot(), c.caveat(), c.clear(), c.local_stdout(), c.prompt("go")], True),
         (lambda c: [c.caveat(), c.clear(), c.local_stdout()], True),
         (lambda c: [c.permission_mode(), c.prompt("go"), *c.reply(), c.clear()], False),
-        (lambda c: [c.caveat(), c.command("/model", "model", "opus"), c.local_stdout("Set model"), c.prompt("go")],
-         False),
+        (
+            lambda c: [c.caveat(), c.command("/model", "model", "opus"), c.local_stdout("Set model"), c.prompt("go")],
+            False,
+        ),
         (lambda c: [c.permission_mode(), c.prompt("/clear is what I typed, as text")], False),
-        (lambda c: [c.permission_mode(), c.prompt("Why does my log show <command-name>/clear</command-name>?")],
-         False),
+        (lambda c: [c.permission_mode(), c.prompt("Why does my log show <command-name>/clear</command-name>?")], False),
     ],
-    ids=["clear-archetype", "clear-only", "clear-later", "other-command-first", "prompt-mentions-clear",
-         "prompt-quotes-clear-markup"],
+    ids=[
+        "clear-archetype",
+        "clear-only",
+        "clear-later",
+        "other-command-first",
+        "prompt-mentions-clear",
+        "prompt-quotes-clear-markup",
+    ],
 )
 def test_began_with_clear_means_the_first_non_meta_user_line_is_the_clear_markup(build, expected):
     assert facts_of(build(Conversation("/w/app"))).began_with_clear is expected
@@ -152,34 +182,89 @@ def _build(claude) -> dict[str, dict | None]:
     c = Conversation(project)
     add("prompt_2000", c, [*c.exchange(PROMPT_2000)])
     c = Conversation(project)
-    add("turns", c, [
-        c.permission_mode(), *c.exchange("one"), *c.tool_round("3 passed"), c.prompt("[Request interrupted by user]"),
-        *c.exchange("two"), c.meta("expanded skill body"), c.caveat(), c.command("/model", "model", "opus"),
-        c.local_stdout("Set model to opus"), *c.custom_command("/review", "PR 12"), *c.reply(),
-        *c.exchange([text("<ide_opened_file>x</ide_opened_file>"), text("three")]),
-        *c.tool_round("done"), c.prompt("<task-notification><task-id>t</task-id></task-notification>"),
-    ])
+    add(
+        "turns",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("one"),
+            *c.tool_round("3 passed"),
+            c.prompt("[Request interrupted by user]"),
+            *c.exchange("two"),
+            c.meta("expanded skill body"),
+            c.caveat(),
+            c.command("/model", "model", "opus"),
+            c.local_stdout("Set model to opus"),
+            *c.custom_command("/review", "PR 12"),
+            *c.reply(),
+            *c.exchange([text("<ide_opened_file>x</ide_opened_file>"), text("three")]),
+            *c.tool_round("done"),
+            c.prompt("<task-notification><task-id>t</task-id></task-notification>"),
+        ],
+    )
     c = Conversation(project)
-    add("compacted", c, [
-        *c.exchange("first"), *c.exchange("second"), c.last_prompt("second"), c.custom_title("compact-me"),
-        c.compact_boundary(), c.compact_summary(), *c.reply(text("Continuing.")),
-    ])
+    add(
+        "compacted",
+        c,
+        [
+            *c.exchange("first"),
+            *c.exchange("second"),
+            c.last_prompt("second"),
+            c.custom_title("compact-me"),
+            c.compact_boundary(),
+            c.compact_summary(),
+            *c.reply(text("Continuing.")),
+        ],
+    )
     c = Conversation(project)
-    add("compacted_then_more", c, [
-        *c.exchange("first"), c.compact_boundary(), c.compact_summary(), *c.exchange("after compaction"),
-    ])
+    add(
+        "compacted_then_more",
+        c,
+        [
+            *c.exchange("first"),
+            c.compact_boundary(),
+            c.compact_summary(),
+            *c.exchange("after compaction"),
+        ],
+    )
     c = Conversation(project)
-    add("inline_sidechain", c, [*c.exchange("Find the bug"), *Conversation(project, c.id, sidechain=True).exchange(
-        "delegated: search for retry()"), *c.tool_round("agentId: a1 found it")])
+    add(
+        "inline_sidechain",
+        c,
+        [
+            *c.exchange("Find the bug"),
+            *Conversation(project, c.id, sidechain=True).exchange("delegated: search for retry()"),
+            *c.tool_round("agentId: a1 found it"),
+        ],
+    )
     c = Conversation(project)
-    add("last_prompt_meta_beyond_tail_prompts", c, [
-        c.permission_mode(), *c.exchange("the first prompt"), *c.filler(400 * KiB),
-        *c.exchange("the real last prompt"), *c.filler(400 * KiB),
-        *c.clean_exit("the real last prompt", "named-session"),
-    ])
+    add(
+        "last_prompt_meta_beyond_tail_prompts",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("the first prompt"),
+            *c.filler(400 * KiB),
+            *c.exchange("the real last prompt"),
+            *c.filler(400 * KiB),
+            *c.clean_exit("the real last prompt", "named-session"),
+        ],
+    )
     c = Conversation(project)
-    add("clear_archetype", c, [c.mode(), c.snapshot(), c.caveat(), c.clear(), c.local_stdout(),
-                               c.queue("enqueue", "go"), c.queue("dequeue"), *c.exchange("go")])
+    add(
+        "clear_archetype",
+        c,
+        [
+            c.mode(),
+            c.snapshot(),
+            c.caveat(),
+            c.clear(),
+            c.local_stdout(),
+            c.queue("enqueue", "go"),
+            c.queue("dequeue"),
+            *c.exchange("go"),
+        ],
+    )
     c = Conversation(project)
     add("no_clear", c, [c.permission_mode(), *c.exchange("go")])
     c = Conversation(project, branch="main")
@@ -206,8 +291,13 @@ def _build(claude) -> dict[str, dict | None]:
     late_snapshot = c.snapshot()
     late_snapshot["snapshot"]["timestamp"] = "2030-01-01T00:00:00.000Z"
     c.tick(3600)
-    lines += [c.last_prompt("bye"), c.custom_title("timed"), late_snapshot, c.queue("enqueue", "later"),
-              c.queue("remove")]
+    lines += [
+        c.last_prompt("bye"),
+        c.custom_title("timed"),
+        late_snapshot,
+        c.queue("enqueue", "later"),
+        c.queue("remove"),
+    ]
     add("times", c, lines)
     c = Conversation(project)
     lines = [*c.exchange("start here")]
@@ -404,14 +494,16 @@ PREVIOUS = "7a9f27d5-e33d-4ef8-b293-cab7089f223d"
 
 @pytest.mark.parametrize(
     "path",
-    [f"/home/u/.claude/projects/-home-u-app/{PREVIOUS}.jsonl",
-     f"C:\\Users\\u\\.claude\\projects\\C--app\\{PREVIOUS}.jsonl",
-     f"/home/u/my projects/.claude/projects/-x/{PREVIOUS.upper()}.jsonl"],
+    [
+        f"/home/u/.claude/projects/-home-u-app/{PREVIOUS}.jsonl",
+        f"C:\\Users\\u\\.claude\\projects\\C--app\\{PREVIOUS}.jsonl",
+        f"/home/u/my projects/.claude/projects/-x/{PREVIOUS.upper()}.jsonl",
+    ],
     ids=["posix", "windows", "spaces-and-upper-case"],
 )
 def test_a_plan_handoff_names_the_previous_session(path):
     c = Conversation("/w/app")
-    facts = facts_of([c.permission_mode(), c.plan_handoff(PLAN[len("Implement the following plan:\n\n"):], path)])
+    facts = facts_of([c.permission_mode(), c.plan_handoff(PLAN[len("Implement the following plan:\n\n") :], path)])
     assert facts.handoff_from == PREVIOUS
     assert facts.first_prompt_truncated  # the name is past the 2,000 characters a row keeps
 

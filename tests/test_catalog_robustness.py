@@ -42,26 +42,46 @@ def _build(claude):
         ids[name] = sid
 
     c = Conversation(project)
-    add("neighbour", c, [c.permission_mode(), *c.exchange("the neighbour's first"), *c.exchange("the neighbour's last"),
-                         c.custom_title("neighbour")])
+    add(
+        "neighbour",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("the neighbour's first"),
+            *c.exchange("the neighbour's last"),
+            c.custom_title("neighbour"),
+        ],
+    )
 
     c = Conversation(project)
-    add("malformed_mid_file", c, [
-        *c.exchange("before the junk"),
-        b'{"parentUuid":"x","type":"user","message":{"role":"user","content":"broken',
-        b"not json at all",
-        b"",
-        b"}{",
-        *c.exchange("after the junk"),
-    ])
+    add(
+        "malformed_mid_file",
+        c,
+        [
+            *c.exchange("before the junk"),
+            b'{"parentUuid":"x","type":"user","message":{"role":"user","content":"broken',
+            b"not json at all",
+            b"",
+            b"}{",
+            *c.exchange("after the junk"),
+        ],
+    )
 
     c = Conversation(project)
-    add("truncated_last_line", c, [*c.exchange("complete prompt")],
-        unterminated=encode(c.prompt("cut off in the middle of a write"))[:-40])
+    add(
+        "truncated_last_line",
+        c,
+        [*c.exchange("complete prompt")],
+        unterminated=encode(c.prompt("cut off in the middle of a write"))[:-40],
+    )
 
     c = Conversation(project)
-    add("truncated_only_prompt", c, [c.mode(), c.snapshot(), c.caveat(), c.clear(), c.local_stdout()],
-        unterminated=encode(c.prompt("Refactor the parser so that it streams"))[:-25])
+    add(
+        "truncated_only_prompt",
+        c,
+        [c.mode(), c.snapshot(), c.caveat(), c.clear(), c.local_stdout()],
+        unterminated=encode(c.prompt("Refactor the parser so that it streams"))[:-25],
+    )
 
     add_raw("empty", b"")
     add_raw("binary_junk", random.Random(7).randbytes(200_000))
@@ -84,30 +104,40 @@ def _build(claude):
     add("single_10mb_line", c, [c.prompt("Analyse this: " + "0123456789abcdef" * (10 * MiB // 16))])
 
     c = Conversation(project)
-    add("huge_line_mid_file", c, [
-        *c.exchange("before the big tool output"), *c.reply(text("Reading.")),
-        c.tool_result("toolu_01Z", "x" * (6 * MiB)), *c.exchange("after the big tool output"),
-        c.custom_title("big-output"),
-    ])
+    add(
+        "huge_line_mid_file",
+        c,
+        [
+            *c.exchange("before the big tool output"),
+            *c.reply(text("Reading.")),
+            c.tool_result("toolu_01Z", "x" * (6 * MiB)),
+            *c.exchange("after the big tool output"),
+            c.custom_title("big-output"),
+        ],
+    )
 
     c = Conversation(project)
-    add("unknown_and_odd_lines", c, [
-        {"type": "cost-state", "totalCostUSD": 0.12, "modelUsage": {"opus": {"inputTokens": 3}}},
-        {"type": "atis-latch", "value": [1, 2, 3]},
-        {"type": "api-request", "request": {"messages": [{"role": "user", "content": "not a prompt"}]}},
-        {"type": "tools-used", "tools": ["Bash"]},
-        {"type": "from-the-future", "message": {"role": "user", "content": "not a prompt either"}},
-        *c.exchange("the real first prompt"),
-        {"type": "user", "message": "a message that is a string"},
-        {"type": "user", "message": {"role": "user", "content": {"an": "object"}}},
-        {"type": "user", "message": {"role": "user", "content": [1, "two", None]}},
-        {"type": 42, "message": {"content": "type is a number"}},
-        b"[1,2,3]",
-        b'"just a string"',
-        b"null",
-        b"12345",
-        *c.exchange("the real last prompt"),
-    ])
+    add(
+        "unknown_and_odd_lines",
+        c,
+        [
+            {"type": "cost-state", "totalCostUSD": 0.12, "modelUsage": {"opus": {"inputTokens": 3}}},
+            {"type": "atis-latch", "value": [1, 2, 3]},
+            {"type": "api-request", "request": {"messages": [{"role": "user", "content": "not a prompt"}]}},
+            {"type": "tools-used", "tools": ["Bash"]},
+            {"type": "from-the-future", "message": {"role": "user", "content": "not a prompt either"}},
+            *c.exchange("the real first prompt"),
+            {"type": "user", "message": "a message that is a string"},
+            {"type": "user", "message": {"role": "user", "content": {"an": "object"}}},
+            {"type": "user", "message": {"role": "user", "content": [1, "two", None]}},
+            {"type": 42, "message": {"content": "type is a number"}},
+            b"[1,2,3]",
+            b'"just a string"',
+            b"null",
+            b"12345",
+            *c.exchange("the real last prompt"),
+        ],
+    )
 
     c = Conversation(project)
     add("adversarial_text", c, [*c.exchange(ODD_PROMPT)])
@@ -137,7 +167,11 @@ def test_listing_with_every_kind_of_bad_file_exits_0(listing):
 def test_neighbour_row_is_unaffected(listing):
     row = listing[1]["neighbour"]
     assert (row["title"], row["first_prompt"], row["last_prompt"], row["user_turns"]) == (
-        "neighbour", "the neighbour's first", "the neighbour's last", 2)
+        "neighbour",
+        "the neighbour's first",
+        "the neighbour's last",
+        2,
+    )
 
 
 def test_malformed_lines_mid_file_are_skipped(listing):
@@ -152,8 +186,7 @@ def test_truncated_unterminated_last_line_is_ignored(listing):
 
 def test_truncated_last_line_is_ignored_even_when_it_is_the_only_prompt(listing):
     row = listing[1]["truncated_only_prompt"]
-    assert (row["title"], row["title_source"], row["first_prompt"], row["user_turns"]) == (
-        "/clear", "command", None, 0)
+    assert (row["title"], row["title_source"], row["first_prompt"], row["user_turns"]) == ("/clear", "command", None, 0)
 
 
 def test_empty_file_is_skipped(listing):
@@ -194,13 +227,19 @@ def test_single_10mb_line_does_not_break_the_listing(listing):
 def test_huge_line_mid_file_keeps_head_and_tail_facts(listing):
     row = listing[1]["huge_line_mid_file"]
     assert (row["title"], row["first_prompt"], row["last_prompt"]) == (
-        "big-output", "before the big tool output", "after the big tool output")
+        "big-output",
+        "before the big tool output",
+        "after the big tool output",
+    )
 
 
 def test_unknown_line_types_and_odd_shapes_are_ignored(listing):
     row = listing[1]["unknown_and_odd_lines"]
     assert (row["first_prompt"], row["last_prompt"], row["user_turns"]) == (
-        "the real first prompt", "the real last prompt", 2)
+        "the real first prompt",
+        "the real last prompt",
+        2,
+    )
 
 
 def test_quotes_backslashes_emoji_and_line_separators_survive_exactly(listing):
@@ -290,4 +329,5 @@ def test_file_deleted_between_listing_and_reading(claude, monkeypatch, tmp_path,
     assert res.skipped == {"unreadable": 1}
     # Nothing of the swapped file was cached: the next listing looks at it afresh.
     from c3async.catalog import cache
+
     assert str(doomed) not in cache.load(res.cache_path)

@@ -41,21 +41,58 @@ def _build(claude) -> dict[str, dict | None]:
         ids[name] = conv.id
 
     c = Conversation(project)
-    add("custom_then_ai", c, [c.custom_title("fix-auth-token-expiry"), *c.exchange("Fix the auth token expiry"),
-                              c.ai_title("Fix authentication token expiry"), *c.exchange("and add a test")])
+    add(
+        "custom_then_ai",
+        c,
+        [
+            c.custom_title("fix-auth-token-expiry"),
+            *c.exchange("Fix the auth token expiry"),
+            c.ai_title("Fix authentication token expiry"),
+            *c.exchange("and add a test"),
+        ],
+    )
     c = Conversation(project)
-    add("ai_then_custom", c, [*c.exchange("Fix the auth token expiry"), c.ai_title("AI one"),
-                              c.custom_title("my-name"), c.ai_title("AI two")])
+    add(
+        "ai_then_custom",
+        c,
+        [
+            *c.exchange("Fix the auth token expiry"),
+            c.ai_title("AI one"),
+            c.custom_title("my-name"),
+            c.ai_title("AI two"),
+        ],
+    )
     c = Conversation(project)
-    add("last_custom_wins", c, [*c.exchange("Do things"), c.custom_title("first-name"), *c.exchange("more"),
-                                c.custom_title("second-name"), c.agent_name("second-name")])
+    add(
+        "last_custom_wins",
+        c,
+        [
+            *c.exchange("Do things"),
+            c.custom_title("first-name"),
+            *c.exchange("more"),
+            c.custom_title("second-name"),
+            c.agent_name("second-name"),
+        ],
+    )
     c = Conversation(project)
-    add("last_ai_wins", c, [*c.exchange("Set up SSH"), c.ai_title("Configure SSH"), *c.exchange("from my phone"),
-                            c.ai_title("Configure SSH from phone"), *c.exchange("to the laptop"),
-                            c.ai_title("Configure SSH from phone to laptop")])
+    add(
+        "last_ai_wins",
+        c,
+        [
+            *c.exchange("Set up SSH"),
+            c.ai_title("Configure SSH"),
+            *c.exchange("from my phone"),
+            c.ai_title("Configure SSH from phone"),
+            *c.exchange("to the laptop"),
+            c.ai_title("Configure SSH from phone to laptop"),
+        ],
+    )
     c = Conversation(project)
-    add("reordered_keys", c, [*c.exchange("Hello"), {"sessionId": c.id, "customTitle": "keys-in-another-order",
-                                                      "type": "custom-title"}])
+    add(
+        "reordered_keys",
+        c,
+        [*c.exchange("Hello"), {"sessionId": c.id, "customTitle": "keys-in-another-order", "type": "custom-title"}],
+    )
     c = Conversation(project)
     add("long_prompt", c, [c.permission_mode(), *c.exchange(LONG_PROMPT)])
     c = Conversation(project)
@@ -63,76 +100,180 @@ def _build(claude) -> dict[str, dict | None]:
     c = Conversation(project)
     add("only_clear", c, [c.mode(), c.snapshot(), c.caveat(), c.clear(), c.local_stdout()])
     c = Conversation(project)
-    add("clear_then_prompt", c, [c.caveat(), c.clear(), c.local_stdout(), c.queue("enqueue", "Plan the migration"),
-                                 c.queue("dequeue"), *c.exchange("Plan the migration")])
+    add(
+        "clear_then_prompt",
+        c,
+        [
+            c.caveat(),
+            c.clear(),
+            c.local_stdout(),
+            c.queue("enqueue", "Plan the migration"),
+            c.queue("dequeue"),
+            *c.exchange("Plan the migration"),
+        ],
+    )
     c = Conversation(project)
-    add("escaped_custom_title_in_prompt", c, [
-        *c.exchange('Why does my transcript have {"type":"custom-title","customTitle":"x"} lines?'),
-        *c.exchange('And what about "aiTitle":"y" or "summary":"z"?'),
-    ])
+    add(
+        "escaped_custom_title_in_prompt",
+        c,
+        [
+            *c.exchange('Why does my transcript have {"type":"custom-title","customTitle":"x"} lines?'),
+            *c.exchange('And what about "aiTitle":"y" or "summary":"z"?'),
+        ],
+    )
     c = Conversation(project)
-    add("tool_input_with_title_keys", c, [
-        *c.exchange("Write the release notes"),
-        *c.reply(tool_use("Write", {"file_path": "/tmp/n.json", "summary": "Tool summary, not a title",
-                                    "customTitle": "tool-custom", "aiTitle": "tool-ai",
-                                    "content": '{"type":"custom-title","customTitle":"nested"}'})),
-        c.tool_result("toolu_01x", "File written"),
-        *c.reply(text('Saved {"type":"ai-title","aiTitle":"from-text"}')),
-        c.turn_duration(),
-    ])
+    add(
+        "tool_input_with_title_keys",
+        c,
+        [
+            *c.exchange("Write the release notes"),
+            *c.reply(
+                tool_use(
+                    "Write",
+                    {
+                        "file_path": "/tmp/n.json",
+                        "summary": "Tool summary, not a title",
+                        "customTitle": "tool-custom",
+                        "aiTitle": "tool-ai",
+                        "content": '{"type":"custom-title","customTitle":"nested"}',
+                    },
+                )
+            ),
+            c.tool_result("toolu_01x", "File written"),
+            *c.reply(text('Saved {"type":"ai-title","aiTitle":"from-text"}')),
+            c.turn_duration(),
+        ],
+    )
     c = Conversation(project)
-    add("queue_content_not_a_title", c, [c.caveat(), c.clear(), c.local_stdout(),
-                                         c.queue("enqueue", "queued words never sent"), c.queue("remove")])
+    add(
+        "queue_content_not_a_title",
+        c,
+        [c.caveat(), c.clear(), c.local_stdout(), c.queue("enqueue", "queued words never sent"), c.queue("remove")],
+    )
     c = Conversation(project)
-    add("queue_content_differs", c, [c.queue("enqueue", "QUEUED: the first draft"), c.queue("remove"),
-                                     *c.exchange("the real prompt"),
-                                     c.queue("enqueue", "QUEUED: a later one"), c.queue("remove")])
+    add(
+        "queue_content_differs",
+        c,
+        [
+            c.queue("enqueue", "QUEUED: the first draft"),
+            c.queue("remove"),
+            *c.exchange("the real prompt"),
+            c.queue("enqueue", "QUEUED: a later one"),
+            c.queue("remove"),
+        ],
+    )
     c = Conversation(project, version="2.0.76")
-    add("legacy_summaries", c, [c.summary("Redis Caching Implementation"), c.summary("Orphaned other branch"),
-                                *c.exchange("Add a Redis cache"), c.summary("Tail summary")])
+    add(
+        "legacy_summaries",
+        c,
+        [
+            c.summary("Redis Caching Implementation"),
+            c.summary("Orphaned other branch"),
+            *c.exchange("Add a Redis cache"),
+            c.summary("Tail summary"),
+        ],
+    )
     c = Conversation(project, entrypoint="sdk-cli")
-    add("headless", c, [c.queue("enqueue", "Summarize the repo"), c.queue("dequeue"),
-                        *c.exchange("Summarize the repo")])
+    add(
+        "headless", c, [c.queue("enqueue", "Summarize the repo"), c.queue("dequeue"), *c.exchange("Summarize the repo")]
+    )
 
     # --- big files: the head/tail windows ------------------------------------------------
     c = Conversation(project)
-    add("custom_title_2mib_from_end", c, [
-        c.permission_mode(), *c.exchange("Start the data migration"), *c.filler(3 * MiB),
-        c.custom_title("migration-night"), c.agent_name("migration-night"), *c.filler(2 * MiB + 64 * KiB),
-    ])
+    add(
+        "custom_title_2mib_from_end",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("Start the data migration"),
+            *c.filler(3 * MiB),
+            c.custom_title("migration-night"),
+            c.agent_name("migration-night"),
+            *c.filler(2 * MiB + 64 * KiB),
+        ],
+    )
     c = Conversation(project)
-    add("ai_title_in_the_1mib_window", c, [
-        *c.exchange("Profile the importer"), *c.filler(int(1.4 * MiB)), c.ai_title("Profile the importer"),
-        *c.filler(600 * KiB),
-    ])
+    add(
+        "ai_title_in_the_1mib_window",
+        c,
+        [
+            *c.exchange("Profile the importer"),
+            *c.filler(int(1.4 * MiB)),
+            c.ai_title("Profile the importer"),
+            *c.filler(600 * KiB),
+        ],
+    )
     c = Conversation(project)
-    add("custom_in_head_beats_later_ai", c, [
-        c.custom_title("named-with-dash-n"), c.permission_mode(), *c.exchange("Build the thing"),
-        *c.filler(1 * MiB), c.ai_title("An AI title written later"), *c.exchange("next step"),
-    ])
+    add(
+        "custom_in_head_beats_later_ai",
+        c,
+        [
+            c.custom_title("named-with-dash-n"),
+            c.permission_mode(),
+            *c.exchange("Build the thing"),
+            *c.filler(1 * MiB),
+            c.ai_title("An AI title written later"),
+            *c.exchange("next step"),
+        ],
+    )
     c = Conversation(project)
-    add("huge_prompt_then_tail_title", c, [
-        c.permission_mode(), c.snapshot(), c.prompt(PASTE_600K), *c.reply(text("Looking.")),
-        *c.filler(300 * KiB), *c.clean_exit("what is slow?", "slow-batches"),
-    ])
+    add(
+        "huge_prompt_then_tail_title",
+        c,
+        [
+            c.permission_mode(),
+            c.snapshot(),
+            c.prompt(PASTE_600K),
+            *c.reply(text("Looking.")),
+            *c.filler(300 * KiB),
+            *c.clean_exit("what is slow?", "slow-batches"),
+        ],
+    )
     c = Conversation(project, version="1.0.85")
-    add("huge_prompt_first_line_then_tail_title", c, [
-        c.prompt(PASTE_600K), *c.reply(text("Looking.")), *c.filler(300 * KiB),
-        *c.clean_exit("what is slow?", "slow-batches-legacy"),
-    ])
+    add(
+        "huge_prompt_first_line_then_tail_title",
+        c,
+        [
+            c.prompt(PASTE_600K),
+            *c.reply(text("Looking.")),
+            *c.filler(300 * KiB),
+            *c.clean_exit("what is slow?", "slow-batches-legacy"),
+        ],
+    )
     c = Conversation(project)
-    add("huge_prompt_no_title", c, [
-        c.permission_mode(), c.snapshot(), c.prompt(PASTE_600K), *c.reply(text("Looking.")), *c.filler(300 * KiB),
-    ])
+    add(
+        "huge_prompt_no_title",
+        c,
+        [
+            c.permission_mode(),
+            c.snapshot(),
+            c.prompt(PASTE_600K),
+            *c.reply(text("Looking.")),
+            *c.filler(300 * KiB),
+        ],
+    )
     c = Conversation(project)
-    add("huge_prompt_crashed_before_reply", c, [
-        c.permission_mode(), c.snapshot(), c.prompt(PASTE_600K + "\n" + "and more of the dump " * 240_000),
-    ])
+    add(
+        "huge_prompt_crashed_before_reply",
+        c,
+        [
+            c.permission_mode(),
+            c.snapshot(),
+            c.prompt(PASTE_600K + "\n" + "and more of the dump " * 240_000),
+        ],
+    )
     c = Conversation(project)
-    add("paste_150k", c, [
-        c.permission_mode(), c.snapshot(), c.prompt(PASTE_150K), *c.reply(text("Reading it.")),
-        *c.filler(700 * KiB),
-    ])
+    add(
+        "paste_150k",
+        c,
+        [
+            c.permission_mode(),
+            c.snapshot(),
+            c.prompt(PASTE_150K),
+            *c.reply(text("Reading it.")),
+            *c.filler(700 * KiB),
+        ],
+    )
 
     rows = claude.rows_by_id(project)
     return {name: rows.get(sid) for name, sid in ids.items()}
@@ -150,7 +291,9 @@ def test_every_small_corpus_session_is_listed(rows):
 
 def test_custom_title_beats_a_later_ai_title(rows):
     assert (rows["custom_then_ai"]["title"], rows["custom_then_ai"]["title_source"]) == (
-        "fix-auth-token-expiry", "custom-title")
+        "fix-auth-token-expiry",
+        "custom-title",
+    )
 
 
 def test_custom_title_beats_ai_titles_on_either_side(rows):
@@ -211,7 +354,10 @@ def test_queue_operation_content_never_becomes_the_title(rows):
 def test_queue_operation_content_never_becomes_a_prompt(rows):
     row = rows["queue_content_differs"]
     assert (row["title"], row["first_prompt"], row["last_prompt"]) == (
-        "the real prompt", "the real prompt", "the real prompt")
+        "the real prompt",
+        "the real prompt",
+        "the real prompt",
+    )
     assert row["user_turns"] == 1
 
 

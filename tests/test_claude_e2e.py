@@ -54,11 +54,19 @@ def test_mcp_list_reports_connected_and_leaves_no_phantom(world, claude):
 
 def test_a_real_session_calls_c3_session_and_the_note_lands_on_its_row(world, claude):
     proj, run, script, _env = world
-    script.write_text(json.dumps([
-        {"tool_use": {"name": "mcp__c3__c3_session",
-                      "input": {"action": "note", "data": "hub tab done", "reasoning": "desk segment next"}}},
-        {"text": "Noted."},
-    ]))
+    script.write_text(
+        json.dumps(
+            [
+                {
+                    "tool_use": {
+                        "name": "mcp__c3__c3_session",
+                        "input": {"action": "note", "data": "hub tab done", "reasoning": "desk segment next"},
+                    }
+                },
+                {"text": "Noted."},
+            ]
+        )
+    )
     out = run("-p", "leave a note for later", "--allowedTools", "mcp__c3__c3_session")
     assert out.returncode == 0, out.stderr
     rows = claude.sessions(proj)
@@ -98,9 +106,11 @@ def test_a_long_first_prompt_naming_the_last_session_keeps_every_turn_and_joins_
     before = ask("-p", "plan the importer")
     previous = claude.folder(proj) / f"{before}.jsonl"
     plan = "\n".join(f"{i}. change the importer's step {i} " + "carefully " * 8 for i in range(40))
-    first = (f"Implement the following plan:\n\n{plan}\n\nIf you need specific details from before exiting plan "
-             "mode (like exact code snippets, error messages, or content you generated), read the full "
-             f"transcript at: {previous}")
+    first = (
+        f"Implement the following plan:\n\n{plan}\n\nIf you need specific details from before exiting plan "
+        "mode (like exact code snippets, error messages, or content you generated), read the full "
+        f"transcript at: {previous}"
+    )
     sid = ask("-p", first)
     for n in range(8):
         ask("-p", f"step {n} done, go on", "--resume", sid)

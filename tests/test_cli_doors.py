@@ -44,8 +44,14 @@ def test_every_command_help_shows_an_example() -> None:
 def _on_a_terminal(claude, *args: str, **env: str) -> str:
     """The command's stdout when it is a terminal (a pty), as bytes decoded."""
     main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "c3async", *args], stdout=child, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env=claude.env(**env), cwd=str(claude.root))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "c3async", *args],
+        stdout=child,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=claude.env(**env),
+        cwd=str(claude.root),
+    )
     os.close(child)
     out = b""
     while True:
@@ -146,7 +152,11 @@ def test_the_c3_folder_keeps_itself_out_of_git_until_the_user_edits_its_gitignor
     claude.run("tasks", "add", "--title", "and this", "--project", repo)
     status = subprocess.run(["git", "status", "--porcelain", "-uall"], cwd=repo, capture_output=True, text=True)
     assert sorted(status.stdout.split()[1::2]) == [
-        ".c3/.gitignore", ".c3/config.json", ".c3/pm/pm.json", ".c3/session_marks.jsonl"]
+        ".c3/.gitignore",
+        ".c3/config.json",
+        ".c3/pm/pm.json",
+        ".c3/session_marks.jsonl",
+    ]
     assert ignore.read_text() == "\n".join(share) + "\n"  # never rewritten
 
 
@@ -167,12 +177,20 @@ def test_bash_completion_from_the_printed_script_completes_commands_and_options(
     script = claude.run("completion", "bash")
     assert script.returncode == 0 and "complete " in script.stdout
     bin_dir = Path(sys.executable).parent
-    line = 'COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; read -ra COMP_WORDS <<< "$1"; COMP_CWORD=$((${#COMP_WORDS[@]}-1));'
+    line = (
+        'COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; read -ra COMP_WORDS <<< "$1"; COMP_CWORD=$((${#COMP_WORDS[@]}-1));'
+    )
     probe = f'source /dev/stdin; {line} _python_argcomplete c3async; printf "%s\\n" "${{COMPREPLY[@]}}"'
     env = claude.env(PATH=f"{bin_dir}:{os.environ['PATH']}")
     for typed, expect in (("c3async se", {"sessions", "search", "serve"}), ("c3async hub --u", {"--url"})):
-        done = subprocess.run(["bash", "-c", probe, "bash", typed], input=script.stdout, capture_output=True,
-                              text=True, env=env, timeout=60)
+        done = subprocess.run(
+            ["bash", "-c", probe, "bash", typed],
+            input=script.stdout,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         assert set(done.stdout.split()) >= expect, (typed, done.stdout, done.stderr)
     for shell in ("zsh", "fish"):
         assert "c3async" in claude.run("completion", shell).stdout

@@ -130,8 +130,14 @@ def test_log_lines_are_inert():
 
 def run(claude, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """The CLI as a subprocess, bytes checked before decoding: (exit status, stdout, stderr)."""
-    proc = subprocess.run([sys.executable, "-m", "c3async", *args], check=False, capture_output=True,
-                          env=env or claude.env(), cwd=str(claude.root), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", *args],
+        check=False,
+        capture_output=True,
+        env=env or claude.env(),
+        cwd=str(claude.root),
+        timeout=120,
+    )
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
@@ -145,8 +151,7 @@ def assert_clean_output(out: str, err: str) -> None:
 
 
 # What argv can carry: no NUL; and no lone surrogate (a separate test for those).
-ARGV_SAFE = {k: "".join(ch for ch in v if ch != "\x00" and not 0xD800 <= ord(ch) <= 0xDFFF)
-             for k, v in HOSTILE.items()}
+ARGV_SAFE = {k: "".join(ch for ch in v if ch != "\x00" and not 0xD800 <= ord(ch) <= 0xDFFF) for k, v in HOSTILE.items()}
 
 
 @pytest.fixture(scope="module")
@@ -207,8 +212,9 @@ def test_stale_reasons_notes_and_mark_confirmations(claude):
         code, out, err = run(claude, "mark", "stale", sid, "--project", project, "--reason", text)
         assert code == 0, err
         assert_clean_output(out, err)
-        code, out, err = run(claude, "mark", "note", sid, "--project", project, "--summary", text,
-                             "--next", text, "--json")
+        code, out, err = run(
+            claude, "mark", "note", sid, "--project", project, "--summary", text, "--next", text, "--json"
+        )
         assert code == 0, err
         assert_inert(out, newlines=True)
         mark = json.loads(out)
@@ -230,8 +236,12 @@ def test_marks_file_from_a_hostile_repository(claude):
     reason = ARGV_SAFE["mix"] + HOSTILE["nul"]
     marks = Path(project) / ".c3" / "session_marks.jsonl"
     marks.parent.mkdir()
-    marks.write_text(json.dumps({"ts": time.time(), "provider": "claude-code", "id": sid, "op": "stale",
-                                 "reason": reason, "by": "agent"}) + "\n")
+    marks.write_text(
+        json.dumps(
+            {"ts": time.time(), "provider": "claude-code", "id": sid, "op": "stale", "reason": reason, "by": "agent"}
+        )
+        + "\n"
+    )
     code, out, err = run(claude, "sessions", "--project", project)
     assert code == 0, err
     assert_clean_output(out, err)
@@ -245,8 +255,14 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     who = actions.Who(session=None, by="agent")
     titles = {}
     for text in ARGV_SAFE.values():
-        t = actions.run(project, who, "add", title=text, tags=f"t{len(titles)},{text}",
-                        status="blocked" if len(titles) % 2 else "backlog")
+        t = actions.run(
+            project,
+            who,
+            "add",
+            title=text,
+            tags=f"t{len(titles)},{text}",
+            status="blocked" if len(titles) % 2 else "backlog",
+        )
         titles[t["id"]] = text
     # c3async refuses NUL in a title; a pm.json shipped in a cloned repository may hold one.
     pm = store.file_path(project)
@@ -255,8 +271,7 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     pm.write_text(json.dumps(doc))
     first = doc["tasks"][0]["id"]
     actions.run(project, who, "milestone_add", milestone=ARGV_SAFE["osc8_link"])
-    actions.run(project, who, "decide", text=ARGV_SAFE["csi_clear"], reasoning=ARGV_SAFE["cr_overwrite"],
-                task_id=first)
+    actions.run(project, who, "decide", text=ARGV_SAFE["csi_clear"], reasoning=ARGV_SAFE["cr_overwrite"], task_id=first)
     actions.run(project, who, "time_start", task_id=first)
     for action in ("list", "board", "report", "history", "decisions", "time_report", "milestones"):
         code, out, err = run(claude, "tasks", action, "--project", project)
@@ -272,13 +287,24 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     # A change prints one line for a person; --json the data, escaped (bidi and C1 too), the
     # same data when decoded.
     text = ARGV_SAFE["mix"]
-    code, out, err = run(claude, "tasks", "add", "--project", project, "--title", text,
-                         "--description", HOSTILE["bidi_override"])
+    code, out, err = run(
+        claude, "tasks", "add", "--project", project, "--title", text, "--description", HOSTILE["bidi_override"]
+    )
     assert code == 0, err
     assert_clean_output(out, err)
     assert out.startswith("added task ") and len(out.splitlines()) == 1
-    code, out, err = run(claude, "tasks", "add", "--project", project, "--title", text,
-                         "--description", HOSTILE["bidi_override"], "--json")
+    code, out, err = run(
+        claude,
+        "tasks",
+        "add",
+        "--project",
+        project,
+        "--title",
+        text,
+        "--description",
+        HOSTILE["bidi_override"],
+        "--json",
+    )
     assert code == 0, err
     assert_clean_output(out, err)
     task = json.loads(out)
@@ -304,9 +330,17 @@ def test_live_lines_are_inert(claude):
     folder.mkdir(parents=True)
     host = ARGV_SAFE["mix"] + ARGV_SAFE["osc52_clipboard"]
     name = str(uuid.uuid4())
-    (folder / f"{name}.json").write_text(json.dumps({
-        "session_id": name, "host_session_id": host, "ide": HOSTILE["osc0_title"],
-        "pid": os.getpid(), "ts": time.time()}))
+    (folder / f"{name}.json").write_text(
+        json.dumps(
+            {
+                "session_id": name,
+                "host_session_id": host,
+                "ide": HOSTILE["osc0_title"],
+                "pid": os.getpid(),
+                "ts": time.time(),
+            }
+        )
+    )
     activity.record(project, "session_start", session_id=HOSTILE["csi_clear"] + "\u202e", source="startup")
     code, out, err = run(claude, "live", "--project", project)
     assert code == 0, err
@@ -347,18 +381,21 @@ NOT_UTF8 = "\udcff"  # what Python makes of the argv byte 0xff (surrogateescape)
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("args, option", [
-    (("mark", "note", "abcd1234", "--summary", NOT_UTF8), "--summary"),
-    (("mark", "note", "abcd1234", "--next", "ok" + NOT_UTF8), "--next"),
-    (("mark", "stale", "abcd1234", "--reason", NOT_UTF8), "--reason"),
-    (("mark", "stale", "abcd1234", "--reason", "x", "--successor", NOT_UTF8), "--successor"),
-    (("mark", "unstale", "abcd" + NOT_UTF8), "id"),
-    (("tasks", "add", "--title", NOT_UTF8), "--title"),
-    (("tasks", "add", "--title", "x", "--tags", NOT_UTF8), "--tags"),
-    (("tasks", "decide", "--text", "x", "--reasoning", NOT_UTF8), "--reasoning"),
-    (("sessions", "--search", NOT_UTF8), "--search"),
-    (("hub", "--host", NOT_UTF8), "--host"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (("mark", "note", "abcd1234", "--summary", NOT_UTF8), "--summary"),
+        (("mark", "note", "abcd1234", "--next", "ok" + NOT_UTF8), "--next"),
+        (("mark", "stale", "abcd1234", "--reason", NOT_UTF8), "--reason"),
+        (("mark", "stale", "abcd1234", "--reason", "x", "--successor", NOT_UTF8), "--successor"),
+        (("mark", "unstale", "abcd" + NOT_UTF8), "id"),
+        (("tasks", "add", "--title", NOT_UTF8), "--title"),
+        (("tasks", "add", "--title", "x", "--tags", NOT_UTF8), "--tags"),
+        (("tasks", "decide", "--text", "x", "--reasoning", NOT_UTF8), "--reasoning"),
+        (("sessions", "--search", NOT_UTF8), "--search"),
+        (("hub", "--host", NOT_UTF8), "--host"),
+    ],
+)
 def test_text_that_is_not_utf8_is_a_usage_error_naming_the_option(claude, args, option):
     project = claude.project("app")
     sid = simple_session(claude.folder(project), project)
@@ -394,14 +431,18 @@ def test_a_session_id_env_that_is_not_utf8_is_refused(claude):
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("port, message", [
-    ("99999", "a port is 0 to 65535 (0 picks a free one), got 99999"),
-    ("65536", "got 65536"),
-    ("-1", "got -1"),
-    ("http", "expected a port number, got 'http'"),
-    ("9" * 5000, "expected a port number, got '9999"),
-    ("\x1b[2J", "expected a port number, got '\\x1b[2J'"),
-], ids=["99999", "65536", "-1", "word", "5000-digits", "escape"])
+@pytest.mark.parametrize(
+    "port, message",
+    [
+        ("99999", "a port is 0 to 65535 (0 picks a free one), got 99999"),
+        ("65536", "got 65536"),
+        ("-1", "got -1"),
+        ("http", "expected a port number, got 'http'"),
+        ("9" * 5000, "expected a port number, got '9999"),
+        ("\x1b[2J", "expected a port number, got '\\x1b[2J'"),
+    ],
+    ids=["99999", "65536", "-1", "word", "5000-digits", "escape"],
+)
 def test_hub_port_out_of_range_is_a_usage_error(claude, port, message):
     code, out, err = run(claude, "hub", "--port", port)
     assert code == 2
@@ -440,12 +481,22 @@ def test_stdout_that_cannot_encode_everything_never_crashes(claude, encoding):
     actions.run(project, actions.Who(session=None, by="agent"), "add", title="任务 ✨")
     env = claude.env(PYTHONIOENCODING=encoding)
     for args in (("sessions",), ("tasks", "list"), ("tasks", "board")):
-        proc = subprocess.run([sys.executable, "-m", "c3async", *args, "--project", project],
-                              check=False, capture_output=True, env=env, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "c3async", *args, "--project", project],
+            check=False,
+            capture_output=True,
+            env=env,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         out = proc.stdout.decode(encoding)
         assert "\\u4fee" in out or "\\u4efb" in out  # shown as escapes, not a traceback
         assert b"Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "c3async", "sessions", "--project", project, "--json"],
-                          check=False, capture_output=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "sessions", "--project", project, "--json"],
+        check=False,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)[0]["title"] == "修复 ✨ the 🎉 bug"

@@ -116,7 +116,10 @@ def test_one_page_shows_turns_tools_and_markers_and_skips_the_rest(rich):
     for item in p.items:  # every offset is where its line starts
         assert item.offset == 0 or raw[item.offset - 1 : item.offset] == b"\n"
     bash, read, grep = p.items[2:5]
-    assert bash.summary == "npm test" and json.loads(bash.input) == {"command": "npm test", "description": "Run the tests"}
+    assert bash.summary == "npm test" and json.loads(bash.input) == {
+        "command": "npm test",
+        "description": "Run the tests",
+    }
     assert bash.output == "3 passed" and not bash.is_error and bash.result_offset > bash.offset
     assert (read.summary, read.output) == ("/home/dev/app/a.py", "contents of a.py")
     assert (grep.summary, grep.output) == ("retry", "src/x.py:3: retry")
@@ -315,7 +318,9 @@ def test_a_sub_agent_file_is_read_by_name(tmp_path):
     main = write_session(folder, parent.id, lines)
     agent = Conversation("/w", parent.id, sidechain=True)
     sub = folder / parent.id / "subagents"
-    write_session(sub, "agent-a1b2c3d4e5f6a7b8c", [agent.prompt("Look for it"), *agent.reply(text("It is in retry.py"))])
+    write_session(
+        sub, "agent-a1b2c3d4e5f6a7b8c", [agent.prompt("Look for it"), *agent.reply(text("It is in retry.py"))]
+    )
     p = page(str(main), limit=MAX_LIMIT)
     call = p.items[-1]
     assert (call.name, call.summary, call.agent) == ("Task", "Find the retry bug", "agent-a1b2c3d4e5f6a7b8c")
@@ -371,8 +376,10 @@ def test_a_50_mb_transcript_is_read_page_by_page_in_bounded_memory(tmp_path):
         peak_at = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
-    print(f"{size / 2**20:.0f} MiB, {len(fpages)} pages: peak {peak_fwd / 2**20:.1f} MiB forward, "
-          f"{peak_back / 2**20:.1f} MiB backward (all items kept), {peak_at / 2**20:.1f} MiB at")
+    print(
+        f"{size / 2**20:.0f} MiB, {len(fpages)} pages: peak {peak_fwd / 2**20:.1f} MiB forward, "
+        f"{peak_back / 2**20:.1f} MiB backward (all items kept), {peak_at / 2**20:.1f} MiB at"
+    )
     tools = [i for i in back if i.kind == "tool"]
     assert len(tools) == rounds and all(i.name == "Bash" and i.output_truncated for i in tools)
     assert sum(1 for i in back if i.kind == "user") == prompts
@@ -423,7 +430,9 @@ def test_show_turns_prints_the_detail_and_the_last_turns(claude):
     data = json.loads(proc.stdout)
     assert data["row"]["id"] == c.id and len(data["turns"]) == 8  # the preview is still there
     assert [(i["kind"], i.get("text")) for i in data["conversation"]] == [
-        ("user", "evil \x1b]52;c;aGk=\x07 prompt \u202e"), ("assistant", "last answer")]
+        ("user", "evil \x1b]52;c;aGk=\x07 prompt \u202e"),
+        ("assistant", "last answer"),
+    ]
     proc = claude.run("show", c.id, "--project", project)  # without --turns: as before
     assert "last turns:" in proc.stdout and "  [user] prompt 4" in proc.stdout
     proc = claude.run("show", c.id, "--project", project, "--turns", "100")
@@ -449,7 +458,9 @@ def _batches(seed: int, folder: Path) -> Path:
         if roll < 0.3:
             lines += c.exchange(f"prompt {r}", f"answer {r}")
         elif roll < 0.7:
-            blocks = [tool_use("Bash", {"command": f"cmd {r}.{i}"}) for i in range(rng.randint(2, 40 if roll < 0.4 else 6))]
+            blocks = [
+                tool_use("Bash", {"command": f"cmd {r}.{i}"}) for i in range(rng.randint(2, 40 if roll < 0.4 else 6))
+            ]
             calls = c.reply(*blocks)
             if rng.random() < 0.4:
                 calls = calls[:1]
@@ -462,7 +473,9 @@ def _batches(seed: int, folder: Path) -> Path:
                         lines.append(c.snapshot())
             else:
                 res = c.tool_result(blocks[0]["id"], "x")
-                res["message"]["content"] = [{"tool_use_id": b["id"], "type": "tool_result", "content": "o"} for b in blocks]
+                res["message"]["content"] = [
+                    {"tool_use_id": b["id"], "type": "tool_result", "content": "o"} for b in blocks
+                ]
                 lines.append(res)
         else:
             lines += c.tool_round(f"single {r}")

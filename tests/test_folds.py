@@ -108,7 +108,11 @@ def test_folds_equal_a_fold_from_scratch_whatever_happens_to_the_log(proj, seed)
         got = activity.facts(proj)
         want_facts = scratch_facts(apath)
         assert (got.open, got.cleared, got.pairs, got.cwds) == (
-            want_facts.open, want_facts.cleared, want_facts.pairs, want_facts.cwds), step
+            want_facts.open,
+            want_facts.cleared,
+            want_facts.pairs,
+            want_facts.cwds,
+        ), step
 
 
 def test_a_new_process_reads_only_what_was_appended(proj) -> None:
@@ -128,8 +132,9 @@ def test_a_new_process_reads_only_what_was_appended(proj) -> None:
     assert book._state == scratch_marks(path)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "deep", "other-version", "other-file", "empty", "truncated",
-                                    "huge", "fifo", "symlink"])
+@pytest.mark.parametrize(
+    "damage", ["garbage", "deep", "other-version", "other-file", "empty", "truncated", "huge", "fifo", "symlink"]
+)
 def test_a_damaged_checkpoint_costs_one_full_fold_never_a_wrong_answer(proj, damage) -> None:
     rng = random.Random(2)
     path = marks.marks_path(proj)
@@ -209,8 +214,10 @@ def test_two_processes_updating_one_checkpoint(proj) -> None:
     append(mpath, [mark_line(rng, 1000.0 + i) for i in range(100)])
     append(apath, [activity_line(rng, 1000.0 + i) for i in range(100)])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, proj, str(s)], env=env, stderr=subprocess.PIPE)
-             for s in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, proj, str(s)], env=env, stderr=subprocess.PIPE)
+        for s in range(3)
+    ]
     ts = 2000.0
     while any(p.poll() is None for p in procs):
         append(mpath, [mark_line(rng, ts)])
@@ -227,8 +234,13 @@ def test_two_processes_updating_one_checkpoint(proj) -> None:
 
 def test_a_killed_session_leaves_the_liveness_fold_after_a_week(proj) -> None:
     path = activity.activity_path(proj)
-    append(path, [{"ts": 1000.0, "kind": "session_start", "session_id": IDS[0]},
-                  {"ts": 1000.0 + 8 * 86400, "kind": "session_start", "session_id": IDS[1]}])
+    append(
+        path,
+        [
+            {"ts": 1000.0, "kind": "session_start", "session_id": IDS[0]},
+            {"ts": 1000.0 + 8 * 86400, "kind": "session_start", "session_id": IDS[1]},
+        ],
+    )
     assert set(activity.facts(proj).open) == {IDS[1]}
 
 
@@ -255,5 +267,7 @@ def test_marks_are_read_back_from_where_the_fold_says(proj) -> None:
             assert got is None
             continue
         assert got is not None
-        assert (got.stale.reason if got.stale else None) == (stale["reason"] if stale and stale["op"] == "stale" else None)
+        assert (got.stale.reason if got.stale else None) == (
+            stale["reason"] if stale and stale["op"] == "stale" else None
+        )
         assert (got.note.summary if got.note else None) == (note["summary"] if note else None)

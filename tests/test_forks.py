@@ -26,15 +26,35 @@ def parent_session(folder: Path, cwd: str, title: str = "parse the config") -> t
     return conv.id, lines, conv
 
 
-def fork_of(folder: Path, cwd: str, lines: list[dict], after: Conversation, *, branch: bool = False,
-            prompt: str = "try it another way", minutes: int = 30, fork_id: str | None = None) -> str:
+def fork_of(
+    folder: Path,
+    cwd: str,
+    lines: list[dict],
+    after: Conversation,
+    *,
+    branch: bool = False,
+    prompt: str = "try it another way",
+    minutes: int = 30,
+    fork_id: str | None = None,
+) -> str:
     """A fork written as the CLI writes one: its own first lines at the fork's time, then the
     parent's lines copied (same uuids, message ids and times; sessionId rewritten), then a turn
     of its own."""
     fork = fork_id or new_id()
     conv = Conversation(cwd, fork, start=after.clock + timedelta(minutes=minutes))
-    own = [] if branch else [{"type": "queue-operation", "operation": "enqueue", "timestamp": conv.now(),
-                              "sessionId": fork, "content": prompt}]
+    own = (
+        []
+        if branch
+        else [
+            {
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "timestamp": conv.now(),
+                "sessionId": fork,
+                "content": prompt,
+            }
+        ]
+    )
     copies = []
     for line in lines:
         c = copy.deepcopy(line)
@@ -116,12 +136,18 @@ def test_a_branch_right_after_the_first_turn_names_its_parent_not_the_reverse(cl
     lines = [conv.mode(), conv.permission_mode(), *turn]
     write_session(folder, conv.id, lines)
     branch = new_id()
-    copies = [{**copy.deepcopy(line), "sessionId": branch, "forkedFrom": {"sessionId": conv.id, "messageUuid": line["uuid"]}}
-              for line in lines if "uuid" in line]
+    copies = [
+        {**copy.deepcopy(line), "sessionId": branch, "forkedFrom": {"sessionId": conv.id, "messageUuid": line["uuid"]}}
+        for line in lines
+        if "uuid" in line
+    ]
     b = Conversation(proj, branch, start=conv.clock + timedelta(seconds=3))
     b.parent = copies[-1]["uuid"]
-    write_session(folder, branch, [*copies, b.custom_title("sketch the importer (Branch)"), b.mode(),
-                                   *b.exchange("now in the branch")])
+    write_session(
+        folder,
+        branch,
+        [*copies, b.custom_title("sketch the importer (Branch)"), b.mode(), *b.exchange("now in the branch")],
+    )
     rows = claude.rows_by_id(proj)
     assert (rows[branch]["forked_from"], rows[conv.id]["forked_from"]) == (conv.id, None)
     assert (rows[conv.id]["forks"], rows[branch]["forks"]) == ([branch], [])

@@ -59,8 +59,14 @@ def test_forks_of_the_real_cli_sit_under_their_parent(claude, offline, tmp_path)
     assert claude.run("install-hooks", "--project", project).returncode == 0
 
     def cli(*args: str) -> dict:
-        proc = subprocess.run([claude_cli(), *args, "--output-format", "json"], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [claude_cli(), *args, "--output-format", "json"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -100,8 +106,13 @@ def test_forks_of_the_real_cli_sit_under_their_parent(claude, offline, tmp_path)
     assert {parent, fork} <= set(ours)
     if CCUSAGE is None:
         pytest.skip("ccusage is not installed (set C3_CCUSAGE): the token comparison is skipped")
-    out = subprocess.run([CCUSAGE, "claude", "session", "--json", "--offline"], capture_output=True, text=True,
-                         env={**claude.env(), "HOME": str(tmp_path)}, timeout=120)
+    out = subprocess.run(
+        [CCUSAGE, "claude", "session", "--json", "--offline"],
+        capture_output=True,
+        text=True,
+        env={**claude.env(), "HOME": str(tmp_path)},
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     theirs = {s["sessionId"]: s for s in json.loads(out.stdout)["sessions"]}
     pair = [parent, fork, branch]
@@ -109,8 +120,14 @@ def test_forks_of_the_real_cli_sit_under_their_parent(claude, offline, tmp_path)
     def total(s: dict, keys: tuple[str, ...]) -> int:
         return sum(int(s.get(k) or 0) for k in keys)
 
-    mine = sum(total(ours[s], ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")) for s in pair if s in ours)
-    cc = sum(total(theirs[s], ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")) for s in pair if s in theirs)
+    mine = sum(
+        total(ours[s], ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")) for s in pair if s in ours
+    )
+    cc = sum(
+        total(theirs[s], ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"))
+        for s in pair
+        if s in theirs
+    )
     assert mine == cc > 0
     # and each copied response once: the parent keeps what was said in it
     assert ours[parent]["responses"] == 2 and ours[fork]["responses"] == 1
@@ -135,14 +152,20 @@ def test_an_interactive_branch_names_its_parent_in_every_door(claude, offline, m
         term.wait_for("for agents", timeout=60)
         term.pump(1)
         _enter(term, "sketch the importer")
-        _until(lambda: any('"text":"Done."' in p.read_text() for p in transcripts_holding("sketch the importer")),
-               "the first turn was never answered", term)
+        _until(
+            lambda: any('"text":"Done."' in p.read_text() for p in transcripts_holding("sketch the importer")),
+            "the first turn was never answered",
+            term,
+        )
         _enter(term, "/branch")
         term.wait_for("Branched", timeout=60)
         term.pump(1)
         _enter(term, "now in the branch")
-        _until(lambda: any(p.read_text().count('"text":"Done."') >= 2 for p in transcripts_holding("now in the branch")),
-               "the branch's turn was never answered", term)
+        _until(
+            lambda: any(p.read_text().count('"text":"Done."') >= 2 for p in transcripts_holding("now in the branch")),
+            "the branch's turn was never answered",
+            term,
+        )
         _enter(term, "/exit")
         term.wait_for("Resume this session with", timeout=60)
     finally:

@@ -29,9 +29,20 @@ def _session(folder, cwd, prompts, *, start, branch="main", first=None, mtime=No
 
 
 def _git(cwd, *args):
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(cwd)})
+    subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(cwd),
+        },
+    )
 
 
 def test_idle_uses_the_configured_days(claude) -> None:
@@ -95,8 +106,10 @@ def test_branch_gone_reads_loose_and_packed_refs(claude) -> None:
     _git(proj, "branch", "-D", "doomed")
     folder = claude.folder(proj)
     start = NOW - timedelta(hours=1)
-    ids = {b: _session(folder, proj, ["a", "b", "c"], start=start, branch=b)[0]
-           for b in ("main", "kept", "feature/packed", "doomed", "HEAD")}
+    ids = {
+        b: _session(folder, proj, ["a", "b", "c"], start=start, branch=b)[0]
+        for b in ("main", "kept", "feature/packed", "doomed", "HEAD")
+    }
     rows = claude.rows_by_id(proj)
     assert rows[ids["doomed"]]["hints"] == ["branch gone"]
     for b in ("main", "kept", "feature/packed", "HEAD"):
@@ -105,8 +118,7 @@ def test_branch_gone_reads_loose_and_packed_refs(claude) -> None:
 
 def test_no_branch_hints_outside_a_repository(claude) -> None:
     proj = claude.project("plain")
-    sid, _ = _session(claude.folder(proj), proj, ["a", "b", "c"], start=NOW - timedelta(hours=1),
-                      branch="whatever")
+    sid, _ = _session(claude.folder(proj), proj, ["a", "b", "c"], start=NOW - timedelta(hours=1), branch="whatever")
     assert claude.rows_by_id(proj)[sid]["hints"] == []
 
 

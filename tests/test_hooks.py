@@ -22,18 +22,34 @@ pytestmark = pytest.mark.process
 HOOK_COMMAND = f"{shlex.quote(sys.executable)} -P -m c3async hook"
 
 
-def run_hook(claude, payload: dict | bytes | str, *, project: str | None, pid: str | None = "4242",
-             command: str = HOOK_COMMAND, **env: str) -> tuple[subprocess.CompletedProcess, float]:
-    data = payload if isinstance(payload, bytes) else (
-        payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+def run_hook(
+    claude,
+    payload: dict | bytes | str,
+    *,
+    project: str | None,
+    pid: str | None = "4242",
+    command: str = HOOK_COMMAND,
+    **env: str,
+) -> tuple[subprocess.CompletedProcess, float]:
+    data = (
+        payload
+        if isinstance(payload, bytes)
+        else (payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+    )
     extra = dict(env)
     if pid is not None:
         extra["CLAUDE_PID"] = pid
     if project is not None:
         extra["CLAUDE_PROJECT_DIR"] = project
     start = time.monotonic()
-    proc = subprocess.run(["/bin/sh", "-c", command], input=data, capture_output=True,
-                          env=claude.env(CLAUDE_CODE_ENTRYPOINT="cli", **extra), cwd=str(claude.root), timeout=60)
+    proc = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=data,
+        capture_output=True,
+        env=claude.env(CLAUDE_CODE_ENTRYPOINT="cli", **extra),
+        cwd=str(claude.root),
+        timeout=60,
+    )
     return proc, time.monotonic() - start
 
 
@@ -52,8 +68,13 @@ def sid(name: str) -> str:
 
 def payload(event: str, session_id: str, project: str, **fields) -> dict:
     session_id = sid(session_id)
-    return {"session_id": session_id, "transcript_path": f"/tmp/{session_id}.jsonl", "cwd": project,
-            "hook_event_name": event, **fields}
+    return {
+        "session_id": session_id,
+        "transcript_path": f"/tmp/{session_id}.jsonl",
+        "cwd": project,
+        "hook_event_name": event,
+        **fields,
+    }
 
 
 def rows(project: str) -> list[dict]:
@@ -94,8 +115,7 @@ def test_hook_rows_drive_the_live_fallback(claude) -> None:
     # The claude the hook names must run: this test's own process stands in for it.
     run_hook(claude, payload("SessionStart", "s-live", proj, source="startup"), project=proj, pid=str(os.getpid()))
     proc = claude.run("live", "--project", proj, "--json")
-    assert [(e["id"], e["source"], e["mcp_count"]) for e in json.loads(proc.stdout)] == [
-        (sid("s-live"), "activity", 0)]
+    assert [(e["id"], e["source"], e["mcp_count"]) for e in json.loads(proc.stdout)] == [(sid("s-live"), "activity", 0)]
     run_hook(claude, payload("SessionEnd", "s-live", proj, reason="other"), project=proj)
     assert json.loads(claude.run("live", "--project", proj, "--json").stdout) == []
 
@@ -156,8 +176,18 @@ def test_clear_long_ago_is_not_a_predecessor(claude) -> None:
     proj = claude.project("app")
     path = Path(proj) / ".c3" / "activity.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"ts": time.time() - 60, "kind": "session_end", "session_id": sid("long-ago"),
-                                "reason": "clear", "claude_pid": 7001}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "ts": time.time() - 60,
+                "kind": "session_end",
+                "session_id": sid("long-ago"),
+                "reason": "clear",
+                "claude_pid": 7001,
+            }
+        )
+        + "\n"
+    )
     run_hook(claude, payload("SessionStart", "new", proj, source="clear"), project=proj, pid="7001")
     assert "predecessor" not in rows(proj)[-1]
 
@@ -233,8 +263,12 @@ def test_install_hooks_creates_the_project_settings(claude) -> None:
     assert not (claude.config / "settings.json").exists()
 
     # The installed command really is a working hook.
-    proc, _ = run_hook(claude, payload("SessionStart", "via-settings", proj, source="startup"), project=proj,
-                       command=ours(settings, "SessionStart")[0]["command"])
+    proc, _ = run_hook(
+        claude,
+        payload("SessionStart", "via-settings", proj, source="startup"),
+        project=proj,
+        command=ours(settings, "SessionStart")[0]["command"],
+    )
     assert proc.returncode == 0, proc.stderr
     assert rows(proj)[-1]["session_id"] == "via-settings"
 
@@ -301,7 +335,10 @@ def test_install_hooks_remove_takes_out_only_what_it_added(claude) -> None:
     path.chmod(0o600)
     assert claude.run("install-hooks", "--project", proj).returncode == 0
     assert "-m c3async hook" in path.read_text()  # a hook that only mentions c3async is not ours
-    assert path.stat().st_mode & 0o777 == 0o600 and path.with_name(path.name + ".c3async.bak").stat().st_mode & 0o777 == 0o600
+    assert (
+        path.stat().st_mode & 0o777 == 0o600
+        and path.with_name(path.name + ".c3async.bak").stat().st_mode & 0o777 == 0o600
+    )
     removed = claude.run("install-hooks", "--project", proj, "--remove")
     assert removed.returncode == 0, removed.stderr
     assert "removed the SessionStart, SessionEnd hooks" in removed.stdout
@@ -365,8 +402,12 @@ def test_install_hooks_refuses_a_broken_settings_file(claude) -> None:
     proj = claude.project("app")
     path = Path(proj) / ".claude" / "settings.local.json"
     path.parent.mkdir(parents=True)
-    for broken in (b'{"model": "opus",, }', b'["not", "an", "object"]', b'{"hooks": {"SessionStart": "oops"}}',
-                   b'{"hooks": []}'):
+    for broken in (
+        b'{"model": "opus",, }',
+        b'["not", "an", "object"]',
+        b'{"hooks": {"SessionStart": "oops"}}',
+        b'{"hooks": []}',
+    ):
         path.write_bytes(broken)
         proc = claude.run("install-hooks", "--project", proj)
         assert proc.returncode == 1, (broken, proc.stdout, proc.stderr)
@@ -404,12 +445,18 @@ def test_a_replayed_event_keeps_the_time_it_fired_and_only_a_time_that_can_be(cl
     event time in range and not in the future is the row's time; anything else is now."""
     project = claude.project("replayed")
     fired = time.time() - 3600
-    cases = [("s-past", f"{fired:.3f}"), ("s-future", f"{time.time() + 86400:.3f}"), ("s-nan", "nan"),
-             ("s-words", "yesterday"), ("s-huge", "9" * 400)]
+    cases = [
+        ("s-past", f"{fired:.3f}"),
+        ("s-future", f"{time.time() + 86400:.3f}"),
+        ("s-nan", "nan"),
+        ("s-words", "yesterday"),
+        ("s-huge", "9" * 400),
+    ]
     for name, when in cases:
         before = time.time()
-        proc, _ = run_hook(claude, payload("SessionStart", name, project, source="startup"), project=project,
-                           C3_HOOK_EVENT_TIME=when)
+        proc, _ = run_hook(
+            claude, payload("SessionStart", name, project, source="startup"), project=project, C3_HOOK_EVENT_TIME=when
+        )
         assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
         (row,) = [r for r in rows(project) if r["session_id"] == name]
         if name == "s-past":

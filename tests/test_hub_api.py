@@ -41,8 +41,13 @@ _session = hub_session
 
 def _git(*args: str, cwd: str) -> None:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main",
-                    *args], cwd=cwd, env=env, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", *args],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
 
 
 class World:
@@ -71,22 +76,30 @@ class World:
         self.marked = _session(fb, b, three, title="Session the mark tests mark")
         self.guarded = _session(fb, b, three, title="Session the guard tests aim at")
         self.sse = _session(fb, b, three, title="Session marked from the CLI")
-        self.wt = _session(claude.folder(self.worktree), self.worktree, three, title="Worktree work",
-                           branch="feature")
+        self.wt = _session(claude.folder(self.worktree), self.worktree, three, title="Worktree work", branch="feature")
         # register both projects, as `c3async sessions --project P` does
         self.rows_a = claude.rows_by_id(a)
         self.rows_b = claude.rows_by_id(b)
-        for args in (("stale", self.staled, "--reason", "superseded by the new approach"),
-                     ("note", self.noted, "--summary", "cache looked at", "--next", "nothing")):
+        for args in (
+            ("stale", self.staled, "--reason", "superseded by the new approach"),
+            ("note", self.noted, "--summary", "cache looked at", "--next", "nothing"),
+        ):
             proc = claude.run("mark", args[0], "--project", a, *args[1:])
             assert proc.returncode == 0, proc.stderr
         hb = Path(a) / ".c3" / "live"
         hb.mkdir(parents=True, exist_ok=True)
         # a fresh heartbeat (TTL 180 s: longer than this module runs) makes `live` live
-        (hb / "c3-live.json").write_text(json.dumps({
-            "session_id": "c3-live", "host_session_id": self.live, "ide": "terminal", "pid": os.getpid(),
-            "ts": time.time(),
-        }))
+        (hb / "c3-live.json").write_text(
+            json.dumps(
+                {
+                    "session_id": "c3-live",
+                    "host_session_id": self.live,
+                    "ide": "terminal",
+                    "pid": os.getpid(),
+                    "ts": time.time(),
+                }
+            )
+        )
 
     def marks_lines(self, project: str) -> int:
         path = Path(project) / ".c3" / "session_marks.jsonl"
@@ -123,8 +136,9 @@ def _rows(client, **params) -> list[dict]:
 
 def _post(client, hub, sid: str, body: dict, **headers) -> httpx.Response:
     """POST a mark; a header given as None is left out."""
-    return client.post(f"/api/sessions/{sid}/marks", json=body,
-                       headers={k: v for k, v in headers.items() if v is not None})
+    return client.post(
+        f"/api/sessions/{sid}/marks", json=body, headers={k: v for k, v in headers.items() if v is not None}
+    )
 
 
 def _listening(port: int) -> bool:
@@ -139,8 +153,18 @@ def _listening(port: int) -> bool:
 def _no_data(r: httpx.Response, world, hub) -> None:
     """A refusal says why and nothing else: no project, session, title or token."""
     text = r.text
-    for secret in (world.alpha, world.beta, "alpha", "beta", world.healthy, world.secret, world.guarded,
-                   "Payment refactor", FIRST, hub.token):
+    for secret in (
+        world.alpha,
+        world.beta,
+        "alpha",
+        "beta",
+        world.healthy,
+        world.secret,
+        world.guarded,
+        "Payment refactor",
+        FIRST,
+        hub.token,
+    ):
         assert secret not in text, (r.request.url, secret)
 
 
@@ -152,7 +176,12 @@ def test_non_loopback_host_is_refused(world, host):
     port = free_port()
     proc = subprocess.run(
         [sys.executable, "-m", "c3async", "hub", "--host", host, "--port", str(port)],
-        capture_output=True, text=True, env=world.claude.env(), timeout=30, stdin=subprocess.DEVNULL, check=False,
+        capture_output=True,
+        text=True,
+        env=world.claude.env(),
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        check=False,
     )
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert host in proc.stderr and "refusing" in proc.stderr, proc.stderr
@@ -168,19 +197,26 @@ def test_a_port_out_of_range_is_a_clear_error(world, port):
     assert port in proc.stderr and "0 to 65535" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("forged", ["evil.example", "evil.example:80", "127.0.0.1.evil.example",
-                                    "localhost.evil.example", "attacker.localhost"])
+@pytest.mark.parametrize(
+    "forged",
+    ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "localhost.evil.example", "attacker.localhost"],
+)
 def test_foreign_host_header_gets_421(hub, client, world, forged):
-    for path in ("/", f"/?token={hub.token}", "/api/projects", "/api/sessions", f"/api/sessions/{world.healthy}",
-                 "/static/app.js"):
+    for path in (
+        "/",
+        f"/?token={hub.token}",
+        "/api/projects",
+        "/api/sessions",
+        f"/api/sessions/{world.healthy}",
+        "/static/app.js",
+    ):
         r = client.get(path, headers={"Host": forged})
         assert r.status_code == 421, (path, r.status_code)
         assert r.json()["error"], path
         assert "set-cookie" not in r.headers
         _no_data(r, world, hub)
     before = world.marks_lines(world.beta)
-    r = _post(client, hub, world.guarded, {"op": "note", "summary": "rebinding", "project": world.beta},
-              Host=forged)
+    r = _post(client, hub, world.guarded, {"op": "note", "summary": "rebinding", "project": world.beta}, Host=forged)
     assert r.status_code == 421
     assert world.marks_lines(world.beta) == before
 
@@ -192,10 +228,21 @@ def test_loopback_host_names_are_served(hub, client):
 
 # Every API route, with what an answer would leak.
 def _api_paths(world) -> list[str]:
-    return ["/api/projects", "/api/sessions", "/api/rows", f"/api/sessions?project={world.alpha}", "/api/sessions?filter=live",
-            f"/api/sessions?q={FIRST[:11]}", f"/api/sessions/{world.secret}",
-            f"/api/sessions/{world.secret}?project={world.alpha}", "/api/events", "/api", "/api/",
-            "/api/no/such/route", f"/api/sessions/{world.guarded}/marks"]
+    return [
+        "/api/projects",
+        "/api/sessions",
+        "/api/rows",
+        f"/api/sessions?project={world.alpha}",
+        "/api/sessions?filter=live",
+        f"/api/sessions?q={FIRST[:11]}",
+        f"/api/sessions/{world.secret}",
+        f"/api/sessions/{world.secret}?project={world.alpha}",
+        "/api/events",
+        "/api",
+        "/api/",
+        "/api/no/such/route",
+        f"/api/sessions/{world.guarded}/marks",
+    ]
 
 
 def test_every_api_route_needs_the_token(hub, anon, world):
@@ -210,8 +257,19 @@ def test_every_api_route_needs_the_token(hub, anon, world):
                 _no_data(r, world, hub)
 
 
-@pytest.mark.parametrize("how", ["wrong bearer", "wrong header", "old cookie", "old cookie of another port",
-                                 "token in the query", "basic auth", "bearer prefix", "token with a suffix"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "wrong bearer",
+        "wrong header",
+        "old cookie",
+        "old cookie of another port",
+        "token in the query",
+        "basic auth",
+        "bearer prefix",
+        "token with a suffix",
+    ],
+)
 def test_a_wrong_credential_is_refused(hub, world, how):
     port, tok = hub.port, hub.token
     headers, params = {
@@ -233,8 +291,12 @@ def test_a_wrong_credential_is_refused(hub, world, how):
 
 
 def test_every_way_to_send_the_token_works(hub, world):
-    ways = [{"Authorization": f"Bearer {hub.token}"}, {"Authorization": f"bearer  {hub.token}"},
-            {"X-C3-Token": hub.token}, {"X-C3-Token": hub.token, "Cookie": "c3async-hub-1=forged"}]
+    ways = [
+        {"Authorization": f"Bearer {hub.token}"},
+        {"Authorization": f"bearer  {hub.token}"},
+        {"X-C3-Token": hub.token},
+        {"X-C3-Token": hub.token, "Cookie": "c3async-hub-1=forged"},
+    ]
     with hub.client(auth=False) as c:
         for headers in ways:
             r = c.get("/api/projects", headers=headers)
@@ -252,8 +314,15 @@ def test_welcome_says_how_to_get_in_and_nothing_else(hub, anon, world):
         assert "c3async hub" in html and "?token=" in html and "hub-PORT.json" in html
         assert ("not this Hub" in html) == refused, path
         _no_data(r, world, hub)
-        for leak in ("Session", "session_marks", str(world.claude.root), str(world.claude.c3home), "/static/app.js",
-                     "<script", 'name="c3-token"'):
+        for leak in (
+            "Session",
+            "session_marks",
+            str(world.claude.root),
+            str(world.claude.c3home),
+            "/static/app.js",
+            "<script",
+            'name="c3-token"',
+        ):
             assert leak not in html, leak
         assert "set-cookie" not in r.headers
     assert anon.head("/welcome").status_code == 200
@@ -292,19 +361,29 @@ def test_a_cookie_of_the_old_form_is_no_credential_and_is_expired(hub, anon, wor
             assert r.status_code == 401, (path, site, r.status_code)
             _no_data(r, world, hub)
     before = world.marks_lines(world.beta)
-    r = _post(anon, hub, world.guarded, {"op": "note", "summary": "old cookie", "project": world.beta},
-              Cookie=hub.old_cookie, Origin=hub.url, **{"X-C3-Request": "1", "Sec-Fetch-Site": "same-origin"})
+    r = _post(
+        anon,
+        hub,
+        world.guarded,
+        {"op": "note", "summary": "old cookie", "project": world.beta},
+        Cookie=hub.old_cookie,
+        Origin=hub.url,
+        **{"X-C3-Request": "1", "Sec-Fetch-Site": "same-origin"},
+    )
     assert r.status_code == 401
     assert world.marks_lines(world.beta) == before
     r = anon.get("/", headers=jar)
     assert r.status_code == 200
     expired = sorted(r.headers.get_list("set-cookie"))
-    assert expired == sorted(f"{name}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"
-                             for name in (f"c3async-hub-{hub.port}", "c3async-hub-1")), expired
+    assert expired == sorted(
+        f"{name}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"
+        for name in (f"c3async-hub-{hub.port}", "c3async-hub-1")
+    ), expired
 
 
-@pytest.mark.parametrize("given", ["", "wrong", "x" * 43, "{token}x", "{token_upper}", "t%C3%B6ken", "%ED%A0%80",
-                                   "%00"])
+@pytest.mark.parametrize(
+    "given", ["", "wrong", "x" * 43, "{token}x", "{token_upper}", "t%C3%B6ken", "%ED%A0%80", "%00"]
+)
 def test_a_wrong_token_in_the_url_is_refused(hub, anon, world, given):
     given = given.format(token=hub.token, token_upper=hub.token.upper())
     r = anon.get(f"/?token={given}")
@@ -321,8 +400,12 @@ def test_the_token_file_holds_the_printed_url_and_only_its_owner_reads_it(hub):
     assert stat.S_ISREG(st.st_mode)
     assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
     assert stat.S_IMODE(path.parent.lstat().st_mode) == 0o700
-    assert json.loads(path.read_text()) == {"url": hub.login_url, "port": hub.port, "pid": hub.proc.pid,
-                                            "token": hub.token}
+    assert json.loads(path.read_text()) == {
+        "url": hub.login_url,
+        "port": hub.port,
+        "pid": hub.proc.pid,
+        "token": hub.token,
+    }
     assert str(path) in hub.stderr()  # the Hub says where it is
 
 
@@ -363,9 +446,15 @@ def test_a_symlinked_hub_directory_is_refused(claude):
     elsewhere.mkdir()
     claude.c3home.mkdir(parents=True, exist_ok=True)
     (claude.c3home / "hub").symlink_to(elsewhere)
-    proc = subprocess.run([sys.executable, "-m", "c3async", "hub", "--port", "0"], capture_output=True, text=True,
-                          check=False,
-                          env=claude.env(), timeout=30, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "hub", "--port", "0"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=claude.env(),
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert "symbolic link" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert "?token=" not in proc.stderr
@@ -403,8 +492,9 @@ def test_post_without_token_is_401(hub, anon, world):
 @pytest.mark.parametrize("token", ["", "wrong", "x" * 43])
 def test_post_with_wrong_token_is_401(hub, anon, world, token):
     before = world.marks_lines(world.beta)
-    r = _post(anon, hub, world.guarded, {"op": "note", "summary": "bad token", "project": world.beta},
-              **{"X-C3-Token": token})
+    r = _post(
+        anon, hub, world.guarded, {"op": "note", "summary": "bad token", "project": world.beta}, **{"X-C3-Token": token}
+    )
     assert r.status_code == 401
     assert r.json()["error"]
     assert world.marks_lines(world.beta) == before
@@ -414,17 +504,33 @@ def test_post_with_a_non_ascii_token_is_401_not_500(hub, anon, world):
     """A wrong token is a wrong token, whatever its bytes (latin-1 as HTTP carries them)."""
     before = world.marks_lines(world.beta)
     for header in ("X-C3-Token", "Authorization"):
-        r = anon.post(f"/api/sessions/{world.guarded}/marks",
-                      json={"op": "note", "summary": "odd token", "project": world.beta},
-                      headers={header: "Bearer t\xf6ken\xff".encode("latin-1")})
+        r = anon.post(
+            f"/api/sessions/{world.guarded}/marks",
+            json={"op": "note", "summary": "odd token", "project": world.beta},
+            headers={header: "Bearer t\xf6ken\xff".encode("latin-1")},
+        )
         assert r.status_code == 401, (header, r.status_code, r.text)
     assert world.marks_lines(world.beta) == before
 
 
-FOREIGN_ORIGINS = ["http://evil.example", "https://evil.example", "http://127.0.0.1.evil.example", "null",
-                   "http://127.0.0.1:{other}", "http://localhost:{other}", "http://[::1]:{other}", "http://localhost",
-                   "http://127.0.0.1", "https://127.0.0.1:{port}", "ws://127.0.0.1:{port}", "http://127.0.0.1:{port}/x",
-                   "http://evil.example:{port}", "http://127.0.0.1:{port}0", "127.0.0.1:{port}", ""]
+FOREIGN_ORIGINS = [
+    "http://evil.example",
+    "https://evil.example",
+    "http://127.0.0.1.evil.example",
+    "null",
+    "http://127.0.0.1:{other}",
+    "http://localhost:{other}",
+    "http://[::1]:{other}",
+    "http://localhost",
+    "http://127.0.0.1",
+    "https://127.0.0.1:{port}",
+    "ws://127.0.0.1:{port}",
+    "http://127.0.0.1:{port}/x",
+    "http://evil.example:{port}",
+    "http://127.0.0.1:{port}0",
+    "127.0.0.1:{port}",
+    "",
+]
 
 
 @pytest.mark.parametrize("origin", FOREIGN_ORIGINS)
@@ -433,20 +539,28 @@ def test_post_with_right_token_but_foreign_origin_is_403(hub, client, world, ori
     port), nor another scheme."""
     origin = origin.format(port=hub.port, other=9999 if hub.port != 9999 else 9998)
     before = world.marks_lines(world.beta)
-    r = _post(client, hub, world.guarded, {"op": "note", "summary": "cross-origin", "project": world.beta},
-              Origin=origin)
+    r = _post(
+        client, hub, world.guarded, {"op": "note", "summary": "cross-origin", "project": world.beta}, Origin=origin
+    )
     assert r.status_code == 403, (origin, r.status_code)
     assert "origin" in r.json()["error"].lower()
     assert world.marks_lines(world.beta) == before
 
 
-@pytest.mark.parametrize("origin", ["self", "http://localhost:{port}", "http://[::1]:{port}", "HTTP://LocalHost:{port}",
-                                    None])
+@pytest.mark.parametrize(
+    "origin", ["self", "http://localhost:{port}", "http://[::1]:{port}", "HTTP://LocalHost:{port}", None]
+)
 def test_post_with_right_token_and_own_origin_is_201(hub, client, world, origin):
     origin = hub.url if origin == "self" else origin if origin is None else origin.format(port=hub.port)
     before = world.marks_lines(world.beta)
-    r = _post(client, hub, world.guarded, {"op": "note", "summary": f"from {origin}", "project": world.beta},
-              Origin=origin, **{"X-C3-Request": None if origin is None else "1"})
+    r = _post(
+        client,
+        hub,
+        world.guarded,
+        {"op": "note", "summary": f"from {origin}", "project": world.beta},
+        Origin=origin,
+        **{"X-C3-Request": None if origin is None else "1"},
+    )
     assert r.status_code == 201, r.text
     assert r.json()["by"] == "user"
     assert world.marks_lines(world.beta) == before + 1
@@ -501,14 +615,20 @@ def _check_csp(r) -> None:
 
 def test_every_response_carries_a_strict_csp(hub, client, anon, world):
     responses = [
-        client.get("/"), client.get("/static/app.js"), client.get("/static/app.css"),
-        client.get("/api/projects"), client.get("/api/sessions"),
+        client.get("/"),
+        client.get("/static/app.js"),
+        client.get("/static/app.css"),
+        client.get("/api/projects"),
+        client.get("/api/sessions"),
         client.get(f"/api/sessions/{world.healthy}", params={"project": world.alpha}),
         client.get("/api/sessions", params={"filter": "nope"}),  # 400
         client.get("/api/sessions/00000000-0000-4000-8000-000000000000"),  # no such session
         client.get("/no/such/page"),  # 404
         _post(client, hub, world.guarded, {"op": "note", "summary": "csp", "project": world.beta}),  # 201
-        anon.get("/"), anon.get(hub.login_url), anon.get("/?token=wrong"), anon.get("/favicon.ico"),
+        anon.get("/"),
+        anon.get(hub.login_url),
+        anon.get("/?token=wrong"),
+        anon.get("/favicon.ico"),
     ]
     with client.stream("GET", "/api/events") as events:
         responses.append(events)
@@ -546,8 +666,11 @@ def test_a_registry_entry_that_names_no_folder_is_left_out(claude):
     project = claude.project("ok")
     simple_session(claude.folder(project), project, "still listed")
     claude.c3home.mkdir(parents=True, exist_ok=True)
-    (claude.c3home / "projects.json").write_text(json.dumps({"version": 1, "projects": [
-        {"path": project + "\x00/evil", "added": 0}, {"path": project, "added": 1}]}))
+    (claude.c3home / "projects.json").write_text(
+        json.dumps(
+            {"version": 1, "projects": [{"path": project + "\x00/evil", "added": 0}, {"path": project, "added": 1}]}
+        )
+    )
     with Hub(claude) as h, h.client() as c:
         r = c.get("/api/sessions")
         assert r.status_code == 200, (r.status_code, r.text)
@@ -610,28 +733,32 @@ def test_html_has_no_inline_script_and_no_token(hub, client):
 
 
 def _raw_post(client, sid: str, content: bytes, **headers) -> httpx.Response:
-    return client.post(f"/api/sessions/{sid}/marks", content=content,
-                       headers={"Content-Type": "application/json", **headers})
+    return client.post(
+        f"/api/sessions/{sid}/marks", content=content, headers={"Content-Type": "application/json", **headers}
+    )
 
 
-@pytest.mark.parametrize("content", [
-    b'{"op": "note", "summary": "\xff\xfe", "project": "{beta}"}',  # not UTF-8
-    b'{"op": "note", "summary": "\xed\xa0\x80", "project": "{beta}"}',  # a surrogate, UTF-8-encoded
-    b'{"op": "note", "summary": "\\ud800", "project": "{beta}"}',  # a lone surrogate escape
-    b'{"op": "note", "summary": "x\\udfff", "project": "{beta}"}',
-    b'{"op": "note", "summary": "ok", "project": "\\ud800"}',
-    b'{"op": "note", "summary": "ok", "project": "{beta}\\u0000"}',
-    b'{"op": "note", "summary": "ok", "project": "\\u0000"}',
-    b'{"op": "\\ud800", "project": "{beta}"}',
-    b'{"op": "note", "summary": "ok", "project": "{beta}", "successor": "\\udc80"}',
-    b'{"op": "note", "summary": "' + b"x" * 20_000 + b'", "project": "{beta}"}',  # the marks layer's limit
-    b'{"op": "note", "summary": "ok", "project": "' + b"/x" * 3000 + b'"}',
-    b"[" * 10_000 + b"]" * 10_000,
-    b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
-    b'{"op": "note", "summary": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
-    b"\x00" * 100,
-    b'"\\ud800"',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"op": "note", "summary": "\xff\xfe", "project": "{beta}"}',  # not UTF-8
+        b'{"op": "note", "summary": "\xed\xa0\x80", "project": "{beta}"}',  # a surrogate, UTF-8-encoded
+        b'{"op": "note", "summary": "\\ud800", "project": "{beta}"}',  # a lone surrogate escape
+        b'{"op": "note", "summary": "x\\udfff", "project": "{beta}"}',
+        b'{"op": "note", "summary": "ok", "project": "\\ud800"}',
+        b'{"op": "note", "summary": "ok", "project": "{beta}\\u0000"}',
+        b'{"op": "note", "summary": "ok", "project": "\\u0000"}',
+        b'{"op": "\\ud800", "project": "{beta}"}',
+        b'{"op": "note", "summary": "ok", "project": "{beta}", "successor": "\\udc80"}',
+        b'{"op": "note", "summary": "' + b"x" * 20_000 + b'", "project": "{beta}"}',  # the marks layer's limit
+        b'{"op": "note", "summary": "ok", "project": "' + b"/x" * 3000 + b'"}',
+        b"[" * 10_000 + b"]" * 10_000,
+        b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+        b'{"op": "note", "summary": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
+        b"\x00" * 100,
+        b'"\\ud800"',
+    ],
+)
 def test_hostile_bodies_are_4xx(hub, client, world, content):
     content = content.replace(b"{beta}", world.beta.encode())
     before = world.marks_lines(world.beta)
@@ -651,20 +778,32 @@ def test_a_body_over_the_limit_is_413(hub, client, world):
 
     def chunks():  # no Content-Length: the Hub counts as it reads
         for i in range(0, len(big), 8192):
-            yield big[i:i + 8192]
+            yield big[i : i + 8192]
 
-    r = client.post(f"/api/sessions/{world.guarded}/marks", content=chunks(),
-                    headers={"Content-Type": "application/json"})
+    r = client.post(
+        f"/api/sessions/{world.guarded}/marks", content=chunks(), headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 413, r.status_code
     _check_csp(r)
     assert world.marks_lines(world.beta) == before
 
 
-@pytest.mark.parametrize("query", [
-    "project=%00", "project=%00%00", "project={alpha}%00", "project=%ED%A0%80", "project=%FF",
-    "project=" + "%2Fx" * 2000, "q=" + "x" * 2000, "filter=%00", "filter=" + "x" * 5000, "q=%ED%A0%80&filter=%00",
-    "project=%C0%80",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "project=%00",
+        "project=%00%00",
+        "project={alpha}%00",
+        "project=%ED%A0%80",
+        "project=%FF",
+        "project=" + "%2Fx" * 2000,
+        "q=" + "x" * 2000,
+        "filter=%00",
+        "filter=" + "x" * 5000,
+        "q=%ED%A0%80&filter=%00",
+        "project=%C0%80",
+    ],
+)
 def test_hostile_query_values_are_4xx(client, world, query):
     query = query.replace("{alpha}", world.alpha)
     for path in ("/api/sessions", f"/api/sessions/{world.healthy}"):
@@ -691,18 +830,21 @@ def test_an_absurdly_long_query_is_414(client):
     _check_csp(r)
 
 
-@pytest.mark.parametrize("path", [
-    "/api/sessions/..%2F..%2Fetc%2Fpasswd",
-    "/api/sessions/..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd?project=/",
-    "/api/sessions/%2e%2e",
-    "/api/sessions/not-a-uuid",
-    "/api/sessions/..%2fsession_marks.jsonl",
-    "/api/sessions/%00",
-    "/api/sessions/%ED%A0%80",
-    "/static/..%2F..%2F..%2F..%2Fetc%2Fpasswd",
-    "/static/%2e%2e/app.py",
-    "/static/%00",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/sessions/..%2F..%2Fetc%2Fpasswd",
+        "/api/sessions/..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd?project=/",
+        "/api/sessions/%2e%2e",
+        "/api/sessions/not-a-uuid",
+        "/api/sessions/..%2fsession_marks.jsonl",
+        "/api/sessions/%00",
+        "/api/sessions/%ED%A0%80",
+        "/static/..%2F..%2F..%2F..%2Fetc%2Fpasswd",
+        "/static/%2e%2e/app.py",
+        "/static/%00",
+    ],
+)
 def test_session_ids_and_static_paths_are_validated(client, path):
     r = client.get(path)
     assert r.status_code in (400, 404), (path, r.status_code)
@@ -747,7 +889,9 @@ def test_projects_lists_the_registered_projects(client, world):
     # The rail's live count: the one live session's project has 1, the other none.
     live_project = next(row["project"] for row in _rows(client) if row["id"] == world.live)
     assert {p["path"]: p["live"] for p in projects} == {
-        world.alpha: int(live_project == world.alpha), world.beta: int(live_project == world.beta)}
+        world.alpha: int(live_project == world.alpha),
+        world.beta: int(live_project == world.beta),
+    }
 
 
 def test_listing_rows_carry_no_prompts(client, world):
@@ -792,9 +936,11 @@ PER_REPLY_USD = (3 * 5 + 28 * 25 + 3296 * 6.25 + 11331 * 0.5) / 1e6  # opus 4.5;
 
 def _accounted(client, project: str) -> dict[str, dict]:
     """The project's rows once the Hub's own accountant (first run at start) has counted them all."""
+
     def ready():
         rows = {r["id"]: r for r in _rows(client, project=project)}
         return rows if all(r["tokens"] for r in rows.values()) else None
+
     return wait_for(ready, timeout=30)
 
 
@@ -829,8 +975,10 @@ def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monk
 
     def read() -> None:
         try:
-            with hub.client(timeout=httpx.Timeout(10, read=20)) as c, \
-                    c.stream("GET", "/api/events", params={"project": world.beta}) as s:
+            with (
+                hub.client(timeout=httpx.Timeout(10, read=20)) as c,
+                c.stream("GET", "/api/events", params={"project": world.beta}) as s,
+            ):
                 for line in s.iter_lines():
                     events.put(line)
         except Exception as exc:
@@ -840,8 +988,21 @@ def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monk
     assert events.get(timeout=10).startswith("retry:")  # the baseline is taken
     stats = Path(world.beta) / ".c3" / "session_stats.jsonl"
     with open(stats, "a") as f:
-        f.write(json.dumps({"session_id": world.wt, "ts": time.time(), "input": 1_234_567, "output": 1,
-                            "cache_read": 2, "cache_write_5m": 3, "cache_write_1h": 4, "cost_usd": 3.4}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "session_id": world.wt,
+                    "ts": time.time(),
+                    "input": 1_234_567,
+                    "output": 1,
+                    "cache_read": 2,
+                    "cache_write_5m": 3,
+                    "cache_write_1h": 4,
+                    "cost_usd": 3.4,
+                }
+            )
+            + "\n"
+        )
     assert position(world.beta) != before  # what the feed polls moved with the stats log alone
     deadline = time.monotonic() + 6
     while (line := events.get(timeout=max(0.01, deadline - time.monotonic()))) != "event: change":
@@ -851,12 +1012,15 @@ def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monk
     assert row["tokens"]["total"] == 1_234_567 + 1 + 2 + 7 and row["cost_usd"] == 3.4
 
 
-@pytest.mark.parametrize("which,expected", [
-    ("all", ("healthy", "live", "hinted", "secret", "staled", "noted")),
-    ("likely", ("hinted", "secret")),
-    ("stale", ("staled",)),
-    ("live", ("live",)),
-])
+@pytest.mark.parametrize(
+    "which,expected",
+    [
+        ("all", ("healthy", "live", "hinted", "secret", "staled", "noted")),
+        ("likely", ("hinted", "secret")),
+        ("stale", ("staled",)),
+        ("live", ("live",)),
+    ],
+)
 def test_filters(client, world, which, expected):
     rows = _rows(client, project=world.alpha, filter=which)
     assert sessions_ids(rows) == {getattr(world, name) for name in expected}
@@ -866,13 +1030,16 @@ def test_filter_live_across_projects(client, world):
     assert sessions_ids(_rows(client, filter="live")) == {world.live}
 
 
-@pytest.mark.parametrize("q,expected", [
-    ("zebra-needle-4711", "secret"),  # in the first prompt only
-    ("QUOKKA-tail-0815", "secret"),  # in the last prompt only, any case
-    ("payment refactor", "secret"),  # the title
-    ("cache looked", "noted"),  # the note
-    ("new approach", "staled"),  # the stale reason
-])
+@pytest.mark.parametrize(
+    "q,expected",
+    [
+        ("zebra-needle-4711", "secret"),  # in the first prompt only
+        ("QUOKKA-tail-0815", "secret"),  # in the last prompt only, any case
+        ("payment refactor", "secret"),  # the title
+        ("cache looked", "noted"),  # the note
+        ("new approach", "staled"),  # the stale reason
+    ],
+)
 def test_search_finds_rows_without_returning_prompts(client, world, q, expected):
     r = client.get("/api/sessions", params={"q": q})
     assert r.status_code == 200
@@ -905,8 +1072,14 @@ def test_detail_has_prompts_turns_and_resume(client, world):
     turns = d["turns"]
     assert [t["role"] for t in turns] == ["user", "assistant"] * 4
     assert [t["text"] for t in turns] == [
-        "step 7: keep going", "answer 7", "step 8: keep going", "answer 8",
-        "step 9: keep going", "answer 9", LAST, "answer 10",
+        "step 7: keep going",
+        "answer 7",
+        "step 8: keep going",
+        "answer 8",
+        "step 9: keep going",
+        "answer 9",
+        LAST,
+        "answer 10",
     ]
     assert row["resume"] == f"cd {shlex.quote(world.alpha)} && claude --resume {world.secret}"
     assert d["chain"] == {"predecessors": [], "successors": []}
@@ -938,9 +1111,11 @@ def test_an_unknown_session_id_is_404_and_a_malformed_one_400(hub, client, world
     params = {"project": world.alpha} if project else {}
     before = world.marks_lines(world.alpha)
     for sid, status in ((UNKNOWN, 404), (UNKNOWN.upper(), 404), ("not-a-uuid", 400), (world.healthy[:8], 400)):
-        for r in (client.get(f"/api/sessions/{sid}", params=params),
-                  client.get(f"/api/sessions/{sid}/conversation", params=params),
-                  _post(client, hub, sid, {"op": "note", "summary": "x", **params})):
+        for r in (
+            client.get(f"/api/sessions/{sid}", params=params),
+            client.get(f"/api/sessions/{sid}/conversation", params=params),
+            _post(client, hub, sid, {"op": "note", "summary": "x", **params}),
+        ):
             assert r.status_code == status, (sid, r.request.url, r.status_code, r.text)
             assert r.headers["content-type"].startswith("application/json") and r.json()["error"]
             if status == 404:
@@ -959,8 +1134,12 @@ def test_worktree_session_resumes_in_the_worktree(client, world):
 
 
 def test_stale_with_successor_links_both_sides(hub, client, world):
-    r = _post(client, hub, world.pred, {"op": "stale", "reason": "the second try replaced it",
-                                        "successor": world.succ, "project": world.beta})
+    r = _post(
+        client,
+        hub,
+        world.pred,
+        {"op": "stale", "reason": "the second try replaced it", "successor": world.succ, "project": world.beta},
+    )
     assert r.status_code == 201, r.text
     assert (r.json()["op"], r.json()["successor"], r.json()["by"]) == ("stale", world.succ, "user")
     before = client.get(f"/api/sessions/{world.pred}", params={"project": world.beta}).json()
@@ -980,9 +1159,15 @@ def test_stale_needs_a_reason(hub, client, world):
     assert world.marks_lines(world.beta) == before
 
 
-@pytest.mark.parametrize("body", [
-    {"op": "delete"}, {"op": ""}, {"op": "note"}, {"op": "stale", "reason": "x", "successor": "not-a-session"},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"op": "delete"},
+        {"op": ""},
+        {"op": "note"},
+        {"op": "stale", "reason": "x", "successor": "not-a-session"},
+    ],
+)
 def test_bad_marks_are_400_with_a_message(hub, client, world, body):
     before = world.marks_lines(world.beta)
     r = _post(client, hub, world.marked, {**body, "project": world.beta})
@@ -1012,16 +1197,29 @@ def test_a_mark_into_a_linked_marks_log_is_a_403_naming_it(claude, tmp_path):
 
 def test_marks_post_needs_a_json_object(hub, client, world):
     for content in (b"not json", b"[1, 2]", b""):
-        r = client.post(f"/api/sessions/{world.marked}/marks", content=content,
-                        headers={"X-C3-Token": hub.token, "Content-Type": "application/json"})
+        r = client.post(
+            f"/api/sessions/{world.marked}/marks",
+            content=content,
+            headers={"X-C3-Token": hub.token, "Content-Type": "application/json"},
+        )
         assert r.status_code == 400, content
         assert r.json()["error"]
 
 
 def test_stale_unstale_and_note_are_by_user(hub, client, world):
     claude = world.claude
-    r = _post(client, hub, world.marked, {"op": "stale", "reason": "finished in the Hub", "project": world.beta,
-                                          "by": "agent", "by_session": world.pred})  # not the client's to say
+    r = _post(
+        client,
+        hub,
+        world.marked,
+        {
+            "op": "stale",
+            "reason": "finished in the Hub",
+            "project": world.beta,
+            "by": "agent",
+            "by_session": world.pred,
+        },
+    )  # not the client's to say
     assert r.status_code == 201, r.text
     row = claude.rows_by_id(world.beta)[world.marked]
     assert row["stale"]["reason"] == "finished in the Hub"
@@ -1033,8 +1231,12 @@ def test_stale_unstale_and_note_are_by_user(hub, client, world):
     assert claude.rows_by_id(world.beta)[world.marked]["stale"] is None
     assert world.marked not in sessions_ids(_rows(client, project=world.beta, filter="stale"))
 
-    r = _post(client, hub, world.marked, {"op": "note", "summary": "parser half done",
-                                          "next_steps": "error recovery", "project": world.beta})
+    r = _post(
+        client,
+        hub,
+        world.marked,
+        {"op": "note", "summary": "parser half done", "next_steps": "error recovery", "project": world.beta},
+    )
     assert r.status_code == 201, r.text
     note = claude.rows_by_id(world.beta)[world.marked]["note"]
     assert (note["summary"], note["next_steps"]) == ("parser half done", "error recovery")
@@ -1045,8 +1247,11 @@ def test_stale_unstale_and_note_are_by_user(hub, client, world):
 
 
 def test_mark_without_project_finds_the_session(hub, client, world):
-    r = client.post(f"/api/sessions/{world.marked}/marks", json={"op": "note", "summary": "no project given"},
-                    headers={"X-C3-Token": hub.token})
+    r = client.post(
+        f"/api/sessions/{world.marked}/marks",
+        json={"op": "note", "summary": "no project given"},
+        headers={"X-C3-Token": hub.token},
+    )
     assert r.status_code == 201, r.text
     assert world.claude.rows_by_id(world.beta)[world.marked]["note"]["summary"] == "no project given"
 
@@ -1163,7 +1368,9 @@ def test_conversation_pages_forward_backward_and_at(conv_hub, conv_world):
     assert forward == backward and len(forward) == 30 * 2 + 2
     tools = [i for i in forward if i["kind"] == "tool"]
     assert [(t["name"], t["summary"], t["output"]) for t in tools] == [
-        ("Bash", "npm test", "12 passed"), ("Task", "Find the bug", "found it")]
+        ("Bash", "npm test", "12 passed"),
+        ("Task", "Find the bug", "found it"),
+    ]
     assert tools[1]["agent"] == "agent-0a1b2c"
     hit = tools[0]
     r = _conv(conv_hub, w.sid, project=w.project, at=hit["result_offset"] + 10, limit=10)
@@ -1198,11 +1405,24 @@ def test_conversation_needs_the_token(conv_hub, conv_world):
         browser.close()
 
 
-@pytest.mark.parametrize("params", [
-    {"after": "-1"}, {"after": "abc"}, {"after": "1e3"}, {"before": "9" * 30}, {"at": "１２"},
-    {"limit": "0"}, {"limit": "201"}, {"limit": "x"}, {"after": "0", "before": "10"},
-    {"agent": "../../../etc/passwd"}, {"agent": "agent-a/b"}, {"agent": "agent-\x00"}, {"agent": "x" * 300},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"after": "-1"},
+        {"after": "abc"},
+        {"after": "1e3"},
+        {"before": "9" * 30},
+        {"at": "１２"},
+        {"limit": "0"},
+        {"limit": "201"},
+        {"limit": "x"},
+        {"after": "0", "before": "10"},
+        {"agent": "../../../etc/passwd"},
+        {"agent": "agent-a/b"},
+        {"agent": "agent-\x00"},
+        {"agent": "x" * 300},
+    ],
+)
 def test_bad_conversation_parameters_are_400(conv_hub, conv_world, params):
     r = _conv(conv_hub, conv_world.sid, project=conv_world.project, **params)
     assert r.status_code == 400, (params, r.status_code, r.text)
@@ -1234,8 +1454,23 @@ PHRASE = "zebra_quokka_budget"
 SEARCH_HTML = "<img src=x onerror=alert(1)>"
 SEARCH_KEYS = {"query", "total", "seconds", "problems", "index", "results"}
 INDEX_KEYS = {"files", "updating", "done_bytes", "total_bytes", "pending_bytes", "indexed_now", "seconds"}
-RESULT_KEYS = {"id", "project", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "age",
-               "resume", "score", "hits", "snippets", "also_in"}
+RESULT_KEYS = {
+    "id",
+    "project",
+    "folder",
+    "path",
+    "cwd",
+    "title",
+    "title_source",
+    "branch",
+    "last_ts",
+    "age",
+    "resume",
+    "score",
+    "hits",
+    "snippets",
+    "also_in",
+}
 SNIPPET_KEYS = {"text", "marks", "role", "sidechain", "ts", "offset", "agent"}
 
 
@@ -1246,8 +1481,13 @@ class SearchWorld:
         self.claude = claude
         a = self.a = claude.project("search-a")
         fa = claude.folder(a)
-        self.prompted = hub_session(fa, a, [f"please look at {SEARCH_HTML} {PHRASE} now", "and then the rest"],
-                                    title="Budget planted in a prompt", branch="feature/budget")
+        self.prompted = hub_session(
+            fa,
+            a,
+            [f"please look at {SEARCH_HTML} {PHRASE} now", "and then the rest"],
+            title="Budget planted in a prompt",
+            branch="feature/budget",
+        )
         c = Conversation(a, start=NOW - timedelta(hours=2))
         lines: list = [c.permission_mode(), *c.exchange("run the checks", "running them")]
         lines += c.tool_round(f"checks: {PHRASE} exceeded by 3")
@@ -1299,11 +1539,20 @@ def test_search_needs_the_token(search_hub, search_world):
         browser.close()
 
 
-@pytest.mark.parametrize("params", [
-    {"q": "!!!"}, {"q": ""}, {"q": "NOT budget"}, {"q": "x" * 2001}, {"q": PHRASE, "role": "robot"},
-    {"q": PHRASE, "since": "yesterday"}, {"q": PHRASE, "limit": "0"}, {"q": PHRASE, "limit": "51"},
-    {"q": PHRASE, "project": "/etc"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "!!!"},
+        {"q": ""},
+        {"q": "NOT budget"},
+        {"q": "x" * 2001},
+        {"q": PHRASE, "role": "robot"},
+        {"q": PHRASE, "since": "yesterday"},
+        {"q": PHRASE, "limit": "0"},
+        {"q": PHRASE, "limit": "51"},
+        {"q": PHRASE, "project": "/etc"},
+    ],
+)
 def test_a_bad_search_is_400_with_a_message(search_hub, search_world, params):
     r = _search(search_hub, **params)
     assert r.status_code == 400, (params, r.status_code, r.text)
@@ -1326,7 +1575,13 @@ def test_search_results_shape_marks_and_resume(search_hub, search_world):
     hit = found[w.prompted]
     assert set(hit) == RESULT_KEYS
     assert (hit["project"], hit["cwd"], hit["title"], hit["title_source"], hit["branch"], hit["hits"]) == (
-        w.a, w.a, "Budget planted in a prompt", "custom", "feature/budget", 1)
+        w.a,
+        w.a,
+        "Budget planted in a prompt",
+        "custom",
+        "feature/budget",
+        1,
+    )
     assert hit["resume"] == f"cd {shlex.quote(w.a)} && claude --resume {w.prompted}"
     assert re.fullmatch(r"\d+[smhd]", hit["age"]) and isinstance(hit["last_ts"], int)
     [snippet] = hit["snippets"]

@@ -38,18 +38,24 @@ class World:
         g = self.gamma = claude.project("gamma")
         fg = claude.folder(g)
         three = ["Add the endpoint", "Write its tests", "Update the docs"]
-        self.long_prompts = ["Rewrite the parser with error recovery"] + [
-            f"Parser step {i}: handle the next construct" for i in range(2, 10)] + ["Now document the grammar"]
+        self.long_prompts = (
+            ["Rewrite the parser with error recovery"]
+            + [f"Parser step {i}: handle the next construct" for i in range(2, 10)]
+            + ["Now document the grammar"]
+        )
         self.long = _session(fg, g, self.long_prompts, title="Parser rewrite")
         self.hinted = _session(fg, g, ["needle-browser: fix the flaky login test"], start=OLD)
-        self.hinted2 = _session(fg, g, ["Tweak the CSS", "and the footer"], title="Old CSS tweaks",
-                                start=OLD - timedelta(days=1))
+        self.hinted2 = _session(
+            fg, g, ["Tweak the CSS", "and the footer"], title="Old CSS tweaks", start=OLD - timedelta(days=1)
+        )
         self.noted = _session(fg, g, ["Look at the cache"], title="Cache look", start=OLD - timedelta(days=2))
-        self.xss_title = _session(fg, g, [PROMPT_XSS, "second prompt", "last " + XSS], title="title " + XSS,
-                                  start=OLD - timedelta(days=3))
+        self.xss_title = _session(
+            fg, g, [PROMPT_XSS, "second prompt", "last " + XSS], title="title " + XSS, start=OLD - timedelta(days=3)
+        )
         self.xss_prompt = _session(fg, g, [PROMPT_XSS], start=OLD - timedelta(days=4))
-        self.xss_marked = _session(fg, g, ["Harmless prompt"], title="Marked with a payload",
-                                   start=OLD - timedelta(days=5))
+        self.xss_marked = _session(
+            fg, g, ["Harmless prompt"], title="Marked with a payload", start=OLD - timedelta(days=5)
+        )
         self.tomark = _session(fg, g, three, title="Session to mark stale in the page")
         self.fromcli = _session(fg, g, three, title="Session marked from the CLI")
         d = self.delta = claude.project("delta")
@@ -58,13 +64,26 @@ class World:
         self.d2 = _session(fd, d, ["Old delta idea"], start=OLD)
         claude.sessions(g)  # registers the projects
         claude.sessions(d)
-        for args in (("note", self.noted, "--summary", "looked, nothing to do"),
-                     ("stale", self.xss_marked, "--reason", "reason " + XSS),
-                     ("note", self.xss_marked, "--summary", "note " + XSS)):
+        for args in (
+            ("note", self.noted, "--summary", "looked, nothing to do"),
+            ("stale", self.xss_marked, "--reason", "reason " + XSS),
+            ("note", self.xss_marked, "--summary", "note " + XSS),
+        ):
             proc = claude.run("mark", args[0], "--project", g, *args[1:])
             assert proc.returncode == 0, proc.stderr
-        self.all_ids = {self.long, self.hinted, self.hinted2, self.noted, self.xss_title, self.xss_prompt,
-                        self.xss_marked, self.tomark, self.fromcli, self.d1, self.d2}
+        self.all_ids = {
+            self.long,
+            self.hinted,
+            self.hinted2,
+            self.noted,
+            self.xss_title,
+            self.xss_prompt,
+            self.xss_marked,
+            self.tomark,
+            self.fromcli,
+            self.d1,
+            self.d2,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -159,8 +178,10 @@ TOKEN_KEY = "c3async-hub-token"
 
 
 def _storage(pg) -> dict:
-    return pg.evaluate("(() => { const o = {}; for (let i = 0; i < localStorage.length; i++) "
-                       "o[localStorage.key(i)] = localStorage.getItem(localStorage.key(i)); return o; })()")
+    return pg.evaluate(
+        "(() => { const o = {}; for (let i = 0; i < localStorage.length; i++) "
+        "o[localStorage.key(i)] = localStorage.getItem(localStorage.key(i)); return o; })()"
+    )
 
 
 def test_the_printed_url_lets_the_browser_in_and_leaves_no_token_behind(page, hub, world):
@@ -243,7 +264,10 @@ def test_a_page_of_another_port_gets_no_token(page, hub, world):
     finally:
         requests = neighbour.stop()
     assert [r["path"] for r in requests if r["method"] == "GET" and r["path"] != "/favicon.ico"] == [
-        "/", "/link", "/?via=link"]
+        "/",
+        "/link",
+        "/?via=link",
+    ]
     reports = [json.loads(r["body"]) for r in requests if r["path"] == "/report"]
     assert reports == [{"cookie": "", "local": {}, "session": {}}] * 2
     assert [r for r in requests if any(k.lower() == "cookie" for k, _ in r["headers"])] == []
@@ -317,16 +341,19 @@ def test_rows_rail_and_detail_show_tokens_and_cost(page, world, tmp_path):
     expect(page.row(world.long).locator(".tokens")).to_have_text("147k")  # 10 replies
     expect(page.row(world.long).locator(".cost")).to_have_text("$0.27")
     rail = page.page.locator("#projects li")
-    expect(rail.filter(has=page.page.locator(f'button[data-project="{world.delta}"]')).locator(".rail-usage")
-           ).to_have_text("59k tok · $0.11")  # d1 + d2: 4 replies
-    expect(rail.filter(has=page.page.locator('button[data-project=""]')).locator(".rail-usage")
-           ).to_have_text("425k tok · $0.78")  # every session of both projects: 29 replies
+    expect(
+        rail.filter(has=page.page.locator(f'button[data-project="{world.delta}"]')).locator(".rail-usage")
+    ).to_have_text("59k tok · $0.11")  # d1 + d2: 4 replies
+    expect(rail.filter(has=page.page.locator('button[data-project=""]')).locator(".rail-usage")).to_have_text(
+        "425k tok · $0.78"
+    )  # every session of both projects: 29 replies
     expect(page.page.locator("#projects button")).to_have_text(["All projects", "gamma", "delta"])
     li = page.row(world.d1)
     li.locator(".title").click()
     expect(li.locator(".detail h3", has_text="Tokens and cost")).to_be_visible(timeout=WAIT_MS)
     expect(li.locator(".usage-detail")).to_contain_text(
-        "input 9 · output 84 · cache write 9,888 · cache read 33,993 · total 43,974 tokens · cost $0.08")
+        "input 9 · output 84 · cache write 9,888 · cache read 33,993 · total 43,974 tokens · cost $0.08"
+    )
     page.shot(tmp_path, "tokens-and-cost")
     assert page.errors == []
 
@@ -449,8 +476,10 @@ def test_a_change_elsewhere_keeps_the_rows_and_what_is_typed(page, world):
     proc = world.claude.run("mark", "note", world.d1, "--project", world.delta, "--summary", "noted in a shell")
     assert proc.returncode == 0, proc.stderr
     page.wait_listings(since, 1)  # the change event's: the changed row in place, the counts asked again
-    seen = {"fewest rows meanwhile": page.page.evaluate("window.__minRows"),
-            "typed text": li.get_by_label("note summary").input_value()}
+    seen = {
+        "fewest rows meanwhile": page.page.evaluate("window.__minRows"),
+        "typed text": li.get_by_label("note summary").input_value(),
+    }
     assert page.ids() == world.all_ids
     assert seen == {"fewest rows meanwhile": len(world.all_ids), "typed text": "half typed"}
 
@@ -537,8 +566,9 @@ def test_the_conversation_reader_shows_text_as_text_and_opens_at_an_offset(brows
         page.shot(tmp_path, "conversation", full_page=True)
         # a search feature's entry point: open at a byte offset, the item highlighted and in view
         with hub.client() as client:
-            found = client.get(f"/api/sessions/{c.id}/conversation",
-                               params={"project": project, "limit": 200}).json()["items"]
+            found = client.get(f"/api/sessions/{c.id}/conversation", params={"project": project, "limit": 200}).json()[
+                "items"
+            ]
         target = next(i for i in found if i.get("text") == "prompt 33")
         page.page.evaluate("([p, s, at]) => openConversation(p, s, { at })", [project, c.id, target["offset"] + 9])
         hit = li.locator(".conv-hit")
@@ -584,14 +614,24 @@ class SearchWorld:
         write_session(fa, c.id, [*lines, c.custom_title("Cost audit with an agent")])
         self.agented = c.id
         sub = Conversation(a, c.id, sidechain=True, start=NOW - timedelta(hours=3))
-        write_session(fa / c.id / "subagents", "agent-5e5e5e",
-                      [sub.prompt("Audit"), *sub.reply(text(f"the {PHRASE} is over by 3%"))])
+        write_session(
+            fa / c.id / "subagents",
+            "agent-5e5e5e",
+            [sub.prompt("Audit"), *sub.reply(text(f"the {PHRASE} is over by 3%"))],
+        )
         self.fillers = {_session(fa, a, [f"{FILLER} number {i}"], start=OLD - timedelta(hours=i)) for i in range(21)}
         b = self.b = claude.project("toolish")
         t = Conversation(b, start=NOW - timedelta(hours=2))
-        write_session(claude.folder(b), t.id, [t.permission_mode(), *t.exchange("run the checks", "running"),
-                                               *t.tool_round(f"checks: {PHRASE} exceeded"),
-                                               t.custom_title("Checks with tool output")])
+        write_session(
+            claude.folder(b),
+            t.id,
+            [
+                t.permission_mode(),
+                *t.exchange("run the checks", "running"),
+                *t.tool_round(f"checks: {PHRASE} exceeded"),
+                t.custom_title("Checks with tool output"),
+            ],
+        )
         self.tooled = t.id
         claude.sessions(a)  # registers both projects
         claude.sessions(b)
@@ -755,7 +795,8 @@ def test_search_shows_the_index_being_built_and_searches_again_when_done(search_
     expect(note).to_contain_text("Indexing conversations… 25%", timeout=WAIT_MS)
     expect(pg.locator("#results > li")).to_have_count(1)
     expect(pg.locator("#search-problems")).to_have_text(
-        "Not everything could be searched: the search index shard-3.db is damaged: <b>not bold</b>")
+        "Not everything could be searched: the search index shard-3.db is damaged: <b>not bold</b>"
+    )
     expect(note).to_contain_text("Indexing conversations… 50%", timeout=WAIT_MS)
     expect(note).to_be_hidden(timeout=WAIT_MS)
     expect(pg.locator("#search-problems")).to_be_hidden()
@@ -846,7 +887,9 @@ def test_keep_in_the_page_then_the_row_comes_from_the_archive(keep_page, keep_wo
     assert chip.get_attribute("title") == ARCHIVED_TIP
     expect(li.locator(".chip.kept")).to_have_count(1)
     li.locator(".title").click()
-    expect(li.locator(".detail code.cmd")).to_have_text(re.compile(rf"^cd .+ && c3async resume {w.tokeep}$"), timeout=WAIT_MS)
+    expect(li.locator(".detail code.cmd")).to_have_text(
+        re.compile(rf"^cd .+ && c3async resume {w.tokeep}$"), timeout=WAIT_MS
+    )
     expect(li.locator(".detail .archived-note")).to_contain_text("This command puts it back")
     expect(li.locator(".detail pre").first).to_have_text("Add the endpoint")  # read from the archive
     pg.screenshot(path="/tmp/hub-keep.png")

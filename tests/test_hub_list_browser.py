@@ -27,8 +27,11 @@ class World:
         for n in range(TOTAL):
             p = self.projects[n % 3]
             title = f"Session {n:03d} about {'parsers' if n % 5 == 0 else 'caches'} on a long descriptive title"
-            self.ids.append(simple_session(claude.folder(p), p, title, mtime=now - 60 * n,
-                                           branch=f"feature/branch-with-a-long-name-{n % 7}"))
+            self.ids.append(
+                simple_session(
+                    claude.folder(p), p, title, mtime=now - 60 * n, branch=f"feature/branch-with-a-long-name-{n % 7}"
+                )
+            )
         for p in self.projects:
             assert claude.run("sessions", "--project", p).returncode == 0
 
@@ -74,7 +77,10 @@ def scroll_to_row(pg, sid: str) -> None:
     pg.evaluate("window.scrollTo(0, 0)")
     li = pg.locator(f'#rows li[data-id="{sid}"]')
     deadline = time.monotonic() + 60
-    while not (li.count() and li.evaluate("e => { const r = e.getBoundingClientRect(); return r.top > 120 && r.bottom < innerHeight; }")):
+    while not (
+        li.count()
+        and li.evaluate("e => { const r = e.getBoundingClientRect(); return r.top > 120 && r.bottom < innerHeight; }")
+    ):
         assert time.monotonic() < deadline
         pg.mouse.wheel(0, 300)
         pg.wait_for_timeout(30)
@@ -89,9 +95,12 @@ def test_the_list_pages_as_one_and_counts_n_of_m(page, world):
     page.mouse.wheel(0, 100_000)  # to the very end
     page.wait_for_function(  # the window drawn at the end: the last row, and fewer than a page
         "([last]) => { const els = document.querySelectorAll('#rows li');"
-        " return els.length < 100 && els[els.length - 1]?.dataset.id === last; }", arg=[ids[-1]], timeout=WAIT_MS)
+        " return els.length < 100 && els[els.length - 1]?.dataset.id === last; }",
+        arg=[ids[-1]],
+        timeout=WAIT_MS,
+    )
     window = drawn(page)  # only the rows in and near the view are in the document, in order
-    assert 10 < len(window) < 100 and window == ids[-len(window):], window
+    assert 10 < len(window) < 100 and window == ids[-len(window) :], window
     expect(page.locator(f'#rows li[data-id="{ids[-1]}"]')).to_be_in_viewport()
     page.fill("#search", "parsers")
     expect(page.locator("#progress")).to_have_text(f"90 of {TOTAL} sessions", timeout=WAIT_MS)
@@ -119,11 +128,13 @@ def test_column_headers_sort_and_say_so(page, world):
     title.click()
     expect(title).to_have_attribute("aria-sort", "ascending", timeout=WAIT_MS)
     expect(page.locator("#rows li .title").first).to_have_text(
-        "Session 000 about parsers on a long descriptive title", timeout=WAIT_MS)
+        "Session 000 about parsers on a long descriptive title", timeout=WAIT_MS
+    )
     title.click()
     expect(title).to_have_attribute("aria-sort", "descending", timeout=WAIT_MS)
     expect(page.locator("#rows li .title").first).to_have_text(
-        "Session 449 about caches on a long descriptive title", timeout=WAIT_MS)
+        "Session 449 about caches on a long descriptive title", timeout=WAIT_MS
+    )
     assert page.locator('#columns button[data-sort="activity"]').get_attribute("aria-sort") == "none"
 
 
@@ -176,7 +187,9 @@ def test_every_width_keeps_titles_readable_and_nothing_cut_off(browser, hub, wid
     with hub_page(browser, hub.login_url, width) as pg:
         expect(pg.locator("#rows li").first).to_be_visible(timeout=WAIT_MS)
         pg.wait_for_function("document.querySelectorAll('#rows li .title').length >= 20", timeout=WAIT_MS)
-        widths = pg.eval_on_selector_all("#rows li .title", "els => els.slice(0, 20).map(e => e.getBoundingClientRect().width)")
+        widths = pg.eval_on_selector_all(
+            "#rows li .title", "els => els.slice(0, 20).map(e => e.getBoundingClientRect().width)"
+        )
         assert min(widths) >= 110, widths
         assert pg.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scroll
         box = pg.locator("#rows li .resume").first.bounding_box()

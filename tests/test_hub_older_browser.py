@@ -16,8 +16,9 @@ pytestmark = needs_chromium
 def test_the_rail_offers_a_projects_older_sessions(claude, browser):
     project = claude.project("deep")
     now = time.time()
-    ids = [simple_session(claude.folder(project), project, f"deep session {n:03d}", mtime=now - 60 * n)
-           for n in range(230)]
+    ids = [
+        simple_session(claude.folder(project), project, f"deep session {n:03d}", mtime=now - 60 * n) for n in range(230)
+    ]
     assert claude.run("sessions", "--project", project).returncode == 0
     with Hub(claude) as hub, hub_page(browser, hub.login_url) as pg:
         expect(pg.locator("#progress")).to_have_text("200 sessions", timeout=WAIT_MS)

@@ -73,8 +73,14 @@ def test_another_account_gets_nothing_from_the_hub(claude) -> None:
         assert hub.token_file.exists()
         proc = subprocess.run(
             [SYSTEM_PYTHON, "-I", "-c", PROBE, hub.url, str(hub.token_file), sid, project],
-            capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"},
-            user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[], cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin"},
+            user=nobody.pw_uid,
+            group=nobody.pw_gid,
+            extra_groups=[],
+            cwd="/",
         )
         assert proc.returncode == 0, proc.stderr
         seen = json.loads(proc.stdout)
@@ -137,14 +143,24 @@ def test_the_hub_folder_must_be_private_and_ours(claude) -> None:
     folder = claude.c3home / "hub"
     folder.mkdir(parents=True)
     os.chmod(folder, 0o755)
-    proc = subprocess.run([sys.executable, "-m", "c3async", "hub", "--port", "0"], capture_output=True, text=True,
-                          env=claude.env(), timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "hub", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=claude.env(),
+        timeout=60,
+    )
     assert proc.returncode == 1 and "chmod 700" in proc.stderr and str(folder) in proc.stderr, proc.stderr
     if os.geteuid() == 0:
         os.chmod(folder, 0o700)
         os.chown(folder, 65534, 65534)
-        proc = subprocess.run([sys.executable, "-m", "c3async", "hub", "--port", "0"], capture_output=True,
-                              text=True, env=claude.env(), timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "c3async", "hub", "--port", "0"],
+            capture_output=True,
+            text=True,
+            env=claude.env(),
+            timeout=60,
+        )
         assert proc.returncode == 1 and "another account" in proc.stderr, proc.stderr
     assert list(folder.iterdir()) == []
 
@@ -155,8 +171,9 @@ def test_the_url_is_written_once_the_socket_listens(claude) -> None:
     import socket
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "c3async", "hub", "--port", "0"], stderr=subprocess.DEVNULL,
-                            env=claude.env())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "c3async", "hub", "--port", "0"], stderr=subprocess.DEVNULL, env=claude.env()
+    )
     try:
         folder = claude.c3home / "hub"
         deadline = time.monotonic() + 30

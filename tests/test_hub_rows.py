@@ -30,16 +30,23 @@ class World:
         for n, p in enumerate(self.projects):
             folder = claude.folder(p)
             self.ids[p] = [
-                simple_session(folder, p, f"{p.rsplit('/', 1)[-1]} task {i:02d}", mtime=now - 1000 * n - i,
-                               branch="main" if i % 2 else "feature", start=OLD if i >= 5 else None)
+                simple_session(
+                    folder,
+                    p,
+                    f"{p.rsplit('/', 1)[-1]} task {i:02d}",
+                    mtime=now - 1000 * n - i,
+                    branch="main" if i % 2 else "feature",
+                    start=OLD if i >= 5 else None,
+                )
                 for i in range(12)
             ]
         a = self.projects[0]
         self.cleared = self.ids[a][7]
         log = claude.root / "work" / "alpha" / ".c3"
         log.mkdir(parents=True, exist_ok=True)
-        (log / "activity.jsonl").write_text(json.dumps(
-            {"ts": now - 5000, "kind": "session_end", "session_id": self.cleared, "reason": "clear"}) + "\n")
+        (log / "activity.jsonl").write_text(
+            json.dumps({"ts": now - 5000, "kind": "session_end", "session_id": self.cleared, "reason": "clear"}) + "\n"
+        )
         for p in self.projects:
             assert claude.run("sessions", "--project", p).returncode == 0  # registered
 
@@ -84,8 +91,15 @@ def test_filter_search_project_branch_and_sort(client, world):
     only = rows(client, project=alpha, branch="feature")
     assert only["total"] == 6 and all(r["branch"] == "feature" and r["project"] == alpha for r in only["rows"])
     assert only["counts"]["all"] == 6
-    for bad in ({"filter": "nope"}, {"sort": "nope"}, {"order": "up"}, {"limit": "-1"}, {"cursor": "x"},
-                {"project": "/no/such"}, {"depth": "5"}):
+    for bad in (
+        {"filter": "nope"},
+        {"sort": "nope"},
+        {"order": "up"},
+        {"limit": "-1"},
+        {"cursor": "x"},
+        {"project": "/no/such"},
+        {"depth": "5"},
+    ):
         assert client.get("/api/rows", params=bad).status_code == 400, bad
 
 

@@ -25,8 +25,11 @@ def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("interrupt")
     config, c3home, projects = make_corpus(root / "c", 320)  # over 64 MiB a project: the accountant forks
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
-    env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(c3home),
-               PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    env.update(
+        CLAUDE_CONFIG_DIR=str(config),
+        C3_HOME=str(c3home),
+        PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]),
+    )
     return env, c3home, projects
 
 
@@ -34,8 +37,12 @@ def corpus(tmp_path_factory):
 @pytest.mark.parametrize("command", ["sessions", "stats", "index", "search"])
 def test_a_signal_ends_the_command_and_its_workers(corpus, command, how):
     env, c3home, projects = corpus
-    args = {"sessions": ["sessions", "--project", projects[0]], "stats": ["stats", "--project", projects[0]],
-            "index": ["index"], "search": ["search", "retry", "--all"]}[command]
+    args = {
+        "sessions": ["sessions", "--project", projects[0]],
+        "stats": ["stats", "--project", projects[0]],
+        "index": ["index"],
+        "search": ["search", "retry", "--all"],
+    }[command]
     seen_workers = 0
     # Three moments of its run, and the moment its workers first run (a fast machine's worker
     # phase is tens of ms: only that stop is sure to land in it), or its start-up is over.
@@ -59,8 +66,13 @@ def test_an_interrupted_index_carries_on_and_stays_consistent(corpus):
     for delay in delays:  # each run carries on from what the one before committed
         stop(["index"], env, delay, "ctrl-c twice")
     assert index_is_sound(env, c3home) is None
-    proc = subprocess.run([sys.executable, "-m", "c3async", "search", "retry", "--all", "--json"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "search", "retry", "--all", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)["results"], proc.stderr
 
 
@@ -88,7 +100,7 @@ def test_a_signal_during_an_import_still_ends_the_command_quietly():
     assert stop.code_of(RuntimeError("something else")) is None
 
 
-SWALLOWED = r'''
+SWALLOWED = r"""
 import os, signal, sys, time, weakref
 from c3async.ground import stop
 stop.install()
@@ -103,7 +115,7 @@ try:
     print("ran on")
 except (KeyboardInterrupt, stop.Stopped) as exc:
     print("stopped where it was:", type(exc).__name__)
-'''
+"""
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
@@ -144,20 +156,29 @@ runpy.run_module("c3async", run_name="__main__", alter_sys=True)
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 def test_a_signal_at_any_import_of_the_start_up_ends_the_command_quietly(tmp_path, sig):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
-    env.update(CLAUDE_CONFIG_DIR=str(tmp_path / "config"), C3_HOME=str(tmp_path / "home"),
-               PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    env.update(
+        CLAUDE_CONFIG_DIR=str(tmp_path / "config"),
+        C3_HOME=str(tmp_path / "home"),
+        PYTHONPATH=str(__import__("pathlib").Path(__file__).resolve().parents[1]),
+    )
     project = tmp_path / "app"
     project.mkdir()
     marker = tmp_path / "kicked"
     hit, n = [], 1
     while True:  # every 5th import boundary, from the first, until the command runs out of them
         marker.unlink(missing_ok=True)
-        done = subprocess.run([sys.executable, "-c", AT_IMPORT, str(n), sig, str(marker), "sessions", "--project",
-                               str(project)], env=env, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", AT_IMPORT, str(n), sig, str(marker), "sessions", "--project", str(project)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if not marker.exists():
             break
         hit.append(marker.read_text())
         assert "Traceback" not in done.stderr and done.returncode == 128 + getattr(signal, sig), (
-            f"a {sig} at import {n} ({hit[-1]}): exit {done.returncode}\n{done.stderr[-2000:]}")
+            f"a {sig} at import {n} ({hit[-1]}): exit {done.returncode}\n{done.stderr[-2000:]}"
+        )
         n += 5
     assert len(hit) > 20, hit  # the command's start-up was really walked (the CLI imports that many)

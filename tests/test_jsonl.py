@@ -172,8 +172,13 @@ def small_disk(tmp_path: Path):
     if sys.platform != "linux" or os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root on Linux")
     try:
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                              capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"cannot mount a tmpfs here: {exc}")
     if proc.returncode != 0:

@@ -86,7 +86,7 @@ def resume(sb, *args: str, env: dict | None = None) -> tuple[subprocess.Complete
     tools.mkdir(exist_ok=True)
     stand_in = tools / "claude"
     record = sb.root / "claude-ran.txt"
-    stand_in.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$PWD\" \"$@\" > {shlex.quote(str(record))}\n")
+    stand_in.write_text(f'#!/bin/sh\nprintf \'%s\\n\' "$PWD" "$@" > {shlex.quote(str(record))}\n')
     stand_in.chmod(0o755)
     record.unlink(missing_ok=True)
     env = dict(env or sb.env())
@@ -851,7 +851,11 @@ def test_planted_folder_link_is_never_restored_from(world, tmp_path) -> None:
     smuggled = _smuggle(sb, proj, folder, tmp_path)
     tree = claude_tree(sb)
     proc = sb.run("resume", smuggled, "--print", "--project", proj)
-    assert proc.returncode == 1 and ("symlink" in proc.stderr or "no session" in proc.stderr) and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 1
+        and ("symlink" in proc.stderr or "no session" in proc.stderr)
+        and "Traceback" not in proc.stderr
+    )
     assert proc.stdout == ""
     assert not (folder / f"{smuggled}.jsonl").exists()
     assert claude_tree(sb) == tree

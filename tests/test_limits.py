@@ -33,8 +33,11 @@ from c3async.stores import marks
 from c3async.tasks import actions
 from stress.transcripts import simple_session
 
-IDS = ("aaaa1111-0000-4000-8000-000000000001", "aaaa2222-0000-4000-8000-000000000002",
-       "bbbb3333-0000-4000-8000-000000000003")
+IDS = (
+    "aaaa1111-0000-4000-8000-000000000001",
+    "aaaa2222-0000-4000-8000-000000000002",
+    "bbbb3333-0000-4000-8000-000000000003",
+)
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 
 
@@ -96,8 +99,10 @@ def test_clip_bounds_a_logged_string():
 # ------------------------------------------------------------------------ marks
 
 
-@pytest.mark.parametrize(("field", "limit"), [
-    ("reason", marks.MAX_REASON), ("summary", marks.MAX_SUMMARY), ("next_steps", marks.MAX_NEXT_STEPS)])
+@pytest.mark.parametrize(
+    ("field", "limit"),
+    [("reason", marks.MAX_REASON), ("summary", marks.MAX_SUMMARY), ("next_steps", marks.MAX_NEXT_STEPS)],
+)
 def test_mark_text_over_its_limit_is_refused_and_nothing_written(project, field, limit):
     op = "stale" if field == "reason" else "note"
     args = {"reason": "why"} if op == "stale" else {}
@@ -111,8 +116,14 @@ def test_mark_text_over_its_limit_is_refused_and_nothing_written(project, field,
 
 def test_the_limits_are_the_documented_numbers():
     assert (marks.MAX_REASON, marks.MAX_SUMMARY, marks.MAX_NEXT_STEPS) == (2_000, 8_000, 8_000)
-    assert (actions.MAX_TITLE, actions.MAX_DESCRIPTION, actions.MAX_DECISION_TEXT,
-            actions.MAX_DECISION_REASONING, actions.MAX_TAGS, actions.MAX_TAG) == (500, 20_000, 8_000, 8_000, 50, 64)
+    assert (
+        actions.MAX_TITLE,
+        actions.MAX_DESCRIPTION,
+        actions.MAX_DECISION_TEXT,
+        actions.MAX_DECISION_REASONING,
+        actions.MAX_TAGS,
+        actions.MAX_TAG,
+    ) == (500, 20_000, 8_000, 8_000, 50, 64)
     assert LIMITS[("note", "data")] == marks.MAX_SUMMARY and LIMITS[("stale", "reasoning")] == marks.MAX_REASON
 
 
@@ -203,13 +214,16 @@ def _pm(tmp_path: Path) -> bytes | None:
     return path.read_bytes() if path.exists() else None
 
 
-@pytest.mark.parametrize(("action", "args", "field", "limit"), [
-    ("add", {"title": "t" * 501}, "title", 500),
-    ("add", {"title": "ok", "description": "d" * 20_001}, "description", 20_000),
-    ("decide", {"text": "x" * 8_001}, "text", 8_000),
-    ("decide", {"text": "ok", "reasoning": "r" * 8_001}, "reasoning", 8_000),
-    ("milestone_add", {"milestone": "m" * 201}, "milestone", 200),
-])
+@pytest.mark.parametrize(
+    ("action", "args", "field", "limit"),
+    [
+        ("add", {"title": "t" * 501}, "title", 500),
+        ("add", {"title": "ok", "description": "d" * 20_001}, "description", 20_000),
+        ("decide", {"text": "x" * 8_001}, "text", 8_000),
+        ("decide", {"text": "ok", "reasoning": "r" * 8_001}, "reasoning", 8_000),
+        ("milestone_add", {"milestone": "m" * 201}, "milestone", 200),
+    ],
+)
 def test_task_text_over_its_limit_is_refused_and_nothing_written(tmp_path, action, args, field, limit):
     with pytest.raises(BadArgument) as e:
         actions.run(str(tmp_path), WHO, action, **args)
@@ -262,8 +276,12 @@ HOSTILE = "$(touch /tmp/pwned)\n`id`\x1b]52;c;AAAA\x07" + "A" * 10_000
 
 @pytest.mark.anyio
 async def test_unknown_actions_write_no_activity_row(client, world):
-    for tool, args in [("c3_session", {"action": HOSTILE}), ("c3_session", {"action": "bogus"}),
-                       ("c3_task", {"action": HOSTILE}), ("c3_status", {"view": HOSTILE})]:
+    for tool, args in [
+        ("c3_session", {"action": HOSTILE}),
+        ("c3_session", {"action": "bogus"}),
+        ("c3_task", {"action": HOSTILE}),
+        ("c3_status", {"view": HOSTILE}),
+    ]:
         text = err(await client.call_tool(tool, args))
         assert "unknown" in text and len(text) < 1_000, text[:300]
     assert world.activity() == []

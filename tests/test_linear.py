@@ -24,8 +24,9 @@ HANG_GUARD_S = 120
 
 
 def _child(code: str) -> str:
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=HANG_GUARD_S)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=HANG_GUARD_S
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -66,12 +67,18 @@ def test_markup_is_found_without_backtracking():
 def test_the_classifier_keeps_its_meaning():
     from c3async.catalog.extract import classify_text
 
-    assert classify_text("<command-name>/clear</command-name>\n  <command-message>clear</command-message>\n"
-                         "  <command-args></command-args>") == ("command", "/clear")
-    assert classify_text("<command-message>review</command-message>\n<command-name>/review</command-name>\n"
-                         "<command-args>PR 12</command-args>") == ("prompt", "/review PR 12")
+    assert classify_text(
+        "<command-name>/clear</command-name>\n  <command-message>clear</command-message>\n"
+        "  <command-args></command-args>"
+    ) == ("command", "/clear")
+    assert classify_text(
+        "<command-message>review</command-message>\n<command-name>/review</command-name>\n"
+        "<command-args>PR 12</command-args>"
+    ) == ("prompt", "/review PR 12")
     assert classify_text("<command-name>/model</command-name><command-args>opus</command-args>") == (
-        "command", "/model opus")
+        "command",
+        "/model opus",
+    )
     assert classify_text("  <bash-input>ls -la</bash-input>") == ("prompt", "! ls -la")
     assert classify_text(" [Image #3] ") is None
     assert classify_text("[Request interrupted by user for tool use]") is None
@@ -136,8 +143,12 @@ def test_every_door_handles_a_project_of_pathological_transcripts(claude):
     ids = []
     for i, payload in enumerate(PAYLOADS):
         conv = Conversation(project)
-        lines = [conv.permission_mode(), *conv.exchange(payload, payload), *conv.tool_round(payload),
-                 *conv.exchange(f"the real question {i}", "an answer")]
+        lines = [
+            conv.permission_mode(),
+            *conv.exchange(payload, payload),
+            *conv.tool_round(payload),
+            *conv.exchange(f"the real question {i}", "an answer"),
+        ]
         write_session(folder, conv.id, lines)
         side = Conversation(project, conv.id, sidechain=True)
         write_session(folder / conv.id / "subagents", "agent-a1", [side.prompt(payload), *side.reply()])

@@ -43,13 +43,27 @@ def hb_name(name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, name))
 
 
-def write_hb(project: str, name: str, *, host: str | None = "host-1", ts: float | None = None,
-             ide: str = "vscode", pid: int | None = None, **extra) -> Path:
+def write_hb(
+    project: str,
+    name: str,
+    *,
+    host: str | None = "host-1",
+    ts: float | None = None,
+    ide: str = "vscode",
+    pid: int | None = None,
+    **extra,
+) -> Path:
     """A heartbeat file as an MCP process (or an older C3 without boot_id/mono) leaves it."""
     folder = live_dir(project)
     folder.mkdir(parents=True, exist_ok=True)
-    data = {"session_id": name, "host_session_id": host, "ide": ide,
-            "pid": os.getpid() if pid is None else pid, "ts": time.time() if ts is None else ts, **extra}
+    data = {
+        "session_id": name,
+        "host_session_id": host,
+        "ide": ide,
+        "pid": os.getpid() if pid is None else pid,
+        "ts": time.time() if ts is None else ts,
+        **extra,
+    }
     path = folder / f"{hb_name(name)}.json"
     path.write_text(json.dumps(data))
     return path
@@ -71,7 +85,7 @@ def dead_pid() -> int:
 
 def proc_start(pid: int) -> int:
     data = Path(f"/proc/{pid}/stat").read_bytes()
-    return int(data[data.rindex(b")") + 2:].split()[19])  # field 22
+    return int(data[data.rindex(b")") + 2 :].split()[19])  # field 22
 
 
 # --- the reader ------------------------------------------------------------------------------
@@ -110,9 +124,18 @@ def test_an_older_writers_file_and_a_bad_ttl_setting(claude, monkeypatch) -> Non
     proj = claude.project("app")
     folder = live_dir(proj)
     folder.mkdir(parents=True)
-    (folder / "c3-old.json").write_text(json.dumps({
-        "session_id": "c3-old", "host_session_id": "h-old", "ide": "terminal", "pid": 99,
-        "ts": int(time.time()) - 100, "future_field": {"x": 1}}))
+    (folder / "c3-old.json").write_text(
+        json.dumps(
+            {
+                "session_id": "c3-old",
+                "host_session_id": "h-old",
+                "ide": "terminal",
+                "pid": 99,
+                "ts": int(time.time()) - 100,
+                "future_field": {"x": 1},
+            }
+        )
+    )
     for bad in ("abc", "0", "-5", ""):
         monkeypatch.setenv("C3_HEARTBEAT_TTL_S", bad)
         assert set(live_sessions(proj)) == {"h-old"}, bad
@@ -157,8 +180,12 @@ def test_unreadable_files_are_ignored_and_pruned_only_after_the_ttl(claude) -> N
     }
     bad = {f"{hb_name(k)}.json": v for k, v in bad.items()}
     # Not a name c3async gives a heartbeat: read if it is one, never deleted however old.
-    foreign = {"notes.json": b"not ours", "dead-but-foreign.json": json.dumps({
-        "session_id": "x", "host_session_id": "h-x", "ide": "vscode", "pid": 1, "ts": time.time() - 10_000}).encode()}
+    foreign = {
+        "notes.json": b"not ours",
+        "dead-but-foreign.json": json.dumps(
+            {"session_id": "x", "host_session_id": "h-x", "ide": "vscode", "pid": 1, "ts": time.time() - 10_000}
+        ).encode(),
+    }
     for name, data in {**bad, **foreign}.items():
         (folder / name).write_bytes(data)
     good = write_hb(proj, "c3-good", host="h-good")
@@ -335,8 +362,9 @@ def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) 
     env = claude.env()
 
     def spawn(script: str, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-c", script, *args], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", script, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     writer = spawn(WRITER, proj, host, str(ctl / "writer.ready"), str(stop))
     procs = [writer]
@@ -374,8 +402,7 @@ def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) 
     assert writer.returncode == 0, writer_out[1]
     assert [p.returncode for p in readers] == [0] * 8, [o[1] for o in outs]
     rounds = [int(o[0]) for o in outs]
-    print(f"reader rounds {rounds}, writer beats {writer_out[0].strip()}, "
-          f"zombies made {maker_out[0].strip()}")
+    print(f"reader rounds {rounds}, writer beats {writer_out[0].strip()}, zombies made {maker_out[0].strip()}")
     assert all(r >= 1 for r in rounds)
     assert not misses.exists(), misses.read_text()[:3000]
     # The fresh file stays; every stale, junk and zombie file and every aside copy is gone.
@@ -412,8 +439,10 @@ def test_the_log_never_calls_a_session_live_whose_claude_is_gone(claude) -> None
         activity.record(proj, "session_start", session_id="nameless", source="startup")  # an older hook
         # The same pid, named by a hook ten minutes before that process started: a pid reused.
         activity.record(proj, "tool", session_id="reused")
-        write_rows(proj, [{"ts": time.time() - 600, "kind": "session_start", "session_id": "reused",
-                           "claude_pid": claude_proc.pid}])
+        write_rows(
+            proj,
+            [{"ts": time.time() - 600, "kind": "session_start", "session_id": "reused", "claude_pid": claude_proc.pid}],
+        )
         live = live_sessions(proj)
         assert live["runs"].source == "activity" and "nameless" in live
         assert "reused" not in live
@@ -429,11 +458,14 @@ def test_the_log_never_calls_a_session_live_whose_claude_is_gone(claude) -> None
 def test_session_start_older_than_the_window_is_not_live(claude) -> None:
     proj = claude.project("app")
     now = time.time()
-    write_rows(proj, [
-        {"ts": now - 21 * 60, "kind": "session_start", "session_id": "quiet"},
-        {"ts": now - 30 * 60, "kind": "session_start", "session_id": "busy"},
-        {"ts": now - 60, "kind": "tool", "session_id": "busy", "tool": "c3_task"},
-    ])
+    write_rows(
+        proj,
+        [
+            {"ts": now - 21 * 60, "kind": "session_start", "session_id": "quiet"},
+            {"ts": now - 30 * 60, "kind": "session_start", "session_id": "busy"},
+            {"ts": now - 60, "kind": "tool", "session_id": "busy", "tool": "c3_task"},
+        ],
+    )
     live = live_sessions(proj)
     assert set(live) == {"busy"}  # recent activity keeps a started session live
     assert ACTIVITY_WINDOW_S == 20 * 60
@@ -505,9 +537,27 @@ def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     assert proc.returncode == 0, proc.stderr
     entries = json.loads(proc.stdout)
     assert isinstance(entries, list) and len(entries) == 2
-    keys = {"id", "project", "title", "branch", "cwd", "state", "state_since", "waiting_for", "source", "mcp_count",
-            "ides", "pids", "c3_sessions", "claude_pids", "last_seen", "resume", "tokens_per_h", "usd_per_h",
-            "window_share"}
+    keys = {
+        "id",
+        "project",
+        "title",
+        "branch",
+        "cwd",
+        "state",
+        "state_since",
+        "waiting_for",
+        "source",
+        "mcp_count",
+        "ides",
+        "pids",
+        "c3_sessions",
+        "claude_pids",
+        "last_seen",
+        "resume",
+        "tokens_per_h",
+        "usd_per_h",
+        "window_share",
+    }
     assert all(set(e) == keys for e in entries)
     by_id = {e["id"]: e for e in entries}
     hb = by_id[live_id]
@@ -516,8 +566,15 @@ def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     assert sorted(hb["c3_sessions"]) == ["c3-cursor", "c3-vscode"]
     assert abs(hb["last_seen"] - time.time()) < 60
     logged = {k: by_id[logged_id][k] for k in ("id", "source", "mcp_count", "ides", "pids", "c3_sessions", "state")}
-    assert logged == {"id": logged_id, "source": "activity", "mcp_count": 0, "ides": [], "pids": [],
-                      "c3_sessions": [], "state": None}  # no registry entry: no state, not a guessed one
+    assert logged == {
+        "id": logged_id,
+        "source": "activity",
+        "mcp_count": 0,
+        "ides": [],
+        "pids": [],
+        "c3_sessions": [],
+        "state": None,
+    }  # no registry entry: no state, not a guessed one
 
     text = claude.run("live", "--project", proj)
     assert text.returncode == 0 and "MCP×2" in text.stdout and live_id in text.stdout
@@ -606,12 +663,22 @@ def child():
         proc.wait()
 
 
-def registry_file(claude, pid: int, session_id: str, proc_start: int | str | None, *,
-                  file_pid: int | None = None, **extra) -> Path:
+def registry_file(
+    claude, pid: int, session_id: str, proc_start: int | str | None, *, file_pid: int | None = None, **extra
+) -> Path:
     folder = claude.config / "sessions"
     folder.mkdir(parents=True, exist_ok=True)
-    data = {"pid": pid if file_pid is None else file_pid, "sessionId": session_id, "cwd": str(claude.root),
-            "startedAt": int(time.time() * 1000), "version": "2.1.332", "kind": "interactive", "entrypoint": "cli", "status": "idle", **extra}
+    data = {
+        "pid": pid if file_pid is None else file_pid,
+        "sessionId": session_id,
+        "cwd": str(claude.root),
+        "startedAt": int(time.time() * 1000),
+        "version": "2.1.332",
+        "kind": "interactive",
+        "entrypoint": "cli",
+        "status": "idle",
+        **extra,
+    }
     if proc_start is not None:
         data["procStart"] = proc_start
     path = folder / f"{pid}.json"

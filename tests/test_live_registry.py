@@ -18,17 +18,39 @@ import pytest
 from c3async.live.running import proc_start_ticks, read_registry, running
 from stress.transcripts import simple_session
 
-pytestmark = [pytest.mark.process, pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)"),
+]
 
 
-def registry_file(config: Path, pid: int, sid: str, cwd: str, *, status: str = "idle", since_ms: float | None = None,
-                  proc_start: int | str | None = None, **more) -> Path:
+def registry_file(
+    config: Path,
+    pid: int,
+    sid: str,
+    cwd: str,
+    *,
+    status: str = "idle",
+    since_ms: float | None = None,
+    proc_start: int | str | None = None,
+    **more,
+) -> Path:
     folder = config / "sessions"
     folder.mkdir(parents=True, exist_ok=True)
-    data = {"pid": pid, "sessionId": sid, "cwd": cwd, "startedAt": time.time() * 1000,
-            "procStart": str(proc_start_ticks(pid) if proc_start is None else proc_start), "version": "2.1.332",
-            "kind": "interactive", "entrypoint": "cli", "name": "x", "status": status,
-            "statusUpdatedAt": time.time() * 1000 if since_ms is None else since_ms, **more}
+    data = {
+        "pid": pid,
+        "sessionId": sid,
+        "cwd": cwd,
+        "startedAt": time.time() * 1000,
+        "procStart": str(proc_start_ticks(pid) if proc_start is None else proc_start),
+        "version": "2.1.332",
+        "kind": "interactive",
+        "entrypoint": "cli",
+        "name": "x",
+        "status": status,
+        "statusUpdatedAt": time.time() * 1000 if since_ms is None else since_ms,
+        **more,
+    }
     path = folder / f"{pid}.json"
     path.write_text(json.dumps(data))
     return path
@@ -38,15 +60,17 @@ def test_a_running_process_makes_its_session_live_with_its_state(claude, sleeper
     proj = claude.project("app")
     sid = simple_session(claude.folder(proj), proj, "answer the reviewer")
     waited = time.time() - 180
-    registry_file(claude.config, sleeper.pid, sid, proj, status="waiting", since_ms=waited * 1000,
-                  waitingFor="dialog open")
+    registry_file(
+        claude.config, sleeper.pid, sid, proj, status="waiting", since_ms=waited * 1000, waitingFor="dialog open"
+    )
     row = claude.rows_by_id(proj)[sid]
     assert (row["live"], row["state"], row["mcp_count"]) == (True, "waiting", 0)
     assert abs(time.mktime(time.strptime(row["state_since"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone - waited) < 2
     assert [r["id"] for r in claude.sessions(proj, "--filter", "waiting")] == [sid]
     live = json.loads(claude.run("live", "--project", proj, "--json").stdout)
     assert [(e["id"], e["state"], e["source"], e["claude_pids"], e["title"], e["waiting_for"]) for e in live] == [
-        (sid, "waiting", "registry", [sleeper.pid], "answer the reviewer", "dialog open")]
+        (sid, "waiting", "registry", [sleeper.pid], "answer the reviewer", "dialog open")
+    ]
     text = claude.run("live", "--project", proj)
     assert text.returncode == 0 and text.stdout.startswith("waiting 3m") and "answer the reviewer" in text.stdout
     table = claude.run("sessions", "--project", proj)
@@ -64,8 +88,17 @@ def test_dead_reused_and_hostile_files_never_read_live_and_stay(claude, sleeper,
         registry_file(claude.config, sleeper.pid, reused_sid, proj, proc_start=proc_start_ticks(sleeper.pid) - 7),
     ]
     elsewhere = tmp_path / "elsewhere.json"
-    elsewhere.write_text(json.dumps({"pid": os.getpid(), "sessionId": linked_sid, "cwd": proj,
-                                     "procStart": str(proc_start_ticks(os.getpid())), "status": "busy"}))
+    elsewhere.write_text(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "sessionId": linked_sid,
+                "cwd": proj,
+                "procStart": str(proc_start_ticks(os.getpid())),
+                "status": "busy",
+            }
+        )
+    )
     sessions = claude.config / "sessions"
     (sessions / f"{os.getpid()}.json").symlink_to(elsewhere)  # a link: never followed
     os.mkfifo(sessions / f"{os.getppid()}.json")  # a FIFO: never opened to block
@@ -142,7 +175,8 @@ def test_live_all_finds_a_project_never_registered(claude, sleeper):
     assert one == []
     every = json.loads(claude.run("live", "--all", "--project", known, "--json").stdout)
     assert [(e["id"], e["project"], e["state"], e["title"]) for e in every] == [
-        (sid, unknown, "busy", "in a project c3async never listed")]
+        (sid, unknown, "busy", "in a project c3async never listed")
+    ]
 
 
 def test_waiting_comes_first_the_longest_first(claude, sleeper):
@@ -152,8 +186,15 @@ def test_waiting_comes_first_the_longest_first(claude, sleeper):
     extra = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]) for _ in range(3)]
     try:
         now = time.time() * 1000
-        for proc, (name, status, ago) in zip([sleeper, *extra], [("busy one", "busy", 5), ("waits long", "waiting", 900),
-                                                                 ("waits short", "waiting", 30), ("idle one", "idle", 60)]):
+        for proc, (name, status, ago) in zip(
+            [sleeper, *extra],
+            [
+                ("busy one", "busy", 5),
+                ("waits long", "waiting", 900),
+                ("waits short", "waiting", 30),
+                ("idle one", "idle", 60),
+            ],
+        ):
             registry_file(claude.config, proc.pid, ids[name], proj, status=status, since_ms=now - ago * 1000)
         live = json.loads(claude.run("live", "--project", proj, "--json").stdout)
         assert [e["title"] for e in live] == ["waits long", "waits short", "busy one", "idle one"]

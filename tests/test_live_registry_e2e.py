@@ -27,7 +27,9 @@ def _until(check, what: str, timeout: float = 60.0, term: Terminal | None = None
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"{what} never happened" + (f"; screen: {term.text()[-800:]!r}" if term else "")
+        assert time.monotonic() < deadline, f"{what} never happened" + (
+            f"; screen: {term.text()[-800:]!r}" if term else ""
+        )
         if term is not None:
             term.pump(0.2)
         else:
@@ -37,8 +39,9 @@ def _until(check, what: str, timeout: float = 60.0, term: Terminal | None = None
 def _mcp_live(claude, project: str) -> str:
     from mcp import Client, StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "c3async", "serve"], cwd=project,
-                                   env=claude.env(CLAUDE_PROJECT_DIR=project))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "c3async", "serve"], cwd=project, env=claude.env(CLAUDE_PROJECT_DIR=project)
+    )
 
     async def call() -> str:
         async with Client(stdio_client(params)) as c:
@@ -50,11 +53,15 @@ def _mcp_live(claude, project: str) -> str:
 
 def test_an_interactive_claude_without_c3async_reads_live_with_its_state(claude, tmp_path):
     script, log, release = tmp_path / "script.json", tmp_path / "api.jsonl", tmp_path / "release"
-    script.write_text(json.dumps([
-        {"text": "hello back"},
-        {"hold": str(release), "then": {"text": "done thinking"}},
-        {"tool_use": {"name": "Bash", "input": {"command": "rm -rf ./build-output", "description": "clean"}}},
-    ]))
+    script.write_text(
+        json.dumps(
+            [
+                {"text": "hello back"},
+                {"hold": str(release), "then": {"text": "done thinking"}},
+                {"tool_use": {"name": "Bash", "input": {"command": "rm -rf ./build-output", "description": "clean"}}},
+            ]
+        )
+    )
     api = FakeAPI(script, log).wait_ready()
     env = api.env(claude)
     project = claude.project("plain")

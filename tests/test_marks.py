@@ -88,8 +88,18 @@ def test_file_row_is_exactly_the_spec_row(project) -> None:
     act.mark(proj, ids[0], "stale", reason="done", by="agent", host=ids[1])
     line = marks.marks_path(proj).read_bytes().splitlines()[0]
     row = json.loads(line)
-    assert list(row) == ["ts", "provider", "id", "op", "reason", "successor", "summary",
-                         "next_steps", "by", "by_session"]
+    assert list(row) == [
+        "ts",
+        "provider",
+        "id",
+        "op",
+        "reason",
+        "successor",
+        "summary",
+        "next_steps",
+        "by",
+        "by_session",
+    ]
     assert row["op"] == "stale" and row["by"] == "agent" and row["by_session"] == ids[1]
 
 
@@ -148,20 +158,32 @@ def test_cli_marks_show_up_in_rows_and_filters(claude) -> None:
         lines += busy.exchange(f"step {i}")
     write_session(folder, busy.id, lines)
     short = simple_session(folder, proj, "just one prompt")
-    assert claude.run("mark", "stale", short[:8], "--project", proj, "--reason", "dead end",
-                      "--successor", busy.id).returncode == 0
-    assert claude.run("mark", "note", busy.id, "--project", proj, "--summary", "Hub tab done",
-                      "--next", "Desk segment").returncode == 0
+    assert (
+        claude.run(
+            "mark", "stale", short[:8], "--project", proj, "--reason", "dead end", "--successor", busy.id
+        ).returncode
+        == 0
+    )
+    assert (
+        claude.run(
+            "mark", "note", busy.id, "--project", proj, "--summary", "Hub tab done", "--next", "Desk segment"
+        ).returncode
+        == 0
+    )
     rows = claude.rows_by_id(proj)
     assert rows[short]["stale"]["reason"] == "dead end"
     assert rows[short]["stale"]["successor"] == busy.id
     assert rows[short]["stale"]["by"] == "user"
-    assert rows[busy.id]["note"] == {"summary": "Hub tab done", "next_steps": "Desk segment",
-                                     "ts": rows[busy.id]["note"]["ts"]}
+    assert rows[busy.id]["note"] == {
+        "summary": "Hub tab done",
+        "next_steps": "Desk segment",
+        "ts": rows[busy.id]["note"]["ts"],
+    }
     assert [r["id"] for r in claude.sessions(proj, "--filter", "stale")] == [short]
     # marked rows are never "likely"; an unstale leaves the row marked (a person decided)
     assert claude.sessions(proj, "--filter", "likely") == [] or all(
-        r["id"] not in (short, busy.id) for r in claude.sessions(proj, "--filter", "likely"))
+        r["id"] not in (short, busy.id) for r in claude.sessions(proj, "--filter", "likely")
+    )
     assert claude.run("mark", "unstale", short, "--project", proj).returncode == 0
     assert claude.sessions(proj, "--filter", "stale") == []
 
@@ -202,8 +224,12 @@ def test_concurrent_writers_lose_nothing_and_fold_is_last_wins_by_time(project) 
     proj, ids = project
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     procs = [
-        subprocess.Popen([sys.executable, "-c", MARKER, proj, ",".join(ids), str(w), "10"],
-                         stdout=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", MARKER, proj, ",".join(ids), str(w), "10"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for w in range(16)
     ]
     acked = set()

@@ -57,8 +57,16 @@ def record(c3_id: str, host: str, cwd: str) -> dict:
 
 
 def task(tid: str, title: str, updated: float, sessions: list[str], **extra) -> dict:
-    return {"id": tid, "title": title, "status": "backlog", "priority": "p2", "created": 1.0,
-            "updated": updated, "sessions": sessions, **extra}
+    return {
+        "id": tid,
+        "title": title,
+        "status": "backlog",
+        "priority": "p2",
+        "created": 1.0,
+        "updated": updated,
+        "sessions": sessions,
+        **extra,
+    }
 
 
 def event(ts: float, action: str, target: str) -> dict:
@@ -76,11 +84,20 @@ def build(world: Path) -> tuple[str, str, str]:
     wt2 = worktree(main, "../wt2", "two")
     root, s1, s2 = Path(main, ".c3"), Path(wt1, ".c3"), Path(wt2, ".c3")
     put(root / "session_marks.jsonl", SHARED_MARK + mark_line(A, "stale", 200.0, reason="root, newest"))
-    put(s1 / "session_marks.jsonl", SHARED_MARK + mark_line(A, "unstale", 100.0) + b"not json\n[1,2]\n"
-        + mark_line(B, "stale", 120.0, reason="from wt1") + b'{"ts": 1, "torn')
+    put(
+        s1 / "session_marks.jsonl",
+        SHARED_MARK
+        + mark_line(A, "unstale", 100.0)
+        + b"not json\n[1,2]\n"
+        + mark_line(B, "stale", 120.0, reason="from wt1")
+        + b'{"ts": 1, "torn',
+    )
     put(s2 / "session_marks.jsonl", SHARED_MARK + mark_line(B, "note", 130.0, summary="from wt2"))
     put(root / "activity.jsonl", row(1.0, "session_start", session_id="root-1"))
-    put(s1 / "activity.jsonl", row(2.0, "session_start", session_id="wt1-1") + row(3.0, "session_end", session_id="wt1-1"))
+    put(
+        s1 / "activity.jsonl",
+        row(2.0, "session_start", session_id="wt1-1") + row(3.0, "session_end", session_id="wt1-1"),
+    )
     put(s2 / "activity.jsonl", row(4.0, "session_start", session_id="wt2-1"))
     put(s1 / "session_stats.jsonl", b'{"session_id":"wt1-1","ts":3.0,"input":10}\n')
     put(root / "sessions" / "c3-shared.json", record("c3-shared", "root-1", main))
@@ -91,39 +108,54 @@ def build(world: Path) -> tuple[str, str, str]:
     put(s1 / "live" / "c3-wt1.json", {"session_id": "c3-wt1", "ts": time.time()})
     put(s1 / "cache" / "session_catalog.json", "{}")
     put(s1 / "session_marks.jsonl.lock", b"")
-    put(root / "pm" / "pm.json", {
-        "version": 1,
-        "tasks": [task("t1", "old title", 10.0, ["s-root"])],
-        "milestones": [],
-        "decisions": [{"id": "d1", "text": "root decision", "ts": 1.0}],
-        "events": [event(10.0, "create", "t1")],
-    })
-    put(s1 / "pm" / "pm.json", {
-        "version": 1,
-        "tasks": [task("t1", "newer title", 20.0, ["s-wt1"], color="blue"), task("t2", "from wt1", 5.0, ["s-wt1"])],
-        "milestones": [{"id": "m1", "name": "beta", "status": "open", "created": 3.0}],
-        "decisions": [{"id": "d2", "text": "wt1 decision", "ts": 2.0, "session": "s-wt1"}],
-        "events": [event(10.0, "create", "t1"), event(20.0, "update", "t1")],
-    })
-    put(s2 / "pm" / "pm.json", {
-        "version": 1,
-        "tasks": [task("t1", "oldest title", 5.0, ["s-wt2", "s-root"]), task("t3", "from wt2", 6.0, [])],
-        "decisions": [{"id": "d3", "text": "wt2 decision", "ts": 3.0}],
-        "events": [event(5.0, "create", "t3")],
-        "notes": [{"text": "a field a newer version keeps"}],
-    })
+    put(
+        root / "pm" / "pm.json",
+        {
+            "version": 1,
+            "tasks": [task("t1", "old title", 10.0, ["s-root"])],
+            "milestones": [],
+            "decisions": [{"id": "d1", "text": "root decision", "ts": 1.0}],
+            "events": [event(10.0, "create", "t1")],
+        },
+    )
+    put(
+        s1 / "pm" / "pm.json",
+        {
+            "version": 1,
+            "tasks": [task("t1", "newer title", 20.0, ["s-wt1"], color="blue"), task("t2", "from wt1", 5.0, ["s-wt1"])],
+            "milestones": [{"id": "m1", "name": "beta", "status": "open", "created": 3.0}],
+            "decisions": [{"id": "d2", "text": "wt1 decision", "ts": 2.0, "session": "s-wt1"}],
+            "events": [event(10.0, "create", "t1"), event(20.0, "update", "t1")],
+        },
+    )
+    put(
+        s2 / "pm" / "pm.json",
+        {
+            "version": 1,
+            "tasks": [task("t1", "oldest title", 5.0, ["s-wt2", "s-root"]), task("t3", "from wt2", 6.0, [])],
+            "decisions": [{"id": "d3", "text": "wt2 decision", "ts": 3.0}],
+            "events": [event(5.0, "create", "t3")],
+            "notes": [{"text": "a field a newer version keeps"}],
+        },
+    )
     return main, wt1, wt2
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def root_files(main: str) -> dict[str, bytes]:
     state = Path(main, ".c3")
-    return {str(p.relative_to(state)): p.read_bytes() for p in sorted(state.rglob("*"))
-            if p.is_file() and not p.name.endswith(".lock")}
+    return {
+        str(p.relative_to(state)): p.read_bytes()
+        for p in sorted(state.rglob("*"))
+        if p.is_file() and not p.name.endswith(".lock")
+    }
 
 
 def check_folded(main: str, wt1: str, wt2: str, probes: int = 0) -> None:
@@ -150,7 +182,10 @@ def check_folded(main: str, wt1: str, wt2: str, probes: int = 0) -> None:
     assert {d.id for d in pm.decisions} == {"d1", "d2", "d3"}
     assert [m.id for m in pm.milestones] == ["m1"]
     assert [(e.ts, e.action, e.target) for e in pm.events] == [
-        (5.0, "create", "t3"), (10.0, "create", "t1"), (20.0, "update", "t1")]
+        (5.0, "create", "t3"),
+        (10.0, "create", "t1"),
+        (20.0, "update", "t1"),
+    ]
     raw = json.loads((state / "pm" / "pm.json").read_text())
     assert raw["notes"] == [{"text": "a field a newer version keeps"}]
     assert next(t for t in raw["tasks"] if t["id"] == "t1")["color"] == "blue"
@@ -233,10 +268,23 @@ def test_many_processes_fold_at_once_without_duplicates(world, claude):
     start = world / "go"
     ready = [world / f"ready-{n}" for n in range(6)]
     procs = [
-        subprocess.Popen([sys.executable, "-c", FOLDER, target, str(start), how, str(mark)], env=claude.env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for mark, (target, how) in zip(ready, [(main, "explicit"), (wt1, "explicit"), (wt2, "first-use"),
-                                               (main, "first-use"), (wt1, "first-use"), (wt2, "explicit")])
+        subprocess.Popen(
+            [sys.executable, "-c", FOLDER, target, str(start), how, str(mark)],
+            env=claude.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for mark, (target, how) in zip(
+            ready,
+            [
+                (main, "explicit"),
+                (wt1, "explicit"),
+                (wt2, "first-use"),
+                (main, "first-use"),
+                (wt1, "first-use"),
+                (wt2, "explicit"),
+            ],
+        )
     ]
     deadline = time.monotonic() + 60
     while not all(r.exists() for r in ready):  # all six wait at the start line
@@ -254,8 +302,9 @@ def test_many_processes_fold_at_once_without_duplicates(world, claude):
 def test_the_first_resolution_in_a_new_process_folds(world, claude):
     main, wt1, wt2 = build(world)
     code = f"from c3async.stores import activity; activity.record({wt1!r}, 'session_start', session_id='after-upgrade')"
-    proc = subprocess.run([sys.executable, "-c", code], env=claude.env(), capture_output=True, text=True, timeout=60,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=claude.env(), capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert not Path(wt1, ".c3").exists() and not Path(wt2, ".c3").exists()
     ids = [r.session_id for r in activity.read_rows(main).records]
@@ -323,10 +372,15 @@ def test_a_corrupt_root_pm_is_never_overwritten(world):
 def test_marks_fold_by_time_across_folded_lines(world):
     main = repo(world)
     wt = worktree(main, "../wt", "feature")
-    put(Path(main, ".c3", "session_marks.jsonl"),
-        mark_line(A, "stale", 200.0, reason="newest, in the root") + mark_line(A, "note", 120.0, summary="older note"))
-    put(Path(wt, ".c3", "session_marks.jsonl"),
-        mark_line(A, "unstale", 100.0, reason="older, in the worktree") + mark_line(A, "note", 150.0, summary="newer note"))
+    put(
+        Path(main, ".c3", "session_marks.jsonl"),
+        mark_line(A, "stale", 200.0, reason="newest, in the root") + mark_line(A, "note", 120.0, summary="older note"),
+    )
+    put(
+        Path(wt, ".c3", "session_marks.jsonl"),
+        mark_line(A, "unstale", 100.0, reason="older, in the worktree")
+        + mark_line(A, "note", 150.0, summary="newer note"),
+    )
     stateroot.fold_worktrees(main)
     lines = Path(main, ".c3", "session_marks.jsonl").read_bytes().splitlines()
     assert b"unstale" in lines[-2]  # the older mark landed after the newer one
@@ -340,11 +394,24 @@ def test_marks_fold_by_time_across_folded_lines(world):
 
 
 def test_merge_pm_is_idempotent_and_keeps_both_sides(world):
-    ours = {"version": 1, "tasks": [task("t", "a", 1.0, ["x"], time=[{"start": 1.0, "end": None, "session": "x"}])],
-            "events": [event(2.0, "a", "t")]}
-    theirs = {"version": 1, "tasks": [task("t", "b", 1.0, ["y"], time=[{"start": 1.0, "end": 5.0, "session": "x"},
-                                                                      {"start": 7.0, "end": 8.0, "session": "y"}])],
-              "events": [event(1.0, "b", "t"), event(2.0, "a", "t")]}
+    ours = {
+        "version": 1,
+        "tasks": [task("t", "a", 1.0, ["x"], time=[{"start": 1.0, "end": None, "session": "x"}])],
+        "events": [event(2.0, "a", "t")],
+    }
+    theirs = {
+        "version": 1,
+        "tasks": [
+            task(
+                "t",
+                "b",
+                1.0,
+                ["y"],
+                time=[{"start": 1.0, "end": 5.0, "session": "x"}, {"start": 7.0, "end": 8.0, "session": "y"}],
+            )
+        ],
+        "events": [event(1.0, "b", "t"), event(2.0, "a", "t")],
+    }
     assert stateroot.merge_pm(ours, theirs) > 0
     once = msgspec.json.encode(ours)
     t = ours["tasks"][0]

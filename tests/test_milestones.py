@@ -36,8 +36,18 @@ def world(tmp_path):
     run(tmp_path, "update", task_id=shipped["id"], status="done")
     run(tmp_path, "milestone_complete", milestone="v2")
     run(tmp_path, "milestone_archive", milestone="old")
-    return {"later": late, "v1": v1, "v2": v2, "old": old, "a": a, "b": b, "c": c, "shipped": shipped,
-            "loose": loose, "junk": junk}
+    return {
+        "later": late,
+        "v1": v1,
+        "v2": v2,
+        "old": old,
+        "a": a,
+        "b": b,
+        "c": c,
+        "shipped": shipped,
+        "loose": loose,
+        "junk": junk,
+    }
 
 
 def test_milestones_lists_open_ones_by_default_sorted_by_due_then_name(tmp_path):
@@ -48,10 +58,14 @@ def test_milestones_lists_open_ones_by_default_sorted_by_due_then_name(tmp_path)
     assert names(result) == ["v1", "Alpha", "later"]
     assert run(tmp_path, "milestones", status="open") == result
     v1 = result["milestones"][0]
-    assert set(v1) == {"id", "name", "status", "due", "created", "completed_at", "archived_at", "tasks",
-                       "open_tasks"}
+    assert set(v1) == {"id", "name", "status", "due", "created", "completed_at", "archived_at", "tasks", "open_tasks"}
     assert (v1["id"], v1["status"], v1["due"], v1["completed_at"], v1["archived_at"]) == (
-        w["v1"]["id"], "open", "2026-06-01", None, None)
+        w["v1"]["id"],
+        "open",
+        "2026-06-01",
+        None,
+        None,
+    )
     assert v1["created"] == w["v1"]["created"]
     assert v1["tasks"] == {"total": 3, "done": 1, "open": 2}
     assert v1["open_tasks"] == [  # p0 first
@@ -109,7 +123,11 @@ def test_board_groups_open_milestones_and_keeps_its_columns(tmp_path):
     assert (v1["id"], v1["due"]) == (w["v1"]["id"], "2026-06-01")
     assert list(v1["columns"]) == list(actions.STATUSES)
     assert {s: [t["title"] for t in ts] for s, ts in v1["columns"].items()} == {
-        "backlog": ["API"], "in_progress": ["UI"], "blocked": [], "done": ["Docs"]}
+        "backlog": ["API"],
+        "in_progress": ["UI"],
+        "blocked": [],
+        "done": ["Docs"],
+    }
     assert v1["columns"]["backlog"][0] == {"id": w["a"]["id"], "title": "API", "priority": "p0"}
     assert board["milestones"][1]["columns"] == {s: [] for s in actions.STATUSES}
 
@@ -178,10 +196,12 @@ def test_complete_refuses_open_tasks_reopen_undoes_it(tmp_path):
 @pytest.mark.process
 def test_cli_tasks_milestones_json(claude):
     proj = claude.project("app")
-    for args in (("milestone_add", "--milestone", "v1", "--due", "2026-06-01"),
-                 ("milestone_add", "--milestone", "v0"),
-                 ("add", "--title", "ship", "--milestone", "v0", "--status", "done"),
-                 ("milestone_complete", "--milestone", "v0")):
+    for args in (
+        ("milestone_add", "--milestone", "v1", "--due", "2026-06-01"),
+        ("milestone_add", "--milestone", "v0"),
+        ("add", "--title", "ship", "--milestone", "v0", "--status", "done"),
+        ("milestone_complete", "--milestone", "v0"),
+    ):
         proc = claude.run("tasks", *args, "--project", proj)
         assert proc.returncode == 0, proc.stderr
     path = store.file_path(proj)
@@ -197,6 +217,9 @@ def test_cli_tasks_milestones_json(claude):
     assert shown[1]["tasks"] == {"total": 1, "done": 1, "open": 0}
     proc = claude.run("tasks", "milestones", "--project", proj, "--status", "nope")
     # a bad argument is a usage error (2), worded with the CLI's flag
-    assert proc.returncode == 2 and "--status for milestones must be one of open, completed, archived or all" in (
-        proc.stderr) and proc.stdout == ""
+    assert (
+        proc.returncode == 2
+        and "--status for milestones must be one of open, completed, archived or all" in (proc.stderr)
+        and proc.stdout == ""
+    )
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before

@@ -28,7 +28,9 @@ def test_a_benchmark_table_round_trips_through_its_json(tmp_path, monkeypatch):
     t.save(str(tmp_path / "x.json"))
     doc = json.loads((tmp_path / "x.json").read_text())
     assert doc["command"] == "python -m stress.bench_x --runs 3"  # not where it was written
-    assert doc["sections"] == [{"title": "warm | cold", "rows": [["a listing <200 rows>", "12.5 ms", "(budget: 50 ms)"]]}]
+    assert doc["sections"] == [
+        {"title": "warm | cold", "rows": [["a listing <200 rows>", "12.5 ms", "(budget: 50 ms)"]]}
+    ]
     assert dumps(doc) == (tmp_path / "x.json").read_text()
     block = report.table("x", doc)
     assert "| warm \\| cold | | |" in block and "| a listing &lt;200 rows> | 12.5 ms | (budget: 50 ms) |" in block

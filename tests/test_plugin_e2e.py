@@ -46,7 +46,9 @@ def _clean_copy(dest: Path) -> Path:
     """The files a clone of this checkout holds (tracked and new, nothing ignored)."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=False,
+        cwd=REPO,
+        capture_output=True,
+        check=False,
     )
     if listed.returncode != 0:  # not a git checkout: everything but caches
         shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".git", "*.egg-info"))
@@ -77,7 +79,11 @@ class World:
 
     def claude(self, *args: str, cwd: str | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [claude_cli(), *args], cwd=cwd or str(self.tmp), env=self.env, capture_output=True, text=True,
+            [claude_cli(), *args],
+            cwd=cwd or str(self.tmp),
+            env=self.env,
+            capture_output=True,
+            text=True,
             timeout=timeout,
         )
 
@@ -147,11 +153,15 @@ class World:
         first = self.claude("-p", prompt, cwd=proj)
         assert first.returncode == 0, first.stderr
         (row,) = self.sandbox.sessions(proj)
-        noted = self.sandbox.run("mark", "note", row["id"], "--summary", summary, "--next", next_steps, "--project", proj)
+        noted = self.sandbox.run(
+            "mark", "note", row["id"], "--summary", summary, "--next", next_steps, "--project", proj
+        )
         assert noted.returncode == 0, noted.stderr
         return proj, row
 
-    def mention(self, term: Terminal, proj: str, sid: str, question: str, needle: str, start_within: float = 60) -> None:
+    def mention(
+        self, term: Terminal, proj: str, sid: str, question: str, needle: str, start_within: float = 60
+    ) -> None:
         """In the interactive CLI: once the plugin's server runs (its heartbeat) and Claude Code
         has listed its resources, @-mention session ``sid``: ``needle`` of its brief reaches the API."""
         deadline = time.monotonic() + start_within
@@ -210,12 +220,27 @@ def test_mcp_list_shows_the_plugin_server_connected_and_its_env_is_its_own(world
 
 def test_a_p_session_fires_the_plugins_hooks_and_calls_its_tools(world, module_claude):
     proj = world.project("hooked")
-    world.script.write_text(json.dumps({"conversations": {"rewrite the parser": [
-        {"tool_use": {"name": f"mcp__{SERVER}__c3_session",
-                      "input": {"action": "note", "data": "parser rewrite half done",
-                                "reasoning": "port the tokenizer tests next"}}},
-        {"text": "Noted."},
-    ]}}))
+    world.script.write_text(
+        json.dumps(
+            {
+                "conversations": {
+                    "rewrite the parser": [
+                        {
+                            "tool_use": {
+                                "name": f"mcp__{SERVER}__c3_session",
+                                "input": {
+                                    "action": "note",
+                                    "data": "parser rewrite half done",
+                                    "reasoning": "port the tokenizer tests next",
+                                },
+                            }
+                        },
+                        {"text": "Noted."},
+                    ]
+                }
+            }
+        )
+    )
     out = world.claude("-p", "rewrite the parser", "--allowedTools", f"mcp__{SERVER}__c3_session", cwd=proj)
     assert out.returncode == 0, out.stderr
     (row,) = module_claude.sessions(proj)
@@ -225,8 +250,9 @@ def test_a_p_session_fires_the_plugins_hooks_and_calls_its_tools(world, module_c
 
 
 def test_continue_by_prefix_puts_the_note_next_steps_and_last_prompt_in_the_request(world):
-    proj, row = world.noted_session("continued", "wire the billing webhook", "webhook receives events",
-                                    "verify the signature header")
+    proj, row = world.noted_session(
+        "continued", "wire the billing webhook", "webhook receives events", "verify the signature header"
+    )
     world.log.write_text("")
     out = world.claude("-p", f"/mcp__{SERVER}__continue {row['id'][:8]}", cwd=proj)
     assert out.returncode == 0, out.stderr
@@ -237,8 +263,9 @@ def test_continue_by_prefix_puts_the_note_next_steps_and_last_prompt_in_the_requ
 
 
 def test_an_at_mention_in_the_interactive_cli_puts_the_brief_in_the_request(world):
-    proj, row = world.noted_session("mentioned", "profile the slow importer", "importer spends 80% in json",
-                                    "try msgspec")
+    proj, row = world.noted_session(
+        "mentioned", "profile the slow importer", "importer spends 80% in json", "try msgspec"
+    )
     term = Terminal([claude_cli()], proj, world.env)
     try:
         term.wait_for("for agents", timeout=60)  # the prompt line's footer: ready for input
@@ -269,7 +296,11 @@ def test_resources_list_from_an_mcp_client_shows_the_sessions_by_title(world, mo
     env = {**world.env, "CLAUDE_PLUGIN_DATA": str(data), "CLAUDE_PROJECT_DIR": proj}
     listed = subprocess.run(
         [sys.executable, "-c", code, "python3", "-I", str(world.root / "plugin" / "launch.py"), "serve"],
-        cwd=proj, env=env, capture_output=True, text=True, timeout=120,
+        cwd=proj,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert listed.returncode == 0, listed.stderr
     resources = json.loads(listed.stdout)
@@ -289,8 +320,12 @@ def test_beside_a_server_added_by_hand_one_row_one_mcp_count_one_hook_row(world,
         held = world.tmp / "release"
         world.script.write_text(json.dumps({"conversations": {"two servers, one window": [{"hold": str(held)}]}}))
         session = subprocess.Popen(
-            [claude_cli(), "-p", "two servers, one window"], cwd=proj, env=world.env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [claude_cli(), "-p", "two servers, one window"],
+            cwd=proj,
+            env=world.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             deadline = time.monotonic() + 90
@@ -299,7 +334,9 @@ def test_beside_a_server_added_by_hand_one_row_one_mcp_count_one_hook_row(world,
                 time.sleep(0.1)
             deadline = time.monotonic() + 30
             while len(list(Path(proj, ".c3", "live").glob("*.json"))) < 2:
-                assert time.monotonic() < deadline, "two servers were expected to run (the plugin's and the hand-added one)"
+                assert time.monotonic() < deadline, (
+                    "two servers were expected to run (the plugin's and the hand-added one)"
+                )
                 time.sleep(0.1)
             rows = module_claude.sessions(proj)
             assert len(rows) == 1, rows
@@ -324,13 +361,26 @@ def test_nothing_was_written_under_the_plugin_root(world):
 
 def _listing_session(world: World, proj: str, prompt: str, **popen) -> subprocess.Popen:
     """A `-p` session whose model lists this project's sessions with the plugin's tool."""
-    world.script.write_text(json.dumps({"conversations": {prompt: [
-        {"tool_use": {"name": f"mcp__{SERVER}__c3_session", "input": {"action": "list"}}},
-        {"text": "Listed."},
-    ]}}))
+    world.script.write_text(
+        json.dumps(
+            {
+                "conversations": {
+                    prompt: [
+                        {"tool_use": {"name": f"mcp__{SERVER}__c3_session", "input": {"action": "list"}}},
+                        {"text": "Listed."},
+                    ]
+                }
+            }
+        )
+    )
     return subprocess.Popen(
         [claude_cli(), "-p", prompt, "--allowedTools", f"mcp__{SERVER}__c3_session", "--debug"],
-        cwd=proj, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen,
+        cwd=proj,
+        env=world.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
     )
 
 
@@ -375,6 +425,7 @@ def test_the_first_session_has_the_tools_while_the_build_is_held_past_claude_cod
         releaser.join()
     (row,) = fresh.sandbox.sessions(proj)
     assert row["id"][:8] in text, text
+
     def hooked() -> list[dict]:
         return [r for r in fresh.activity(proj) if r["kind"] in ("session_start", "session_end")]
 
@@ -406,7 +457,9 @@ def _registry_reachable(tmp: Path) -> bool:
     """Whether pip can download from the package registry (a cold build needs it)."""
     out = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "-q", "-d", str(tmp), "msgspec"],
-        capture_output=True, timeout=120, check=False,
+        capture_output=True,
+        timeout=120,
+        check=False,
     )
     return out.returncode == 0
 
@@ -428,5 +481,7 @@ def test_the_first_session_on_two_busy_cores_with_a_cold_package_cache(fresh, tm
             burner.kill()
             burner.wait()
     build = [x for x in (fresh.data / "build.log").read_text().splitlines() if "ready in" in x]
-    print(f"first session with {len(burners)} cores busy, cold cache: {took:.1f} s; build: {build}; "
-          f"connect: {_connected_after(fresh)}")
+    print(
+        f"first session with {len(burners)} cores busy, cold cache: {took:.1f} s; build: {build}; "
+        f"connect: {_connected_after(fresh)}"
+    )

@@ -47,10 +47,21 @@ from stress.transcripts import simple_session
 pytestmark = pytest.mark.process
 
 REPO = Path(__file__).resolve().parents[1]
-INITIALIZE = json.dumps({
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}) + "\n"
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+    )
+    + "\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +93,11 @@ class Client:
     def __init__(self, root: Path, env: dict[str, str], cwd: str, python: str = sys.executable) -> None:
         self.proc = subprocess.Popen(
             [python, "-I", str(root / "plugin" / "launch.py"), "serve"],
-            cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self.inbox: queue.Queue[dict | None] = queue.Queue()
         self.notes: list[dict] = []
@@ -230,8 +245,15 @@ def test_the_hook_records_through_the_plugins_environment(root, claude, tmp_path
     client.close()
     sid = "abcd1234-0000-4000-8000-000000000001"
     payload = json.dumps({"hook_event_name": "SessionStart", "session_id": sid, "source": "startup", "cwd": project})
-    out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"], input=payload,
-                         text=True, env=env, cwd=project, capture_output=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
+        input=payload,
+        text=True,
+        env=env,
+        cwd=project,
+        capture_output=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
     assert [(r["kind"], r["session_id"]) for r in rows] == [("session_start", sid)]
@@ -315,7 +337,9 @@ def test_a_signal_reaches_the_server_the_launcher_started(root, claude, tmp_path
 def test_the_manifest_is_what_the_server_answers():
     out = subprocess.run(
         [sys.executable, "-B", str(REPO / "plugin" / "manifest.py"), "--check"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
 
@@ -348,8 +372,15 @@ def test_a_hook_during_the_build_is_saved_then_replayed_with_its_time(root, clau
     spans = []
     for event in events:
         before = time.time()
-        out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
-                             input=json.dumps(event), text=True, env=env, cwd=project, capture_output=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
+            input=json.dumps(event),
+            text=True,
+            env=env,
+            cwd=project,
+            capture_output=True,
+            timeout=60,
+        )
         spans.append((before, time.time()))
         assert out.returncode == 0 and out.stderr == "", out.stderr
     gate.wait_held()
@@ -365,7 +396,9 @@ def test_a_hook_during_the_build_is_saved_then_replayed_with_its_time(root, clau
     wait_for("the saved hooks replayed", lambda: not list(pending.iterdir()))
     rows = [json.loads(x) for x in log.read_text().splitlines()]
     assert [(r["kind"], r["session_id"], r["claude_pid"]) for r in rows] == [
-        ("session_start", sid, 4242), ("session_end", sid, 4242)]
+        ("session_start", sid, 4242),
+        ("session_end", sid, 4242),
+    ]
     for row, (before, after) in zip(rows, spans):  # the time each fired, not the replay's (after released)
         assert before - 0.001 <= row["ts"] <= after + 0.001 and after <= released
     assert "hook skipped" not in ((data / "hook-errors.log").read_text() if (data / "hook-errors.log").exists() else "")
@@ -385,16 +418,32 @@ def _saved_hook(data: Path, when: float, event: dict, **env: str) -> Path:
 def test_a_hook_after_events_left_waiting_is_recorded_after_them(root, claude, tmp_path):
     data, project = tmp_path / "data", claude.project("left-waiting")
     env = Gate(tmp_path, held=False).env(_env(claude, data, project))
-    built = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"], env=env,
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr
     first, second = "abcd1234-0000-4000-8000-000000000003", "abcd1234-0000-4000-8000-000000000004"
     earlier = time.time() - 60
-    _saved_hook(data, earlier, {"hook_event_name": "SessionStart", "session_id": first, "source": "startup"},
-                CLAUDE_PROJECT_DIR=project)
+    _saved_hook(
+        data,
+        earlier,
+        {"hook_event_name": "SessionStart", "session_id": first, "source": "startup"},
+        CLAUDE_PROJECT_DIR=project,
+    )
     event = {"hook_event_name": "SessionStart", "session_id": second, "source": "startup", "cwd": project}
-    out = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"], input=json.dumps(event),
-                         text=True, env=env, cwd=project, capture_output=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
+        input=json.dumps(event),
+        text=True,
+        env=env,
+        cwd=project,
+        capture_output=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and out.stderr == "", out.stderr
     wait_for("the events replayed, in order", lambda: not list((data / "pending-hooks").iterdir()))
     rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
@@ -417,8 +466,13 @@ def test_a_planted_hook_event_is_never_replayed(root, claude, tmp_path, how):
         (data / "pending-hooks").mkdir(mode=0o700)
         planted = data / "pending-hooks" / saved.name
         planted.symlink_to(saved) if how == "a link" else os.link(saved, planted)
-    built = subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"], env=env,
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr
     assert not Path(project, ".c3", "activity.jsonl").exists()  # nothing replayed
     assert saved.exists() and json.dumps(event).encode() in saved.read_bytes()  # never followed, never changed
@@ -447,8 +501,13 @@ def test_a_replaced_environment_goes_once_no_server_runs_from_it(root, claude, t
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "version": "99.0.0"}))
 
     def build() -> None:
-        out = subprocess.run([sys.executable, "-I", str(bumped / "plugin" / "launch.py"), "build"], env=env,
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-I", str(bumped / "plugin" / "launch.py"), "build"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, out.stderr
 
     build()
@@ -460,9 +519,18 @@ def test_a_replaced_environment_goes_once_no_server_runs_from_it(root, claude, t
     assert sorted(p.name for p in data.glob("env-*")) == sorted([other.name, f"env-{_key_of(bumped)}"])
 
 
-def _launch(root: Path, command: str, env: dict[str, str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-I", str(root / "plugin" / "launch.py"), command], input="{}",
-                          text=True, env=env, cwd=cwd, capture_output=True, timeout=timeout)
+def _launch(
+    root: Path, command: str, env: dict[str, str], cwd: str, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), command],
+        input="{}",
+        text=True,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def _one_line(out: subprocess.CompletedProcess) -> str:
@@ -482,8 +550,12 @@ def test_a_bad_data_folder_is_one_line_and_a_hook_never_fails(root, claude, tmp_
     os.mkfifo(fifo_data / "build.lock")
     link_data.mkdir()
     (link_data / "build.lock").symlink_to(outside)
-    for data, said in ((a_file, "cannot use the data folder"), (a_file / "under", "cannot use the data folder"),
-                       (fifo_data, "build.lock"), (link_data, "build.lock")):
+    for data, said in (
+        (a_file, "cannot use the data folder"),
+        (a_file / "under", "cannot use the data folder"),
+        (fifo_data, "build.lock"),
+        (link_data, "build.lock"),
+    ):
         env = _env(claude, data, project)
         started = time.monotonic()
         hook = _launch(root, "hook", env, project)
@@ -495,8 +567,11 @@ def test_a_bad_data_folder_is_one_line_and_a_hook_never_fails(root, claude, tmp_
     assert not outside.exists(), "the lock was created through a link"
     launcher = str(root / "plugin" / "launch.py")
     deadline = time.monotonic() + 30  # a builder that was started ends by itself
-    while builders := [p.pid for p in psutil.process_iter(["cmdline"]) if launcher in (p.info["cmdline"] or [])
-                       and "build" in (p.info["cmdline"] or [])]:
+    while builders := [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if launcher in (p.info["cmdline"] or []) and "build" in (p.info["cmdline"] or [])
+    ]:
         assert time.monotonic() < deadline, f"a builder was left blocked: {builders}"
         time.sleep(0.05)
 
@@ -555,7 +630,7 @@ def _plant(data: Path, key: str, marker: Path) -> Path:
     (env / "bin").mkdir(parents=True)
     (env / ".c3async-ready").write_text(key + "\n")
     (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    (env / "bin" / "python").write_text(f"#!/bin/sh\necho \"$@\" >> {marker}\n")
+    (env / "bin" / "python").write_text(f'#!/bin/sh\necho "$@" >> {marker}\n')
     for path in (data, env, env / "bin"):
         path.chmod(0o755 if path != data else 0o700)
     (env / "bin" / "python").chmod(0o755)
@@ -624,8 +699,19 @@ def test_a_folder_above_the_data_folder_others_could_write_is_refused(root, clau
 
 
 @needs_root
-@pytest.mark.parametrize("how", ["env theirs", "env loose", "bin theirs", "bin loose", "bin a link", "python loose",
-                                 "pyvenv.cfg theirs", "pyvenv.cfg loose"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "env theirs",
+        "env loose",
+        "bin theirs",
+        "bin loose",
+        "bin a link",
+        "python loose",
+        "pyvenv.cfg theirs",
+        "pyvenv.cfg loose",
+    ],
+)
 def test_a_planted_environment_is_never_run(root, claude, tmp_path, how):
     data, marker, elsewhere = tmp_path / "data", tmp_path / "ran", tmp_path / "elsewhere"
     data.mkdir()
@@ -667,8 +753,9 @@ def test_a_planted_pycache_is_refused(root, claude, tmp_path, how):
 
 
 @needs_root
-@pytest.mark.parametrize("how", ["root loose", "root theirs", "package loose", "module loose", "module a link",
-                                 "above loose"])
+@pytest.mark.parametrize(
+    "how", ["root loose", "root theirs", "package loose", "module loose", "module a link", "above loose"]
+)
 def test_a_plugin_folder_others_could_change_is_refused(root, claude, tmp_path, how):
     data, marker = tmp_path / "data", tmp_path / "ran"
     data.mkdir()
@@ -677,8 +764,12 @@ def test_a_plugin_folder_others_could_change_is_refused(root, claude, tmp_path, 
     copy = above / "c3async"
     shutil.copytree(root, copy)
     what, change = how.split(" ", 1)
-    path = {"root": copy, "package": copy / "c3async" / "sessions", "module": copy / "c3async" / "cli" / "__init__.py",
-            "above": above}[what]
+    path = {
+        "root": copy,
+        "package": copy / "c3async" / "sessions",
+        "module": copy / "c3async" / "cli" / "__init__.py",
+        "above": above,
+    }[what]
     if change == "theirs":
         os.chown(path, NOBODY, -1)
     elif change == "loose":

@@ -32,8 +32,7 @@ def test_a_compaction_sub_agent_is_not_searched(claude, project):
     write_session(folder, c.id, lines)
     comp = Conversation(project, c.id, sidechain=True)
     prompt = "Your task is to create a detailed summary of the conversation so far, zanzibarquux"
-    write_session(folder / c.id / "subagents", "agent-acompact-1a2b3c", [comp.prompt(prompt),
-                                                                          *comp.reply()])
+    write_session(folder / c.id / "subagents", "agent-acompact-1a2b3c", [comp.prompt(prompt), *comp.reply()])
     assert _search(claude, project, "zanzibarquux")["results"] == []  # Claude Code's own prompt
     assert _search(claude, project, "parser")["results"][0]["id"] == c.id
     rows = claude.rows_by_id(project)
@@ -58,19 +57,26 @@ def test_hits_in_flat_agent_files_and_inline_sidechains_open_on_their_item(claud
     two = Conversation(project, version="2.0.30")
     write_session(folder, two.id, [two.permission_mode(), *two.exchange("start the audit")])
     flat = Conversation(project, two.id, sidechain=True, version="2.0.30")
-    write_session(folder, "agent-5f6e7d8c", [flat.prompt("look into the quasarflux module"),
-                                             *flat.reply({"type": "text", "text": "quasarflux is clean"})])
+    write_session(
+        folder,
+        "agent-5f6e7d8c",
+        [flat.prompt("look into the quasarflux module"), *flat.reply({"type": "text", "text": "quasarflux is clean"})],
+    )
     # 1.0.x: the sub-agent's lines are inline in the session's own file
     one = Conversation(project, version="1.0.85")
-    lines = [*one.exchange("begin"), {**one.prompt("sub-task: the blorptangle check"), "isSidechain": True},
-             *one.exchange("what did the agent find?", "nothing")]
+    lines = [
+        *one.exchange("begin"),
+        {**one.prompt("sub-task: the blorptangle check"), "isSidechain": True},
+        *one.exchange("what did the agent find?", "nothing"),
+    ]
     write_session(folder, one.id, lines)
     assert claude.run("sessions", "--project", project).returncode == 0  # registers it
     with Hub(claude) as hub, hub.client() as c:
         for query, sid in (("quasarflux", two.id), ("blorptangle", one.id)):
             # (the Hub indexes at start: a search made meanwhile may answer before that is done)
-            found = wait_for(lambda q=query: c.get("/api/search", params={"q": q, "project": project}).json()["results"],
-                             timeout=30)
+            found = wait_for(
+                lambda q=query: c.get("/api/search", params={"q": q, "project": project}).json()["results"], timeout=30
+            )
             (hit,) = found
             assert hit["id"] == sid
             sn = hit["snippets"][0]

@@ -45,9 +45,11 @@ def _snapshot(root: Path) -> set[str]:
 def test_a_project_that_is_no_directory_is_a_usage_error_everywhere(claude, kind):
     real = claude.project("real")
     simple_session(claude.folder(real), real, "listed", session_id=SID)
-    target = {"missing": claude.root / "work" / "no-such-dir",
-              "a file": claude.root / "work" / "README.md",
-              "missing below a file": claude.root / "work" / "README.md" / "sub"}[kind]
+    target = {
+        "missing": claude.root / "work" / "no-such-dir",
+        "a file": claude.root / "work" / "README.md",
+        "missing below a file": claude.root / "work" / "README.md" / "sub",
+    }[kind]
     (claude.root / "work" / "README.md").write_text("not a project\n")
     before = _snapshot(claude.root)
     for args in COMMANDS:
@@ -70,10 +72,13 @@ def test_a_deleted_current_directory_is_a_usage_error(claude):
 
     gone = claude.root / "work" / "gone"
     gone.mkdir(parents=True)
-    code = ("import os, runpy, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
-            "sys.argv = ['c3async', 'sessions']; runpy.run_module('c3async', run_name='__main__')")
-    proc = subprocess.run([sys.executable, "-c", code, str(gone)], capture_output=True, text=True, env=claude.env(),
-                          timeout=60)
+    code = (
+        "import os, runpy, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+        "sys.argv = ['c3async', 'sessions']; runpy.run_module('c3async', run_name='__main__')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(gone)], capture_output=True, text=True, env=claude.env(), timeout=60
+    )
     assert proc.returncode == 2 and "current directory no longer exists" in proc.stderr, proc.stderr
 
 

@@ -59,8 +59,16 @@ def id_in_shard(folder: Path, k: int) -> str:
             return sid
 
 
-def session_file(folder: Path, prompts: list[str], *, sid: str | None = None, start: datetime = T0,
-                 cwd: str, answer: str = "Done.", **kw) -> tuple[str, Path]:
+def session_file(
+    folder: Path,
+    prompts: list[str],
+    *,
+    sid: str | None = None,
+    start: datetime = T0,
+    cwd: str,
+    answer: str = "Done.",
+    **kw,
+) -> tuple[str, Path]:
     conv = Conversation(cwd, sid, start=start, **kw)
     lines = [conv.permission_mode()]
     for p in prompts:
@@ -87,8 +95,9 @@ def shard_mtimes() -> dict[str, int]:
 
 
 def hits_summary(result) -> list[tuple]:
-    return [(r.id, r.score, r.hits, [(s.text, s.marks, s.role, s.sidechain) for s in r.snippets])
-            for r in result.results]
+    return [
+        (r.id, r.score, r.hits, [(s.text, s.marks, s.role, s.sidechain) for s in r.snippets]) for r in result.results
+    ]
 
 
 # ------------------------------------------------------------------------------------ the corpus
@@ -124,12 +133,23 @@ def _build_corpus(claude) -> Corpus:
 
     # a prompt after 5 MB of other lines (tool rounds: no prompts, no titles)
     c = Conversation(app, start=T0)
-    put("big", c, [c.permission_mode(), *c.exchange("Start the data migration"), *c.filler(5 * 1024 * 1024),
-                   *c.exchange("Now plant the silver quokka migration flag", "Planted.")])
+    put(
+        "big",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("Start the data migration"),
+            *c.filler(5 * 1024 * 1024),
+            *c.exchange("Now plant the silver quokka migration flag", "Planted."),
+        ],
+    )
     # assistant text only
     c = Conversation(app, start=T0 + timedelta(minutes=1))
-    put("assistant", c, [c.permission_mode(),
-                         *c.exchange("Explain the time machine", "The flux capacitor needs recalibration first.")])
+    put(
+        "assistant",
+        c,
+        [c.permission_mode(), *c.exchange("Explain the time machine", "The flux capacitor needs recalibration first.")],
+    )
     # JSON escapes: \n, \", \u00e9 and an emoji as a surrogate pair (json.dumps' ensure_ascii)
     c = Conversation(app, start=T0 + timedelta(minutes=2))
     line = c.prompt('line one\nsecond "quoted marmot" caf\u00e9 party\U0001f389time')
@@ -143,14 +163,25 @@ def _build_corpus(claude) -> Corpus:
     c = Conversation(app, start=T0 + timedelta(minutes=4))
     put("parent", c, [c.permission_mode(), *c.exchange("Review the code base")])
     sub = Conversation(app, c.id, start=T0 + timedelta(minutes=5), sidechain=True)
-    sub_lines = [sub.prompt("Search for the heliotrope manifest"),
-                 *sub.reply(text("Found the heliotrope manifest in config/."))]
+    sub_lines = [
+        sub.prompt("Search for the heliotrope manifest"),
+        *sub.reply(text("Found the heliotrope manifest in config/.")),
+    ]
     paths["agent"] = write_session(folder / c.id / "subagents", "agent-a1b2c3", sub_lines)
     # a word only in a tool's output, another only in a tool's input
     c = Conversation(app, start=T0 + timedelta(minutes=6))
-    put("tool", c, [c.permission_mode(), *c.exchange("Run the tests"),
-                    *c.tool_round("FAILED zanzibar_stacktrace in test_io",
-                                  input={"command": "pytest --frobnicate-widget", "description": "Run them"})])
+    put(
+        "tool",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("Run the tests"),
+            *c.tool_round(
+                "FAILED zanzibar_stacktrace in test_io",
+                input={"command": "pytest --frobnicate-widget", "description": "Run them"},
+            ),
+        ],
+    )
     # words only in metadata, meta lines, markup, thinking, summaries
     c = Conversation(app + "/iguana_dir", start=T0 + timedelta(minutes=7), branch="feature/pelican")
     snap = c.snapshot()
@@ -158,21 +189,43 @@ def _build_corpus(claude) -> Corpus:
     call = c.reply(tool_use("Bash", {"command": "ls", "description": "List"}))
     result = c.tool_result(call[0]["message"]["content"][0]["id"], "plain listing output", source=call[0]["uuid"])
     result["toolUseResult"]["stdout"] = "copy only armadillo"
-    put("meta", c, [
-        c.permission_mode(), snap, c.caveat(), c.meta("meta lemming instructions"), c.clear(),
-        c.local_stdout("gazelle printed this"),
-        *c.exchange("A normal prompt about lists"),
-        *c.reply(thinking("thinking about the mongoose"), text("Here are the lists.")),
-        *call, result, c.compact_summary("Summary:\n1. the hyena request"),
-        c.summary("wolverine summary"), c.custom_title("Tapir investigations"), c.ai_title("Okapi work"),
-        c.last_prompt("A normal prompt about lists"), c.agent_name("Tapir"), c.mode(),
-    ])
+    put(
+        "meta",
+        c,
+        [
+            c.permission_mode(),
+            snap,
+            c.caveat(),
+            c.meta("meta lemming instructions"),
+            c.clear(),
+            c.local_stdout("gazelle printed this"),
+            *c.exchange("A normal prompt about lists"),
+            *c.reply(thinking("thinking about the mongoose"), text("Here are the lists.")),
+            *call,
+            result,
+            c.compact_summary("Summary:\n1. the hyena request"),
+            c.summary("wolverine summary"),
+            c.custom_title("Tapir investigations"),
+            c.ai_title("Okapi work"),
+            c.last_prompt("A normal prompt about lists"),
+            c.agent_name("Tapir"),
+            c.mode(),
+        ],
+    )
     # query syntax
     c = Conversation(app, start=T0 + timedelta(minutes=8))
-    put("syntax", c, [c.permission_mode(), *c.exchange("the quick brown fox jumps"),
-                      *c.exchange("Where is the budget?",
-                                  "Set self.retry_budget_ms = 300 in /repo/src/http/client.py and restart."),
-                      *c.exchange("call NEAR(alpha beta) on a:b with {talk} and ^startle then x'; DROP TABLE files; --")])
+    put(
+        "syntax",
+        c,
+        [
+            c.permission_mode(),
+            *c.exchange("the quick brown fox jumps"),
+            *c.exchange(
+                "Where is the budget?", "Set self.retry_budget_ms = 300 in /repo/src/http/client.py and restart."
+            ),
+            *c.exchange("call NEAR(alpha beta) on a:b with {talk} and ^startle then x'; DROP TABLE files; --"),
+        ],
+    )
     c = Conversation(app, start=T0 + timedelta(minutes=9))
     put("staging", c, [c.permission_mode(), *c.exchange("deploy the canary to staging")])
     c = Conversation(app, start=T0 + timedelta(minutes=10))
@@ -181,8 +234,11 @@ def _build_corpus(claude) -> Corpus:
     c = Conversation(app, start=T0 + timedelta(minutes=11))
     put("role_user", c, [c.permission_mode(), *c.exchange("pangolin scales please", "Sure.")])
     c = Conversation(app, start=T0 + timedelta(minutes=12))
-    put("role_assistant", c, [c.permission_mode(),
-                              *c.exchange("tell me about animals", "The pangolin is covered in scales.")])
+    put(
+        "role_assistant",
+        c,
+        [c.permission_mode(), *c.exchange("tell me about animals", "The pangolin is covered in scales.")],
+    )
     # time and branch
     c = Conversation(app, start=datetime(2026, 3, 1, tzinfo=UTC))
     put("march", c, [c.permission_mode(), *c.exchange("chinchilla in march")])
@@ -298,19 +354,26 @@ def test_tool_text_only_with_tools(corpus):
     assert search("ok ok ok").total == 0  # 5 MB of tool output stays out of a default search
 
 
-@pytest.mark.parametrize("word", [
-    "iguana",  # cwd
-    "pelican",  # gitBranch
-    "bandicoot",  # file-history-snapshot
-    "armadillo",  # toolUseResult (Claude Code's copy of the output)
-    "tapir", "okapi",  # custom-title, ai-title, agent-name
-    "lemming",  # isMeta
-    "gazelle",  # local command stdout (a system line)
-    "hyena",  # compact summary
-    "mongoose",  # thinking
-    "wolverine",  # summary line
-    '"command name"', "command-message", "local-command-caveat", '"DO NOT respond to these messages"',
-])
+@pytest.mark.parametrize(
+    "word",
+    [
+        "iguana",  # cwd
+        "pelican",  # gitBranch
+        "bandicoot",  # file-history-snapshot
+        "armadillo",  # toolUseResult (Claude Code's copy of the output)
+        "tapir",
+        "okapi",  # custom-title, ai-title, agent-name
+        "lemming",  # isMeta
+        "gazelle",  # local command stdout (a system line)
+        "hyena",  # compact summary
+        "mongoose",  # thinking
+        "wolverine",  # summary line
+        '"command name"',
+        "command-message",
+        "local-command-caveat",
+        '"DO NOT respond to these messages"',
+    ],
+)
 def test_metadata_markup_and_meta_lines_do_not_match(corpus, word):
     assert search(word).total == 0
     assert search(word, tools=True).total == 0
@@ -366,11 +429,35 @@ def test_identifiers_and_paths_are_phrases_of_their_parts(corpus):
     assert search("http/src").total == 0
 
 
-@pytest.mark.parametrize("q", [
-    '"a" OR (', "x'; DROP TABLE files; --", "NEAR(alpha beta)", "a:b", "{talk}", "^start", "talk:alpha",
-    'alpha"', '"""', "((alpha", "alpha))", "* OR *", "alpha*beta", "\"NEAR\" '", "rowid=1", "fts MATCH 'x'",
-    "-- comment", "alpha AND", "OR alpha", "(-x)", "a -", "'", ";", "%_",
-])
+@pytest.mark.parametrize(
+    "q",
+    [
+        '"a" OR (',
+        "x'; DROP TABLE files; --",
+        "NEAR(alpha beta)",
+        "a:b",
+        "{talk}",
+        "^start",
+        "talk:alpha",
+        'alpha"',
+        '"""',
+        "((alpha",
+        "alpha))",
+        "* OR *",
+        "alpha*beta",
+        '"NEAR" \'',
+        "rowid=1",
+        "fts MATCH 'x'",
+        "-- comment",
+        "alpha AND",
+        "OR alpha",
+        "(-x)",
+        "a -",
+        "'",
+        ";",
+        "%_",
+    ],
+)
 def test_fts_and_sql_syntax_is_literal_or_refused(corpus, q):
     try:
         found = search(q)
@@ -393,9 +480,24 @@ def test_sql_looking_text_is_searched_literally(corpus):
     assert known == len(corpus.paths)
 
 
-@pytest.mark.parametrize("q", ["", "   ", "!!! ---", "-word", "NOT word", "NOT", "AND", "*", "x" * 10_000,
-                               "a" * 2001, "alpha\x00beta", "(((((((((((((((((alpha)))))))))))))))))",
-                               " ".join(f"w{i}" for i in range(65))])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "",
+        "   ",
+        "!!! ---",
+        "-word",
+        "NOT word",
+        "NOT",
+        "AND",
+        "*",
+        "x" * 10_000,
+        "a" * 2001,
+        "alpha\x00beta",
+        "(((((((((((((((((alpha)))))))))))))))))",
+        " ".join(f"w{i}" for i in range(65)),
+    ],
+)
 def test_bad_queries_are_bad_arguments(corpus, q):
     with pytest.raises(BadArgument):
         search(q)
@@ -496,11 +598,17 @@ def sandbox(claude, monkeypatch):
 def test_more_hits_rank_before_one_weak_hit_and_order_is_deterministic(sandbox):
     app = sandbox.project("app")
     folder = sandbox.folder(app)
-    many, _ = session_file(folder, [f"sprocket alignment step {i} of the gearbox" for i in range(4)],
-                           sid=id_in_shard(folder, 2), cwd=app, start=T0)
+    many, _ = session_file(
+        folder,
+        [f"sprocket alignment step {i} of the gearbox" for i in range(4)],
+        sid=id_in_shard(folder, 2),
+        cwd=app,
+        start=T0,
+    )
     filler = " ".join(f"word{i}" for i in range(300))
-    weak, _ = session_file(folder, [f"{filler} sprocket {filler}"], sid=id_in_shard(folder, 2), cwd=app,
-                           start=T0 + timedelta(days=3))  # newer, but a weaker match
+    weak, _ = session_file(
+        folder, [f"{filler} sprocket {filler}"], sid=id_in_shard(folder, 2), cwd=app, start=T0 + timedelta(days=3)
+    )  # newer, but a weaker match
     for i in range(6):
         session_file(folder, [f"unrelated chat number {i}"], sid=id_in_shard(folder, 2), cwd=app)
     first = search("sprocket")
@@ -515,8 +623,9 @@ def test_equal_relevance_goes_to_the_most_recent_within_a_shard(sandbox):
     app = sandbox.project("app")
     folder = sandbox.folder(app)
     old, _ = session_file(folder, ["rotate the signing keys"], sid=id_in_shard(folder, 1), cwd=app, start=T0)
-    new, _ = session_file(folder, ["rotate the signing keys"], sid=id_in_shard(folder, 1), cwd=app,
-                          start=T0 + timedelta(days=5))
+    new, _ = session_file(
+        folder, ["rotate the signing keys"], sid=id_in_shard(folder, 1), cwd=app, start=T0 + timedelta(days=5)
+    )
     for i in range(6):
         session_file(folder, [f"unrelated chat number {i}"], sid=id_in_shard(folder, 1), cwd=app)
     assert ids(search("signing keys")) == [new, old]
@@ -531,8 +640,9 @@ def test_identical_text_scores_alike_across_shards(sandbox):
     old, _ = session_file(folder, ["rotate the signing keys"], sid=id_in_shard(folder, 0), cwd=app, start=T0)
     for i in range(8):
         session_file(folder, [f"unrelated chat number {i}"], sid=id_in_shard(folder, 0), cwd=app)
-    new, _ = session_file(folder, ["rotate the signing keys"], sid=id_in_shard(folder, 3), cwd=app,
-                          start=T0 + timedelta(days=5))
+    new, _ = session_file(
+        folder, ["rotate the signing keys"], sid=id_in_shard(folder, 3), cwd=app, start=T0 + timedelta(days=5)
+    )
     found = search("signing keys")
     scores = {r.id: r.score for r in found.results}
     assert set(scores) == {new, old}
@@ -544,8 +654,11 @@ def test_legacy_agent_file_beside_the_sessions_counts_for_its_session(sandbox):
     folder = sandbox.folder(app)
     parent, _ = session_file(folder, ["Plan the release"], cwd=app)
     sub = Conversation(app, parent, start=T0 + timedelta(minutes=1), sidechain=True)
-    write_session(folder, "agent-0f1e2d3c", [sub.prompt("Find the cassowary config"),
-                                             *sub.reply(text("The cassowary config is in etc/."))])
+    write_session(
+        folder,
+        "agent-0f1e2d3c",
+        [sub.prompt("Find the cassowary config"), *sub.reply(text("The cassowary config is in etc/."))],
+    )
     found = search("cassowary")
     assert ids(found) == [parent] and found.total == 1
     (r,) = found.results
@@ -587,8 +700,9 @@ def test_append_reads_only_the_new_bytes(sandbox):
     app = sandbox.project("app")
     folder = sandbox.folder(app)
     conv = Conversation(app, start=T0)
-    path = write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange("first prompt"),
-                                           *conv.filler(1024 * 1024)])
+    path = write_session(
+        folder, conv.id, [conv.permission_mode(), *conv.exchange("first prompt"), *conv.filler(1024 * 1024)]
+    )
     first = index.update()
     assert first.read == 1 and first.bytes_read == path.stat().st_size
     added = append_lines(path, conv.exchange("the appended wallaby question"))
@@ -626,8 +740,12 @@ def test_truncate_and_rewrite_in_place(sandbox):
     conv = Conversation(app, sid, start=T0 + timedelta(days=1))
     with open(path, "r+b") as f:  # same path, same inode, other (longer) content
         f.truncate(0)
-        f.write(b"".join(encode(x) + b"\n" for x in [conv.permission_mode(),
-                                                     *conv.exchange("a brand new hamster phrase, longer")]))
+        f.write(
+            b"".join(
+                encode(x) + b"\n"
+                for x in [conv.permission_mode(), *conv.exchange("a brand new hamster phrase, longer")]
+            )
+        )
     assert path.stat().st_ino == ino
     u = index.update()
     assert u.read == 1 and u.bytes_read == path.stat().st_size
@@ -709,8 +827,9 @@ def test_hostile_transcript_lines(sandbox):
     bad = encode(conv.prompt("invalid PLACEHOLDER bytes ocelot")).replace(b"PLACEHOLDER", b"\xff\xfe\xc3")
     nested = b'{"type":"user","message":{"role":"user","content":' + b"[" * 10_000 + b"]" * 10_000 + b"}}"
     huge = conv.prompt("x " * (5 * 1024 * 1024) + "narwhal at the very end")
-    path = write_session(folder, conv.id, [conv.permission_mode(), bad, nested, huge,
-                                           *conv.exchange("after the nest comes the puffin")])
+    path = write_session(
+        folder, conv.id, [conv.permission_mode(), bad, nested, huge, *conv.exchange("after the nest comes the puffin")]
+    )
     assert path.stat().st_size > 10 * 1024 * 1024
     u = index.update()
     assert u.skipped_lines == 1 and u.read == 1
@@ -728,8 +847,9 @@ def test_a_torn_last_line_is_indexed_once_completed(sandbox):
     folder = sandbox.folder(app)
     conv = Conversation(app, start=T0)
     torn = encode(conv.prompt("the torn toucan line")) + b"\n"
-    path = write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange("complete start")],
-                         unterminated=torn[:-20])
+    path = write_session(
+        folder, conv.id, [conv.permission_mode(), *conv.exchange("complete start")], unterminated=torn[:-20]
+    )
     u = index.update()
     assert u.skipped_lines == 0
     assert search("toucan").total == 0 and search("complete start").total == 1
@@ -805,7 +925,9 @@ def test_a_foreign_sqlite_database_is_rebuilt(sandbox):
     assert ids(found) == [sid] and found.problems == []
     assert _is_ours(0)
     conn = sqlite3.connect(store.shard_path(0))
-    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name='files' AND sql LIKE '%secret%'").fetchone()[0] == 0
+    assert (
+        conn.execute("SELECT count(*) FROM sqlite_master WHERE name='files' AND sql LIKE '%secret%'").fetchone()[0] == 0
+    )
     conn.close()
 
 
@@ -880,8 +1002,10 @@ def test_a_held_lock_does_not_make_search_wait(sandbox):
     indexed, _ = session_file(folder, ["the indexed meerkat"], cwd=app)
     index.update()
     later, _ = session_file(folder, ["the later meerkat"], cwd=app)
-    code = ("import sys, time\nfrom c3async.ground.locking import locked\nfrom c3async.search import index\n"
-            "with locked(index.lock_path()):\n    print('held', flush=True)\n    time.sleep(60)\n")
+    code = (
+        "import sys, time\nfrom c3async.ground.locking import locked\nfrom c3async.search import index\n"
+        "with locked(index.lock_path()):\n    print('held', flush=True)\n    time.sleep(60)\n"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code], env=sandbox.env(), stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -933,19 +1057,33 @@ def test_parallel_first_build_equals_a_serial_one(sandbox, monkeypatch):
     folder = sandbox.folder(app)
     for i in range(16):
         conv = Conversation(app, start=T0 + timedelta(hours=i))
-        write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange(f"common word number{i}"),
-                                        *conv.tool_round(f"tool output serial{i}"), *conv.filler(64 * 1024),
-                                        *conv.exchange(f"closing common remark {i % 3}")])
+        write_session(
+            folder,
+            conv.id,
+            [
+                conv.permission_mode(),
+                *conv.exchange(f"common word number{i}"),
+                *conv.tool_round(f"tool output serial{i}"),
+                *conv.filler(64 * 1024),
+                *conv.exchange(f"closing common remark {i % 3}"),
+            ],
+        )
     # in a process of its own: one with threads (this one may have some left) never forks workers
-    built = subprocess.run([sys.executable, "-c", PARALLEL_BUILD], env=sandbox.env(), capture_output=True, text=True,
-                           timeout=120)
+    built = subprocess.run(
+        [sys.executable, "-c", PARALLEL_BUILD], env=sandbox.env(), capture_output=True, text=True, timeout=120
+    )
     assert built.returncode == 0, built.stderr
     parallel = SimpleNamespace(**json.loads(built.stdout))
     cores = len(os.sched_getaffinity(0))
     if cores >= 2:
         assert parallel.workers >= 1, "a machine with 2+ cores builds with worker processes"
-    queries = [("common", {}), ("number7", {}), ("closing remark", {}), ("serial3", {"tools": True}),
-               ("ok*", {"tools": True})]
+    queries = [
+        ("common", {}),
+        ("number7", {}),
+        ("closing remark", {}),
+        ("serial3", {"tools": True}),
+        ("ok*", {"tools": True}),
+    ]
     want = {q: hits_summary(search(q, limit=200, **kw)) for q, kw in queries}
     monkeypatch.setenv("C3_HOME", str(sandbox.root / "c3home-serial"))
     serial = index.update(processes=False)
@@ -1003,8 +1141,22 @@ def test_cli_search_json_shape(corpus):
     assert doc["index"]["files"] == len(corpus.paths) and doc["index"]["updating"] is False
     (r,) = doc["results"]
     assert r["id"] == corpus.ids["role_user"]
-    assert {"id", "folder", "path", "cwd", "title", "title_source", "branch", "last_ts", "score", "hits",
-            "snippets", "project", "age", "resume"} <= set(r)
+    assert {
+        "id",
+        "folder",
+        "path",
+        "cwd",
+        "title",
+        "title_source",
+        "branch",
+        "last_ts",
+        "score",
+        "hits",
+        "snippets",
+        "project",
+        "age",
+        "resume",
+    } <= set(r)
     assert r["project"] == corpus.app and r["title_source"] == "prompt"
     (sn,) = r["snippets"]
     assert sn["role"] == "user" and sn["sidechain"] is False
@@ -1018,14 +1170,17 @@ def test_cli_search_json_shape(corpus):
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("argv", [
-    ["search"],
-    ["search", "x", "--role", "system"],
-    ["search", "x", "--limit", "many"],
-    ["search", "x", "--limit", "-3"],
-    ["search", "x", "--bogus"],
-    ["index", "--bogus"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search"],
+        ["search", "x", "--role", "system"],
+        ["search", "x", "--limit", "many"],
+        ["search", "x", "--limit", "-3"],
+        ["search", "x", "--bogus"],
+        ["index", "--bogus"],
+    ],
+)
 def test_cli_usage_errors_exit_2(corpus, argv):
     done = corpus.claude.run(*argv)
     assert done.returncode == 2, (done.stdout, done.stderr)
@@ -1033,11 +1188,14 @@ def test_cli_usage_errors_exit_2(corpus, argv):
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("query, message", [
-    ("!!! ---", "nothing to search for"),
-    ("-only", "at least one word"),
-    ("x" * 10_000, "too long"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("!!! ---", "nothing to search for"),
+        ("-only", "at least one word"),
+        ("x" * 10_000, "too long"),
+    ],
+)
 def test_cli_bad_query_exits_1_with_a_message(corpus, query, message):
     done = corpus.claude.run("search", "--all", "--", query)
     assert done.returncode == 1 and done.stdout == ""
@@ -1073,9 +1231,12 @@ async def test_mcp_search_over_stdio(corpus):
     from mcp import Client, StdioServerParameters
 
     c = corpus.claude
-    params = StdioServerParameters(command=sys.executable, args=["-m", "c3async", "serve"],
-                                   env=c.env(CLAUDE_PROJECT_DIR=corpus.app, C3_HEARTBEAT_INTERVAL_S="0.2"),
-                                   cwd=corpus.app)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "c3async", "serve"],
+        env=c.env(CLAUDE_PROJECT_DIR=corpus.app, C3_HEARTBEAT_INTERVAL_S="0.2"),
+        cwd=corpus.app,
+    )
 
     def text_of(result) -> str:
         return "\n".join(block.text for block in result.content)
@@ -1096,8 +1257,10 @@ async def test_mcp_search_over_stdio(corpus):
         out = text_of(got)
         assert not got.is_error and "2 session(s) match" in out and "... 1 more" in out
 
-        got = await client.call_tool("c3_session", {"action": "search", "target": "pangolin scales",
-                                                    "data": "all role=assistant since=2026-04-01 limit=5"})
+        got = await client.call_tool(
+            "c3_session",
+            {"action": "search", "target": "pangolin scales", "data": "all role=assistant since=2026-04-01 limit=5"},
+        )
         out = text_of(got)
         assert not got.is_error and corpus.ids["role_assistant"][:8] in out and corpus.ids["role_user"][:8] not in out
         got = await client.call_tool("c3_session", {"action": "search", "target": "zanzibar", "data": "tools"})
@@ -1109,8 +1272,12 @@ async def test_mcp_search_over_stdio(corpus):
         got = await client.call_tool("c3_session", {"action": "search", "target": "nosuchwordanywhere"})
         assert not got.is_error and "no session matches" in text_of(got)
 
-        for data, message in (("bogus=1", "unknown option"), ("limit=many", "limit=N takes a number"),
-                              ("role=system", "role"), ("since=whenever", "since")):
+        for data, message in (
+            ("bogus=1", "unknown option"),
+            ("limit=many", "limit=N takes a number"),
+            ("role=system", "role"),
+            ("since=whenever", "since"),
+        ):
             got = await client.call_tool("c3_session", {"action": "search", "target": "quokka", "data": data})
             out = text_of(got)
             assert got.is_error, out

@@ -319,7 +319,9 @@ async def test_unstale_undoes_it(client, world):
     assert world.rows()[OLD]["stale"] is None
     assert ok(await session(client, "list", target="stale")) == "no stale sessions"
     assert [(m["op"], m["by"], m["by_session"]) for m in world.marks()] == [
-        ("stale", "agent", HOST), ("unstale", "agent", HOST)]
+        ("stale", "agent", HOST),
+        ("unstale", "agent", HOST),
+    ]
 
 
 # ------------------------------------------------------------------------------------ note
@@ -382,8 +384,9 @@ async def test_host_session_follows_the_registry_of_the_parent_process(client, w
     ok(await session(client, "log", event_type="progress", data="now in DOCS"))
     (record,) = world.records()
     assert json.loads(record.read_text())["host_session_ids"] == [HOST, DOCS]
-    assert "(this session)" in next(line for line in lines_of(ok(await session(client, "list")))
-                                if line.startswith(DOCS[:8]))
+    assert "(this session)" in next(
+        line for line in lines_of(ok(await session(client, "list"))) if line.startswith(DOCS[:8])
+    )
     clear_to(world, OLD, dead=True)
     assert ok(await session(client, "note", data="back to env")) == f"note {HOST}"
 
@@ -403,13 +406,17 @@ async def test_lifecycle_writes_the_record_and_the_activity_log(client, world):
 
     assert "needs event_type" in err(await session(client, "log", data="x"))
     assert "needs data" in err(await session(client, "log", event_type="decision"))
-    assert ok(await session(client, "log", event_type="decision", data="use backoff", reasoning="spiky load")) \
+    assert (
+        ok(await session(client, "log", event_type="decision", data="use backoff", reasoning="spiky load"))
         == "logged decision (1 events in this C3 session)"
+    )
 
     assert "needs summary" in err(await session(client, "snapshot", data="x"))
     assert "no snapshot for" in err(await session(client, "restore"))
-    assert ok(await session(client, "snapshot", summary="half way", data="next: tests")) \
+    assert (
+        ok(await session(client, "snapshot", summary="half way", data="next: tests"))
         == "snapshot saved (1 in this C3 session)"
+    )
     restored = ok(await session(client, "restore"))
     assert restored.startswith(f"snapshot of {HOST} at ") and restored.endswith("half way\n\nnext: tests")
     assert ok(await session(client, "restore", target="aaaa1")) == restored
@@ -423,16 +430,22 @@ async def test_lifecycle_writes_the_record_and_the_activity_log(client, world):
 
     rec = json.loads(path.read_text())
     assert [(e["event_type"], e["data"], e["reasoning"], e["host_session_id"]) for e in rec["events"]] == [
-        ("decision", "use backoff", "spiky load", HOST)]
+        ("decision", "use backoff", "spiky load", HOST)
+    ]
     assert [(s["summary"], s["data"], s["host_session_id"]) for s in rec["snapshots"]] == [
-        ("half way", "next: tests", HOST)]
+        ("half way", "next: tests", HOST)
+    ]
     assert (rec["plan"], rec["summary"]) == ("1. test\n2. fix", "retries fixed")
     assert rec["ended"] is not None and rec["ended"] >= rec["started"]
 
     rows = world.activity()
     kinds = [(r["kind"], r.get("session_id"), r.get("c3_session_id")) for r in rows if r["kind"] != "tool_call"]
-    assert kinds == [("c3_start", HOST, c3_id), ("log", HOST, c3_id), ("snapshot", HOST, c3_id),
-                     ("c3_end", HOST, c3_id)]
+    assert kinds == [
+        ("c3_start", HOST, c3_id),
+        ("log", HOST, c3_id),
+        ("snapshot", HOST, c3_id),
+        ("c3_end", HOST, c3_id),
+    ]
     assert next(r for r in rows if r["kind"] == "c3_start")["description"] == "fix retries"
     calls = [r for r in rows if r["kind"] == "tool_call"]
     assert {(r["tool"], r["session_id"], r["c3_session_id"]) for r in calls} == {("c3_session", HOST, c3_id)}
@@ -466,8 +479,10 @@ async def test_an_unexpected_failure_is_a_generic_tool_error(client, monkeypatch
     result = await session(client, "plan")
     assert result.is_error
     text = result.content[0].text
-    assert text == ("c3_session(action='plan') failed inside c3async; the server's stderr has the details. "
-                    "Other actions still work.")
+    assert text == (
+        "c3_session(action='plan') failed inside c3async; the server's stderr has the details. "
+        "Other actions still work."
+    )
     assert ids_listed(ok(await session(client, "list")))[0] == HOST[:8]
 
 
@@ -506,9 +521,23 @@ async def test_status_sessions_view(client, world):
     # rows hold running totals: the last one of a session wins; a bad or torn line is skipped
     stats = world.state / "session_stats.jsonl"
     with stats.open("a") as f:
-        f.write(json.dumps({"session_id": HOST, "ts": time.time(), "title": "retry", "input": 100, "output": 20,
-                            "cache_write_5m": 3, "cache_write_1h": 4, "cache_read": 5, "cost_usd": 1.5,
-                            "unknown_models": ["claude-next"]}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "session_id": HOST,
+                    "ts": time.time(),
+                    "title": "retry",
+                    "input": 100,
+                    "output": 20,
+                    "cache_write_5m": 3,
+                    "cache_write_1h": 4,
+                    "cache_read": 5,
+                    "cost_usd": 1.5,
+                    "unknown_models": ["claude-next"],
+                }
+            )
+            + "\n"
+        )
         f.write('not json\n{"session_id": "torn')
     lines = lines_of(ok(await client.call_tool("c3_status", {"view": "sessions"})))
     mine = next(line for line in lines if line.startswith(HOST[:8]))
@@ -532,8 +561,11 @@ async def test_status_sessions_view_titles_rows_accounted_before_the_catalog_kne
         ok(await session(c, "list"))  # the catalog (and its cache) now knows every title
         lines = await _stats_table(c)
         titles = {line.split()[0]: " ".join(line.split()[6:]) for line in lines[1:-1]}
-        assert titles == {HOST[:8]: "Fix the flaky retry test", OLD[:8]: "Add the cache layer",
-                          DOCS[:8]: "Document the parser API"}, "\n".join(lines)
+        assert titles == {
+            HOST[:8]: "Fix the flaky retry test",
+            OLD[:8]: "Add the cache layer",
+            DOCS[:8]: "Document the parser API",
+        }, "\n".join(lines)
 
 
 async def test_status_live_view_and_unknown_view(client):
@@ -602,8 +634,12 @@ async def test_c3_task_deletes_through_the_shared_actions_and_words_errors_its_w
 
 
 async def test_unknown_actions_and_views_log_no_row(client, world):
-    for tool, args in [("c3_session", {"action": "bogus"}), ("c3_task", {"action": "bogus"}),
-                       ("c3_status", {"view": "bogus"}), ("c3_session", {"action": "list", "target": "x" * 501})]:
+    for tool, args in [
+        ("c3_session", {"action": "bogus"}),
+        ("c3_task", {"action": "bogus"}),
+        ("c3_status", {"view": "bogus"}),
+        ("c3_session", {"action": "list", "target": "x" * 501}),
+    ]:
         err(await client.call_tool(tool, args))
     assert tool_rows(world) == []
     ok(await session(client, "list"))  # the first valid read still gets its row
@@ -662,7 +698,6 @@ async def test_heartbeat_is_rewritten_and_removed_on_disconnect(world):
 async def test_the_project_is_registered_for_the_hub(client, world):
     doc = json.loads(Path(world.claude.c3home, "projects.json").read_text())
     assert [p["path"] for p in doc["projects"]] == [world.project]
-
 
 
 async def test_concurrent_calls_lose_nothing(client, world):

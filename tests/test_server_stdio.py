@@ -62,8 +62,7 @@ def server_env(claude, project: str, host: str | None = HOST) -> dict[str, str]:
 
 
 def params(claude, project: str, host: str | None = HOST) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=SERVE, env=server_env(claude, project, host),
-                                 cwd=project)
+    return StdioServerParameters(command=sys.executable, args=SERVE, env=server_env(claude, project, host), cwd=project)
 
 
 def live_dir(project: str) -> Path:
@@ -118,8 +117,15 @@ def write_registry(claude, session_id: str, proc_start_ticks: int, pid: int | No
     pid = os.getpid() if pid is None else pid
     path = Path(claude.config, "sessions", f"{pid}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"pid": pid, "sessionId": session_id, "cwd": "/somewhere", "startedAt": int(time.time() * 1000),
-           "procStart": proc_start_ticks, "kind": "interactive", "entrypoint": "cli"}
+    doc = {
+        "pid": pid,
+        "sessionId": session_id,
+        "cwd": "/somewhere",
+        "startedAt": int(time.time() * 1000),
+        "procStart": proc_start_ticks,
+        "kind": "interactive",
+        "entrypoint": "cli",
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc))
     os.replace(tmp, path)  # Claude Code rewrites it whole; never let the server read half a file
@@ -158,8 +164,16 @@ def test_the_server_imports_only_what_the_protocol_loop_needs(claude):
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
     assert "c3async.server" in loaded and "mcp.server.mcpserver" in loaded
-    deferred = {"c3async.sessions.reports", "c3async.sessions.view", "c3async.sessions.detail", "c3async.sessions.act",
-                "c3async.tasks.actions", "c3async.usage.account", "c3async.usage.prices", "c3async.hub.app"}
+    deferred = {
+        "c3async.sessions.reports",
+        "c3async.sessions.view",
+        "c3async.sessions.detail",
+        "c3async.sessions.act",
+        "c3async.tasks.actions",
+        "c3async.usage.account",
+        "c3async.usage.prices",
+        "c3async.hub.app",
+    }
     assert not deferred & loaded, sorted(deferred & loaded)
 
 
@@ -180,7 +194,7 @@ async def test_heartbeat_lives_while_the_client_is_connected(claude, project, tm
     errlog = (tmp_path / "server-stderr.txt").open("w+")
     with errlog:
         async with Client(stdio_client(params(claude, project), errlog=errlog)) as c:
-            (c3_id, beat), = (await wait_for_heartbeats(project)).items()
+            ((c3_id, beat),) = (await wait_for_heartbeats(project)).items()
             assert (beat["session_id"], beat["host_session_id"], beat["project"]) == (c3_id, HOST, project)
             assert beat["pid"] != os.getpid() and beat["ide"] and isinstance(beat["ts"], float)
             path = live_dir(project) / f"{c3_id}.json"
@@ -256,8 +270,14 @@ async def _check_three(claude, project: str, clients: list[Client], hosts: tuple
 
 
 def _spawn(claude, project: str, errlog) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=errlog, env=server_env(claude, project), cwd=project)
+    return subprocess.Popen(
+        [sys.executable, *SERVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        env=server_env(claude, project),
+        cwd=project,
+    )
 
 
 def _wait_serving(project: str, proc: subprocess.Popen) -> Path:
@@ -269,7 +289,7 @@ def _wait_serving(project: str, proc: subprocess.Popen) -> Path:
         assert proc.poll() is None, f"the server exited early with {proc.returncode}"
         beats = heartbeats(project)
         if beats:
-            (c3_id, beat), = beats.items()
+            ((c3_id, beat),) = beats.items()
             if first is None:
                 first = beat["ts"]
             elif beat["ts"] != first:
@@ -330,7 +350,7 @@ async def test_host_session_comes_from_the_parents_registry_and_follows_clear(cl
     environment says HOST (as after a /clear in a resumed session)."""
     reg = write_registry(claude, DOCS, proc_start(os.getpid()))
     async with Client(params(claude, project, HOST)) as c:
-        (c3_id, beat), = (await wait_for_heartbeats(project)).items()
+        ((c3_id, beat),) = (await wait_for_heartbeats(project)).items()
         path = live_dir(project) / f"{c3_id}.json"
         assert beat["host_session_id"] == DOCS
         started = await c.call_tool("c3_session", {"action": "start", "description": "identity"})
@@ -356,7 +376,7 @@ async def test_host_session_comes_from_the_parents_registry_and_follows_clear(cl
 async def test_a_registry_file_with_the_wrong_proc_start_is_ignored(claude, project):
     write_registry(claude, DOCS, proc_start(os.getpid()) - 1)
     async with Client(params(claude, project, HOST)) as c:
-        (_c3_id, beat), = (await wait_for_heartbeats(project)).items()
+        ((_c3_id, beat),) = (await wait_for_heartbeats(project)).items()
         assert beat["host_session_id"] == HOST
         listed = text_of(await c.call_tool("c3_session", {"action": "list"})).splitlines()
         assert "(this session)" in next(line for line in listed if line.startswith(HOST[:8]))

@@ -89,8 +89,12 @@ def test_a_plan_handoff_joins_the_chain_both_ways(claude) -> None:
     other, _ = _session(folder, proj, ["unrelated"], start=start + timedelta(minutes=5))
     conv = Conversation(proj, start=start + timedelta(minutes=30))
     plan = "\n".join(f"{i}. change the importer's step {i} " + "carefully " * 10 for i in range(40))
-    lines = [conv.permission_mode(), conv.plan_handoff(plan, str(folder / f"{planned}.jsonl")), *conv.reply(),
-             *conv.exchange("run the tests")]
+    lines = [
+        conv.permission_mode(),
+        conv.plan_handoff(plan, str(folder / f"{planned}.jsonl")),
+        *conv.reply(),
+        *conv.exchange("run the tests"),
+    ]
     write_session(folder, conv.id, lines)
     rows = rows_of(proj)
     assert (rows[planned].chain_prev, rows[planned].chain_next) == ([], [conv.id])
@@ -196,12 +200,20 @@ def test_a_record_alone_does_not_vouch_for_a_folder(claude) -> None:
 
 @pytest.mark.process
 def test_the_catalog_imports_nothing_above_it() -> None:
-    code = ("import sys, c3async.catalog, c3async.catalog.scan, c3async.catalog.resolve, "
-            "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))")
+    code = (
+        "import sys, c3async.catalog, c3async.catalog.scan, c3async.catalog.resolve, "
+        "c3async.catalog.gitrefs; print(sorted(m for m in sys.modules if m.startswith('c3async')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(eval(out))
-    for above in ("c3async.stores.marks", "c3async.live", "c3async.tasks", "c3async.stores.records", "c3async.sessions",
-                  "c3async.stores.activity"):
+    for above in (
+        "c3async.stores.marks",
+        "c3async.live",
+        "c3async.tasks",
+        "c3async.stores.records",
+        "c3async.sessions",
+        "c3async.stores.activity",
+    ):
         assert not any(m == above or m.startswith(above + ".") for m in loaded), (above, loaded)
 
 
@@ -289,10 +301,13 @@ def test_an_unpriced_model_shows_its_tokens_but_no_cost(claude) -> None:
 def test_a_listing_never_loads_the_accountant(claude) -> None:
     proj = claude.project("app")
     simple_session(claude.folder(proj), proj, "hello")
-    code = ("import sys; from c3async.sessions import view; "
-            f"view.list_rows_sync([{proj!r}], processes=False); "
-            "print(sorted(m for m in sys.modules if m.startswith('c3async.usage')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env=claude.env()).stdout
+    code = (
+        "import sys; from c3async.sessions import view; "
+        f"view.list_rows_sync([{proj!r}], processes=False); "
+        "print(sorted(m for m in sys.modules if m.startswith('c3async.usage')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=claude.env()
+    ).stdout
     # the totals and the price table (a listing prices them), never the accountant or its reader
     assert eval(out) == ["c3async.usage", "c3async.usage.prices", "c3async.usage.totals"]

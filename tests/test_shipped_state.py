@@ -40,11 +40,23 @@ def test_a_log_cannot_send_a_listing_to_another_folder(claude):
     shipped = claude.project("shipped")
     own = simple_session(claude.folder(shipped), shipped, "the shipped repository's own session")
     state = Path(shipped, ".c3")
-    _log(state / "activity.jsonl", [_start(".."), _start("../victim"), _start(victim), _start(shipped + "/../victim"),
-                                    _start(victim + "/"), _start("victim")])
+    _log(
+        state / "activity.jsonl",
+        [
+            _start(".."),
+            _start("../victim"),
+            _start(victim),
+            _start(shipped + "/../victim"),
+            _start(victim + "/"),
+            _start("victim"),
+        ],
+    )
     (state / "sessions").mkdir(parents=True)
-    (state / "sessions" / "0b0b0b0b-0000-4000-8000-00000000000b.json").write_text(json.dumps(
-        {"c3_session_id": "0b0b0b0b-0000-4000-8000-00000000000b", "cwd": victim, "host_session_ids": [secret]}))
+    (state / "sessions" / "0b0b0b0b-0000-4000-8000-00000000000b.json").write_text(
+        json.dumps(
+            {"c3_session_id": "0b0b0b0b-0000-4000-8000-00000000000b", "cwd": victim, "host_session_ids": [secret]}
+        )
+    )
     rows = claude.sessions(shipped)
     assert [r["id"] for r in rows] == [own]
     proc = claude.run("show", secret[:8], "--project", shipped)
@@ -62,8 +74,13 @@ def test_a_log_of_200000_folders_costs_a_listing_what_an_empty_one_does(claude):
     rows = (json.dumps(_start(f"{project}/sub{i}", ts=i)) + "\n" for i in range(200_000))
     Path(project, ".c3").mkdir()
     Path(project, ".c3", "activity.jsonl").write_text("".join(rows))
-    proc = subprocess.run([sys.executable, "-m", "c3async", "sessions", "--project", project, "--json"],
-                          capture_output=True, text=True, env=claude.env(), timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "sessions", "--project", project, "--json"],
+        capture_output=True,
+        text=True,
+        env=claude.env(),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)] == [sid]
 
@@ -180,8 +197,10 @@ def test_every_resume_command_quotes_every_part(claude):
             cmd = resume_command(f"/gone/{name}", "0c0c0c0c-0000-4000-8000-00000000000c", branch, gone=True)
             words = shlex.split(cmd, comments=True)
             assert words == shlex.split(cmd), cmd  # no comment hides anything
-            assert words[-3:] in (["claude", "--resume", "0c0c0c0c-0000-4000-8000-00000000000c"],
-                                  ["c3async", "resume", "0c0c0c0c-0000-4000-8000-00000000000c"]), cmd
+            assert words[-3:] in (
+                ["claude", "--resume", "0c0c0c0c-0000-4000-8000-00000000000c"],
+                ["c3async", "resume", "0c0c0c0c-0000-4000-8000-00000000000c"],
+            ), cmd
             if branch and branch != "HEAD":
                 assert words[:5] == ["git", "worktree", "add", f"/gone/{name}", branch]
     shutil.rmtree(Path(claude.root, "work"))

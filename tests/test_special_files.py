@@ -39,20 +39,38 @@ TIMEOUT = 30  # seconds: far above what any of these commands needs
 
 def run(claude, *args: str) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run([sys.executable, "-m", "c3async", *args], capture_output=True, text=True,
-                              env=claude.env(), cwd=str(claude.root), timeout=TIMEOUT, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "c3async", *args],
+            capture_output=True,
+            text=True,
+            env=claude.env(),
+            cwd=str(claude.root),
+            timeout=TIMEOUT,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"`c3async {' '.join(args)}` hung for {TIMEOUT} s (a FIFO opened for reading?)")
 
 
 def usage_line(session: str, msg_id: str, out: int = 20) -> str:
-    usage = {"input_tokens": 10, "output_tokens": out, "cache_creation_input_tokens": 0,
-             "cache_read_input_tokens": 0}
-    return json.dumps({"type": "assistant", "isSidechain": False, "sessionId": session, "requestId": "r" + msg_id,
-                       "timestamp": "2026-11-01T10:00:00.000Z",
-                       "message": {"model": "claude-sonnet-4-5-20250929", "id": msg_id, "role": "assistant",
-                                   "content": [{"type": "text", "text": "ok"}], "usage": usage}},
-                      separators=(",", ":"))
+    usage = {"input_tokens": 10, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return json.dumps(
+        {
+            "type": "assistant",
+            "isSidechain": False,
+            "sessionId": session,
+            "requestId": "r" + msg_id,
+            "timestamp": "2026-11-01T10:00:00.000Z",
+            "message": {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": msg_id,
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": usage,
+            },
+        },
+        separators=(",", ":"),
+    )
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -156,8 +174,9 @@ def test_deeply_nested_usage_line_is_skipped(claude):
     folder = claude.folder(project)
     sid = new_id()
     # nested in a field the decoder skips (a typed field would fail fast on the first '[')
-    deep = usage_line(sid, "msg_deep", out=1000).replace('"type":"assistant"', '"type":"assistant","x":'
-                                                          + "[" * 100_000 + "]" * 100_000, 1)
+    deep = usage_line(sid, "msg_deep", out=1000).replace(
+        '"type":"assistant"', '"type":"assistant","x":' + "[" * 100_000 + "]" * 100_000, 1
+    )
     write_lines(folder / f"{sid}.jsonl", [usage_line(sid, "msg_1"), deep, usage_line(sid, "msg_2", out=5)])
     assert stats(claude, project)[sid]["output"] == 25
 
@@ -206,9 +225,14 @@ def test_a_symlinked_projects_root_and_transcript_folder_are_followed(claude, tm
     (real_root / "projects" / claude.folder(project).name).symlink_to(real_folder, target_is_directory=True)
     link = tmp_path / "claude-link"
     link.symlink_to(real_root, target_is_directory=True)
-    proc = subprocess.run([sys.executable, "-m", "c3async", "sessions", "--project", project, "--json"],
-                          capture_output=True, text=True, env=claude.env(CLAUDE_CONFIG_DIR=str(link)),
-                          timeout=TIMEOUT, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "c3async", "sessions", "--project", project, "--json"],
+        capture_output=True,
+        text=True,
+        env=claude.env(CLAUDE_CONFIG_DIR=str(link)),
+        timeout=TIMEOUT,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)] == [sid]
 
@@ -244,17 +268,30 @@ def test_deeply_nested_transcript_line_is_skipped_like_a_malformed_one(claude):
     project = claude.project("app")
     folder = claude.folder(project)
     c = Conversation(project)
+
     def deep(prompt: str, nest: bytes, close: bytes) -> bytes:
         line = json.dumps(c.prompt(prompt), separators=(",", ":")).encode()
         return line.replace(b'"type":"user"', b'"type":"user","x":' + nest * 50_000 + b"1" + close * 50_000, 1)
 
     # The first and the last user lines are the ones decoded: make those the deep ones.
-    write_session(folder, c.id, [c.permission_mode(), deep("DEEP first", b"[", b"]"),
-                                 *c.exchange("before the deep line"), *c.exchange("after the deep line"),
-                                 deep("DEEP last", b'{"a":', b"}")], mtime=T0)
+    write_session(
+        folder,
+        c.id,
+        [
+            c.permission_mode(),
+            deep("DEEP first", b"[", b"]"),
+            *c.exchange("before the deep line"),
+            *c.exchange("after the deep line"),
+            deep("DEEP last", b'{"a":', b"}"),
+        ],
+        mtime=T0,
+    )
     row = sessions(claude, project)[c.id]
     assert (row["first_prompt"], row["last_prompt"], row["user_turns"]) == (
-        "before the deep line", "after the deep line", 2)
+        "before the deep line",
+        "after the deep line",
+        2,
+    )
 
 
 def test_deeply_nested_catalog_cache_is_rebuilt(claude):
@@ -263,7 +300,8 @@ def test_deeply_nested_catalog_cache_is_rebuilt(claude):
     cache_dir = Path(project) / ".c3" / "cache"
     cache_dir.mkdir(parents=True)
     (cache_dir / "session_catalog.json").write_bytes(
-        b'{"format":"c3async.session_catalog","x":' + b"[" * 100_000 + b"]" * 100_000 + b',"version":7,"entries":{}}')
+        b'{"format":"c3async.session_catalog","x":' + b"[" * 100_000 + b"]" * 100_000 + b',"version":7,"entries":{}}'
+    )
     assert sessions(claude, project)[sid]["first_prompt"] == "from the transcript"
     assert catalog_cache.load(cache_dir / "session_catalog.json") != {}  # rebuilt, and ours again
 
@@ -287,8 +325,7 @@ def test_transcript_replaced_by_a_longer_file_shows_the_new_first_prompt(claude)
     assert path.stat().st_ino != old_ino
     set_mtime(path, T0 + 10)
     row = sessions(claude, project)[c.id]
-    assert (row["first_prompt"], row["last_prompt"], row["user_turns"]) == (
-        "the NEW first prompt", "a later prompt", 2)
+    assert (row["first_prompt"], row["last_prompt"], row["user_turns"]) == ("the NEW first prompt", "a later prompt", 2)
 
 
 def test_the_cache_records_the_file_identity(claude):

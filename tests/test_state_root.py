@@ -24,7 +24,10 @@ def git(*args: str, cwd: str | Path) -> None:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", *args],
-        cwd=str(cwd), env=env, check=True, capture_output=True,
+        cwd=str(cwd),
+        env=env,
+        check=True,
+        capture_output=True,
     )
 
 
@@ -167,15 +170,18 @@ def test_worktree_of_a_moved_or_deleted_main_checkout_keeps_its_own_state(world,
         assert stateroot.project_state(wt) == Path(moved, ".c3") and not Path(wt, ".c3").exists()
 
 
-@pytest.mark.parametrize("content", [
-    b"gitdir: /nowhere/at/all\n",
-    b"gitdir:\n",
-    b"",
-    b"\x00\xff garbage \x00",
-    b"gitdir: relative/nowhere",
-    b"gitdir: /tmp/\x00nul\n",
-    b"ref: refs/heads/main\n",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"gitdir: /nowhere/at/all\n",
+        b"gitdir:\n",
+        b"",
+        b"\x00\xff garbage \x00",
+        b"gitdir: relative/nowhere",
+        b"gitdir: /tmp/\x00nul\n",
+        b"ref: refs/heads/main\n",
+    ],
+)
 def test_a_git_file_pointing_nowhere_or_garbage_is_its_own_project(world, content):
     folder = world / "odd"
     folder.mkdir()
@@ -262,14 +268,20 @@ def read_only_place(base: Path):
         return
     if sys.platform != "linux":
         pytest.skip("a read-only folder for root needs a Linux mount")
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(place)],
-                          capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(place)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
 
     def remount(mode: str):
         def run(_path):
             subprocess.run(["mount", "-o", f"remount,{mode}", str(place)], check=True, timeout=30)
+
         return run
 
     try:
@@ -322,12 +334,14 @@ def test_registry_lists_each_project_once_by_its_root(world):
     plain = world / "plain"
     plain.mkdir()
     old = time.time() - 10 * 3600
-    path = _write_registry([
-        {"path": wt1, "added": 1.0, "last_seen": old},
-        {"path": main, "added": 2.0, "last_seen": old},
-        {"path": str(plain), "added": 3.0, "last_seen": old},
-        {"path": wt2, "added": 4.0, "last_seen": old + 5},
-    ])
+    path = _write_registry(
+        [
+            {"path": wt1, "added": 1.0, "last_seen": old},
+            {"path": main, "added": 2.0, "last_seen": old},
+            {"path": str(plain), "added": 3.0, "last_seen": old},
+            {"path": wt2, "added": 4.0, "last_seen": old + 5},
+        ]
+    )
     assert registry.projects() == [main, str(plain)]
     before = path.read_bytes()
     registry.register(str(plain))  # a change: the file is stored folded

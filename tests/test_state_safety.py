@@ -28,9 +28,13 @@ def decoy(root: Path) -> Path:
     home = root / "decoy"
     home.mkdir()
     old = time.time() - 3600
-    for name, data in {".bashrc": b"export PS1='$ '\n", ".profile": b"# profile\n",
-                       "settings.json": b'{"a": 1}\n', ".hidden.json": b"{}",
-                       "0b0d3c1e-1111-4222-8333-444455556666.json": b'{"session_id": "x"}'}.items():
+    for name, data in {
+        ".bashrc": b"export PS1='$ '\n",
+        ".profile": b"# profile\n",
+        "settings.json": b'{"a": 1}\n',
+        ".hidden.json": b"{}",
+        "0b0d3c1e-1111-4222-8333-444455556666.json": b'{"session_id": "x"}',
+    }.items():
         (home / name).write_bytes(data)
         os.utime(home / name, (old, old))
     return home
@@ -67,8 +71,11 @@ def test_a_linked_live_folder_is_never_pruned_or_read(claude, hostile) -> None:
     project, sid, home = hostile
     before = snapshot(home)
     (c3(project) / "live").symlink_to(home)
-    for args in (("sessions", "--project", project, "--json"), ("live", "--project", project),
-                 ("live", "--project", project, "--json")):
+    for args in (
+        ("sessions", "--project", project, "--json"),
+        ("live", "--project", project),
+        ("live", "--project", project, "--json"),
+    ):
         proc = claude.run(*args)
         assert proc.returncode == 0, proc.stderr
         assert "symlink" in proc.stderr and str(Path(project) / ".c3" / "live") in proc.stderr
@@ -169,6 +176,7 @@ def test_a_link_in_the_middle_of_the_chain_is_refused(tmp_path) -> None:
 
 # --- JSON nested past the recursion limit ------------------------------------------------------
 
+
 def test_deep_lines_in_logs_are_skipped_and_counted(tmp_path) -> None:
     path = tmp_path / ".c3" / "log.jsonl"
     jsonl.append(path, {"ts": 1.0, "kind": "a"})
@@ -223,8 +231,14 @@ def test_a_hook_never_records_what_breaks_a_reader(claude, hostile) -> None:
     env = claude.env(CLAUDE_PROJECT_DIR=project)
     payloads = [
         b'{"hook_event_name": "SessionStart", "session_id": "' + sid.encode() + b'", "transcript_path": ' + DEEP + b"}",
-        json.dumps({"hook_event_name": "SessionStart", "session_id": sid, "source": {"x": [1]},
-                    "transcript_path": {"nested": [[[1]]]}}).encode(),
+        json.dumps(
+            {
+                "hook_event_name": "SessionStart",
+                "session_id": sid,
+                "source": {"x": [1]},
+                "transcript_path": {"nested": [[[1]]]},
+            }
+        ).encode(),
         json.dumps({"hook_event_name": "SessionStart", "session_id": "not-a-uuid"}).encode(),
         json.dumps({"hook_event_name": "SessionStart", "session_id": sid + "\n"}).encode(),
         b'{"hook_event_name": "SessionEnd", "session_id": "\\ud800"}',
@@ -232,8 +246,9 @@ def test_a_hook_never_records_what_breaks_a_reader(claude, hostile) -> None:
         DEEP,
     ]
     for data in payloads:
-        proc = subprocess.run([sys.executable, "-m", "c3async", "hook"], input=data, env=env,
-                              capture_output=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "c3async", "hook"], input=data, env=env, capture_output=True, timeout=60
+        )
         assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
     rows = [json.loads(line) for line in (c3(project) / "activity.jsonl").read_bytes().splitlines()]
     # Only the well-formed session id was recorded, with the ill-typed fields left out.
@@ -243,6 +258,7 @@ def test_a_hook_never_records_what_breaks_a_reader(claude, hostile) -> None:
 
 
 # --- forward compatibility ------------------------------------------------------------------
+
 
 def test_pm_keeps_fields_it_does_not_know(tmp_path) -> None:
     project = str(tmp_path)

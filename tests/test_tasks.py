@@ -57,8 +57,9 @@ def test_bad_arguments_say_what_to_fix(tmp_path):
 def test_ambiguous_prefix_names_the_candidates(tmp_path):
     pm = store.TaskFile(tasks=[store.Task(id="abcd11111111", title="one"), store.Task(id="abcd22222222", title="two")])
     store.file_path(str(tmp_path)).parent.mkdir(parents=True)
-    store.file_path(str(tmp_path)).write_bytes(json.dumps({"tasks": [
-        {"id": t.id, "title": t.title} for t in pm.tasks]}).encode())
+    store.file_path(str(tmp_path)).write_bytes(
+        json.dumps({"tasks": [{"id": t.id, "title": t.title} for t in pm.tasks]}).encode()
+    )
     with pytest.raises(AmbiguousSession) as err:
         run(tmp_path, "get", task_id="abcd")
     assert "abcd11111111" in str(err.value) and "abcd22222222" in str(err.value)
@@ -146,7 +147,12 @@ def test_delete_leaves_no_dangling_link_and_the_log_keeps_the_task(tmp_path):
     event = next(e for e in pm.events if e.action == "delete")
     assert (event.target, event.session, event.changes["title"]) == (gone["id"], WHO.session, "API")
     kept = event.changes["task"]
-    assert (kept["title"], kept["milestone"], kept["tags"], kept["time"][0]["end"]) == ("API", m["id"], ["backend"], None)
+    assert (kept["title"], kept["milestone"], kept["tags"], kept["time"][0]["end"]) == (
+        "API",
+        m["id"],
+        ["backend"],
+        None,
+    )
     assert [r["id"] for r in run(tmp_path, "report")["still_blocked"]] == [waits["id"]]  # waits on `other` only
     with pytest.raises(C3Error, match="no task has the id"):
         run(tmp_path, "delete", task_id=gone["id"])
@@ -294,8 +300,12 @@ WRITER = textwrap.dedent(
 @pytest.mark.slow
 def test_32_processes_x_50_changes_lose_nothing(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), str(w), "50"],
-                              stdout=subprocess.PIPE, text=True, env=env) for w in range(32)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), str(w), "50"], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for w in range(32)
+    ]
     for p in procs:
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0

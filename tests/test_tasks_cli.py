@@ -45,10 +45,18 @@ def test_every_change_says_what_it_did_in_one_line(tasks, claude):
     tid = out.split()[2]
     said = {
         ("update", tid, "--status", "done"): f'task {tid} "ship it" is done',
-        ("update", tid, "--priority", "p0", "--tags", "a,b", "--title", "ship it now"):
-            f'updated task {tid} "ship it now": title; priority p0; tags a, b',
+        (
+            "update",
+            tid,
+            "--priority",
+            "p0",
+            "--tags",
+            "a,b",
+            "--title",
+            "ship it now",
+        ): f'updated task {tid} "ship it now": title; priority p0; tags a, b',
         ("time_start", tid): f'started the timer of task {tid} "ship it now"',
-        ("milestone_add", "--title", "v1", "--due", "2026-06-01"): 'added milestone ',
+        ("milestone_add", "--title", "v1", "--due", "2026-06-01"): "added milestone ",
         ("decide", "--text", "use SSE", "--task-id", tid): "recorded decision ",
     }
     for args, line in said.items():
@@ -84,25 +92,33 @@ def test_json_is_what_c3_task_returns(tasks):
 
 
 def test_reads_print_tables_and_empty_ones_say_so_on_stderr(tasks):
-    for args, said in ((("list",), "no tasks"), ((), "no tasks"), (("board",), "no tasks"),
-                       (("decisions",), "no decisions"), (("history",), "no history"),
-                       (("time_report",), "no time tracked"), (("milestones",), "no open milestones"),
-                       (("milestones", "--status", "all"), "no milestones"),
-                       (("report",), "nothing is blocking, blocked or overdue")):
+    for args, said in (
+        (("list",), "no tasks"),
+        ((), "no tasks"),
+        (("board",), "no tasks"),
+        (("decisions",), "no decisions"),
+        (("history",), "no history"),
+        (("time_report",), "no time tracked"),
+        (("milestones",), "no open milestones"),
+        (("milestones", "--status", "all"), "no milestones"),
+        (("report",), "nothing is blocking, blocked or overdue"),
+    ):
         assert tasks(*args) == (0, "", said + "\n"), args
     assert data(tasks, "list") == {"tasks": []} and data(tasks, "decisions") == {"decisions": []}
     a = data(tasks, "add", "--title", "API", "--priority", "p0", "--due", "2020-01-01")["id"]
     data(tasks, "add", "--title", "UI", "--blocked-by", a, "--status", "blocked")
     code, out, err = tasks()
     assert code == 0 and err == ""
-    assert out.splitlines() == [f"{a[:8]}  p0  backlog      API due 2020-01-01",
-                                f"{out.splitlines()[1][:8]}  p2  blocked      UI"]
+    assert out.splitlines() == [
+        f"{a[:8]}  p0  backlog      API due 2020-01-01",
+        f"{out.splitlines()[1][:8]}  p2  blocked      UI",
+    ]
     code, out, _ = tasks("report")
     assert "blocking:" in out and "still blocked:" in out and "overdue:" in out and f"waits on {a[:8]}" in out
     code, out, _ = tasks("show", a)
     assert out.splitlines()[0] == f"{a}  API" and "  priority   p0" in out
     code, out, _ = tasks("history", a)
-    assert out.count("\n") == 1 and ' add ' in out and 'title "API"' in out
+    assert out.count("\n") == 1 and " add " in out and 'title "API"' in out
 
 
 def test_errors_are_in_the_clis_words(tasks):
@@ -132,7 +148,8 @@ def test_errors_are_in_the_clis_words(tasks):
     code, _, err = tasks("update", t["id"])
     assert code == 2 and err == (
         "c3async: error: tasks update changed nothing: give --title, --description, --status, --priority, "
-        "--due, --tags, --milestone or --blocked-by\n")
+        "--due, --tags, --milestone or --blocked-by\n"
+    )
     assert not store.load(tasks.project).milestones  # no refusal wrote anything
 
 
@@ -147,8 +164,9 @@ def test_help_lists_the_actions_and_each_takes_only_its_own(claude):
         name, example = name_of(action), action.example
         proc = claude.run("tasks", name, "--help")
         assert proc.returncode == 0, proc.stderr
-        assert f"\nExample:\n  {example}\n" in proc.stdout and example.startswith(f"c3async tasks {name}".replace(
-            "tasks get", "tasks show")), name
+        assert f"\nExample:\n  {example}\n" in proc.stdout and example.startswith(
+            f"c3async tasks {name}".replace("tasks get", "tasks show")
+        ), name
         flags = set(re.findall(r"^  (--[a-z-]+)", proc.stdout, re.M)) - {"--help", "--project", "--json"}
         wanted = {f.param.spelled(f.name)[0] for f in fields(action) if f.param.spelled(f.name)}
         assert flags == wanted, (name, flags)
@@ -165,7 +183,10 @@ def test_old_spellings_still_work(tasks):
     assert data(tasks, "milestone_complete", "--milestone", "v1")["status"] == "completed"
     assert data(tasks, "time_start", "--task-id", t["id"])["timer_running"] is True
     assert [e["action"] for e in data(tasks, "history", "--task-id", t["id"])["events"]] == [
-        "add", "update", "time_start"]
+        "add",
+        "update",
+        "time_start",
+    ]
 
 
 def test_delete_from_the_cli_leaves_no_link(tasks):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 pytest_plugins = ("pytester",)
 
-MODULE = '''
+MODULE = """
 import sys
 import pytest
 
@@ -34,7 +34,7 @@ def test_is_not_fast():
 
 def test_fast_only(request):
     assert request.node.get_closest_marker("fast")
-'''
+"""
 
 
 def test_a_fast_test_that_starts_a_process_fails_naming_it(pytester, request, monkeypatch):
@@ -45,7 +45,10 @@ def test_a_fast_test_that_starts_a_process_fails_naming_it(pytester, request, mo
     result = pytester.runpytest_inprocess("-p", "tiers", "--strict-markers")
     result.assert_outcomes(passed=6, errors=1)
     result.stdout.fnmatch_lines(
-        ["*ERROR at teardown of test_starts_python*", "*is in the fast tier but started 1 process(es), first*-m c3async sessions*"]
+        [
+            "*ERROR at teardown of test_starts_python*",
+            "*is in the fast tier but started 1 process(es), first*-m c3async sessions*",
+        ]
     )
     fast = pytester.runpytest_inprocess("-p", "tiers", "-m", "fast", "-q")
     fast.assert_outcomes(passed=4, errors=1, deselected=2)

@@ -17,16 +17,49 @@ SID = "aaaaaaaa-0000-4000-8000-000000000001"
 OTHER = "bbbbbbbb-0000-4000-8000-000000000002"
 
 
-def usage_line(msg_id, req, *, model="claude-sonnet-4-5-20250929", inp=10, out=20, w5=100, w1h=0, read=1000,
-               session=SID, sidechain=False, cost=None, breakdown=True, ts="2026-11-01T10:00:00.000Z"):
-    usage = {"input_tokens": inp, "output_tokens": out, "cache_creation_input_tokens": w5 + w1h,
-             "cache_read_input_tokens": read}
+def usage_line(
+    msg_id,
+    req,
+    *,
+    model="claude-sonnet-4-5-20250929",
+    inp=10,
+    out=20,
+    w5=100,
+    w1h=0,
+    read=1000,
+    session=SID,
+    sidechain=False,
+    cost=None,
+    breakdown=True,
+    ts="2026-11-01T10:00:00.000Z",
+):
+    usage = {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "cache_creation_input_tokens": w5 + w1h,
+        "cache_read_input_tokens": read,
+    }
     if breakdown:
         usage["cache_creation"] = {"ephemeral_5m_input_tokens": w5, "ephemeral_1h_input_tokens": w1h}
-    line = {"parentUuid": None, "isSidechain": sidechain, "type": "assistant",
-            "message": {"model": model, "id": msg_id, "type": "message", "role": "assistant",
-                        "content": [{"type": "text", "text": "ok"}], "usage": usage},
-            "requestId": req, "uuid": "u", "timestamp": ts, "cwd": "/w", "sessionId": session, "version": "2.1.88"}
+    line = {
+        "parentUuid": None,
+        "isSidechain": sidechain,
+        "type": "assistant",
+        "message": {
+            "model": model,
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "ok"}],
+            "usage": usage,
+        },
+        "requestId": req,
+        "uuid": "u",
+        "timestamp": ts,
+        "cwd": "/w",
+        "sessionId": session,
+        "version": "2.1.88",
+    }
     if msg_id is None:
         del line["message"]["id"]
     if cost is not None:
@@ -57,12 +90,15 @@ def test_one_response_written_as_several_lines_counts_once(project):
 
 def test_streaming_partial_and_sidechain_replay_keep_the_best_copy(project):
     proj, folder = project
-    write(folder / f"{SID}.jsonl", [
-        usage_line("msg_1", "req_1", out=3),  # a streaming partial
-        usage_line("msg_1", "req_1", out=40),  # the final copy: higher total wins
-        usage_line("msg_2", "req_2", out=7, sidechain=True),
-        usage_line("msg_2", "req_2", out=7),  # the main-chain copy beats the sidechain one
-    ])
+    write(
+        folder / f"{SID}.jsonl",
+        [
+            usage_line("msg_1", "req_1", out=3),  # a streaming partial
+            usage_line("msg_1", "req_1", out=40),  # the final copy: higher total wins
+            usage_line("msg_2", "req_2", out=7, sidechain=True),
+            usage_line("msg_2", "req_2", out=7),  # the main-chain copy beats the sidechain one
+        ],
+    )
     t = acc.account(proj).totals[SID]
     assert t.output == 47 and t.responses == 2
 
@@ -75,19 +111,21 @@ def test_lines_without_message_id_are_never_merged(project):
 
 def test_synthetic_and_broken_lines_are_skipped(project):
     proj, folder = project
-    write(folder / f"{SID}.jsonl", [
-        usage_line("msg_s", "req_s", model="<synthetic>"),
-        '{"type":"assistant","message":{"usage":{ broken',
-        usage_line("msg_1", "req_1"),
-    ])
+    write(
+        folder / f"{SID}.jsonl",
+        [
+            usage_line("msg_s", "req_s", model="<synthetic>"),
+            '{"type":"assistant","message":{"usage":{ broken',
+            usage_line("msg_1", "req_1"),
+        ],
+    )
     assert acc.account(proj).totals[SID].responses == 1
 
 
 def test_subagent_files_count_toward_their_parent(project):
     proj, folder = project
     write(folder / f"{SID}.jsonl", [usage_line("msg_1", "req_1")])
-    write(folder / SID / "subagents" / "agent-a1b2c3d4e5f6a7b8c.jsonl",
-          [usage_line("msg_9", "req_9", sidechain=True)])
+    write(folder / SID / "subagents" / "agent-a1b2c3d4e5f6a7b8c.jsonl", [usage_line("msg_9", "req_9", sidechain=True)])
     write(folder / SID / "subagents" / "workflows" / "wf_1" / "journal.jsonl", [usage_line("msg_x", "req_x")])
     write(folder / "agent-1234abcd.jsonl", [usage_line("msg_8", "req_8", session=OTHER, sidechain=True)])
     totals = acc.account(proj).totals
@@ -97,10 +135,13 @@ def test_subagent_files_count_toward_their_parent(project):
 
 def test_costs_follow_the_price_table_with_tiers(project):
     proj, folder = project
-    write(folder / f"{SID}.jsonl", [
-        usage_line("m1", "r1", model="claude-opus-4-5-20251101", inp=1_000_000, out=0, w5=0, w1h=1_000_000, read=0),
-        usage_line("m2", "r2", model="claude-sonnet-4-5-20250929", inp=300_000, out=0, w5=0, read=0),
-    ])
+    write(
+        folder / f"{SID}.jsonl",
+        [
+            usage_line("m1", "r1", model="claude-opus-4-5-20251101", inp=1_000_000, out=0, w5=0, w1h=1_000_000, read=0),
+            usage_line("m2", "r2", model="claude-sonnet-4-5-20250929", inp=300_000, out=0, w5=0, read=0),
+        ],
+    )
     t = acc.account(proj).priced()[SID]
     opus = 5.0 + 10.0  # input, and the 1-hour cache write at twice the input price
     sonnet = 200_000 * 3 / 1e6 + 100_000 * 6 / 1e6  # above 200k tokens, the long-context rate
@@ -111,8 +152,7 @@ def test_costs_follow_the_price_table_with_tiers(project):
 
 def test_recorded_cost_wins_and_unknown_models_are_reported(project):
     proj, folder = project
-    write(folder / f"{SID}.jsonl", [usage_line("m1", "r1", cost=1.25),
-                                    usage_line("m2", "r2", model="gpt-9-turbo")])
+    write(folder / f"{SID}.jsonl", [usage_line("m1", "r1", cost=1.25), usage_line("m2", "r2", model="gpt-9-turbo")])
     t = acc.account(proj).priced()[SID]
     assert t.cost_usd == pytest.approx(1.25)
     assert t.unknown_models == ["gpt-9-turbo"]
@@ -242,16 +282,33 @@ def test_status_view_without_stats(project):
 
 
 def _totals(result):
-    return {sid: (t.input, t.output, t.cache_write_5m, t.cache_write_1h, t.cache_read, t.responses, t.cost_usd,
-                  t.first_ts, t.last_ts, t.tokens_by_model, t.models) for sid, t in result.priced().items()}
+    return {
+        sid: (
+            t.input,
+            t.output,
+            t.cache_write_5m,
+            t.cache_write_1h,
+            t.cache_read,
+            t.responses,
+            t.cost_usd,
+            t.first_ts,
+            t.last_ts,
+            t.tokens_by_model,
+            t.models,
+        )
+        for sid, t in result.priced().items()
+    }
 
 
 def _mixed_lines(n=40):
     """Usage lines between long non-usage lines (a pasted prompt, a tool result) and copies."""
     lines = []
     for i in range(n):
-        lines.append(json.dumps({"type": "user", "message": {"role": "user", "content": "x" * (i * 97 % 3000)}},
-                                separators=(",", ":")))
+        lines.append(
+            json.dumps(
+                {"type": "user", "message": {"role": "user", "content": "x" * (i * 97 % 3000)}}, separators=(",", ":")
+            )
+        )
         lines += [usage_line(f"m{i}", f"r{i}", out=i, read=i * 1000)] * (1 + i % 3)
         if i % 7 == 0:
             lines.append(usage_line(None, f"loose{i}", out=1))
@@ -302,8 +359,10 @@ def test_hostile_lines_are_skipped_and_never_glued(project):
     # nothing else fails the piece's one-call decode: each is skipped, as ccusage skips them.
     glue_a = '{"message":{"model":"claude-sonnet-4-5","usage":{"input_tokens":1000}},"k":[{"usage":{}}'
     glue_b = '{"usage":{}}]}'
-    glue_c = ('{"usage":{}},{"sessionId":"' + OTHER + '","message":{"id":"evil","model":"claude-sonnet-4-5",'
-              '"usage":{"input_tokens":99999}}}')
+    glue_c = (
+        '{"usage":{}},{"sessionId":"' + OTHER + '","message":{"id":"evil","model":"claude-sonnet-4-5",'
+        '"usage":{"input_tokens":99999}}}'
+    )
     write(folder / f"{OTHER}.jsonl", [usage_line("o1", "q1", session=OTHER), glue_a, glue_b, glue_c])
     result = acc.account(proj)
     t = result.totals[SID]
@@ -322,10 +381,14 @@ def _force_processes(monkeypatch):
 def _many_sessions(folder, n=12):
     sids = [f"{i:08x}-0000-4000-8000-{i:012x}" for i in range(n)]
     for k, sid in enumerate(sids):
-        write(folder / f"{sid}.jsonl", [usage_line(f"m{k}_{j}", f"r{k}_{j}", session=sid, out=j) for j in range(5)]
-              + [usage_line("shared", "req_shared", session=sid, out=k % 3)])  # one response copied across
-        write(folder / sid / "subagents" / "agent-a1.jsonl",
-              [usage_line(f"a{k}", f"ra{k}", session=sid, sidechain=True)])
+        write(
+            folder / f"{sid}.jsonl",
+            [usage_line(f"m{k}_{j}", f"r{k}_{j}", session=sid, out=j) for j in range(5)]
+            + [usage_line("shared", "req_shared", session=sid, out=k % 3)],
+        )  # one response copied across
+        write(
+            folder / sid / "subagents" / "agent-a1.jsonl", [usage_line(f"a{k}", f"ra{k}", session=sid, sidechain=True)]
+        )
     return sids
 
 
@@ -339,7 +402,10 @@ def test_worker_processes_give_the_same_totals_as_one_process(project, monkeypat
     assert pooled.workers >= 2
     assert _totals(pooled) == _totals(alone)
     assert (pooled.bytes_read, pooled.files_read, pooled.bytes_decoded) == (
-        alone.bytes_read, alone.files_read, alone.bytes_decoded)
+        alone.bytes_read,
+        alone.files_read,
+        alone.bytes_decoded,
+    )
 
 
 def _die(*args):

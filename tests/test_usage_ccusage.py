@@ -16,7 +16,10 @@ from c3async.usage import account as acc
 from c3async.usage import reader
 
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
-pytestmark = [pytest.mark.process, pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)")]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(CCUSAGE is None, reason="ccusage is not installed (set C3_CCUSAGE)"),
+]
 
 THIRD = "cccccccc-0000-4000-8000-000000000003"
 
@@ -35,27 +38,47 @@ def test_totals_match_ccusage(claude, monkeypatch, tmp_path, mode):
     folder = claude.folder(proj)
     lines = []
     for i in range(30):  # one response a turn, written as three block lines with one usage
-        lines += [usage_line(f"msg_{i}", f"req_{i}", inp=3 + i, out=40 + i, w5=1000 * i, read=5000 * i,
-                             ts=f"2026-11-01T10:{i:02d}:00.000Z")] * 3
+        lines += [
+            usage_line(
+                f"msg_{i}",
+                f"req_{i}",
+                inp=3 + i,
+                out=40 + i,
+                w5=1000 * i,
+                read=5000 * i,
+                ts=f"2026-11-01T10:{i:02d}:00.000Z",
+            )
+        ] * 3
     lines.append(usage_line("msg_p", "req_p", out=2))  # a streaming partial ...
     lines.append(usage_line("msg_p", "req_p", out=90))  # ... and its final copy
     lines.append(usage_line("msg_s", "req_s", model="<synthetic>", inp=0, out=0, w5=0, read=0))
     lines.append(usage_line("msg_h", "req_h", model="claude-opus-4-5-20251101", w5=0, w1h=7000))
     write(folder / f"{SID}.jsonl", lines)
-    write(folder / SID / "subagents" / "agent-a1b2c3d4e5f6a7b8c.jsonl",
-          [usage_line(f"msg_a{i}", f"req_a{i}", sidechain=True, model="claude-haiku-4-5-20251001") for i in range(5)])
+    write(
+        folder / SID / "subagents" / "agent-a1b2c3d4e5f6a7b8c.jsonl",
+        [usage_line(f"msg_a{i}", f"req_a{i}", sidechain=True, model="claude-haiku-4-5-20251001") for i in range(5)],
+    )
     write(folder / f"{OTHER}.jsonl", [usage_line(f"m{i}", f"r{i}", session=OTHER, inp=300_000) for i in range(3)])
     write(folder / f"{THIRD}.jsonl", [usage_line(None, "r", session=THIRD)] * 2)  # no message.id
     result = acc.account(proj)
     assert result.workers == 0 if mode == "this process" else result.workers >= 2
     ours = result.priced()
-    out = subprocess.run([CCUSAGE, "claude", "session", "--json", "--offline"], capture_output=True, text=True,
-                         env={**os.environ, "HOME": str(tmp_path)}, timeout=120)
+    out = subprocess.run(
+        [CCUSAGE, "claude", "session", "--json", "--offline"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(tmp_path)},
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     theirs = {s["sessionId"]: s for s in json.loads(out.stdout)["sessions"]}
     assert set(theirs) == set(ours)
     for sid, c in theirs.items():
         o = ours[sid]
         assert (o.input, o.output, o.cache_write_5m + o.cache_write_1h, o.cache_read) == (
-            c["inputTokens"], c["outputTokens"], c["cacheCreationTokens"], c["cacheReadTokens"]), sid
+            c["inputTokens"],
+            c["outputTokens"],
+            c["cacheCreationTokens"],
+            c["cacheReadTokens"],
+        ), sid
         assert o.cost_usd == pytest.approx(c["totalCost"], abs=0.01), sid

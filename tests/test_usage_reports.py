@@ -90,8 +90,7 @@ def test_a_new_price_reprices_what_was_counted_in_every_report(claude, monkeypat
         both = OPUS_USD + FUTURE_USD
         (row,) = _stats(claude, "--project", proj)
         assert row["cost_usd"] == pytest.approx(both) and row["unpriced_models"] == []
-        assert row["cost_by_model"] == {OPUS: pytest.approx(OPUS_USD),
-                                        FUTURE: pytest.approx(FUTURE_USD)}
+        assert row["cost_by_model"] == {OPUS: pytest.approx(OPUS_USD), FUTURE: pytest.approx(FUTURE_USD)}
         table = _table(claude, "--project", proj)
         assert table[-1].split() == ["total", "2000000", "100000", "0", "0", f"{both:.2f}"]  # no "+", no footnote
         (listed,) = claude.sessions(proj)
@@ -148,8 +147,11 @@ def test_many_projects_share_one_pool_and_give_what_each_alone_gives(claude, mon
     for k, proj in enumerate(projects):
         for j in range(4):
             sid = f"{k:08x}-0000-4000-8000-{j:012x}"
-            write(claude.folder(proj) / f"{sid}.jsonl",
-                  [usage_line(f"m{k}_{j}_{i}", f"r{i}", session=sid, out=i) for i in range(5)] + _lines(sid))
+            write(
+                claude.folder(proj) / f"{sid}.jsonl",
+                [usage_line(f"m{k}_{j}_{i}", f"r{i}", session=sid, out=i) for i in range(5)] + _lines(sid),
+            )
+
     def counted(result):  # everything but when it was counted
         return {sid: msgspec.structs.replace(t, ts=0.0) for sid, t in result.priced().items()}
 
@@ -180,8 +182,19 @@ def test_old_state_is_rebuilt_once_and_old_rows_keep_their_cost(claude, monkeypa
     assert acc.account(proj).bytes_read == 0  # once
     # A row of the old format (a cost, no tokens per model) reads as it did, named `id` in reports.
     with open(acc.stats_path(proj), "a") as f:
-        f.write(json.dumps({"session_id": OTHER, "ts": 1.0, "input": 5, "cost_usd": 0.25,
-                            "cost_by_model": {FUTURE: 0.25}, "unknown_models": ["gpt-9"]}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "session_id": OTHER,
+                    "ts": 1.0,
+                    "input": 5,
+                    "cost_usd": 0.25,
+                    "cost_by_model": {FUTURE: 0.25},
+                    "unknown_models": ["gpt-9"],
+                }
+            )
+            + "\n"
+        )
     from c3async.usage.prices import current_prices
     from c3async.usage.totals import latest, stats_rows
 

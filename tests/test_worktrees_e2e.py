@@ -64,8 +64,14 @@ MCP_START_TIMEOUT = 60  # several servers importing at once on 2 cores: generous
 
 def _git(cwd: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_AUTHOR_NAME="t",
-               GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
+    )
     proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False)
     if check:
         assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr}"
@@ -83,8 +89,12 @@ def _marker(key: str) -> str:
 
 
 def _note_reply(key: str) -> dict:
-    return {"tool_use": {"name": "mcp__c3__c3_session",
-                         "input": {"action": "note", "data": f"note of {key}", "reasoning": f"next for {key}"}}}
+    return {
+        "tool_use": {
+            "name": "mcp__c3__c3_session",
+            "input": {"action": "note", "data": f"note of {key}", "reasoning": f"next for {key}"},
+        }
+    }
 
 
 def _resume_tokens(resume: str) -> list[str] | None:
@@ -102,7 +112,7 @@ def _cds_into(resume: str, folder: str) -> bool:
 
 def _resumes(resume: str, sid: str) -> bool:
     tokens = _resume_tokens(resume) or []
-    return any(tokens[i:i + 3] == ["claude", "--resume", sid] for i in range(len(tokens)))
+    return any(tokens[i : i + 3] == ["claude", "--resume", sid] for i in range(len(tokens)))
 
 
 def _blind_cd(resume: str, folder: str) -> bool:
@@ -217,8 +227,11 @@ class World:
                     calls[b["id"]] = (b["name"], b.get("input") or {})
                 elif b.get("type") == "tool_result" and b.get("tool_use_id") in calls:
                     inner = b.get("content")
-                    text = inner if isinstance(inner, str) else "\n".join(
-                        x.get("text", "") for x in inner or [] if isinstance(x, dict))
+                    text = (
+                        inner
+                        if isinstance(inner, str)
+                        else "\n".join(x.get("text", "") for x in inner or [] if isinstance(x, dict))
+                    )
                     out.append((*calls[b["tool_use_id"]], text, bool(b.get("is_error"))))
         return out
 
@@ -242,8 +255,18 @@ def _legacy_state(world: World, wt: str) -> None:
 
     def mark(ts: float, sid: str, op: str, by: str, by_session: str | None, **fields: str | None) -> dict:
         # c3async/marks.py Mark, every field, in wire order (msgspec writes the Nones as null).
-        row = {"ts": ts, "provider": "claude-code", "id": sid, "op": op, "reason": None, "successor": None,
-               "summary": None, "next_steps": None, "by": by, "by_session": by_session}
+        row = {
+            "ts": ts,
+            "provider": "claude-code",
+            "id": sid,
+            "op": op,
+            "reason": None,
+            "successor": None,
+            "summary": None,
+            "next_steps": None,
+            "by": by,
+            "by_session": by_session,
+        }
         row.update(fields)
         return row
 
@@ -258,24 +281,66 @@ def _legacy_state(world: World, wt: str) -> None:
 
     def task(tid: str, title: str, sessions: list[str], ts: float) -> dict:
         # c3async/tasks/store.py Task, every field.
-        return {"id": tid, "title": title, "description": "from the previous version", "status": "in_progress",
-                "priority": "p1", "due": None, "tags": ["legacy"], "blocked_by": [], "milestone": None,
-                "created": ts, "updated": ts, "sessions": sessions, "time": []}
+        return {
+            "id": tid,
+            "title": title,
+            "description": "from the previous version",
+            "status": "in_progress",
+            "priority": "p1",
+            "due": None,
+            "tags": ["legacy"],
+            "blocked_by": [],
+            "milestone": None,
+            "created": ts,
+            "updated": ts,
+            "sessions": sessions,
+            "time": [],
+        }
 
     pm = {
         "version": 1,
-        "tasks": [task(task_full, "Legacy: fold worktree state", [old[0]], base),
-                  # An earlier version stored a typed prefix as is (issue 13): it must resolve when read.
-                  task(task_prefix, "Legacy: linked by a prefix", [old[1][:8]], base + 10)],
+        "tasks": [
+            task(task_full, "Legacy: fold worktree state", [old[0]], base),
+            # An earlier version stored a typed prefix as is (issue 13): it must resolve when read.
+            task(task_prefix, "Legacy: linked by a prefix", [old[1][:8]], base + 10),
+        ],
         "milestones": [],
-        "decisions": [{"id": decision, "text": "legacy decision: one state root", "reasoning": "worktrees",
-                       "task": task_full, "session": old[0], "ts": base + 20}],
-        "events": [{"ts": base, "action": "add", "target": task_full, "session": old[0], "by": "agent",
-                    "changes": {"title": "Legacy: fold worktree state", "status": "in_progress", "priority": "p1"}},
-                   {"ts": base + 10, "action": "add", "target": task_prefix, "session": old[1], "by": "agent",
-                    "changes": {"title": "Legacy: linked by a prefix", "status": "in_progress", "priority": "p1"}},
-                   {"ts": base + 20, "action": "decide", "target": task_full, "session": old[0], "by": "agent",
-                    "changes": {"decision": decision}}],
+        "decisions": [
+            {
+                "id": decision,
+                "text": "legacy decision: one state root",
+                "reasoning": "worktrees",
+                "task": task_full,
+                "session": old[0],
+                "ts": base + 20,
+            }
+        ],
+        "events": [
+            {
+                "ts": base,
+                "action": "add",
+                "target": task_full,
+                "session": old[0],
+                "by": "agent",
+                "changes": {"title": "Legacy: fold worktree state", "status": "in_progress", "priority": "p1"},
+            },
+            {
+                "ts": base + 10,
+                "action": "add",
+                "target": task_prefix,
+                "session": old[1],
+                "by": "agent",
+                "changes": {"title": "Legacy: linked by a prefix", "status": "in_progress", "priority": "p1"},
+            },
+            {
+                "ts": base + 20,
+                "action": "decide",
+                "target": task_full,
+                "session": old[0],
+                "by": "agent",
+                "changes": {"decision": decision},
+            },
+        ],
     }
     state = Path(wt, ".c3")
     (state / "pm").mkdir(parents=True)
@@ -283,14 +348,27 @@ def _legacy_state(world: World, wt: str) -> None:
     pm_text = json.dumps(pm, indent=1)
     (state / "session_marks.jsonl").write_text(marks_text)
     (state / "pm" / "pm.json").write_text(pm_text)
-    world.legacy = {"sessions": old, "marks": marks, "marks_text": marks_text, "pm_text": pm_text,
-                    "task": task_full, "prefix_task": task_prefix, "decision": decision}
+    world.legacy = {
+        "sessions": old,
+        "marks": marks,
+        "marks_text": marks_text,
+        "pm_text": pm_text,
+        "task": task_full,
+        "prefix_task": task_prefix,
+        "decision": decision,
+    }
 
 
 def _run_claude(world: World, s: Sess, prompt: str) -> None:
     proc = subprocess.run(
         [_claude(), "-p", f"{_marker(s.key)} {prompt}", "--allowedTools", *TOOLS, "--output-format", "json"],
-        cwd=s.cwd, env=world.env, capture_output=True, text=True, timeout=180, check=False)
+        cwd=s.cwd,
+        env=world.env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     if proc.returncode != 0:
         s.error = f"claude exited {proc.returncode}: {proc.stderr.strip()[-1000:]} {proc.stdout.strip()[-500:]}"
         return
@@ -360,8 +438,10 @@ def _read_views(world: World) -> None:
     import anyio
 
     with ExitStack() as stack:  # each server's stderr, kept for a failure's post-mortem
-        errlogs = {name: stack.enter_context(open(Path(world.sandbox.root, f"mcp-{name}.stderr"), "w"))
-                   for name in world.checkouts}
+        errlogs = {
+            name: stack.enter_context(open(Path(world.sandbox.root, f"mcp-{name}.stderr"), "w"))
+            for name in world.checkouts
+        }
         world.mcp = anyio.run(_mcp_views, world, errlogs)
 
 
@@ -399,11 +479,19 @@ def world(module_claude):
         _legacy_state(w, checkouts["wt-a"])  # before the new version ever runs
         api.wait_ready()
         for name, path in checkouts.items():  # as test_claude_e2e.py registers the server
-            added = subprocess.run([_claude(), "mcp", "add", "c3", "--", sys.executable, "-m", "c3async", "serve"],
-                                   cwd=path, env=env, capture_output=True, text=True, timeout=120, check=False)
+            added = subprocess.run(
+                [_claude(), "mcp", "add", "c3", "--", sys.executable, "-m", "c3async", "serve"],
+                cwd=path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
             # Claude Code keys its local config by the repository, so a worktree already has it.
-            assert added.returncode == 0 or (name != "main" and "already exists" in added.stderr), \
+            assert added.returncode == 0 or (name != "main" and "already exists" in added.stderr), (
                 f"claude mcp add in {name}: {added.stderr}"
+            )
 
         # Phase 1: nine note sessions side by side, and the held one in the feat-a worktree.
         for name, path in checkouts.items():
@@ -418,7 +506,11 @@ def world(module_claude):
         with open(Path(sb.root, "held.out"), "w") as held_out:
             held_proc = subprocess.Popen(
                 [_claude(), "-p", f"{_marker('held')} keep working on the fold", "--allowedTools", *TOOLS],
-                cwd=w.held.cwd, env=env, stdout=held_out, stderr=subprocess.STDOUT)
+                cwd=w.held.cwd,
+                env=env,
+                stdout=held_out,
+                stderr=subprocess.STDOUT,
+            )
         with ThreadPoolExecutor(PARALLEL) as pool:
             list(pool.map(lambda s: _run_claude(w, s, f"leave a note in {s.checkout}"), w.sessions))
         broken = [f"{s.key}: {s.error}" for s in w.sessions if s.error]
@@ -431,9 +523,13 @@ def world(module_claude):
         conversations[_marker("linker")] = [
             _note_reply("linker"),
             {"tool_use": {"name": "mcp__c3__c3_task", "input": {"action": "add", "title": "Fold the worktree state"}}},
-            {"tool_use": {"name": "mcp__c3__c3_task",
-                          "input": {"action": "link", "link_type": "session", "ref": w.link_target.id[:8]}},
-             "fill": {"task_id": "id"}},
+            {
+                "tool_use": {
+                    "name": "mcp__c3__c3_task",
+                    "input": {"action": "link", "link_type": "session", "ref": w.link_target.id[:8]},
+                },
+                "fill": {"task_id": "id"},
+            },
             {"text": "Linked."},
         ]
         _write_atomic(script, json.dumps({"conversations": conversations}))
@@ -485,11 +581,17 @@ def _once(rows: list[dict], world: World, view: str) -> tuple[dict[str, dict], l
     """The rows by id, and what is wrong with "each session once, nothing else"."""
     counts = Counter(r["id"] for r in rows)
     expected = world.expected()
-    problems = [f"{view}: {sid} ({world.describe(sid)}) listed {n} times" for sid, n in counts.items()
-                if n != 1 and sid in expected]
+    problems = [
+        f"{view}: {sid} ({world.describe(sid)}) listed {n} times"
+        for sid, n in counts.items()
+        if n != 1 and sid in expected
+    ]
     problems += [f"{view}: {sid} ({world.describe(sid)}) missing" for sid in expected if sid not in counts]
-    problems += [f"{view}: unexpected row {sid} (cwd {next(r['cwd'] for r in rows if r['id'] == sid)})"
-                 for sid in counts if sid not in expected]
+    problems += [
+        f"{view}: unexpected row {sid} (cwd {next(r['cwd'] for r in rows if r['id'] == sid)})"
+        for sid in counts
+        if sid not in expected
+    ]
     return {r["id"]: r for r in rows}, problems
 
 
@@ -586,8 +688,11 @@ def test_mcp_list_shows_each_session_once(world, view):
     error, text = world.mcp["list"].get(view, (True, "no answer"))
     assert not error, text
     prefixes = Counter(line.split()[0] for line in text.splitlines() if re.match(r"[0-9a-f]{8}\s", line))
-    problems = [f"{sid[:8]} ({world.describe(sid)}) listed {prefixes.get(sid[:8], 0)} times"
-                for sid in world.expected() if prefixes.get(sid[:8], 0) != 1]
+    problems = [
+        f"{sid[:8]} ({world.describe(sid)}) listed {prefixes.get(sid[:8], 0)} times"
+        for sid in world.expected()
+        if prefixes.get(sid[:8], 0) != 1
+    ]
     known = {sid[:8] for sid in world.expected()}
     problems += [f"unexpected line for {p}" for p in prefixes if p not in known]
     _problems(problems, f"in c3_session(action='list') from the {view} checkout:\n{text}")
@@ -746,8 +851,11 @@ def test_state_the_previous_version_left_in_a_worktree_is_found_once_from_the_ma
         problems.append(f"tasks list from the main checkout: {listed.stderr.strip()}")
     else:
         ids = Counter(t["id"] for t in json.loads(listed.stdout)["tasks"])
-        for tid, what in ((legacy["task"], "legacy task"), (legacy["prefix_task"], "legacy prefix task"),
-                          (world.task_id, "the linker's new task")):
+        for tid, what in (
+            (legacy["task"], "legacy task"),
+            (legacy["prefix_task"], "legacy prefix task"),
+            (world.task_id, "the linker's new task"),
+        ):
             if tid and ids.get(tid) != 1:
                 problems.append(f"{what} {tid} is listed {ids.get(tid, 0)} times from the main checkout")
     decisions = world.cli_run("tasks", "decisions", "--project", main, "--json")
@@ -759,7 +867,10 @@ def test_state_the_previous_version_left_in_a_worktree_is_found_once_from_the_ma
         problems.append(f"no {wt}/.c3.folded-* (the worktree holds {sorted(p.name for p in Path(wt).iterdir())})")
     else:
         kept = aside[0]
-        if not (kept / "session_marks.jsonl").exists() or (kept / "session_marks.jsonl").read_text() != legacy["marks_text"]:
+        if (
+            not (kept / "session_marks.jsonl").exists()
+            or (kept / "session_marks.jsonl").read_text() != legacy["marks_text"]
+        ):
             problems.append(f"{kept}/session_marks.jsonl is not the old file")
         if not (kept / "pm" / "pm.json").exists() or (kept / "pm" / "pm.json").read_text() != legacy["pm_text"]:
             problems.append(f"{kept}/pm/pm.json is not the old file")
@@ -788,8 +899,10 @@ def test_removing_a_worktree_loses_nothing(world):
         note = f" (plain `git worktree remove` refused: {removed.stderr.strip()}; removed with --force)"
         _git(world.checkouts["main"], "worktree", "remove", "--force", gone)
     assert not os.path.exists(gone)
-    views = {"sessions main": world.cli_run("sessions", "--project", world.checkouts["main"], "--json").rows(),
-             "sessions all": world.cli_run("sessions", "--all", "--json").rows()}
+    views = {
+        "sessions main": world.cli_run("sessions", "--project", world.checkouts["main"], "--json").rows(),
+        "sessions all": world.cli_run("sessions", "--all", "--json").rows(),
+    }
     rows, error = _hub_rows(world)
     views["hub"] = rows if rows is not None else []
     problems = [f"hub: {error}"] if error else []
