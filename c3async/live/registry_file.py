@@ -21,7 +21,7 @@ from ..ground import clock, peek
 
 TYPE_CHECKING = False  # typing itself costs the status line 2 ms
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 __all__ = (
@@ -198,10 +198,13 @@ def read(dfd: int | None, folder: str, name: str) -> Registered | None:
 
 
 @contextmanager
-def listed(folder: str) -> Iterator[tuple[int | None, os.stat_result, list[str]] | None]:
+def listed(
+    folder: str, known: Callable[[os.stat_result], list[str] | None] | None = None
+) -> Iterator[tuple[int | None, os.stat_result, list[str]] | None]:
     """The folder's descriptor (None without ``dir_fd`` support: ``read`` then goes by name), its
     stat and the names of its registry files (sorted, at most ``MAX_FILES``), while the caller
-    reads them; None when it is missing, a link or no folder."""
+    reads them; None when it is missing, a link or no folder. ``known(stat)``: the names a
+    poller kept for the folder at this stat (not listed again), or None."""
     dfd: int | None = None
     try:
         if os.open in os.supports_dir_fd:  # the folder itself opened without following a link
@@ -211,7 +214,9 @@ def listed(folder: str) -> Iterator[tuple[int | None, os.stat_result, list[str]]
             st = os.lstat(folder)
             if not stat.S_ISDIR(st.st_mode):
                 raise NotADirectoryError(folder)
-        names = sorted(n for n in os.listdir(dfd if dfd is not None else folder) if NAME.fullmatch(n))
+        names = known(st) if known is not None else None
+        if names is None:
+            names = sorted(n for n in os.listdir(dfd if dfd is not None else folder) if NAME.fullmatch(n))
     except OSError:  # missing, a link, or not a folder
         if dfd is not None:
             os.close(dfd)

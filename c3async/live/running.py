@@ -99,7 +99,14 @@ def read_registry(folder: Path | None = None) -> Snapshot:
 
 
 def _read_folder(folder: Path) -> Snapshot:
-    with listed(str(folder)) as found:
+    def known(st: os.stat_result) -> list[str] | None:
+        """The names the last read listed, while the folder's stat holds and is settled."""
+        held = _held.get(str(folder))
+        settled = st.st_mtime_ns < time.time_ns() - int(SETTLE_S * 1e9)
+        same = held is not None and held.sig == (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        return held.names if same and settled and held is not None else None
+
+    with listed(str(folder), known) as found:
         if found is None:
             return Snapshot([], frozenset())
         dfd, st, names = found
