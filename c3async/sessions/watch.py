@@ -92,13 +92,9 @@ class ProjectWatch:
 
 def _beats(live: Path) -> tuple[tuple[str, int], ...]:
     try:
-        with safefs.open_dir(live) as dfd:
-            return tuple(
-                sorted(
-                    (e.name, e.stat(follow_symlinks=False).st_mtime_ns)
-                    for e in os.scandir(dfd if dfd is not None else live)
-                )
-            )
+        with safefs.open_dir(live) as dfd, os.scandir(dfd if dfd is not None else live) as it:
+            # closed even when a heartbeat vanishes between the listing and its stat
+            return tuple(sorted((e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in it))
     except OSError:
         return ()
 
