@@ -49,6 +49,7 @@ from mcp.types import LATEST_PROTOCOL_VERSION
 from stress.bench_catalog import median_range, report_failures
 from stress.corpus import Corpus, KiB, MiB, generate
 from stress.figures import Table, add_json_option
+from stress.probe import initialize
 
 REPO = Path(__file__).resolve().parents[1]
 LIST_ROWS = 40  # what one `list` answer shows (session_actions.LIST_ROWS); the rest are counted
@@ -56,21 +57,7 @@ NEWEST = 200  # rows a project lists (catalog.scan.NEWEST)
 BUDGET_WARM_LIST_MS = 50.0
 BUDGET_STARTUP_MS = 800.0
 BUDGET_IDLE_RSS_MIB = 80.0
-INITIALIZE = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LATEST_PROTOCOL_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "bench_server", "version": "0"},
-            },
-        }
-    )
-    + "\n"
-)
+INITIALIZE = initialize("bench_server", LATEST_PROTOCOL_VERSION).decode()
 INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
 
 

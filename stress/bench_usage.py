@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from stress.corpus import generate
+from stress.corpus import add_corpus_options, corpus_of
 from stress.figures import Table, add_json_option
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,23 +38,12 @@ def _range(xs: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(prog="python -m stress.bench_usage", description=__doc__.split("\n")[0])
-    ap.add_argument("--transcripts", type=int, default=10_000)
-    ap.add_argument("--projects", type=int, default=50)
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--corpus", metavar="DIR", help="a corpus stress.corpus wrote (kept); default: a new one")
+    add_corpus_options(ap)
     add_json_option(ap)
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="c3usage-"))
     try:
-        if args.corpus:
-            from stress.corpus import Corpus
-
-            found = Corpus.load(Path(args.corpus))
-            if found is None:
-                raise SystemExit(f"{args.corpus}: no corpus there (python -m stress.corpus DIR writes one)")
-            corpus = found
-        else:
-            corpus = generate(root, transcripts=args.transcripts, projects=args.projects, big_sizes=False)
+        corpus = corpus_of(args, root)
         os.environ.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(root / "c3home"), HOME=str(root))
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH")))))
         from c3async.stores import registry

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from stress.bench_hub import BenchError, Hub, httpx
 from stress.chromium import launched, missing
-from stress.corpus import Corpus, generate
+from stress.corpus import add_corpus_options, corpus_of
 from stress.figures import Table, add_json_option
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,21 +129,12 @@ def bench_browser(hub: Hub, runs: int, t: Table) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m stress.bench_usage_page", description=__doc__.split("\n")[0])
-    ap.add_argument("--transcripts", type=int, default=10_000)
-    ap.add_argument("--projects", type=int, default=50)
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--corpus", metavar="DIR", help="a corpus stress.corpus wrote (kept); default: a new one")
+    add_corpus_options(ap)
     add_json_option(ap)
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="c3usagepage-"))
     try:
-        if args.corpus:
-            found = Corpus.load(Path(args.corpus))
-            if found is None:
-                raise SystemExit(f"{args.corpus}: no corpus there (python -m stress.corpus DIR writes one)")
-            corpus = found
-        else:
-            corpus = generate(root, transcripts=args.transcripts, projects=args.projects, big_sizes=False)
+        corpus = corpus_of(args, root)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
         env.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(root / "c3home"), HOME=str(root),
                    PYTHONPATH=str(REPO))  # fmt: skip

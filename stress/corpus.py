@@ -1047,6 +1047,24 @@ def _last_ts_ms(data: bytes) -> int | None:
     return secs * 1000 + int(iso[20:23])
 
 
+def add_corpus_options(ap: argparse.ArgumentParser, runs: int = 7) -> None:
+    """A benchmark's corpus: a new one of ``--transcripts`` in ``--projects``, or ``--corpus DIR``."""
+    ap.add_argument("--transcripts", type=int, default=10_000)
+    ap.add_argument("--projects", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=runs)
+    ap.add_argument("--corpus", metavar="DIR", help="a corpus stress.corpus wrote (kept); default: a new one")
+
+
+def corpus_of(args: argparse.Namespace, root: Path) -> Corpus:
+    """The corpus ``--corpus`` names, else a new one under ``root`` (``add_corpus_options``)."""
+    if not args.corpus:
+        return generate(root, transcripts=args.transcripts, projects=args.projects, big_sizes=False)
+    found = Corpus.load(Path(args.corpus))
+    if found is None:
+        raise SystemExit(f"{args.corpus}: no corpus there (python -m stress.corpus DIR writes one)")
+    return found
+
+
 def write_giant(root: Path, *, size: int = 2 * GiB, seed: int = 7) -> tuple[str, Path, dict]:
     """One project holding one ~``size``-byte transcript: a realistic head of ~400 KB, a hole of
     zero bytes (sparse where the filesystem allows), then a realistic ~400 KB tail whose turns

@@ -38,6 +38,24 @@ from .transcripts import (
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
+# What another local account runs: the system's Python (ours may sit in a folder it cannot enter).
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
+
+
+def as_nobody(code: str, *args: str, wait: bool = True, timeout: float = 60, **popen: Any) -> Any:
+    """``SYSTEM_PYTHON -I -c CODE ARGS`` as the account ``nobody`` (root only), from ``/`` with a
+    bare PATH: another local account. ``wait``: its CompletedProcess; else the running Popen."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    argv = [SYSTEM_PYTHON or "python3", "-I", "-c", code, *args]
+    ids: dict[str, Any] = dict(
+        text=True, env={"PATH": "/usr/bin:/bin"}, user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[], cwd="/"
+    )
+    if not wait:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **ids, **popen)
+    return subprocess.run(argv, capture_output=True, timeout=timeout, **ids, **popen)
+
 
 # Variables a spawned process must not inherit from whoever runs the suite (a real Claude Code
 # session runs us with its own ids and folders).

@@ -46,6 +46,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stress.corpus import NOUNS
 from stress.harness import raw_heartbeats
 
 __all__ = (
@@ -70,39 +71,8 @@ HEARTBEAT_TTL = 180.0
 FUTURE_SLACK = 5.0
 
 _WORDS = (
+    *NOUNS,
     "the",
-    "retry",
-    "cache",
-    "token",
-    "session",
-    "worker",
-    "queue",
-    "parser",
-    "config",
-    "handler",
-    "client",
-    "server",
-    "schema",
-    "index",
-    "batch",
-    "auth",
-    "scheduler",
-    "upload",
-    "billing",
-    "webhook",
-    "migration",
-    "logger",
-    "router",
-    "socket",
-    "payload",
-    "snapshot",
-    "catalog",
-    "metrics",
-    "timeout",
-    "pool",
-    "lock",
-    "registry",
-    "plugin",
     "because",
     "instead",
     "already",
@@ -123,7 +93,7 @@ _WORDS = (
     "when",
     "then",
     "test",
-)
+)  # the corpus's nouns, and the words of notes
 _FILES = (
     "src/core/retry.py",
     "src/api/handlers.py",

@@ -12,7 +12,6 @@ and the Hub closed.
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import resource
 import shutil
@@ -25,11 +24,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .harness import PY, REPO, Result
+from .harness import PY, REPO, SYSTEM_PYTHON, Result, as_nobody
 
 CLASS = "the Hub under a neighbour"
 
-SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
 IDLE = 1100
 
 # Run as the other account: hold ``n`` idle connections for ``hold`` seconds (one closed, one more).
@@ -74,21 +72,10 @@ class Flood:
 
     def __init__(self, port: int, n: int = IDLE, hold: float = 10.0) -> None:
         assert SYSTEM_PYTHON is not None
-        nobody = pwd.getpwnam("nobody")
         self.shared = Path(tempfile.mkdtemp(prefix="c3flood-"))  # where it can say it is ready
         os.chmod(self.shared, 0o777)
         self.ready = self.shared / "ready"
-        self.proc = subprocess.Popen(
-            [SYSTEM_PYTHON, "-I", "-c", FLOOD, str(port), str(n), str(hold), str(self.ready)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={"PATH": "/usr/bin:/bin"},
-            user=nobody.pw_uid,
-            group=nobody.pw_gid,
-            extra_groups=[],
-            cwd="/",
-        )
+        self.proc = as_nobody(FLOOD, str(port), str(n), str(hold), str(self.ready), wait=False)
 
     def wait_ready(self, timeout: float = 20.0) -> bool:
         deadline = time.monotonic() + timeout

@@ -36,26 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .harness import PY, REPO, Result, Sandbox
+from .probe import initialize
 
 CLASS = "the plugin's folders"
 NOBODY = 65534
 TIMEOUT_S = 60.0  # a refusal is immediate; a control with a real server a few seconds
 BUILD_TIMEOUT_S = 900.0
-INITIALIZE = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-    )
-    + "\n"
-)
+INITIALIZE = initialize("t").decode()
 
 
 @dataclass

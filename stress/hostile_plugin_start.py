@@ -35,6 +35,7 @@ from pathlib import Path
 import psutil
 
 from .harness import PY, REPO, Result, Sandbox
+from .probe import PROTOCOL, line, request
 
 CLASS = "the plugin's first start"
 TIMEOUT_S = 60.0
@@ -44,16 +45,8 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": "init",
     "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}},
+    "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "hostile", "version": "0"}},
 }
-
-
-def line(msg: object) -> bytes:
-    return json.dumps(msg).encode() + b"\n"
-
-
-def request(mid: object, method: str, params: dict | None = None) -> bytes:
-    return line({"jsonrpc": "2.0", "id": mid, "method": method, **({"params": params} if params else {})})
 
 
 class World:

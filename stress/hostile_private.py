@@ -18,12 +18,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .harness import Result
+from .harness import SYSTEM_PYTHON, Result, as_nobody
 from .probe import mcp, probe
 
 CLASS = "private text and another account"
 SECRET = "wombat-private-needle-8830"
-SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
 
 # Run as the other account: read every file it can below the folders given; print how many it
 # read and the paths that held the secret.
@@ -49,18 +48,7 @@ print(read, *seen)
 def _walk_as_nobody(*folders: str) -> tuple[int, list[str]] | None:
     if os.geteuid() != 0 or SYSTEM_PYTHON is None:
         return None
-    nobody = pwd.getpwnam("nobody")
-    proc = subprocess.run(
-        [SYSTEM_PYTHON, "-I", "-c", WALK, SECRET, *folders],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PATH": "/usr/bin:/bin"},
-        user=nobody.pw_uid,
-        group=nobody.pw_gid,
-        extra_groups=[],
-        cwd="/",
-    )
+    proc = as_nobody(WALK, SECRET, *folders, timeout=120)
     read, *seen = proc.stdout.split() or ["0"]
     return int(read), seen
 

@@ -22,6 +22,25 @@ from .harness import PY, REPO, Result
 from .transcripts import assistant_line, claude_slug, render, user_line
 
 TIMEOUT_S = 120.0
+PROTOCOL = "2025-11-25"  # the MCP protocol version our raw probes speak
+
+
+def line(msg: object) -> bytes:
+    """One JSON-RPC message as a stdio line."""
+    return json.dumps(msg).encode() + b"\n"
+
+
+def request(mid: object, method: str, params: dict | None = None) -> bytes:
+    return line({"jsonrpc": "2.0", "id": mid, "method": method, **({"params": params} if params else {})})
+
+
+def initialize(client: str, protocol: str = PROTOCOL, mid: object = 1) -> bytes:
+    """The ``initialize`` request of a client named ``client``, as a line."""
+    return request(
+        mid,
+        "initialize",
+        {"protocolVersion": protocol, "capabilities": {}, "clientInfo": {"name": client, "version": "0"}},
+    )
 
 
 @dataclass

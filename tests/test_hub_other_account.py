@@ -14,6 +14,7 @@ import textwrap
 import pytest
 from hubproc import Hub
 
+from stress.harness import SYSTEM_PYTHON, as_nobody
 from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
@@ -55,7 +56,6 @@ PROBE = textwrap.dedent(
 
 
 # The probe needs a Python the other account can run (the test's own may sit under /root).
-SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another account needs root")
@@ -71,17 +71,7 @@ def test_another_account_gets_nothing_from_the_hub(claude) -> None:
     hub = Hub(claude).start()
     try:
         assert hub.token_file.exists()
-        proc = subprocess.run(
-            [SYSTEM_PYTHON, "-I", "-c", PROBE, hub.url, str(hub.token_file), sid, project],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={"PATH": "/usr/bin:/bin"},
-            user=nobody.pw_uid,
-            group=nobody.pw_gid,
-            extra_groups=[],
-            cwd="/",
-        )
+        proc = as_nobody(PROBE, hub.url, str(hub.token_file), sid, project)
         assert proc.returncode == 0, proc.stderr
         seen = json.loads(proc.stdout)
     finally:

@@ -47,21 +47,6 @@ from stress.transcripts import simple_session
 pytestmark = pytest.mark.process
 
 REPO = Path(__file__).resolve().parents[1]
-INITIALIZE = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-    )
-    + "\n"
-)
 
 
 @pytest.fixture(scope="module")
@@ -245,15 +230,7 @@ def test_the_hook_records_through_the_plugins_environment(root, claude, tmp_path
     client.close()
     sid = "abcd1234-0000-4000-8000-000000000001"
     payload = json.dumps({"hook_event_name": "SessionStart", "session_id": sid, "source": "startup", "cwd": project})
-    out = subprocess.run(
-        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
-        input=payload,
-        text=True,
-        env=env,
-        cwd=project,
-        capture_output=True,
-        timeout=60,
-    )
+    out = _launch(root, "hook", env, project, stdin=payload)
     assert out.returncode == 0, out.stderr
     rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
     assert [(r["kind"], r["session_id"]) for r in rows] == [("session_start", sid)]
@@ -372,15 +349,7 @@ def test_a_hook_during_the_build_is_saved_then_replayed_with_its_time(root, clau
     spans = []
     for event in events:
         before = time.time()
-        out = subprocess.run(
-            [sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
-            input=json.dumps(event),
-            text=True,
-            env=env,
-            cwd=project,
-            capture_output=True,
-            timeout=60,
-        )
+        out = _launch(root, "hook", env, project, stdin=json.dumps(event))
         spans.append((before, time.time()))
         assert out.returncode == 0 and out.stderr == "", out.stderr
     gate.wait_held()
@@ -418,13 +387,7 @@ def _saved_hook(data: Path, when: float, event: dict, **env: str) -> Path:
 def test_a_hook_after_events_left_waiting_is_recorded_after_them(root, claude, tmp_path):
     data, project = tmp_path / "data", claude.project("left-waiting")
     env = Gate(tmp_path, held=False).env(_env(claude, data, project))
-    built = subprocess.run(
-        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    built = _launch(root, "build", env, timeout=300)
     assert built.returncode == 0, built.stderr
     first, second = "abcd1234-0000-4000-8000-000000000003", "abcd1234-0000-4000-8000-000000000004"
     earlier = time.time() - 60
@@ -435,15 +398,7 @@ def test_a_hook_after_events_left_waiting_is_recorded_after_them(root, claude, t
         CLAUDE_PROJECT_DIR=project,
     )
     event = {"hook_event_name": "SessionStart", "session_id": second, "source": "startup", "cwd": project}
-    out = subprocess.run(
-        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "hook"],
-        input=json.dumps(event),
-        text=True,
-        env=env,
-        cwd=project,
-        capture_output=True,
-        timeout=60,
-    )
+    out = _launch(root, "hook", env, project, stdin=json.dumps(event))
     assert out.returncode == 0 and out.stderr == "", out.stderr
     wait_for("the events replayed, in order", lambda: not list((data / "pending-hooks").iterdir()))
     rows = [json.loads(x) for x in Path(project, ".c3", "activity.jsonl").read_text().splitlines()]
@@ -466,13 +421,7 @@ def test_a_planted_hook_event_is_never_replayed(root, claude, tmp_path, how):
         (data / "pending-hooks").mkdir(mode=0o700)
         planted = data / "pending-hooks" / saved.name
         planted.symlink_to(saved) if how == "a link" else os.link(saved, planted)
-    built = subprocess.run(
-        [sys.executable, "-I", str(root / "plugin" / "launch.py"), "build"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    built = _launch(root, "build", env, timeout=300)
     assert built.returncode == 0, built.stderr
     assert not Path(project, ".c3", "activity.jsonl").exists()  # nothing replayed
     assert saved.exists() and json.dumps(event).encode() in saved.read_bytes()  # never followed, never changed
@@ -520,11 +469,12 @@ def test_a_replaced_environment_goes_once_no_server_runs_from_it(root, claude, t
 
 
 def _launch(
-    root: Path, command: str, env: dict[str, str], cwd: str, timeout: float = 60
+    root: Path, command: str, env: dict[str, str], cwd: str | None = None, timeout: float = 60, stdin: str = "{}"
 ) -> subprocess.CompletedProcess:
+    """``python -I plugin/launch.py COMMAND`` as Claude Code runs it, ``stdin`` its input."""
     return subprocess.run(
         [sys.executable, "-I", str(root / "plugin" / "launch.py"), command],
-        input="{}",
+        input=stdin,
         text=True,
         env=env,
         cwd=cwd,

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from stress.harness import SYSTEM_PYTHON, as_nobody
 from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
 
 SECRET = "quokka-private-prompt-5521"
-SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.access(p, os.X_OK)), None)
 
 
 def modes(folder: Path) -> dict[str, int]:
@@ -125,19 +125,8 @@ print(read, refused, *seen)
 """
 
 
-def as_nobody(*args: str) -> subprocess.CompletedProcess:
-    nobody = pwd.getpwnam("nobody")
-    return subprocess.run(
-        [SYSTEM_PYTHON or "python3", "-I", "-c", PROBE, SECRET, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin"},
-        user=nobody.pw_uid,
-        group=nobody.pw_gid,
-        extra_groups=[],
-        cwd="/",
-    )
+def probe_as_nobody(*args: str) -> subprocess.CompletedProcess:
+    return as_nobody(PROBE, SECRET, *args)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another account needs root")
@@ -163,11 +152,11 @@ def test_another_account_reads_nothing_copied_from_a_transcript(claude, tmp_path
         ):
             proc = claude.run(*args, env=env)
             assert proc.returncode == 0, (args, proc.stderr)
-        _read, _refused, *seen = as_nobody(project, str(home)).stdout.split()
+        _read, _refused, *seen = probe_as_nobody(project, str(home)).stdout.split()
         assert not seen, f"another account read the prompt in {seen}"
         # The control: the same folders opened by hand are read, so the probe sees what it seeks.
         subprocess.run(["chmod", "-R", "go+rX", project, str(home)], check=True)
-        _read, _refused, *seen = as_nobody(project, str(home)).stdout.split()
+        _read, _refused, *seen = probe_as_nobody(project, str(home)).stdout.split()
         assert seen, "the probe found nothing even in folders open to it"
     finally:
         os.umask(old)
