@@ -273,3 +273,25 @@ def test_a_cold_listing_keeps_a_mid_file_custom_title_and_the_last_prompt(claude
     assert path.stat().st_size > 320 * 1024
     row = claude.rows_by_id(project)[c.id]
     assert (row["title"], row["title_source"], row["last_prompt"]) == ("my name", "custom-title", "fix the bug")
+
+
+@pytest.mark.fast
+def test_a_failed_write_is_not_tried_again_with_the_same_bytes(tmp_path, monkeypatch):
+    """A Hub over a full disk lists every second: the same cache is not written (a temp file of
+    it made and removed) again until ``RETRY_S`` passed; other bytes, or a freed disk after it, are."""
+    from c3async.catalog import cache
+
+    convo = Conversation(str(tmp_path))
+    written = write_session(tmp_path / "claude", convo.id, [convo.prompt("hi")])
+    entry = read_transcript(str(written), *_stat(written))
+    assert entry is not None
+    folder = tmp_path / "cache"
+    path = folder / "session_catalog.json"
+    folder.write_text("")  # a file where the folder should be: every write fails (also as root)
+    assert cache.save(path, {"a": entry}) is False
+    folder.unlink()
+    folder.mkdir()
+    assert cache.save(path, {"a": entry}) is False and not path.exists()  # the same bytes: not tried
+    assert cache.save(path, {"b": entry}) is True and set(cache.load(path)) == {"b"}  # other bytes
+    monkeypatch.setattr(cache, "RETRY_S", 0.0)
+    assert cache.save(path, {"a": entry}) is True and set(cache.load(path)) == {"a"}

@@ -11,6 +11,7 @@ never trusted.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import msgspec
@@ -24,6 +25,7 @@ __all__ = ("FORMAT", "VERSION", "load", "save")
 
 FORMAT = "c3async.session_catalog"
 MAX_BYTES = 64 * 1024 * 1024  # far above 200 entries per project: a bigger file is not ours
+RETRY_S = 30.0  # a write that failed is not tried again with the same bytes for this long
 VERSION = 10  # bump whenever extraction changes what a record holds: old caches are then rebuilt
 
 
@@ -56,11 +58,23 @@ def load(path: Path) -> dict[str, Transcript]:
     }
 
 
+# path -> (hash of the bytes that failed, when): a Hub over a full disk lists every second, and
+# each listing would write (and remove) a temp file of the whole cache again.
+_failed: dict[Path, tuple[int, float]] = {}
+
+
 def save(path: Path, entries: dict[str, Transcript]) -> bool:
-    """Write the cache; False (and no error) when the folder is not writable."""
+    """Write the cache; False (and no error) when the folder is not writable. The same bytes
+    are not tried again for ``RETRY_S`` after a failure."""
     data = _encoder.encode(_CacheFile(FORMAT, VERSION, entries))
+    key, now = hash(data), time.monotonic()
+    failed = _failed.get(path)
+    if failed is not None and failed[0] == key and now - failed[1] < RETRY_S:
+        return False
     try:
         write_atomic(path, data, fsync=False)
     except OSError:
+        _failed[path] = (key, now)
         return False
+    _failed.pop(path, None)
     return True
