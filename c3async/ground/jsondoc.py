@@ -33,18 +33,27 @@ def write_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
     safefs.write_atomic(path, data, fsync=fsync)
 
 
-def read(path: Path, type_: type[T], default: Callable[[], T]) -> T:
+def read(path: Path, type_: type[T], default: Callable[[], T], *, limit: int | None = None) -> T:
     """Decode ``path`` as ``type_``; ``default()`` when it does not exist. Raises CorruptDocument
-    (and UnsafeState for a link or a special file). Fields this version does not know are
-    ignored here and kept by ``update``."""
+    (and UnsafeState for a link or a special file), also for a file over ``limit`` bytes. Fields
+    this version does not know are ignored here and kept by ``update``."""
     try:
-        data = safefs.read_bytes(path)
+        data = _read_bytes(path, limit)
     except FileNotFoundError:
         return default()
     try:
         return msgspec.json.decode(data, type=type_)
     except DECODE_ERRORS as exc:
         raise CorruptDocument(path, _why(exc), backup_path(path)) from None
+
+
+def _read_bytes(path: Path, limit: int | None) -> bytes:
+    """The document's bytes; CorruptDocument when there are more than ``limit`` (a document that
+    size is not one of ours, and is never read whole)."""
+    data = safefs.read_bytes(path, None if limit is None else limit + 1)
+    if limit is not None and len(data) > limit:
+        raise CorruptDocument(path, f"larger than {limit:,} bytes", backup_path(path))
+    return data
 
 
 def _why(exc: BaseException) -> str:
@@ -58,11 +67,13 @@ def update(
     change: Callable[[T], R],
     *,
     backup: bool = False,
+    limit: int | None = None,
 ) -> R:
     """Lock ``<path>.lock``, read, let ``change`` modify the document in place, write a temp
     file, fsync, replace. Returns what ``change`` returns; if it raises, nothing is written.
     When the document comes out unchanged (the same encoded bytes), nothing is written either.
-    ``backup``: keep the file being replaced as ``<path>.bak``, the last good copy.
+    ``backup``: keep the file being replaced as ``<path>.bak``, the last good copy. ``limit``: a
+    file over this many bytes is refused as CorruptDocument (never read whole).
 
     Forward compatible: fields (at any depth) that ``type_`` does not know are carried over from
     the file as they were, and a document whose ``version`` is newer than ``default()``'s is
@@ -70,7 +81,7 @@ def update(
     safefs.ensure_dir(path.parent)
     with locked(path):
         try:
-            old: bytes | None = safefs.read_bytes(path)
+            old: bytes | None = _read_bytes(path, limit)
         except FileNotFoundError:
             old = None
         fresh = default()

@@ -103,8 +103,10 @@ class HeartbeatWriter:
         ide: str,
         host: Callable[[], str | None],
         host_pid: Callable[[], int | None] | None = None,
+        served: Callable[[Heartbeat], None] | None = None,
     ) -> None:
         self.project = project
+        self.served = served  # told of each beat written: who remembers what was live
         self.host_pid = host_pid
         self.session_id = session_id
         self.ide = ide
@@ -128,6 +130,8 @@ class HeartbeatWriter:
         )
         if not self.stopped:
             write_atomic(self.path, msgspec.json.encode(hb), fsync=False)
+            if self.served is not None:
+                self.served(hb)
         return hb
 
     def remove(self) -> None:

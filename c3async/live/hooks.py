@@ -32,6 +32,7 @@ from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS, BadArgument, Damaged, Refused, UnsafeState
 from ..ground.home import c3_home
 from ..stores import activity
+from . import waslive
 
 __all__ = ("CLEAR_LINK_S", "handle", "install", "main")
 
@@ -132,7 +133,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     if event == "SessionStart":
         source = _text(payload, "source", 64)
         predecessor = _predecessor(project, pid, fired) if source == "clear" else None
-        return activity.record_once(
+        row = activity.record_once(
             project,
             "session_start",
             SAME_EVENT_S,
@@ -145,7 +146,16 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
             cwd=_text(payload, "cwd"),
             transcript_path=_text(payload, "transcript_path"),
         )
+        if not waslive.windowless():  # remembered for `reopen` after a reboot
+            cwd = _text(payload, "cwd") or project
+            waslive.remember(
+                session_id, cwd, pid=pid, by="hook", config_dir=os.environ.get("CLAUDE_CONFIG_DIR"), now=fired
+            )
+        return row
     if event == "SessionEnd":
+        reason = _text(payload, "reason", 64)
+        if reason in waslive.END_REASONS:  # the person ended it; a SIGTERM (a reboot) says "other"
+            waslive.forget(session_id)
         return activity.record_once(
             project,
             "session_end",
@@ -153,7 +163,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
             ("session_id", "reason", "claude_pid"),
             ts=ts,
             session_id=session_id,
-            reason=_text(payload, "reason", 64),
+            reason=reason,
             claude_pid=pid,
         )
     if event is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..catalog.locate import config_home
 from ..ground.peek import read_regular
-from .registry_file import MAX_BYTES, decode, holds
+from .registry_file import MAX_BYTES, Registered, decode, holds
 
 __all__ = ("HostIdentity", "detect_ide")
 
@@ -33,6 +33,7 @@ class HostIdentity:
         self.env_session_id = env.get("CLAUDE_CODE_SESSION_ID") or None
         self.source = "env" if self.env_session_id else None
         self.claude_pid: int | None = None  # the ancestor whose registry file matched
+        self.registered: Registered | None = None  # its registry file as last read
 
     def registry_path(self, pid: int | None = None) -> Path:
         return config_home() / "sessions" / f"{self.parent_pid if pid is None else pid}.json"
@@ -62,6 +63,7 @@ class HostIdentity:
         except OSError:
             return None
         if reg is not None and reg.sessionId and holds(reg, pid, self.registry_path(pid)):
+            self.registered = reg
             return reg.sessionId
         return None
 
@@ -72,7 +74,7 @@ class HostIdentity:
                 self.claude_pid = pid
                 self.source = "registry"
                 return found
-        self.claude_pid = None
+        self.claude_pid = self.registered = None
         self.source = "env" if self.env_session_id else None
         return self.env_session_id
 

@@ -60,6 +60,7 @@ from ..catalog.gitrefs import current_branch
 from ..ground import disk, schema
 from ..ground.errors import BadArgument, C3Error, Kind, clip
 from ..ground.paths import canonical, default_project, project_root
+from ..live import waslive
 from ..live.heartbeat import HeartbeatWriter
 from ..live.identity import HostIdentity, detect_ide
 from ..stores import activity, records, registry
@@ -238,6 +239,7 @@ def _new_state() -> ServerState:
         ide,
         lambda: _serving(state, identity.current()),
         host_pid=lambda: identity.claude_pid,  # verified against its registry file, never guessed
+        served=lambda hb: waslive.served(hb.host_session_id, hb.host_pid, identity.registered, project),
     )
     return state
 
