@@ -262,6 +262,13 @@ def cmd_resume(args: argparse.Namespace, screen: Screen) -> int:
             screen.say("c3async: (nothing was put back: `c3async resume` without --print does)")
         screen.print(inert_line(command))
         return 0
+    if args.tmux:
+        from ..sessions.launch import claude_argv, tmux_window
+
+        env = {"CLAUDE_CONFIG_DIR": plan.config_dir} if plan.config_dir is not None else None
+        tmux_window(plan.cwd, claude_argv(plan.session, extra), name=f"claude {plan.session[:8]}", env=env)
+        screen.say(f"c3async: opened {plan.session} in a new tmux window")
+        return 0
     claude = shutil.which("claude")
     if claude is None:
         screen.say(f"c3async: claude is not on PATH; run: {inert_line(command)}")
@@ -273,6 +280,56 @@ def cmd_resume(args: argparse.Namespace, screen: Screen) -> int:
         os.environ["CLAUDE_CONFIG_DIR"] = plan.config_dir
     os.execv(claude, [claude, "--resume", plan.session, *extra])
     return 0  # not reached
+
+
+def cmd_reopen(args: argparse.Namespace, screen: Screen) -> int:
+    import time
+
+    import msgspec
+
+    from ..ground.errors import C3Error
+    from ..sessions.launch import claude_argv, in_tmux, tmux_window
+    from ..sessions.reopen import gone
+    from ..sessions.resume import ago
+    from ..sessions.usage_report import since_of
+
+    tmux = in_tmux() and not args.print and not args.json
+    found = gone(since_of(args.since), dry_run=args.print or args.json)
+    if args.json:
+        screen.json(msgspec.json.encode(found))
+        return 0
+    if not found:
+        screen.say(
+            "c3async: no session was live when the machine or its claude went down"
+            + (f" since {inert_line(args.since)}" if args.since else "")
+        )
+        return 0
+    now, failed = time.time(), 0
+    said = {
+        "reboot": "before the machine restarted",
+        "ended": "until its claude ended",
+        "killed": "when its claude was killed",
+    }
+    for g in found:
+        if g.command is None:  # said, not counted a failure: a transcript deleted since stays so
+            screen.say(f"c3async: {g.id}: {inert_line(g.problem or 'cannot be resumed')}")
+            continue
+        screen.say(f"c3async: {g.id} was live {said[g.why]} ({ago(g.seen, now)} ago, in {inert_line(g.cwd or '?')})")
+        if not tmux:
+            screen.print(inert_line(g.command))
+            continue
+        env = {"CLAUDE_CONFIG_DIR": g.config_dir} if g.config_dir is not None else None
+        try:
+            tmux_window(g.cwd or "", claude_argv(g.id), name=f"claude {g.id[:8]}", env=env, focus=False)
+        except C3Error as exc:
+            failed += 1
+            screen.say(f"c3async: {g.id}: {inert_line(str(exc))}")
+    if tmux:
+        opened = sum(g.command is not None for g in found) - failed
+        screen.say(f"c3async: {opened} {render.plural(opened, 'session')} opened again, one tmux window each")
+    elif not args.print:
+        screen.say("c3async: not inside tmux: run each command above in a terminal of its own")
+    return 1 if failed else 0
 
 
 def cmd_mark(args: argparse.Namespace, screen: Screen) -> int:

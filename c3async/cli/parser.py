@@ -53,7 +53,13 @@ _EXAMPLES = {
     "mark keep": ['c3async mark keep 1a2b --reason "the design discussion"'],
     "mark unkeep": ["c3async mark unkeep 1a2b"],
     "projects": ["c3async projects", "c3async projects --prune", "c3async projects --move ~/src/app ~/work/app"],
-    "resume": ["c3async resume 1a2b", "c3async resume 1a2b --print", "c3async resume 1a2b -- -p 'carry on'"],
+    "resume": [
+        "c3async resume 1a2b",
+        "c3async resume 1a2b --print",
+        "c3async resume 1a2b --tmux",
+        "c3async resume 1a2b -- -p 'carry on'",
+    ],
+    "reopen": ["c3async reopen --print", "c3async reopen --since 1d", "c3async reopen --json"],
     "live": ["c3async live", "c3async live --all --json", "c3async live --all --watch --notify"],
     "stats": ["c3async stats", "c3async stats --all", "c3async stats --json"],
     "usage": [
@@ -203,8 +209,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     rs.add_argument("id", type=text_arg, help="a session id or a unique prefix (4+ characters)")
     rs.add_argument("--print", action="store_true", help="print the command instead of running it")
+    rs.add_argument(
+        "--tmux", action="store_true", help="open it in a new tmux window, in its folder (inside tmux only)"
+    )
     rs.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     rs.set_defaults(func=commands.cmd_resume)
+
+    ro = sub.add_parser(
+        "reopen",
+        help="the sessions that were live when the machine or their claude went down, started again: "
+        "one tmux window each inside tmux, else their resume commands, one a line (never one running now)",
+    )
+    ro.add_argument("--since", type=text_arg, metavar="WHEN", help="only those live since: 12h, 1d, today, or a date")
+    ro.add_argument("--print", action="store_true", help="list them and print their commands; start nothing")
+    ro.add_argument("--json", action="store_true", help="print a JSON array (id, why, seen, by, cwd, command, problem)")
+    ro.set_defaults(func=commands.cmd_reopen)
 
     _task_parsers(sub, actions_too=command in (None, "tasks"))
 

@@ -68,6 +68,7 @@ from ..ground.paths import project_root
 from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
+from ..sessions.launch import open_terminal, terminal_argv
 from ..sessions.projects import KnownProject, known_projects, listed_projects
 from ..sessions.query import FILTERS, PAGE, SORTS, Query
 from ..sessions.runtime import Feed, Runtime
@@ -478,7 +479,20 @@ async def api_session(request: Request) -> Response:
     d = await anyio.to_thread.run_sync(lambda: show(project, sid))
     if d.elsewhere:  # the page asked for a row of this project: another project's is not one
         raise NotFound(f"no session of {project} has the id {sid}")
-    return _json(d)
+    # whether "Open a terminal here" can work on this machine (a display and a terminal found)
+    return _json({**msgspec.to_builtins(d), "terminal": terminal_argv(d.row.cwd) is not None})
+
+
+async def api_terminal(request: Request) -> Response:
+    """Open the platform's terminal in the session's folder (``sessions.launch.open_terminal``:
+    the folder the catalog knows, a checkout of the project, started without a shell)."""
+    sid = _sid(request)
+    body = await _object(request, "{project}", empty=True)
+    project = _project_param(request, body.get("project"))
+    if not project:
+        project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    folder = await anyio.to_thread.run_sync(open_terminal, project, sid)
+    return _json({"opened": folder}, status=201)
 
 
 MAX_OFFSET = 1 << 62  # a byte offset from the client (bigger means the end: the reader clamps)
@@ -739,6 +753,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/sessions/{sid}", api_session),
             Route("/api/sessions/{sid}/conversation", api_conversation),
             Route("/api/sessions/{sid}/marks", api_mark, methods=["POST"]),
+            Route("/api/sessions/{sid}/terminal", api_terminal, methods=["POST"]),
             Route("/api/keep/expiring", api_keep_expiring, methods=["POST"]),
             Route("/api/events", api_events),
             Mount("/static", StaticFiles(directory=static), name="static"),

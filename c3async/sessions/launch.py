@@ -13,9 +13,9 @@ import subprocess
 import sys
 import threading
 
-from ..ground.errors import BadArgument, Unavailable
+from ..ground.errors import BadArgument, NotFound, Refused, Unavailable
 
-__all__ = ("claude_argv", "in_tmux", "start_terminal", "terminal_argv", "tmux_window")
+__all__ = ("claude_argv", "in_tmux", "open_terminal", "start_terminal", "terminal_argv", "tmux_window")
 
 TMUX_TIMEOUT_S = 10.0
 # Terminals tried on Linux and the BSDs, in order, when $C3_TERMINAL and $TERMINAL say nothing:
@@ -103,3 +103,27 @@ def start_terminal(folder: str) -> None:
     except OSError as exc:
         raise Unavailable(f"could not start {os.path.basename(argv[0])}: {exc.strerror or exc}") from None
     threading.Thread(target=proc.wait, name="terminal-reaper", daemon=True).start()
+
+
+def open_terminal(project: str, session_id: str) -> str:
+    """The Hub's "Open a terminal here": a terminal in the folder of ``project``'s session
+    ``session_id``, as the catalog knows it, only when that folder is one of ``project``'s checkouts
+    (the project itself or a worktree of it: never a folder a transcript merely names). Returns
+    the folder. Raises NotFound, Refused or Unavailable."""
+    from ..ground.paths import canonical, project_root
+    from .view import row_for
+
+    row = row_for(project, session_id)
+    if row is None:
+        raise NotFound(f"no session of {project} has the id {session_id}")
+    folder = row.cwd
+    if row.cwd_gone or not os.path.isdir(folder):
+        raise NotFound(f"{folder} is gone: `c3async resume {session_id}` says how to bring it back")
+    try:
+        home = project_root(canonical(folder))
+    except (OSError, ValueError):
+        home = None
+    if home != project:
+        raise Refused(f"{folder} is not a checkout of {project}: no terminal is opened there")
+    start_terminal(folder)
+    return folder

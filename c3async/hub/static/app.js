@@ -817,9 +817,31 @@ function detailNodes(d, li) {
   out.push(...section("Tokens and cost", el("div", { class: "usage-detail", text: usageBreakdown(r.tokens, r.cost_usd, r.unpriced_models) +
     (r.tokens && r.tokens.as_of ? ` (counted ${age(new Date(r.tokens.as_of * 1000).toISOString())})` : "") })));
   out.push(...section("Resume", el("code", { class: "cmd", text: r.resume }),
-    ...(r.archived ? [el("p", { class: "counts archived-note", text: "Claude Code deleted this transcript; c3async kept it. This command puts it back, then resumes it." })] : [])));
+    ...(r.archived ? [el("p", { class: "counts archived-note", text: "Claude Code deleted this transcript; c3async kept it. This command puts it back, then resumes it." })] : []),
+    openHere(d, r)));
   out.push(actions(r, li));
   return out;
+}
+
+// Beside the resume command: the session in VS Code (Claude Code's extension opens a link to it)
+// and, where the Hub can start one, a terminal in its folder. The id goes into the link only as
+// a UUID, so nothing else can ride on it.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+function openHere(d, r) {
+  const box = el("div", { class: "open-here" });
+  if (UUID.test(r.id)) box.append(el("a", { class: "vscode", href: `vscode://anthropic.claude-code/open?session=${r.id}`, text: "Open in VS Code" }));
+  if (d.terminal) {
+    const msg = el("span", { class: "counts" });
+    const open = async () => {
+      msg.className = "counts"; msg.textContent = "opening…";
+      try {
+        await api(`/api/sessions/${encodeURIComponent(r.id)}/terminal`, { method: "POST", body: { project: r.project } });
+        msg.textContent = "terminal opened";
+      } catch (e) { msg.className = "error"; msg.textContent = e.message; }
+    };
+    box.append(el("button", { type: "button", class: "terminal", title: `a terminal in ${r.cwd}`, text: "Open a terminal here", onclick: open }), msg);
+  }
+  return box;
 }
 
 function jump(id) {
