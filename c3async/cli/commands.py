@@ -246,6 +246,10 @@ def cmd_resume(args: argparse.Namespace, screen: Screen) -> int:
 
     from ..sessions.act import prepare_resume
 
+    if args.tmux:
+        from ..sessions.launch import tmux_here
+
+        tmux_here()  # outside tmux: said before anything is put back
     plan = prepare_resume(scope.projects(args, screen)[0], args.id, dry_run=args.print)
     if plan.elsewhere:
         screen.say(f"c3async: session {plan.session} is in the project {plan.project}")

@@ -15,7 +15,7 @@ import threading
 
 from ..ground.errors import BadArgument, NotFound, Refused, Unavailable
 
-__all__ = ("claude_argv", "in_tmux", "open_terminal", "start_terminal", "terminal_argv", "tmux_window")
+__all__ = ("claude_argv", "in_tmux", "open_terminal", "start_terminal", "terminal_argv", "tmux_here", "tmux_window")
 
 TMUX_TIMEOUT_S = 10.0
 # Terminals tried on Linux and the BSDs, in order, when $C3_TERMINAL and $TERMINAL say nothing:
@@ -33,19 +33,28 @@ def claude_argv(session_id: str, extra: list[str] | None = None) -> list[str]:
 
 def in_tmux() -> bool:
     """Inside a tmux session ($TMUX set by tmux), with tmux at hand."""
-    return bool(os.environ.get("TMUX")) and shutil.which("tmux") is not None
+    try:
+        tmux_here()
+    except (BadArgument, Unavailable):
+        return False
+    return True
+
+
+def tmux_here() -> str:
+    """tmux's path, inside tmux; else BadArgument (outside tmux) or Unavailable (no tmux found)."""
+    if not os.environ.get("TMUX"):
+        raise BadArgument("not inside tmux ($TMUX is not set); run the command in a terminal, or without --tmux")
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise Unavailable("$TMUX is set but tmux is not on PATH")
+    return tmux
 
 
 def tmux_window(cwd: str, argv: list[str], *, name: str, env: dict[str, str] | None = None, focus: bool = True) -> None:
     """Run ``argv`` in a new window of the current tmux session, in ``cwd``; ``focus`` False
     leaves the current window in front. tmux runs a command given as several words itself,
     without a shell. Raises BadArgument outside tmux, Unavailable when tmux refuses."""
-    if not os.environ.get("TMUX"):
-        raise BadArgument("not inside tmux ($TMUX is not set); run the command in a terminal, or without --tmux")
-    tmux = shutil.which("tmux")
-    if tmux is None:
-        raise Unavailable("$TMUX is set but tmux is not on PATH")
-    cmd = [tmux, "new-window", *([] if focus else ["-d"]), "-c", cwd, "-n", name]
+    cmd = [tmux_here(), "new-window", *([] if focus else ["-d"]), "-c", cwd, "-n", name]
     for key, value in (env or {}).items():
         cmd += ["-e", f"{key}={value}"]
     try:
