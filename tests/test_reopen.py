@@ -210,3 +210,36 @@ def test_resume_tmux_outside_tmux_is_a_clear_error(world, monkeypatch):
     with pytest.raises(Exception) as raised:
         tmux_window(project, ["claude", "--resume", sid], name="x")
     assert "not inside tmux" in str(raised.value)
+
+
+def test_a_servers_beat_remembers_the_window_it_serves_and_not_a_print_run(world):
+    from c3async.live.heartbeat import HeartbeatWriter
+    from c3async.live.identity import HostIdentity
+
+    project = world.project("app")
+    me = os.getpid()  # this process stands for the claude the server runs under
+    registry = world.config / "sessions"
+    registry.mkdir()
+
+    def beat(sid: str, kind: str) -> None:
+        (registry / f"{me}.json").write_text(
+            json.dumps(
+                {"pid": me, "sessionId": sid, "cwd": project, "procStart": str(proc_start_ticks(me)), "kind": kind}
+            )
+        )
+        identity = HostIdentity(parent_pid=me, env={})
+        HeartbeatWriter(
+            project,
+            str(uuid.uuid4()),
+            "cli",
+            identity.current,
+            host_pid=lambda: identity.claude_pid,
+            served=lambda hb: waslive.served(hb.host_session_id, hb.host_pid, identity.registered, project),
+        ).beat()
+
+    window, printed = str(uuid.uuid4()), str(uuid.uuid4())
+    beat(window, "interactive")
+    (kept,) = waslive.remembered()
+    assert (kept.id, kept.by, kept.pid, kept.cwd) == (window, "server", me, project)
+    beat(printed, "print")
+    assert [e.id for e in waslive.remembered()] == [window]
