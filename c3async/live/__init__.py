@@ -3,7 +3,8 @@ Code's own registry says which claude runs and whether it waits; the activity lo
 resort. Modules: ``heartbeat`` (the file and its writer), ``registry_file`` (one file of
 Claude Code's registry, read with the standard library alone), ``running`` (the registry, kept
 for a reader that polls), ``reader`` (who is live), ``identity`` (which host session and IDE a
-server serves), ``hooks`` (Claude Code hook rows), ``statusline`` (install-statusline). May
+server serves), ``hooks`` (Claude Code hook rows), ``waslive`` (which sessions were live,
+remembered past a reboot for ``reopen``), ``statusline`` (install-statusline). May
 import the ground, the catalog and the stores.
 
 Nothing is imported here: the status line reads the registry alone (``registry_file``), on
