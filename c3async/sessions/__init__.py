@@ -5,7 +5,8 @@ session's detail. The CLI, the MCP tools and the Hub ask here and nowhere else.
 Modules, bottom up: ``rows`` (the row), ``resume``, ``launch`` (claude in a tmux window, a
 terminal in a session's folder), ``reopen`` (what a reboot took, to start again), ``chain``,
 ``hints``, ``keep`` (kept rows and the archive), ``view`` (the join, filters, listings),
-``refs`` (what was typed -> a session), ``act`` (marking, linking, resuming one), ``detail``, ``brief``, ``board`` (live sessions),
+``refs`` (what was typed -> a session), ``act`` (marking, linking, resuming one), ``detail``,
+``brief``, ``board`` (live sessions),
 ``reports`` (``c3_status``'s views as text: the token budget per host session, who runs now),
 ``search``, ``watch`` (whether a project's rows may have moved, cheaply, for the watchers),
 ``projects`` (every project c3async can list), ``moves`` (moved and renamed folders),
