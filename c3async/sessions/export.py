@@ -196,6 +196,21 @@ class Export:
         finally:
             self.close()
 
+    def blocks(self, size: int = 1 << 16) -> Iterator[bytes]:
+        """``chunks()`` as UTF-8, joined into blocks of about ``size`` bytes (a writer's or a
+        stream's unit: one thread hop a block, not one an item)."""
+        held: list[bytes] = []
+        have = 0
+        for chunk in self.chunks():
+            data = chunk.encode("utf-8")
+            held.append(data)
+            have += len(data)
+            if have >= size:
+                yield b"".join(held)
+                held, have = [], 0
+        if held:
+            yield b"".join(held)
+
     def close(self) -> None:
         self.walk.close()
 
