@@ -61,19 +61,24 @@ def write_big(folder: Path, cwd: str, size: int) -> tuple[str, int]:
 def export_once(env: dict[str, str], sid: str, fmt: str, out: Path) -> tuple[int, float, int]:
     """(peak RSS in bytes, wall seconds, output bytes) of one ``c3async export`` process."""
     out.unlink(missing_ok=True)
+    with tempfile.TemporaryFile() as err:
+        return _export(env, sid, fmt, out, err)
+
+
+def _export(env: dict[str, str], sid: str, fmt: str, out: Path, err) -> tuple[int, float, int]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "c3async", "export", sid, f"--{fmt}", "-o", str(out)],
         env=env,
         cwd=env["C3_PROJECT"],
-        stderr=subprocess.PIPE,
+        stderr=err,
     )
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, from the kernel
     wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise SystemExit(f"c3async export failed ({proc.returncode}): {err[-500:]}")
+        err.seek(0)
+        raise SystemExit(f"c3async export failed ({proc.returncode}): {err.read().decode(errors='replace')[-500:]}")
     return usage.ru_maxrss * 1024, wall, out.stat().st_size
 
 

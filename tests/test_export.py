@@ -260,3 +260,16 @@ def test_bad_ids_and_unreadable_transcripts_are_one_line_errors(world):
     world.path.symlink_to(target)  # the transcript swapped for a link: never followed
     proc = c.run("export", world.id, "--project", world.proj)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_walk_gives_what_the_pages_give(world):
+    from c3async.catalog.conversation import MAX_LIMIT, Walk, page
+
+    pages, after = [], 0
+    while after is not None:
+        pages.append(page(str(world.path), after=after, limit=MAX_LIMIT))
+        after = pages[-1].next
+    with Walk(str(world.path)) as walk:
+        assert list(walk.items()) == [i for p in pages for i in p.items]
+    with Walk(str(world.path), AGENT) as walk:
+        assert [i.kind for i in walk.items()] == ["user", "assistant"]

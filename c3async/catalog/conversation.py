@@ -6,6 +6,9 @@ costs what its own lines cost: ``after=X`` reads forward from the line holding b
 (a search hit) and names that item as ``target``. Each page carries ``prev`` (pass it as
 ``before=``) and ``next`` (pass it as ``after=``): None at the ends of the file.
 
+:class:`Walk` reads a whole transcript forward that way, a page at a time from one descriptor
+(an export).
+
 Reads are bounded windows (``os.pread``, 256 KiB at a time, grown only to fit one long line up to
 8 MiB); a longer line is never loaded: it is shown as ``(line too long: N MiB)``. A page holds at
 most ``limit`` items, about a million characters of text, and scans at most 64 MiB of file.

@@ -18,7 +18,7 @@ from html import escape
 from ..catalog.conversation import OUTPUT_CAP, TEXT_CAP, Item
 from ..ground.term import inert, inert_line
 from .detail import Detail
-from .export import Enter, Leave, Said, Step, cut, facts, kind_label, note, tool_label, when
+from .export_walk import Enter, Leave, Said, Step, cut, facts, kind_label, note, tool_label, when
 
 __all__ = ("CSP", "MEDIA_TYPE", "head", "step", "tail")
 

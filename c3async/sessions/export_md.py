@@ -1,4 +1,4 @@
-"""A session as Markdown (``c3async export ID``): the steps of ``export`` as text, one at a time.
+"""A session as Markdown (``c3async export ID``): the steps of ``export_walk`` as text, one at a time.
 
 Transcript text never becomes markup. Prompts, replies, summaries, the note and each tool call
 (its input and output in one compact block) are fenced code blocks, whose fence is longer than
@@ -18,7 +18,7 @@ import re
 from ..catalog.conversation import OUTPUT_CAP, TEXT_CAP, Item
 from ..ground.term import inert, inert_line
 from .detail import Detail
-from .export import Enter, Leave, Said, Step, cut, facts, kind_label, note, tool_label, when
+from .export_walk import Enter, Leave, Said, Step, cut, facts, kind_label, note, tool_label, when
 
 __all__ = ("MEDIA_TYPE", "escape", "fenced", "head", "step", "tail")
 
