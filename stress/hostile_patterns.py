@@ -73,6 +73,7 @@ AUDIT: dict[str, str] = {
     "c3async.search.query._LEX": "finditer",
     "c3async.search.query._TOKEN": "findall",
     "c3async.sessions.brief._CONTINUED": "match",
+    "c3async.sessions.export_md._TICKS": "finditer",
     "c3async.sessions.search._AGO": "fullmatch",
     "c3async.sessions.statusline._UUID": "fullmatch",
     "c3async.tasks.schema._TASK_REF": "fullmatch",
@@ -101,6 +102,8 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "run of _": lambda n: "_" * n,
     "run of digits": lambda n: "7" * n,
     "run of backslashes": lambda n: "\\" * n,
+    "run of backticks": lambda n: "`" * n,
+    "backtick runs growing": lambda n: "".join("`" * k + " " for k in range(1, int((2 * n) ** 0.5))),
     "run of quotes": lambda n: '"' * n,
     "escaped quotes": lambda n: '\\"' * (n // 2),
     "run of ESC": lambda n: "\x1b" * n,
@@ -136,6 +139,7 @@ def _entry_points() -> dict[str, Callable[[Any], Any]]:
     from c3async.ground.jsonl import has_blank_line
     from c3async.hub import app
     from c3async.search import find, passages, query
+    from c3async.sessions import export_md
     from c3async.sessions.search import parse_when
     from c3async.usage.prices import normalise
 
@@ -173,6 +177,8 @@ def _entry_points() -> dict[str, Callable[[Any], Any]]:
         "query.parse (its 2,000-character cap)": lexed,
         "sessions.search.parse_when": when,
         "hub.app._host_name": app._host_name,
+        "export_md.escape": export_md.escape,
+        "export_md.fenced": export_md.fenced,
     }
     for q, (marker, folded) in markers.items():
         out[f"find.cut (query {q!r})"] = lambda t, m=marker, f=folded: find.cut(t, m, f)

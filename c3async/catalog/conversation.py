@@ -6,6 +6,9 @@ costs what its own lines cost: ``after=X`` reads forward from the line holding b
 (a search hit) and names that item as ``target``. Each page carries ``prev`` (pass it as
 ``before=``) and ``next`` (pass it as ``after=``): None at the ends of the file.
 
+:class:`Walk` reads a whole transcript forward that way, a page at a time from one descriptor
+(an export).
+
 Reads are bounded windows (``os.pread``, 256 KiB at a time, grown only to fit one long line up to
 8 MiB); a longer line is never loaded: it is shown as ``(line too long: N MiB)``. A page holds at
 most ``limit`` items, about a million characters of text, and scans at most 64 MiB of file.
@@ -55,6 +58,7 @@ __all__ = (
     "PAGE_ITEMS",
     "Item",
     "Page",
+    "Walk",
     "open_subagent",
     "page",
 )
@@ -694,6 +698,42 @@ def page(
         return _page(_Reading(fd, st.st_size), after, before, at, limit, sidechain=agent is not None)
     finally:
         os.close(fd)
+
+
+class Walk:
+    """A transcript (or one of its sub-agents, ``agent-<id>``) read forward from its start, a
+    page at a time, from one descriptor opened here: :meth:`items` gives every item, each tool
+    call joined with its result, holding one page at most (an export of a 1 GB transcript costs
+    what a page costs). It reads what the file held when opened (a session still writing adds
+    lines after). Raises what :func:`page` raises; close it (or use it in ``with``)."""
+
+    def __init__(self, path: str, agent: str | None = None) -> None:
+        self.fd, st = open_subagent(path, agent) if agent is not None else open_regular(path)
+        self.size = st.st_size
+        self.sidechain = agent is not None
+        self.changed = False  # the file shrank while it was read: what was given may be short
+
+    def items(self) -> Iterator[Item]:
+        after: int | None = 0
+        extents = None
+        while after is not None:
+            r = _Reading(self.fd, self.size, extents=extents)
+            pg = _page(r, after, None, None, MAX_LIMIT, self.sidechain)
+            extents = r.extents  # a sparse file's holes, found once
+            self.changed |= pg.changed
+            yield from pg.items
+            after = pg.next if pg.next is not None and pg.next > after else None
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Walk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _page(r: _Reading, after: int | None, before: int | None, at: int | None, limit: int, sidechain: bool) -> Page:

@@ -420,3 +420,35 @@ def cmd_show(args: argparse.Namespace, screen: Screen) -> int:
     else:
         screen.print(inert(detail.render(d)))
     return 0
+
+
+def cmd_export(args: argparse.Namespace, screen: Screen) -> int:
+    from ..ground.errors import BadArgument, C3Error, Conflict, NotRegularFile, Refused, UsageError
+    from ..ground.safefs import write_new
+    from ..sessions.export import open_export
+
+    if args.force and args.output is None:
+        raise UsageError("--force replaces the file -o names: give -o FILE too")
+    if args.output is not None and not args.output.strip():
+        raise UsageError("-o needs a file name")
+    exp = open_export(scope.projects(args, screen)[0], args.id, args.format, host=scope.env_session())
+    if exp.detail.elsewhere:
+        screen.say(f"c3async: session {exp.detail.row.id} is in the project {exp.detail.row.project}")
+    if args.output is None:
+        for chunk in exp.chunks():
+            screen.write(chunk)
+        return 0
+    try:
+        write_new(args.output, exp.blocks(), replace=args.force)
+    except FileExistsError:
+        raise Conflict(f"{args.output} exists: give --force to replace it") from None
+    except NotRegularFile as exc:
+        raise Refused(f"refusing {args.output}: {exc.strerror}") from None
+    except OSError as exc:
+        if isinstance(exc, C3Error):  # a full disk, said as one
+            raise
+        raise BadArgument(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    finally:
+        exp.close()
+    screen.say(f"c3async: wrote {args.output}")
+    return 0

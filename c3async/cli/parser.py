@@ -42,6 +42,7 @@ _EXAMPLES = {
         "c3async sessions --json | jq '.[0].id'",
     ],
     "show": ["c3async show 1a2b --turns 4", "c3async show --json"],
+    "export": ["c3async export 1a2b > session.md", "c3async export 1a2b --html -o session.html"],
     "mark": [
         'c3async mark stale 1a2b --reason "superseded" --successor 5e6f',
         'c3async mark note --summary "parser done"',
@@ -145,6 +146,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     project_and_json(sh, "print the detail as JSON (with --turns: and the items, as `conversation`)")
     sh.set_defaults(func=commands.cmd_show)
+
+    ex = sub.add_parser(
+        "export",
+        help="one session's whole conversation as Markdown or one HTML page (the note and chain on top)",
+        description="The session's conversation, prompts and answers with the tool calls folded in (each with its "
+        "result) and its sub-agents nested, and on top its title, note and chain. Transcript text stays text: "
+        "nothing in it becomes markup, a link or a script. Streamed: a transcript of any size takes the same memory.",
+    )
+    ex.add_argument(
+        "id", nargs="?", type=text_arg, help="a session id or a unique prefix (default: the current session)"
+    )
+    fmt = ex.add_mutually_exclusive_group()
+    fmt.add_argument("--md", dest="format", action="store_const", const="md", help="Markdown (the default)")
+    fmt.add_argument("--html", dest="format", action="store_const", const="html", help="one self-contained HTML page")
+    ex.add_argument(
+        "-o", "--output", type=text_arg, metavar="FILE", help="write FILE (private, 0600) instead of standard output"
+    )
+    ex.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists (a regular file only)")
+    ex.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
+    ex.set_defaults(func=commands.cmd_export, format="md")
 
     m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
     msub = m.add_subparsers(dest="op", metavar="OP", required=True)

@@ -29,7 +29,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -62,6 +62,7 @@ __all__ = (
     "unlink",
     "warn_once",
     "write_atomic",
+    "write_new",
 )
 
 log = logging.getLogger("c3async")
@@ -646,3 +647,67 @@ def _replace(dfd: int | None, p: Path, tmp: str) -> None:
             if attempt == 49:
                 raise
             time.sleep(0.02)
+
+
+def write_new(path: str | os.PathLike[str], chunks: Iterable[bytes], *, replace: bool = False) -> None:
+    """Write ``chunks`` as the file ``path`` that a person named (not our state: its folder is
+    taken as given, links in it included), whole or not at all, private (0600). The chunks go
+    to a temp file beside it (``O_EXCL | O_NOFOLLOW``), synced, then linked in as ``path``, never
+    over anything of that name (FileExistsError); with ``replace``, renamed over a regular file
+    of that name. Whatever ``path`` is, it is never written through: a link, a folder, a FIFO
+    there is refused (NotRegularFile), even with ``replace``. Checked before the first chunk is
+    asked for, and again as the file is put in place. Interrupted or failed: no temp file stays;
+    a full disk raises ``DiskFull``."""
+    p = Path(path)
+    if not p.name or p.name in (".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "a file name is needed, not a folder", os.fspath(path))
+    dfd = os.open(p.parent, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC) if _DIR_FD else None
+    at = {"dir_fd": dfd} if dfd is not None else {}
+    name = p.name if dfd is not None else os.fspath(p)
+    tmp = f".{p.name}.{os.urandom(8).hex()}.tmp"
+    tmp_name = tmp if dfd is not None else os.fspath(p.parent / tmp)
+    try:
+        _may_write(name, at, p, replace)
+        disk.clear_stale_temps(p.parent if dfd is None else dfd, p.name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        fd = os.open(tmp_name, flags, FILE_MODE, **at)
+        try:
+            try:
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, FILE_MODE)  # whatever the umask said
+                for chunk in chunks:
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            _may_write(name, at, p, replace)
+            if replace:
+                os.replace(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            else:
+                os.link(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+        except BaseException as exc:
+            if disk.is_full(exc):
+                raise disk.full(p.parent) from exc
+            raise
+        finally:
+            try:
+                os.unlink(tmp_name, **at)
+            except OSError:
+                pass
+    finally:
+        if dfd is not None:
+            os.close(dfd)
+
+
+def _may_write(name: str, at: dict, p: Path, replace: bool) -> None:
+    """Refuse what is at ``name`` unless nothing is, or (``replace``) a regular file."""
+    try:
+        st = os.lstat(name, **at)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(errno.EEXIST, f"{_kind(st.st_mode)} is there (never written through)", os.fspath(p))
+    if not replace:
+        raise FileExistsError(errno.EEXIST, "a file is there already", os.fspath(p))

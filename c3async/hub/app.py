@@ -54,7 +54,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -68,6 +68,8 @@ from ..ground.paths import project_root
 from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
+from ..sessions.export import FORMATS, open_export
+from ..sessions.export_html import CSP as EXPORT_CSP
 from ..sessions.launch import open_terminal, terminal_argv
 from ..sessions.projects import KnownProject, known_projects, listed_projects
 from ..sessions.query import FILTERS, PAGE, SORTS, Query
@@ -171,8 +173,9 @@ class Guard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                # Ours replace any the response set itself (the event stream sets cache-control).
-                ours = {name for name, _ in SECURITY_HEADERS}
+                # Ours replace any the response set itself (the event stream sets cache-control),
+                # but a policy of its own is kept beside ours: a browser enforces both (an export).
+                ours = {name for name, _ in SECURITY_HEADERS} - {b"content-security-policy"}
                 kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in ours]
                 message["headers"] = kept + SECURITY_HEADERS
             await send(message)
@@ -532,6 +535,31 @@ async def api_conversation(request: Request) -> Response:
     return _json(out)
 
 
+async def api_export(request: Request) -> Response:
+    """The session's export (``sessions.export``), ``format=md`` (the default) or ``html``, as
+    a download: ``Content-Disposition: attachment``, streamed as it is rendered; the HTML with
+    its own Content-Security-Policy too. A missing or refused transcript is said before the
+    first byte (404 / 403)."""
+    sid = _sid(request)
+    fmt = request.query_params.get("format") or "md"
+    if fmt not in FORMATS:
+        raise BadArgument(f"format must be one of {', '.join(FORMATS)}")
+    project = await anyio.to_thread.run_sync(_session_project, request, sid)
+    try:
+        exp = await anyio.to_thread.run_sync(lambda: open_export(project, sid, fmt))
+    except OSError as exc:
+        if isinstance(exc, C3Error) and not isinstance(exc, NotRegularFile):
+            raise
+        raise NotFound(f"the transcript of session {sid} cannot be read (gone, or not a regular file)") from exc
+    if exp.detail.elsewhere:
+        exp.close()
+        raise NotFound(f"no session of {project} has the id {sid}")
+    headers = {"Content-Disposition": f'attachment; filename="{exp.filename}"'}
+    if fmt == "html":
+        headers["Content-Security-Policy"] = EXPORT_CSP
+    return StreamingResponse(exp.blocks(), media_type=exp.media_type, headers=headers)
+
+
 SEARCH_LIMIT = 50
 
 
@@ -752,6 +780,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/usage", api_usage),
             Route("/api/sessions/{sid}", api_session),
             Route("/api/sessions/{sid}/conversation", api_conversation),
+            Route("/api/sessions/{sid}/export", api_export),
             Route("/api/sessions/{sid}/marks", api_mark, methods=["POST"]),
             Route("/api/sessions/{sid}/terminal", api_terminal, methods=["POST"]),
             Route("/api/keep/expiring", api_keep_expiring, methods=["POST"]),

@@ -8,7 +8,8 @@ terminal in a session's folder), ``reopen`` (what a reboot took, to start again)
 ``refs`` (what was typed -> a session), ``act`` (marking, linking, resuming one), ``detail``,
 ``brief``, ``board`` (live sessions),
 ``reports`` (``c3_status``'s views as text: the token budget per host session, who runs now),
-``search``, ``watch`` (whether a project's rows may have moved, cheaply, for the watchers),
+``search``, ``export`` (one session whole, as Markdown or one HTML page: ``export_walk`` the
+streaming walk both share, ``export_md`` and ``export_html`` the formats), ``watch`` (whether a project's rows may have moved, cheaply, for the watchers),
 ``projects`` (every project c3async can list), ``moves`` (moved and renamed folders),
 ``runtime`` (the background jobs of the doors that stay up: the MCP server and the Hub start
 the same one). May import floors 1 and 2, never a door.

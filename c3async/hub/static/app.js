@@ -909,7 +909,37 @@ function readerButtons(box, project, sid) {
 function conversationSection(r) {
   const box = el("div", { class: "conversation" });
   box.append(...readerButtons(box, r.project, r.id));
-  return section("Conversation", box);
+  const saved = el("span", { class: "counts conv-export-status" });
+  const exports = el("div", { class: "conv-export" }, el("span", { class: "counts", text: "Export: " }),
+    el("button", { type: "button", class: "conv-export-md", text: "Markdown", title: "the whole conversation as a Markdown file",
+                   onclick: () => exportSession(r, "md", saved) }),
+    el("button", { type: "button", class: "conv-export-html", text: "HTML page", title: "the whole conversation as one HTML page (no script)",
+                   onclick: () => exportSession(r, "html", saved) }), saved);
+  return section("Conversation", box, exports);
+}
+
+// A download of the session's export: fetched with the token's header as every API call (a
+// link cannot send it), then saved from the answer's bytes under the name the Hub gave.
+async function exportSession(r, format, status) {
+  status.className = "counts conv-export-status";
+  status.textContent = "exporting…";
+  try {
+    const q = new URLSearchParams({ project: r.project, format });
+    const [res, sent] = await request(`/api/sessions/${encodeURIComponent(r.id)}/export?${q}`, { headers: { "Accept": "*/*" } });
+    if (res.status === 401) { signOut(sent); throw new Error(SIGN_IN); }
+    if (!res.ok) { const data = await res.json().catch(() => ({})); throw new Error(data.error || `HTTP ${res.status}`); }
+    const name = (/filename="([0-9a-f-]+\.(?:md|html))"/.exec(res.headers.get("Content-Disposition") || "") || [])[1] || `${r.id}.${format}`;
+    const url = URL.createObjectURL(await res.blob());
+    const a = el("a", { href: url, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    status.textContent = `saved ${name}`;
+  } catch (e) {
+    status.className = "error conv-export-status";
+    status.textContent = e.message;
+  }
 }
 
 function convUrl(reader, params) {
