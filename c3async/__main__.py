@@ -31,6 +31,10 @@ def main() -> int:
             from .statusline import main as statusline
 
             code = statusline(sys.argv[2:])
+        elif sys.argv[1:2] == ["--complete"]:  # the shell's, on each Tab: no CLI package either
+            from .completion import main as complete
+
+            code = complete(sys.argv[2:])
         if code is None:
             from .cli import main as command  # inside the guard: a signal during its imports is quiet too
 

@@ -25,9 +25,12 @@ WAIT_MS = 15_000
 
 
 @contextmanager
-def hub_page(browser, url: str, width: int = 1400, height: int = 900, init_script: str | None = None) -> Iterator:
-    """A page of its own browser context at ``url`` (a Hub's login URL), closed afterwards."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+def hub_page(
+    browser, url: str, width: int = 1400, height: int = 900, init_script: str | None = None, **context_args
+) -> Iterator:
+    """A page of its own browser context at ``url`` (a Hub's login URL), closed afterwards;
+    ``context_args`` go to the context (``timezone_id``, ``locale``)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **context_args)
     try:
         page = context.new_page()
         if init_script:

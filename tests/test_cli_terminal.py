@@ -500,3 +500,22 @@ def test_stdout_that_cannot_encode_everything_never_crashes(claude, encoding):
         timeout=120,
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)[0]["title"] == "修复 ✨ the 🎉 bug"
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("columns", [80, 100, 60])
+def test_at_80_columns_the_title_has_at_least_40_percent_of_the_width(claude, columns):
+    title = "migrate the settings page to the new form library and its validation " * 2
+    for name in ("a-project-with-a-long-descriptive-name", "second-project-also-long-named"):
+        project = claude.project(name)
+        c = Conversation(project, branch="feature/a-very-long-branch-name-for-the-settings-work")
+        write_session(claude.folder(project), c.id, [c.permission_mode(), *c.exchange(title)])
+        assert run(claude, "sessions", "--project", project)[0] == 0  # registered: --all lists it
+    for args in (("--all",), ("--project", project)):
+        code, out, err = run(claude, "sessions", *args, env={**claude.env(), "COLUMNS": str(columns)})
+        assert code == 0, err
+        head, *lines = out.splitlines()
+        at = head.index("TITLE")
+        assert columns - at >= columns * 0.4, head
+        for line in lines:
+            assert len(line) <= columns and line[at:].startswith("migrate the settings"), (args, line)

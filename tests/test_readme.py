@@ -231,7 +231,7 @@ def test_the_completion_lines_work_as_written_and_the_uninstall_line_takes_them_
         text=True,
         env=env,
     )
-    assert "-F _python_argcomplete c3async" in loaded.stdout, loaded.stderr
+    assert "-F _c3async_complete c3async" in loaded.stdout, loaded.stderr
     for shell, check in (("zsh", ["zsh", "-n"]), ("fish", ["fish", "--no-execute"])):
         if shutil.which(shell):  # the script parses in its own shell
             parsed = subprocess.run([*check, str(scripts[shell])], capture_output=True, text=True, env=env)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -199,6 +199,9 @@ async def test_continue_by_prefix_by_words_and_by_default(client, world):
     assert "Carry on from its next steps" in by_prefix and "not as instructions" in by_prefix
     by_words = prompt_text(await client.get_prompt("continue", {"session": "parser API"}))
     assert f"`{DOCS}`" in by_words
+    # as Claude Code passes `/continue the parser api`: one word an argument, in order
+    split = prompt_text(await client.get_prompt("continue", {"session": "the", "word2": "parser", "word3": "api"}))
+    assert f"`{DOCS}`" in split and "could not tell" not in split
     default = prompt_text(await client.get_prompt("continue", {}))
     assert f"`{NOTED}`" in default  # the newest other than this one (no chain here)
 
@@ -370,3 +373,24 @@ async def test_a_bad_setting_keeps_the_menu_and_a_read_says_what_to_fix(client, 
     assert "config.json" in str(refused.value) and "fix or remove it" in str(refused.value)
     Path(project, ".c3", "config.json").write_text("{}")
     assert "Nothing to fix now" in body(await client.read_resource("c3://problem/listing"))
+
+
+async def test_a_fork_is_named_by_its_own_first_prompt_and_its_parent(client, world):
+    from test_forks import fork_of, parent_session
+
+    claude, project = world
+    folder = claude.folder(project)
+    parent, lines, conv = parent_session(folder, project, "parse the config")
+    fork = fork_of(folder, project, lines, conv, prompt="try it with msgspec")
+    branch = fork_of(folder, project, lines, conv, branch=True, minutes=10, prompt="a branch with tomllib")
+    # a later turn of the fork's own is not its first
+    later = Conversation(project, fork, start=conv.clock + timedelta(hours=1))
+    with (folder / f"{fork}.jsonl").open("a") as fh:
+        for line in later.exchange("and now the env vars", "done"):
+            fh.write(json.dumps(line, separators=(",", ":")) + "\n")
+    names = {r.uri.rsplit("/", 1)[-1]: r.name for r in (await client.list_resources()).resources}
+    assert names[parent] == "parse the config"
+    assert names[fork] == "try it with msgspec (fork of parse the config)"
+    assert names[branch] == "a branch with tomllib (fork of parse the config)"
+    described = {r.name: r.description for r in (await client.list_resources()).resources}
+    assert described[names[fork]].startswith(names[fork] + " · ")

@@ -66,6 +66,14 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
                 )
     finally:
         progress.close()
+    if args.filter == "all" and not args.search:  # a full listing: the ids the shell completes
+        from ..ground.errors import C3Error
+        from ..sessions.completion import remember
+
+        try:
+            remember([s.dirs.project for s in scans], rows)
+        except (OSError, C3Error) as exc:  # the shell's completion is a convenience: never fail a listing
+            screen.say(f"c3async: could not save the ids for the shell's completion: {exc}")
     if not args.all and scans:
         if scans[0].sessions:  # a folder with sessions: the Hub and `--all` list it from now on
             try:

@@ -189,13 +189,27 @@ def sessions_table(rows: list, show_project: bool) -> str:
     ]
     branch_w = min(24, max([len(c[3]) for c in cols] + [6]))
     proj_w = min(20, max([len(c[4] or "") for c in cols] + [7])) if show_project else 0
-    head = f"{'ID':8}  {'AGE':>4}  {'SIZE':>6}  {'BRANCH':{branch_w}}  "
+    # The title gets at least 40% of the width: on a narrow terminal the branch and project
+    # columns give way first (the wider one a character at a time), then the size.
+    title_least = (width * 2 + 4) // 5
+    with_size = True
+
+    def head_w() -> int:
+        return 16 + (8 if with_size else 0) + branch_w + 2 + (proj_w + 2 if show_project else 0)
+
+    while width - head_w() < title_least and (branch_w > 6 or proj_w > 7):  # the headings' widths
+        if branch_w > 6 and (branch_w >= proj_w or proj_w <= 7):
+            branch_w -= 1
+        else:
+            proj_w -= 1
+    with_size = width - head_w() >= title_least
+    head = f"{'ID':8}  {'AGE':>4}  " + (f"{'SIZE':>6}  " if with_size else "") + f"{'BRANCH':{branch_w}}  "
     if show_project:
         head += f"{'PROJECT':{proj_w}}  "
     title_w = max(20, width - len(head))
     out = [head + "TITLE"]
     for row, depth, (sid, ago, sz, branch, proj, title) in zip(rows, depths, cols):
-        line = f"{sid:8}  {ago:>4}  {sz:>6}  {clip(branch, branch_w):{branch_w}}  "
+        line = f"{sid:8}  {ago:>4}  " + (f"{sz:>6}  " if with_size else "") + f"{clip(branch, branch_w):{branch_w}}  "
         if show_project:
             line += f"{clip(proj or '', proj_w):{proj_w}}  "
         text = inert_line(title)

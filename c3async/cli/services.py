@@ -13,12 +13,68 @@ from ..ground.term import inert, inert_line
 from . import scope
 from .render import Screen
 
+# Where a session id goes, the shell asks c3async's fast path (``c3async.completion``: ids and
+# titles from the listings' cache, no parser); everywhere else argcomplete's function, which
+# builds the parser. {ids} is the fast path's command line. argcomplete writes one script for
+# bash and zsh, so one function serves both.
+_SH_IDS = """
+_c3async_complete() {
+    local found
+    if [[ -n "${ZSH_VERSION-}" ]]; then
+        if found=$({ids} zsh $((CURRENT - 1)) "${words[@]}" 2>/dev/null); then
+            local -a ids
+            ids=("${(@f)found}")
+            _describe -V session ids
+            return
+        fi
+    elif found=$({ids} bash "$COMP_CWORD" "${COMP_WORDS[@]}" 2>/dev/null); then
+        COMPREPLY=()
+        [[ -n "$found" ]] && mapfile -t COMPREPLY <<< "$found"
+        return 0
+    fi
+    _python_argcomplete "$@"
+}
+"""
+_FISH_IDS = """
+function __fish_c3async_ids
+    set -l words (commandline -opc) (commandline -ct)
+    {ids} fish (math (count $words) - 1) $words 2>/dev/null
+    or __fish_c3async_complete
+end
+"""
+# What argcomplete's script registers, and ours in its place (a test checks each is found).
+_SWAPS = {
+    "bash": [
+        ("-F _python_argcomplete c3async", "-F _c3async_complete c3async"),
+        ('        _python_argcomplete "$@"\n', '        _c3async_complete "$@"\n'),
+        ("compdef _python_argcomplete c3async", "compdef _c3async_complete c3async"),
+    ],
+    "fish": [("-a '(__fish_c3async_complete)'", "-a '(__fish_c3async_ids)'")],
+}
+_SWAPS["zsh"] = _SWAPS["bash"]
 
-def cmd_completion(args: argparse.Namespace, screen: Screen) -> int:
-    """The shell's completion script for ``c3async`` (argcomplete writes it: bash, zsh, fish)."""
+
+def completion_script(shell: str) -> str:
+    """The shell's completion script for ``c3async``: argcomplete's (commands and options), with
+    session ids and their titles from c3async's fast path where an id goes."""
     import argcomplete
 
-    screen.write(argcomplete.shellcode(["c3async"], shell=args.shell))
+    from ..completion import command
+
+    script = argcomplete.shellcode(["c3async"], shell=shell)
+    for theirs, ours in _SWAPS[shell]:
+        if theirs not in script:
+            raise RuntimeError(f"argcomplete's {shell} script changed: {theirs!r} is not in it")
+        script = script.replace(theirs, ours)
+    if shell == "fish":
+        return script.replace("\ncomplete --command", _FISH_IDS.replace("{ids}", command()) + "\ncomplete --command", 1)
+    at = script.index('if [[ -z "${ZSH_VERSION-}" ]]; then\n    complete')
+    return script[:at] + _SH_IDS.replace("{ids}", command()) + script[at:]
+
+
+def cmd_completion(args: argparse.Namespace, screen: Screen) -> int:
+    """The shell's completion script for ``c3async`` (argcomplete's, with session ids)."""
+    screen.write(completion_script(args.shell))
     return 0
 
 

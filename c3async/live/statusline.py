@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from .hooks import SettingsFile
 
-__all__ = ("REFRESH_S", "install", "ours", "statusline_command", "uninstall", "wrapped")
+__all__ = ("REFRESH_S", "install", "isolated", "ours", "statusline_command", "uninstall", "wrapped")
 
 REFRESH_S = 10  # seconds between an idle window's refreshes, where you set none
 AGAIN = "install-statusline"
@@ -39,15 +39,22 @@ def statusline_command(theirs: str | None = None, refresh_added: bool = False) -
     ``.pth`` file runs), the folders of c3async and its dependencies put on its path by the
     command itself (``BOOT``), after the standard library's. The byte-code folder this Python
     was told to use is kept (the plugin's environment writes none into the plugin's folder)."""
-    argv = [sys.executable, "-I", "-S"]
-    if sys.pycache_prefix:
-        argv += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
-    argv += ["-c", BOOT.format(folders=json.dumps(_folders())), "statusline"]
+    argv = isolated("statusline")
     if theirs:
         argv += ["--then", theirs]
     if refresh_added:
         argv.append("--refresh-added")
     return shlex.join(argv)
+
+
+def isolated(*args: str) -> list[str]:
+    """``c3async ARGS`` as a command for what runs often and must start fast (the status line,
+    the shell's completion): this Python, isolated and without ``site``, c3async's folders put
+    on its path by the command itself."""
+    argv = [sys.executable, "-I", "-S"]
+    if sys.pycache_prefix:
+        argv += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
+    return [*argv, "-c", BOOT.format(folders=json.dumps(_folders())), *args]
 
 
 BOOT = "import sys; sys.path += {folders}; from c3async.__main__ import main; main()"

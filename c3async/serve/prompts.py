@@ -56,13 +56,15 @@ def listed(project: str) -> list[Listed]:
     now = time.time()
     out = []
     try:
-        rows = session_brief.recent(project, config.load(project).mcp_resources)
+        every = session_brief.project_rows(project)
+        rows = every[: max(0, config.load(project).mcp_resources)]
     except C3Error as exc:
         why = inert_line(str(exc))[:500]
-        rows = []
+        every = rows = []
         out.append(Listed(PROBLEM_URI, "c3async cannot list sessions", f"c3async cannot list sessions: {why}", (why,)))
+    by_id = {r.id: r for r in every}  # a fork's parent may be older than the listed ones
     for r in rows:
-        name = session_brief.short_title(r, 100)
+        name = session_brief.menu_name(r, by_id, 100)
         # Claude Code's @ menu shows the URI and the description, not the name: the title leads
         out.append(
             Listed(

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from ..catalog.changes import changed_files
 from ..catalog.conversation import MAX_LIMIT, Item, page
+from ..catalog.forks import own_first_prompt
 from ..ground.clock import parse_iso
 from ..ground.errors import AmbiguousSession, BadArgument, C3Error, Unavailable, UnknownSession
 from ..ground.term import inert, inert_line
@@ -35,7 +36,18 @@ from .detail import usage_line
 from .rows import Row, age
 from .view import list_rows_sync
 
-__all__ = ("BRIEF_BYTES", "Picked", "brief", "describe", "pick", "project_rows", "recent", "render", "short_title")
+__all__ = (
+    "BRIEF_BYTES",
+    "Picked",
+    "brief",
+    "describe",
+    "menu_name",
+    "pick",
+    "project_rows",
+    "recent",
+    "render",
+    "short_title",
+)
 
 BRIEF_BYTES = 8 * 1024
 TURNS = 6
@@ -60,6 +72,38 @@ def _when(iso: str | None, now: float) -> str:
 def short_title(row: Row, limit: int = 120) -> str:
     text = inert_line(row.title) or row.id[:8]
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+# A fork's own first prompt by (path, size, mtime): an MCP server lists its resources again and
+# again, and a fork's own part is read once for each change of its file.
+_OWN: dict[tuple[str, int, int], str | None] = {}
+_OWN_KEEP = 512
+
+
+def _own_prompt(row: Row) -> str | None:
+    key = (row.path, row.size, row.mtime_ns)
+    if key not in _OWN:
+        if len(_OWN) >= _OWN_KEEP:
+            _OWN.clear()
+        _OWN[key] = own_first_prompt(row.path)
+    return _OWN[key]
+
+
+def menu_name(row: Row, by_id: dict[str, Row], limit: int = 100) -> str:
+    """The name a session goes by in Claude Code's ``@`` menu: its title; for a fork, whose
+    copied lines give it its parent's title, its own first prompt (or its own title, when it was
+    renamed) and "fork of <the parent's title>", so a fork and its parent never look the same."""
+    parent = by_id.get(row.forked_from) if row.forked_from else None
+    if parent is None:
+        return short_title(row, limit)
+    theirs = inert_line(parent.title)
+    mine = inert_line(row.title)
+    own = mine if mine and mine not in (theirs, f"{theirs} (Branch)") else inert_line(_own_prompt(row) or "")
+    of = "fork of " + short_title(parent, max(20, limit // 2 - 8))
+    if not own:
+        return of
+    own = own if len(own) <= limit - len(of) - 3 else own[: max(10, limit - len(of) - 4)] + "\u2026"
+    return f"{own} ({of})"
 
 
 def describe(row: Row, now: float | None = None, *, with_age: bool = True) -> str:

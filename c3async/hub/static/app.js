@@ -138,6 +138,17 @@ async function follow(path, on) {
   }
 }
 
+// Times come from the API in UTC (ISO 8601 or epoch seconds); the page shows them in the
+// browser's own time zone and locale, with one formatter made once.
+const LOCAL_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+function localMs(ms) {
+  try { return LOCAL_TIME.format(ms); } catch (e) { return ""; }  // out of the Date range
+}
+function local(iso) {
+  const t = Date.parse(iso || "");
+  return Number.isFinite(t) ? localMs(t) : (iso || "");
+}
+
 function age(iso) {
   const t = Date.parse(iso || "");
   if (!t) return "";
@@ -208,7 +219,12 @@ function renderRail() {
   const all = el("button", { type: "button", "data-project": "", class: state.project ? "" : "on", text: "All projects", onclick: () => choose("") });
   // The figures sit under each button, not in it: a button's name stays the project's name.
   ul.replaceChildren(el("li", {}, all, railUsage(sumUsage(state.projects.map(p => p.usage)))));
+  // The box over the rail narrows it as you type: every word in the project's name or path
+  // (the chosen project stays, so the rail always shows where the list is).
+  const words = ($("#rail-filter").value || "").toLowerCase().split(/\s+/).filter(Boolean);
+  const shown = p => p.path === state.project || words.every(w => `${p.name}\n${p.path}`.toLowerCase().includes(w));
   for (const p of state.projects) {
+    if (!shown(p)) continue;
     const button = el("button", { type: "button", "data-project": p.path, title: p.path, class: state.project === p.path ? "on" : "", text: p.name, onclick: () => choose(p.path) });
     const c = counts.get(p.path);
     if (p.live) button.append(el("span", { class: "live-count", title: `${p.live} live`, text: ` ● ${p.live}` }));
@@ -750,7 +766,7 @@ function fillRow(li, row) {
   // The age says what the list is sorted by: its creation when sorted by Created, else its last activity.
   const byCreated = list.sort === "created" && row.created_at;
   p.age.textContent = age(byCreated ? row.created_at : row.last_activity || row.mtime);
-  p.age.title = `last activity ${row.last_activity || ""}${row.created_at ? `; created ${row.created_at}` : ""}`;
+  p.age.title = `last activity ${local(row.last_activity || row.mtime)}${row.created_at ? `; created ${local(row.created_at)}` : ""}`;
   p.resume.onclick = () => showResume(li, row);
   if (state.open.has(row.id) && $(".detail", li).hidden) openDetail(li, row);
 }
@@ -796,7 +812,7 @@ function detailNodes(d, li) {
   const r = d.row;
   const out = [];
   out.push(...section("Where", el("div", { class: "where", text: [`project ${r.project}`, r.branch ? `branch ${r.branch}` : "",
-    `cwd ${r.cwd}`, `created ${r.created_at || "?"}`, `last activity ${r.last_activity || r.mtime}`, bytes(r.size),
+    `cwd ${r.cwd}`, `created ${r.created_at ? local(r.created_at) : "?"}`, `last activity ${local(r.last_activity || r.mtime)}`, bytes(r.size),
     usageFigure(r.tokens, r.cost_usd, r.unpriced_models)].filter(Boolean).join(" · ") })));
   out.push(...section("First prompt", el("pre", { text: r.first_prompt || "—" })));
   out.push(...section("Last prompt", el("pre", { text: r.last_prompt || "—" })));
@@ -976,7 +992,7 @@ function fillTool(reader, node, it) {
 // One item's node; null when it joined a tool call already shown (a result from another page).
 function convNode(reader, it) {
   const attrs = (kind) => ({ class: `conv-item conv-${kind}${it.sidechain ? " conv-sidechain" : ""}`,
-                             "data-offset": String(it.offset), title: it.ts || "" });
+                             "data-offset": String(it.offset), title: local(it.ts) });
   if (it.kind === "user" || it.kind === "assistant") {
     return el("div", attrs(it.kind), el("b", { text: it.sidechain ? `sub-agent ${it.kind}` : it.kind }),
               el("div", { class: "conv-text", text: it.text + (it.truncated ? "\n… (cut)" : "") }));
@@ -1151,7 +1167,7 @@ const SEARCH_LIMIT = 20, SEARCH_MORE = 50;  // results asked for; "show more" as
 const search = { gen: 0, ctrl: null, poll: 0, limit: SEARCH_LIMIT };
 
 function plural(n, one, many = one + "s") { return `${num(n)} ${n === 1 ? one : many}`; }
-function when(ts) { return ts ? new Date(ts * 1000).toLocaleString() : ""; }
+function when(ts) { return ts && Number.isFinite(ts) ? localMs(ts * 1000) : ""; }
 function note(sel, text) { const n = $(sel); n.textContent = text || ""; n.hidden = !text; }
 
 // `text` with the spans `marks` (code point offsets) in <mark>s: text nodes only.
@@ -1327,6 +1343,7 @@ document.addEventListener("DOMContentLoaded", () => {
       load();
     });
   }
+  $("#rail-filter").addEventListener("input", renderRail);  // the rail alone: no request
   const box = $("#search");
   let typing = 0;
   const onQuery = () => {
