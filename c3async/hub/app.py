@@ -618,8 +618,22 @@ async def api_mark(request: Request) -> Response:
     op = body.get("op")
     op = _text(op, "op", 100) if isinstance(op, str) else ""
     release = body.get("release") is True  # unkeep of an archived session: the person confirmed
+    tags = body.get("tags")  # a tag or untag mark's words: a list of strings
+    if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise BadArgument("tags must be a list of words")
     mark, _found = await anyio.to_thread.run_sync(
-        lambda: mark_session(project, sid, op, by="user", release=release, **fields)
+        lambda: mark_session(
+            project,
+            sid,
+            op,
+            by="user",
+            release=release,
+            tags=tags,
+            reason=fields["reason"],
+            successor=fields["successor"],
+            summary=fields["summary"],
+            next_steps=fields["next_steps"],
+        )
     )
     return _json(mark, status=201)
 
