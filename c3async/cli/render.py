@@ -312,7 +312,8 @@ def search_lines(found: Any, styled: bool) -> list[str]:
         where = os.path.basename(r.project) or r.project
         branch = f"  {inert_line(r.branch)}" if r.branch else ""
         title = inert_line(clip(r.title or "(untitled)", 80))
-        out.append(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  {r.hits} {plural(r.hits, 'hit')}]")
+        said = f", {r.hits} {plural(r.hits, 'hit')}" if r.hits else ""
+        out.append(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  matched {', '.join(r.fields)}{said}]")
         for sn in r.snippets:
             who = sn.role + (" (sub-agent)" if sn.sidechain else "")
             out.append(f"  {who}: {_marked(sn.text, sn.marks, styled)}")

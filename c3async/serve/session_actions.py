@@ -161,6 +161,19 @@ class Search(Action, tag="search"):
     ] = ""
 
 
+class Files(Action, tag="files"):
+    """the sessions that created, edited or wrote a file (or anything in a folder), newest first"""
+
+    reads: ClassVar[bool] = True
+    target: Annotated[
+        str,
+        Param(
+            "a file or a folder: relative to the project, or absolute", MAX_TARGET, needs="the file or folder's path"
+        ),
+    ]
+    data: Annotated[str, Param("options: limit=N (default 10)", MAX_DESCRIPTION)] = ""
+
+
 class Stale(Action, tag="stale"):
     """mark a session not worth resuming"""
 
@@ -232,6 +245,7 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     List,
     Show,
     Search,
+    Files,
     Stale,
     Unstale,
     Note,
@@ -526,7 +540,7 @@ def search(c: Caller, call: Search) -> str:
     for n, r in enumerate(found.results, 1):
         lines.append(
             f"{n}. {r.id[:8]}  {r.age}  {r.branch or '-'}  {' '.join((r.title or '(untitled)').split())[:80]}"
-            f"  [{r.project}]  {r.hits} hit(s)"
+            f"  [{r.project}]  matched {', '.join(r.fields)}" + (f", {r.hits} hit(s)" if r.hits else "")
         )
         for sn in r.snippets:
             text, pos = [], 0
@@ -538,6 +552,36 @@ def search(c: Caller, call: Search) -> str:
         lines.append(f"   resume: {r.resume}")
     if found.total > len(found.results):
         lines.append(f"... {found.total - len(found.results)} more (data='limit=N')")
+    return "\n".join(lines)
+
+
+@_does(Files)
+def files(c: Caller, call: Files) -> str:
+    from ..sessions.search import files as changed_by
+
+    limit = _limit("files", _options("files", call.data, ("limit",), "limit=N"), SEARCH_RESULTS)
+    found = changed_by(call.target.strip(), bases=[c.project], limit=limit, background=True)
+    lines = [f"warning: {p}" for p in found.problems]
+    if found.index.updating:
+        lines.append("(the search index is being built in the background: results cover what it has indexed)")
+    gone = " (no longer on disk)" if found.kind == "gone" else ""
+    if not found.sessions:
+        return "\n".join([*lines, f"no session changed {found.paths[0]}{gone}"])
+    lines.append(f"{found.total} session(s) changed {found.paths[0]}{gone}; newest first:")
+    for n, t in enumerate(found.sessions, 1):
+        when = datetime.fromtimestamp(t.last_ts).isoformat(timespec="minutes") if t.last_ts else "?"
+        lines.append(
+            f"{n}. {t.id[:8]}  last {when} ({t.age} ago)  {t.count} change(s): {', '.join(t.tools)}"
+            f"{' (some by a sub-agent)' if t.by_subagent else ''}  {' '.join((t.title or '(untitled)').split())[:80]}"
+            f"  [{t.project}]"
+        )
+        if found.kind == "folder" or len(t.files) > 1:
+            lines += [f"   {ch.count:>3}  {ch.path}" for ch in t.files]
+            if t.more_files:
+                lines.append(f"   ... {t.more_files} more")
+        lines.append(f"   resume: {t.resume}")
+    if found.total > len(found.sessions):
+        lines.append(f"... {found.total - len(found.sessions)} more (data='limit=N')")
     return "\n".join(lines)
 
 
