@@ -69,7 +69,7 @@ from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
 from ..sessions.projects import KnownProject, known_projects, listed_projects
-from ..sessions.query import FILTERS, PAGE, SORTS, Query
+from ..sessions.query import FILTERS, PAGE, SORTS, Query, wanted_tag
 from ..sessions.runtime import Feed, Runtime
 from ..sessions.view import list_rows_sync, project_usage, row_for
 from .table import MAX_DEPTH, MAX_PAGE, Table
@@ -437,6 +437,7 @@ def _query(request: Request) -> Query:
         limit=PAGE if params.get("limit") in (None, "") else (_query_int(request, "limit", 0, MAX_PAGE) or 0),
         forks_of=_text(params.get("forks_of"), "forks_of", 100) or None,
         grouped=params.get("grouped") not in ("0", "false"),
+        tag=wanted_tag(_text(params.get("tag"), "tag", 200)),
     )
 
 
@@ -548,6 +549,7 @@ async def api_search(request: Request) -> Response:
     role, since, until, branch = (_text(params.get(k) or None, k, 200) for k in ("role", "since", "until", "branch"))
     limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or 20
     tools = params.get("tools") in ("1", "true", "on")
+    tag = _text(params.get("tag") or None, "tag", 200)
     projects = [project] if project else _projects()
     found = await anyio.to_thread.run_sync(
         lambda: search(
@@ -558,10 +560,24 @@ async def api_search(request: Request) -> Response:
             until=until,
             branch=branch,
             tools=tools,
+            tag=tag,
             limit=limit,
             background=True,
         )
     )
+    return _json(found)
+
+
+async def api_files(request: Request) -> Response:
+    """The sessions that changed a file or anything in a folder (``path``: absolute, or relative
+    to ``project``), newest first, from every project. The JSON is ``sessions.search.FilesResult``."""
+    from ..sessions.search import files
+
+    path = _text(request.query_params.get("path") or "", "path", 4096) or ""
+    project = _project_param(request)
+    limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or SEARCH_LIMIT
+    bases = [project] if project else []
+    found = await anyio.to_thread.run_sync(lambda: files(path, bases=bases, limit=limit, background=True))
     return _json(found)
 
 
@@ -749,6 +765,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/rows", api_rows),
             Route("/api/search", api_search),
             Route("/api/search/status", api_search_status),
+            Route("/api/files", api_files),
             Route("/api/usage", api_usage),
             Route("/api/sessions/{sid}", api_session),
             Route("/api/sessions/{sid}/conversation", api_conversation),

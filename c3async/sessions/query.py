@@ -203,7 +203,8 @@ class Selection:
     left under their root's "+N forks" too); ``counts`` each filter's matches for the words (in
     the query's project); ``by_project`` the filter's matches of each project for the words,
     whatever the query's project; ``waiting`` each project's waiting sessions, whatever the
-    filter and words (a page's title and rail show them)."""
+    filter and words (a page's title and rail show them); ``tags`` the sessions of each tag in
+    the query's project, whatever the filter and words (the rail's tag row)."""
 
     hits: list[Entry]
     matched: int
@@ -211,6 +212,7 @@ class Selection:
     sort: str
     by_project: dict[str, int]
     waiting: dict[str, int]
+    tags: dict[str, int]
 
 
 def select(found: Iterable[Entry], q: Query) -> Selection:
@@ -220,12 +222,16 @@ def select(found: Iterable[Entry], q: Query) -> Selection:
     counts = dict.fromkeys(FILTERS, 0)
     by_project: dict[str, int] = {}
     waiting: dict[str, int] = {}
+    tags: dict[str, int] = {}
     pool = list(found)
     hits = []
     for e in pool:
         project = e.row.project
         if "waiting" in e.filters:
             waiting[project] = waiting.get(project, 0) + 1
+        if q.project is None or project == q.project:
+            for t in e.row.tags:
+                tags[t] = tags.get(t, 0) + 1
         if (wanted and not matches(e.hay, wanted)) or (q.branch and e.row.branch != q.branch):
             continue
         if q.tag is not None and q.tag not in e.row.tags:
@@ -247,4 +253,4 @@ def select(found: Iterable[Entry], q: Query) -> Selection:
         hits = [e for e in hits if e.root is None or e.root not in shown]
     sort = q.sort or ("evidence" if q.filter == "likely" else "activity")
     hits.sort(key=sort_key(sort), reverse=q.order != "asc")
-    return Selection(hits, matched, counts, sort, by_project, waiting)
+    return Selection(hits, matched, counts, sort, by_project, waiting, tags)

@@ -313,6 +313,8 @@ def _named(path: str, bases: list[str]) -> list[str]:
     if "\x00" in path or not path.strip():
         raise BadArgument("give a file or a folder (a path, relative to the project or absolute)")
     expanded = os.path.expanduser(path)
+    if not os.path.isabs(expanded) and not bases:
+        raise BadArgument(f"{clip(path, 200)!r} is relative: give an absolute path, or the project it is in")
     tried = [expanded] if os.path.isabs(expanded) else [os.path.join(b, expanded) for b in bases]
     tried = list(dict.fromkeys(os.path.normpath(p) for p in tried))
     tried.sort(key=lambda p: not os.path.lexists(p))  # stable: the bases' order among equals
