@@ -312,8 +312,11 @@ def search_lines(found: Any, styled: bool) -> list[str]:
         where = os.path.basename(r.project) or r.project
         branch = f"  {inert_line(r.branch)}" if r.branch else ""
         title = inert_line(clip(r.title or "(untitled)", 80))
-        said = f", {r.hits} {plural(r.hits, 'hit')}" if r.hits else ""
-        out.append(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  matched {', '.join(r.fields)}{said}]")
+        named = [f for f in r.fields if f != "conversation"]  # the conversation's say their hits
+        why = ([f"matched {', '.join(named)}"] if named else []) + (
+            [f"{r.hits} {plural(r.hits, 'hit')}"] if r.hits else []
+        )
+        out.append(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  {', '.join(why)}]")
         for sn in r.snippets:
             who = sn.role + (" (sub-agent)" if sn.sidechain else "")
             out.append(f"  {who}: {_marked(sn.text, sn.marks, styled)}")
