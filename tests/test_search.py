@@ -361,8 +361,6 @@ def test_tool_text_only_with_tools(corpus):
         "pelican",  # gitBranch
         "bandicoot",  # file-history-snapshot
         "armadillo",  # toolUseResult (Claude Code's copy of the output)
-        "tapir",
-        "okapi",  # custom-title, ai-title, agent-name
         "lemming",  # isMeta
         "gazelle",  # local command stdout (a system line)
         "hyena",  # compact summary
@@ -377,6 +375,15 @@ def test_tool_text_only_with_tools(corpus):
 def test_metadata_markup_and_meta_lines_do_not_match(corpus, word):
     assert search(word).total == 0
     assert search(word, tools=True).total == 0
+
+
+def test_titles_and_name_match_as_what_the_session_is_known_by(corpus):
+    """Not as something said: no snippet, no role, the field that matched."""
+    for word, fields in (("tapir", ["title", "name"]), ("okapi", ["title"])):
+        found = search(word)
+        assert found.total == 1 and found.results[0].fields == fields, word
+        assert found.results[0].snippets == [] and found.results[0].hits == 0
+        assert search(word, role="user").total == 0
 
 
 def test_the_metadata_session_is_indexed(corpus):

@@ -32,7 +32,7 @@ from mcp.types import CallToolResult  # noqa: E402
 import c3async  # noqa: E402
 from c3async.serve import app as server  # noqa: E402
 from c3async.serve import session_actions  # noqa: E402
-from stress.transcripts import simple_session  # noqa: E402
+from stress.transcripts import Conversation, simple_session, tool_use, write_session  # noqa: E402
 
 HOST = "aaaa1111-0000-4000-8000-000000000001"  # the session the server serves (newest)
 OLD = "aaaa2222-0000-4000-8000-000000000002"  # shares the prefix "aaaa" with HOST
@@ -742,3 +742,26 @@ async def test_a_cleanly_stopped_server_leaves_its_session_not_live(world):
     assert json.loads(live.stdout) == [], "a stopped server's host session still reads live: " + live.stdout
     row = world.rows()[HOST]
     assert (row["live"], row["mcp_count"]) == (False, 0)
+
+
+async def test_tag_list_by_tag_search_fields_and_files(client, world):
+    ok(await session(client, "tag", target=DOCS[:8], data="Parser docs-v2"))
+    ok(await session(client, "tag", data="current"))  # no target: this session
+    assert ids_listed(ok(await session(client, "list", data="tag=PARSER"))) == [DOCS[:8]]
+    assert ids_listed(ok(await session(client, "list", data="tag=current"))) == [HOST[:8]]
+    assert "#docs-v2" in ok(await session(client, "list", target="all"))
+    ok(await session(client, "untag", target=DOCS[:8], data="parser"))
+    assert ok(await session(client, "list", data="tag=parser")) == "no sessions tagged 'parser'"
+    assert "is not a tag" in err(await session(client, "tag", target=DOCS[:8], data="<b>"))
+    assert "unknown option" in err(await session(client, "list", data="tags=x"))
+    assert [m["tags"] for m in world.marks()] == [["parser", "docs-v2"], ["current"], ["parser"]]
+    # search says which field matched: the tag, above the conversation
+    found = ok(await session(client, "search", target="docs-v2"))
+    assert DOCS[:8] in found and "matched tags" in found
+    # files: a session that edited one
+    conv = Conversation(world.project, start=datetime(2025, 2, 1, tzinfo=UTC))
+    edit = tool_use("Edit", {"file_path": f"{world.project}/src/parse.py", "old_string": "a", "new_string": "b"})
+    write_session(world.claude.folder(world.project), conv.id, [conv.prompt("edit it"), *conv.reply(edit)])
+    text = ok(await session(client, "files", target="src/parse.py"))
+    assert conv.id[:8] in text and "1 change(s): Edit" in text and "(no longer on disk)" in text
+    assert "no such file or folder" in err(await session(client, "files", target="src/prase.py"))

@@ -47,7 +47,9 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
     depth = max(NEWEST, args.limit or 0)  # --limit above the newest 200 lists older sessions too
     progress = screen.progress("reading transcripts")
     try:
-        scans, rows = list_rows_sync(projects, which=args.filter, search=args.search, progress=progress, limit=depth)
+        scans, rows = list_rows_sync(
+            projects, which=args.filter, search=args.search, progress=progress, limit=depth, tag=args.tag
+        )
         if args.all:  # folders shared by two paths' sessions: the other path is a project too
             from ..sessions.projects import learn_from, listed_projects
 
@@ -55,7 +57,7 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
             more = [p for p in listed_projects() if p not in set(projects)]
             if more:
                 more_scans, more_rows = list_rows_sync(
-                    more, which=args.filter, search=args.search, progress=progress, limit=depth
+                    more, which=args.filter, search=args.search, progress=progress, limit=depth, tag=args.tag
                 )
                 held = {r.id for r in rows}
                 scans += more_scans
@@ -101,6 +103,7 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
     elif listed:  # sessions exist, none passes: said, not an empty screen (no transcripts is said above)
         what = [f"--filter {args.filter}"] if args.filter != "all" else []
         what += [f"--search {inert_line(args.search)}"] if args.search else []
+        what += [f"--tag {inert_line(args.tag)}"] if args.tag else []
         screen.say(f"c3async: no sessions match {' '.join(what) or 'this listing'} (of {listed:,} listed)")
     return 0
 
@@ -371,13 +374,15 @@ def cmd_mark(args: argparse.Namespace, screen: Screen) -> int:
         summary=getattr(args, "summary", None),
         next_steps=getattr(args, "next", None),
         release=getattr(args, "release", False),
+        tags=getattr(args, "words", None),
     )
     if found.elsewhere:
         screen.say(f"c3async: {found.where()}; the mark is written there")
     if args.json:
         screen.json(msgspec.json.encode(written))
     else:
-        screen.print(f"{args.op} {inert_line(written.id)}")
+        words = [inert_line(w) for w in getattr(written, "tags", None) or ()]
+        screen.print(" ".join([args.op, inert_line(written.id), *words]))
     return 0
 
 

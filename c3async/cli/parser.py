@@ -53,6 +53,8 @@ _EXAMPLES = {
     "keep": ["c3async keep 1a2b", "c3async keep --expiring --all", "c3async keep --status"],
     "mark keep": ['c3async mark keep 1a2b --reason "the design discussion"'],
     "mark unkeep": ["c3async mark unkeep 1a2b"],
+    "mark tag": ["c3async mark tag 1a2b auth release-2.1", "c3async sessions --tag auth"],
+    "mark untag": ["c3async mark untag 1a2b auth"],
     "projects": ["c3async projects", "c3async projects --prune", "c3async projects --move ~/src/app ~/work/app"],
     "resume": [
         "c3async resume 1a2b",
@@ -71,6 +73,7 @@ _EXAMPLES = {
         "c3async usage --burn",
     ],
     "search": ['c3async search "retry budget"', "c3async search 'pars*' --all --role user --since 7d"],
+    "files": ["c3async files src/parser.py", "c3async files src/ --json", "c3async files ~/notes/plan.md"],
     "index": ["c3async index", "c3async index --rebuild --quiet"],
     "serve": ["claude mcp add c3 -- $(command -v c3async) serve"],
     "hub": ["c3async hub --open", "c3async hub --url", "c3async hub --port 0"],
@@ -129,8 +132,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="likely: unmarked rows with at least one hint; waiting: live and waiting for you (default: all)",
     )
     p.add_argument(
-        "--search", type=text_arg, metavar="TEXT", help="only rows whose title, prompts, note or id hold TEXT"
+        "--search", type=text_arg, metavar="TEXT", help="only rows whose title, prompts, note, tags or id hold TEXT"
     )
+    p.add_argument("--tag", type=text_arg, metavar="WORD", help="only sessions tagged WORD (`mark tag ID WORD`)")
     p.set_defaults(func=commands.cmd_sessions)
 
     sh = sub.add_parser("show", help="one session expanded: prompts, note, tasks, chain, last turns")
@@ -167,7 +171,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ex.add_argument("--project", metavar="DIR", help="the project directory (default: the current one)")
     ex.set_defaults(func=commands.cmd_export, format="md")
 
-    m = sub.add_parser("mark", help="mark a session stale or unstale, or leave a note")
+    m = sub.add_parser("mark", help="mark a session stale or unstale, leave a note, tag it")
     msub = m.add_subparsers(dest="op", metavar="OP", required=True)
     common = project_and_json(Parser(add_help=False), "print the mark written, as JSON")
     st = msub.add_parser("stale", parents=[common], help="do not resume this session (needs --reason)")
@@ -190,6 +194,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     uk.add_argument(
         "--release", action="store_true", help="also when Claude Code deleted the transcript (deletes the only copy)"
     )
+    for op, what in (("tag", "tag a session with words of yours"), ("untag", "take tags off a session")):
+        tg = msub.add_parser(op, parents=[common], help=what)
+        tg.add_argument("id", type=text_arg, help="a session id or a unique prefix (4+ characters)")
+        tg.add_argument(
+            "words", nargs="+", type=text_arg, metavar="WORD", help="letters, digits and _ . + - (at most 40 each)"
+        )
     m.set_defaults(func=commands.cmd_mark)
 
     pj = sub.add_parser(
@@ -314,8 +324,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     se.add_argument("--until", type=text_arg, metavar="WHEN", help="only passages before: 7d, 12h, 2w, or a date")
     se.add_argument("--branch", type=text_arg, metavar="NAME", help="only passages written on this git branch")
     se.add_argument("--tools", action="store_true", help="also search tool calls' input and output")
+    se.add_argument("--tag", type=text_arg, metavar="WORD", help="only sessions tagged WORD")
     se.add_argument("--limit", type=positive, metavar="N", help="at most N sessions (default 20, at most 200)")
     se.set_defaults(func=reports.cmd_search)
+
+    fi = sub.add_parser(
+        "files",
+        help="the sessions that created, edited or wrote a file (or anything in a folder), newest first",
+        description="The sessions whose Write, Edit, MultiEdit or NotebookEdit calls named PATH (a file, or "
+        "anything under a folder), in every project, newest change first: when, how often, with which tools. "
+        "Read from the search index (brought up to date first).",
+    )
+    fi.add_argument("path", type=text_arg, metavar="PATH", help="a file or a folder: relative to here, or absolute")
+    project_and_json(fi, "print JSON: the paths asked, and each session with its changes")
+    fi.add_argument("--limit", type=positive, metavar="N", help="at most N sessions (default 50, at most 500)")
+    fi.set_defaults(func=reports.cmd_files)
 
     ix = sub.add_parser("index", help="bring the full-text search index up to date (search does this too)")
     ix.add_argument("--json", action="store_true", help="print what was done as JSON")

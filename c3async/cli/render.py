@@ -326,7 +326,11 @@ def search_lines(found: Any, styled: bool) -> list[str]:
         where = os.path.basename(r.project) or r.project
         branch = f"  {inert_line(r.branch)}" if r.branch else ""
         title = inert_line(clip(r.title or "(untitled)", 80))
-        out.append(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  {r.hits} {plural(r.hits, 'hit')}]")
+        named = [f for f in r.fields if f != "conversation"]  # the conversation's say their hits
+        why = ([f"matched {', '.join(named)}"] if named else []) + (
+            [f"{r.hits} {plural(r.hits, 'hit')}"] if r.hits else []
+        )
+        out.append(f"\n{title}  [{inert_line(where)}{branch}  {r.age}  {', '.join(why)}]")
         for sn in r.snippets:
             who = sn.role + (" (sub-agent)" if sn.sidechain else "")
             out.append(f"  {who}: {_marked(sn.text, sn.marks, styled)}")
@@ -335,6 +339,34 @@ def search_lines(found: Any, styled: bool) -> list[str]:
                 f"  also in its fork{'s' if len(r.also_in) > 1 else ''} {', '.join(inert_line(f[:8]) for f in r.also_in)}"
             )
         out.append(f"  {inert_line(r.resume)}")
+    return out
+
+
+def files_lines(found: Any) -> list[str]:
+    """``files``: how many sessions changed the path, then each: when, how often, with what, the
+    paths (for a folder), and its resume command."""
+    shown = len(found.sessions)
+    more = f", showing {shown}" if found.total > shown else ""
+    gone = " (no longer on disk)" if found.kind == "gone" else ""
+    out = [
+        f"{found.total} {plural(found.total, 'session')} changed {inert_line(found.paths[0])}{gone}{more} "
+        f"({found.seconds:.2f} s)"
+    ]
+    for t in found.sessions:
+        where = os.path.basename(t.project) or t.project
+        title = inert_line(clip(t.title or "(untitled)", 80))
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.last_ts)) if t.last_ts else "?"
+        sub = ", some by a sub-agent" if t.by_subagent else ""
+        out.append(
+            f"\n{title}  [{inert_line(where)}  {t.id[:8]}  last {when} ({t.age} ago)  "
+            f"{t.count} {plural(t.count, 'change')}: {', '.join(t.tools)}{sub}]"
+        )
+        if found.kind == "folder" or len(t.files) > 1:
+            for c in t.files:
+                out.append(f"  {c.count:>4}  {inert_line(c.path)}")
+            if t.more_files:
+                out.append(f"        ... {t.more_files} more {plural(t.more_files, 'file')}")
+        out.append(f"  {inert_line(t.resume)}")
     return out
 
 

@@ -80,6 +80,7 @@ def cmd_search(args: argparse.Namespace, screen: Screen) -> int:
             until=args.until,
             branch=args.branch,
             tools=args.tools,
+            tag=args.tag,
             limit=20 if args.limit is None else args.limit,
             progress=lambda done, total: progress(done >> 20, total >> 20),
         )
@@ -97,6 +98,37 @@ def cmd_search(args: argparse.Namespace, screen: Screen) -> int:
         screen.say(f"c3async: no session matches {inert_line(args.query)!s}")
         return 0
     for line in render.search_lines(found, screen.styled()):
+        screen.print(line)
+    return 0
+
+
+def cmd_files(args: argparse.Namespace, screen: Screen) -> int:
+    import msgspec
+
+    from ..sessions.search import files
+
+    here = scope.project_dir(args.project)
+    progress = screen.progress("indexing transcripts (MiB)")
+    try:
+        found = files(
+            args.path,
+            bases=[here, *scope.projects(args, screen)],
+            limit=50 if args.limit is None else args.limit,
+            progress=lambda done, total: progress(done >> 20, total >> 20),
+        )
+    finally:
+        progress.close()
+    for problem in found.problems:
+        screen.say(f"c3async: warning: {problem}")
+    if found.index.updating:
+        screen.say("c3async: the index is being built by another process; results cover what it has indexed")
+    if args.json:
+        screen.json(msgspec.json.encode(found))
+        return 0
+    if not found.sessions:
+        screen.say(f"c3async: no session changed {inert_line(found.paths[0])}")
+        return 0
+    for line in render.files_lines(found):
         screen.print(line)
     return 0
 

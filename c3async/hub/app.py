@@ -72,7 +72,7 @@ from ..sessions.export import FORMATS, open_export
 from ..sessions.export_html import CSP as EXPORT_CSP
 from ..sessions.launch import open_terminal, terminal_argv
 from ..sessions.projects import KnownProject, known_projects, listed_projects
-from ..sessions.query import FILTERS, PAGE, SORTS, Query
+from ..sessions.query import FILTERS, PAGE, SORTS, Query, wanted_tag
 from ..sessions.runtime import Feed, Runtime
 from ..sessions.view import list_rows_sync, project_usage, row_for
 from .table import MAX_DEPTH, MAX_PAGE, Table
@@ -441,6 +441,7 @@ def _query(request: Request) -> Query:
         limit=PAGE if params.get("limit") in (None, "") else (_query_int(request, "limit", 0, MAX_PAGE) or 0),
         forks_of=_text(params.get("forks_of"), "forks_of", 100) or None,
         grouped=params.get("grouped") not in ("0", "false"),
+        tag=wanted_tag(_text(params.get("tag"), "tag", 200)),
     )
 
 
@@ -590,6 +591,7 @@ async def api_search(request: Request) -> Response:
     role, since, until, branch = (_text(params.get(k) or None, k, 200) for k in ("role", "since", "until", "branch"))
     limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or 20
     tools = params.get("tools") in ("1", "true", "on")
+    tag = _text(params.get("tag") or None, "tag", 200)
     projects = [project] if project else _projects()
     found = await anyio.to_thread.run_sync(
         lambda: search(
@@ -600,10 +602,24 @@ async def api_search(request: Request) -> Response:
             until=until,
             branch=branch,
             tools=tools,
+            tag=tag,
             limit=limit,
             background=True,
         )
     )
+    return _json(found)
+
+
+async def api_files(request: Request) -> Response:
+    """The sessions that changed a file or anything in a folder (``path``: absolute, or relative
+    to ``project``), newest first, from every project. The JSON is ``sessions.search.FilesResult``."""
+    from ..sessions.search import files
+
+    path = _text(request.query_params.get("path") or "", "path", 4096) or ""
+    project = _project_param(request)
+    limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or SEARCH_LIMIT
+    bases = [project] if project else []
+    found = await anyio.to_thread.run_sync(lambda: files(path, bases=bases, limit=limit, background=True))
     return _json(found)
 
 
@@ -660,8 +676,22 @@ async def api_mark(request: Request) -> Response:
     op = body.get("op")
     op = _text(op, "op", 100) if isinstance(op, str) else ""
     release = body.get("release") is True  # unkeep of an archived session: the person confirmed
+    tags = body.get("tags")  # a tag or untag mark's words: a list of strings
+    if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise BadArgument("tags must be a list of words")
     mark, _found = await anyio.to_thread.run_sync(
-        lambda: mark_session(project, sid, op, by="user", release=release, **fields)
+        lambda: mark_session(
+            project,
+            sid,
+            op,
+            by="user",
+            release=release,
+            tags=tags,
+            reason=fields["reason"],
+            successor=fields["successor"],
+            summary=fields["summary"],
+            next_steps=fields["next_steps"],
+        )
     )
     return _json(mark, status=201)
 
@@ -777,6 +807,7 @@ def create_app(token: str | None = None) -> Guard:
             Route("/api/rows", api_rows),
             Route("/api/search", api_search),
             Route("/api/search/status", api_search_status),
+            Route("/api/files", api_files),
             Route("/api/usage", api_usage),
             Route("/api/sessions/{sid}", api_session),
             Route("/api/sessions/{sid}/conversation", api_conversation),

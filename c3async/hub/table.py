@@ -32,6 +32,7 @@ __all__ = ("MAX_PAGE", "Diff", "Table", "slim")
 
 MAX_PAGE = 500
 MAX_DEPTH = 5000  # sessions of one project listed at most, on request
+MAX_RAIL_TAGS = 100  # tags the rail offers
 
 
 def slim(row: Row) -> dict[str, Any]:
@@ -55,6 +56,7 @@ def slim(row: Row) -> dict[str, Any]:
         "hints": row.hints,
         "stale": None if row.stale is None else {"reason": row.stale.reason, "successor": row.stale.successor},
         "note": None if row.note is None else {"summary": row.note.summary},
+        "tags": row.tags,
         "links": {"tasks": len(links.tasks), "decisions": len(links.decisions), "snapshot": links.snapshot is not None},
         "tokens": None if row.tokens is None else msgspec.to_builtins(row.tokens),
         "cost_usd": row.cost_usd,
@@ -175,6 +177,8 @@ class Table:
             "order": "asc" if q.order == "asc" else "desc",
             "counts": chosen.counts,
             "waiting": sum(chosen.waiting.values()),
+            # the rail's tag row: the most used first (a person's words: a few dozen at most)
+            "tags": sorted(chosen.tags.items(), key=lambda t: (-t[1], t[0]))[:MAX_RAIL_TAGS],
             # the banner's figures: sessions Claude Code deletes within the week, those kept, those
             # a person unkept, and the others (``unkept``), the first of them in ``soonest`` days
             "expiring": {

@@ -1,5 +1,10 @@
 """Answering a query from the index: one entry per session, best first, with snippets.
 
+What a session is known by (its custom and AI titles and its name, from the index; its note and
+tags, which the caller brings from the marks: ``Known``) is matched first, by the same query in
+an FTS5 table in memory (the same tokenizer: the same words, accents and CJK match), and ranks
+above what was said; each hit says which ``fields`` matched (``FIELDS``).
+
 Every shard is asked the same question; matches are joined to their passages (so dead index
 entries drop out), filtered (role, time, branch, folders), and grouped by session: a sub-agent's
 passages count toward the session that ran it and are marked as such. A session's score is its
@@ -15,6 +20,7 @@ import os
 import re
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Callable
 
 import msgspec
@@ -22,16 +28,20 @@ import msgspec
 from ..ground.errors import BadArgument, DamagedIndex, IndexUnavailable
 from ..ground.safefs import open_regular, pread_all
 from . import store
-from .passages import KINDS, TOOL, decode_line, line_texts
+from .passages import KINDS, TOOL, decode_line, index_text, line_texts
 from .query import Query, fold
 
-__all__ = ("Filters", "Found", "Hit", "Snippet", "find")
+__all__ = ("FIELDS", "Filters", "Found", "Hit", "Known", "Snippet", "find")
 
 SNIPPETS = 3
 HITS_WEIGHT = 0.1  # a session's score: its best passage's (normalised) BM25, a little more per hit
 BEFORE, AFTER = 80, 160  # characters of a snippet around its first hit
 MAX_SNIPPET_LINE = 32 * 1024 * 1024
 _WS = re.compile(r"\s+")
+# What a session is known by, in the order a match ranks it; then what was said.
+NAMED = ("title", "name", "tags", "note")
+FIELDS = (*NAMED, "conversation")
+MAX_NOTE = 20_000  # characters of a note matched
 
 
 class Snippet(msgspec.Struct):
@@ -57,6 +67,14 @@ class Hit(msgspec.Struct):
     hits: int
     snippets: list[Snippet] = msgspec.field(default_factory=list)
     also_in: list[str] = msgspec.field(default_factory=list)  # forks that carry these hits too (copied)
+    fields: list[str] = msgspec.field(default_factory=list)  # what matched (``FIELDS``), in that order
+
+
+class Known(msgspec.Struct):
+    """What c3async's marks say of a session (the note, the tags), to be matched too."""
+
+    note: str = ""
+    tags: list[str] = msgspec.field(default_factory=list)
 
 
 class Filters(msgspec.Struct):
@@ -66,6 +84,7 @@ class Filters(msgspec.Struct):
     until: int | None = None
     branch: str | None = None
     folders: frozenset[str] | None = None  # None: every project
+    sessions: frozenset[str] | None = None  # None: any session (else these only: a tag's)
 
 
 class Found(msgspec.Struct):
@@ -101,6 +120,13 @@ class _File(msgspec.Struct, array_like=True):
     first_prompt: str | None
     last_ts: int | None
     last_branch: str | None
+    agent_name: str | None = None
+
+
+_FILE_COLUMNS = (
+    "id, path, folder, session, sidechain, ino, cwd, custom_title, ai_title, first_prompt, last_ts, last_branch,"
+    " agent_name"
+)
 
 
 def _scoped(column: str, expression: str) -> str:
@@ -152,10 +178,17 @@ Forks = Callable[[dict[str, str | None]], dict[str, str]]
 
 
 def find(
-    query: Query, filters: Filters, limit: int = 20, *, snippets: bool = True, forks: Forks | None = None
+    query: Query,
+    filters: Filters,
+    limit: int = 20,
+    *,
+    snippets: bool = True,
+    forks: Forks | None = None,
+    known: dict[str, Known] | None = None,
 ) -> Found:
     """``forks``: how to tell a fork's parent; a passage a fork copied from its parent (the same
-    text and time) is then a hit of the parent only, which names the forks that carry it."""
+    text and time) is then a hit of the parent only, which names the forks that carry it.
+    ``known``: the notes and tags of sessions, matched with their titles and names."""
     started = time.perf_counter()
     sql, args, column = _sql(query, filters)
     by_session: dict[str, list[_Match]] = {}
@@ -182,9 +215,7 @@ def find(
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
                 for r in conn.execute(
-                    "SELECT id, path, folder, session, sidechain, ino, cwd, custom_title, ai_title, first_prompt,"
-                    f" last_ts, last_branch FROM files WHERE id IN ({','.join('?' * len(chunk))})",
-                    chunk,
+                    f"SELECT {_FILE_COLUMNS} FROM files WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 ):
                     shard_files[r[0]] = _File(*r)
         except sqlite3.Error as exc:
@@ -197,12 +228,14 @@ def find(
             continue
         finally:
             conn.close()
-        for fid, known in shard_files.items():
-            files[(k, fid)] = known
-        folders = filters.folders
+        for fid, row in shard_files.items():
+            files[(k, fid)] = row
+        folders, only = filters.folders, filters.sessions
         for fid, offset, length, kind, sidechain, ts, rank, digest in rows:
             fr = shard_files.get(fid)
             if fr is None or fr.session is None or (folders is not None and fr.folder not in folders):
+                continue
+            if only is not None and fr.session not in only:
                 continue
             by_session.setdefault(fr.session, []).append(
                 _Match(k, fid, offset, length, kind, bool(sidechain or fr.sidechain), ts, rank / scale, bytes(digest))
@@ -222,14 +255,34 @@ def find(
         last = max((m.ts or 0) for m in matches)
         ranked.append((score, last, session, matches))
     ranked.sort(key=lambda t: (-t[0], -t[1], t[2]))
-    hits = [_hit(session, score, matches, files, mains) for score, _, session, matches in ranked[:limit]]
-    for hit in hits:
-        hit.also_in = sorted(carried.get(hit.id, ()))
-    if snippets:
-        marker, folded = query.marker(), query.marker(folded=True)
-        for hit, (_, _, _, matches) in zip(hits, ranked, strict=False):
+    # What the session is known by ranks first (the question is rarely asked of what was said
+    # when the session was named so); a role asks for what one side said, which a name is not.
+    named = [] if filters.roles else _named(query, filters, known or {}, problems)
+    said = {session: matches for _, _, session, matches in ranked}
+    scores = {session: score for score, _, session, _ in ranked}
+    order: list[tuple[_Named | None, str]] = [(n, n.file.session or "") for n in named]
+    order += [(None, session) for _, _, session, _ in ranked]
+    hits: list[Hit] = []
+    shown: set[str] = set()
+    marker, folded = query.marker(), query.marker(folded=True)
+    for by_name, session in order:
+        if session in shown:
+            continue
+        shown.add(session)
+        if len(hits) >= limit:
+            continue  # counted, not shown
+        matches = said.get(session, [])
+        if matches:
+            hit = _hit(session, scores[session], matches, files, mains)
+        else:
+            assert by_name is not None
+            hit = _titled(session, 0.0, 0, by_name.file, by_name.file)
+        hit.fields = [*(by_name.fields if by_name is not None else ()), *(["conversation"] if matches else [])]
+        hit.also_in = sorted(carried.get(session, ()))
+        if snippets and matches:
             hit.snippets = _snippets(matches, files, marker, folded)
-    return Found(hits, len(ranked), time.perf_counter() - started, problems, damaged)
+        hits.append(hit)
+    return Found(hits, len(shown), time.perf_counter() - started, problems, damaged)
 
 
 def _once(
@@ -281,7 +334,10 @@ def _hit(
     main: _File | None = next((f for f in own if not f.sidechain), None)
     if main is None:
         main = mains[session] if session in mains else _main_file(session, own[0])
-    src = main or own[0]
+    return _titled(session, score, len(matches), main, main or own[0])
+
+
+def _titled(session: str, score: float, hits: int, main: _File | None, src: _File) -> Hit:
     title, source = None, None
     if src.custom_title:
         title, source = src.custom_title, "custom"
@@ -299,8 +355,105 @@ def _hit(
         branch=src.last_branch,
         last_ts=src.last_ts,
         score=round(score, 4),
-        hits=len(matches),
+        hits=hits,
     )
+
+
+class _Named(msgspec.Struct):
+    file: _File  # the session's own transcript
+    fields: list[str]  # what matched, in ``NAMED`` order
+
+
+def _named(query: Query, filters: Filters, known: dict[str, Known], problems: list[str]) -> list[_Named]:
+    """The sessions whose titles, name, tags or note match ``query``, best field first, then the
+    most recent: every session's own transcript row is read (a short row each), the ones with
+    anything to match are put in an FTS5 table in memory and asked, then asked per field."""
+    rows: list[_File] = []
+    for k in range(store.SHARDS):
+        try:
+            conn = store.connect(k, create=False)
+        except (DamagedIndex, IndexUnavailable):
+            continue  # said by the conversation's pass
+        if conn is None:
+            continue
+        try:
+            # a few noted or tagged sessions are asked for by id; many, by reading every row
+            ids = list(known) if len(known) <= 500 else []
+            wanted = f" OR session IN ({','.join('?' * len(ids))})" if ids else ""
+            every = "" if len(known) <= 500 else " OR 1"
+            rows += [
+                _File(*r)
+                for r in conn.execute(
+                    f"SELECT {_FILE_COLUMNS} FROM files WHERE sidechain=0 AND session IS NOT NULL"
+                    f" AND (custom_title IS NOT NULL OR ai_title IS NOT NULL OR agent_name IS NOT NULL{wanted}{every})",
+                    ids,
+                )
+            ]
+        except sqlite3.Error as exc:
+            problems.append(str(store.failure(store.shard_path(k), exc)))
+        finally:
+            conn.close()
+    # Only a row that holds one of the words can match (every branch of the query needs one):
+    # a regex over the few short strings, before any FTS work.
+    marker = query.marker(folded=True)
+    chosen = [
+        f
+        for f in rows
+        if marker.search(_flat("\n".join(_texts(f, known.get(f.session or "")))))
+        and (filters.folders is None or f.folder in filters.folders)
+        and (filters.sessions is None or f.session in filters.sessions)
+        and (filters.since is None or (f.last_ts is not None and f.last_ts >= filters.since))
+        and (filters.until is None or (f.last_ts is not None and f.last_ts < filters.until))
+        and (filters.branch is None or f.last_branch == filters.branch)
+    ]
+    if not chosen:
+        return []
+    mem = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        mem.execute(f"CREATE VIRTUAL TABLE m USING fts5({', '.join(NAMED)}, tokenize='unicode61 remove_diacritics 2')")
+        mem.executemany(
+            "INSERT INTO m(rowid, title, name, tags, note) VALUES (?,?,?,?,?)",
+            [(i, *(index_text(t) for t in _texts(f, known.get(f.session or "")))) for i, f in enumerate(chosen)],
+        )
+        try:
+            hit = {r[0] for r in mem.execute("SELECT rowid FROM m WHERE m MATCH ?", (query.expression,))}
+            by_field = {
+                name: {
+                    r[0]
+                    for r in mem.execute(
+                        "SELECT rowid FROM m WHERE m MATCH ?", (_scoped(name + " : ", query.expression),)
+                    )
+                }
+                for name in NAMED
+            }
+        except sqlite3.Error as exc:
+            raise BadArgument(f"this search cannot be run ({exc}): use fewer words or brackets") from None
+    finally:
+        mem.close()
+    out = []
+    for i in hit:
+        fields = [name for name in NAMED if i in by_field[name]]
+        if not fields:  # its words are spread over several fields: each that holds one
+            texts = _texts(chosen[i], known.get(chosen[i].session or ""))
+            fields = [name for name, text in zip(NAMED, texts, strict=True) if text and marker.search(_flat(text))]
+        out.append(_Named(chosen[i], fields or list(NAMED[:1])))
+    out.sort(key=lambda n: (NAMED.index(n.fields[0]), -(n.file.last_ts or 0), n.file.session or ""))
+    return out
+
+
+_MARKS = re.compile("[\u0300-\u036f]+")
+
+
+def _flat(text: str) -> str:
+    """``text`` without its accents (as ``fold``, at C speed: no offsets needed here)."""
+    return text if text.isascii() else _MARKS.sub("", unicodedata.normalize("NFD", text))
+
+
+def _texts(f: _File, known: Known | None) -> tuple[str, str, str, str]:
+    """A session's title, name, tags and note, as matched (the custom and the AI title both)."""
+    title = "\n".join(t for t in (f.custom_title, f.ai_title) if t)
+    note = known.note[:MAX_NOTE] if known is not None else ""
+    return title, f.agent_name or "", " ".join(known.tags) if known is not None else "", note
 
 
 def _main_file(session: str, sub: _File) -> _File | None:
@@ -316,11 +469,7 @@ def _main_file(session: str, sub: _File) -> _File | None:
     if conn is None:
         return None
     try:
-        r = conn.execute(
-            "SELECT id, path, folder, session, sidechain, ino, cwd, custom_title, ai_title, first_prompt, last_ts,"
-            " last_branch FROM files WHERE path=?",
-            (path,),
-        ).fetchone()
+        r = conn.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path=?", (path,)).fetchone()
     except sqlite3.DatabaseError:
         return None
     finally:

@@ -610,6 +610,7 @@ def _write_shard(
         # Too many dead index entries: empty the shard and index every file again from 0.
         conn.execute("INSERT INTO fts(fts) VALUES('delete-all')")
         conn.execute("DELETE FROM passages")
+        conn.execute("DELETE FROM edits")
         conn.execute("DELETE FROM blobs")
         conn.execute("UPDATE files SET offset=0, size=-1, mtime_ns=0, ino=0, tail=x'', searched=0")
         dead, dead_before = 0, 0
@@ -658,6 +659,7 @@ def _drop(conn: sqlite3.Connection, ids: list[int], keep_file: bool = False) -> 
     dead = 0
     for fid in ids:
         dead += conn.execute("DELETE FROM passages WHERE file=?", (fid,)).rowcount
+        conn.execute("DELETE FROM edits WHERE file=?", (fid,))
         if not keep_file:
             conn.execute("DELETE FROM files WHERE id=?", (fid,))
     return dead
@@ -669,14 +671,15 @@ def _store(
     row = known.get(job.path)
     if row is not None and found.start == 0 and row.offset:  # rewritten in place: read again from 0
         dead = conn.execute("DELETE FROM passages WHERE file=?", (row.id,)).rowcount
+        conn.execute("DELETE FROM edits WHERE file=?", (row.id,))
         conn.execute("UPDATE meta SET value=value+? WHERE key='dead'", (dead,))
     session = job.session or found.session
     if row is None:
         fid: int = (
             conn.execute(
                 "INSERT INTO files(path, folder, session, sidechain, ino, size, mtime_ns, offset, tail, skipped, cwd,"
-                " custom_title, ai_title, first_prompt, last_ts, last_branch, searched)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " custom_title, ai_title, first_prompt, last_ts, last_branch, searched, agent_name)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     job.path,
                     seen.folder,
@@ -695,6 +698,7 @@ def _store(
                     found.last_ts,
                     found.last_branch,
                     found.searched,
+                    found.agent_name,
                 ),
             ).lastrowid
             or 0
@@ -711,6 +715,7 @@ def _store(
             " cwd=CASE WHEN ? THEN ? ELSE coalesce(cwd, ?) END,"
             " custom_title=coalesce(?, CASE WHEN ? THEN NULL ELSE custom_title END),"
             " ai_title=coalesce(?, CASE WHEN ? THEN NULL ELSE ai_title END),"
+            " agent_name=coalesce(?, CASE WHEN ? THEN NULL ELSE agent_name END),"
             " first_prompt=CASE WHEN ? THEN ? ELSE coalesce(first_prompt, ?) END,"
             " last_ts=coalesce(?, CASE WHEN ? THEN NULL ELSE last_ts END),"
             " last_branch=coalesce(?, CASE WHEN ? THEN NULL ELSE last_branch END) WHERE id=?",
@@ -732,6 +737,8 @@ def _store(
                 fresh,
                 found.ai_title,
                 fresh,
+                found.agent_name,
+                fresh,
                 fresh,
                 found.first_prompt,
                 found.first_prompt,
@@ -744,6 +751,14 @@ def _store(
         )
         row.ino, row.size, row.mtime_ns = found.ino, seen.size, seen.mtime_ns
         row.offset, row.tail, row.searched = found.offset, found.check, found.searched
+    if found.edits:  # added to what earlier passes found in this file
+        conn.executemany(
+            "INSERT INTO edits(file, path, count, tools, first_ts, last_ts) VALUES (?,?,?,?,?,?)"
+            " ON CONFLICT(path, file) DO UPDATE SET count=count+excluded.count, tools=tools|excluded.tools,"
+            " first_ts=coalesce(min(first_ts, excluded.first_ts), first_ts, excluded.first_ts),"
+            " last_ts=coalesce(max(last_ts, excluded.last_ts), last_ts, excluded.last_ts)",
+            [(fid, e.path, e.count, e.tools, e.first_ts, e.last_ts) for e in found.edits],
+        )
     if found.passages:
         conn.executemany(
             "INSERT INTO passages(file, blob, offset, length, kind, sidechain, ts, branch) VALUES (?,?,?,?,?,?,?,?)",

@@ -1,7 +1,9 @@
 """What a transcript says, as passages to index: one file's new bytes in, passages out.
 
 A passage is what one transcript line said in one voice: a user's prompt, the assistant's text,
-or a tool's part (a call's input, a result's output). Text is taken from the decoded JSON, so a
+or a tool's part (a call's input, a result's output). Beside the passages, a file's read finds
+its titles and name (``custom-title``, ``ai-title``, ``agent-name``) and the files its edit and
+write calls named (``Edit``): what ``c3async files`` answers from. Text is taken from the decoded JSON, so a
 search matches what was said (escapes decoded: newlines, quotes, ``\\uXXXX``), never raw JSON,
 metadata, thinking, or the copy of a tool's output that Claude Code keeps in ``toolUseResult``.
 Meta lines, compact summaries and command markup are not what anyone said and are left out.
@@ -22,13 +24,26 @@ from typing import Any
 
 import msgspec
 
+from ..catalog.changes import EDIT_TOOLS
 from ..catalog.extract import classify_text, prompt_title
 from ..catalog.listing import depth_in_folder, is_session_id
 from ..ground import clock
 from ..ground.errors import DECODE_ERRORS
 from ..ground.safefs import open_regular
 
-__all__ = ("ASSISTANT", "TOOL", "USER", "FileRead", "Job", "Passage", "index_text", "line_texts", "read_file")
+__all__ = (
+    "ASSISTANT",
+    "EDIT_NAMES",
+    "TOOL",
+    "USER",
+    "Edit",
+    "FileRead",
+    "Job",
+    "Passage",
+    "index_text",
+    "line_texts",
+    "read_file",
+)
 
 USER, ASSISTANT, TOOL = 0, 1, 2
 KINDS = ("user", "assistant", "tool")
@@ -36,6 +51,9 @@ CHUNK = 8 * 1024 * 1024
 MAX_LINE = 32 * 1024 * 1024  # a 10 MB pasted prompt is indexed; no real line comes near this
 CHECK = 32  # bytes just before the offset, kept to recognise the same file next time
 MAX_DEPTH = 32  # of a tool input walked for its strings
+MAX_PATH = 4096  # characters of a file path an edit names (longer: not a path, skipped)
+MAX_NAME = 1000  # characters of a title or name kept
+EDIT_NAMES = tuple(EDIT_TOOLS)  # an edit's tool, as its index here (a bit each in ``Edit.tools``)
 
 
 class _Block(msgspec.Struct):
@@ -63,6 +81,7 @@ class _Line(msgspec.Struct):
     sessionId: Any = None
     customTitle: Any = None
     aiTitle: Any = None
+    agentName: Any = None
     message: _Message | None = None
 
 
@@ -185,6 +204,38 @@ class Passage(msgspec.Struct, array_like=True, gc=False):
     text: str  # as indexed (``index_text``)
 
 
+class Edit(msgspec.Struct, array_like=True, gc=False):
+    """The edit and write calls one file's new bytes made to one path: how many, with which
+    tools (a bit per ``EDIT_NAMES``), the first and last time."""
+
+    path: str
+    count: int
+    tools: int
+    first_ts: int | None
+    last_ts: int | None
+
+
+def _edited(line: _Line, cwd: str | None) -> list[tuple[str, int]]:
+    """(path, tool) of each edit or write call of an assistant line; a relative path is taken
+    in the line's cwd, every path normalised (``a/../b`` is ``b``), as the filesystem names it."""
+    content = line.message.content if line.message is not None else None
+    if not isinstance(content, list):
+        return []
+    out = []
+    for b in content:
+        if b.type != "tool_use" or b.name not in EDIT_TOOLS or not isinstance(b.input, dict):
+            continue
+        path = b.input.get(EDIT_TOOLS[b.name])
+        if not isinstance(path, str) or not path or len(path) > MAX_PATH or "\x00" in path:
+            continue
+        if not os.path.isabs(path):
+            if not cwd or not os.path.isabs(cwd):
+                continue
+            path = os.path.join(cwd, path)
+        out.append((os.path.normpath(path), EDIT_NAMES.index(b.name)))
+    return out
+
+
 class Job(msgspec.Struct):
     """One file to read, from where the last pass stopped (``offset`` in file ``ino``, whose
     bytes just before the offset were ``check``)."""
@@ -217,9 +268,15 @@ class FileRead(msgspec.Struct, array_like=True, gc=False):
     last_ts: int | None = None
     last_branch: str | None = None
     searched: int = 0  # see ``jsonl.Pieces``
+    agent_name: str | None = None
+    edits: list[Edit] = msgspec.field(default_factory=list)
 
 
-_SPOKEN_OR_TITLE = frozenset({"user", "assistant", "custom-title", "ai-title"})
+_SPOKEN_OR_TITLE = frozenset({"user", "assistant", "custom-title", "ai-title", "agent-name"})
+
+
+def _name(value: Any) -> str | None:
+    return value[:MAX_NAME] if isinstance(value, str) and value.strip() and "\x00" not in value else None
 
 
 class _Reader:
@@ -228,6 +285,7 @@ class _Reader:
         self.path = job.path
         self.found = found
         self.skipped = 0
+        self.edits: dict[str, Edit] = {}
 
     def piece(self, buf: bytearray, end: int, base: int) -> None:
         from ..ground.jsonl import has_blank_line
@@ -264,17 +322,20 @@ class _Reader:
     def _take(self, line: _Line, offset: int, length: int, found: FileRead) -> None:
         kind = line.type
         if kind == "custom-title":
-            if isinstance(line.customTitle, str) and line.customTitle:
-                found.custom_title = line.customTitle
+            found.custom_title = _name(line.customTitle) or found.custom_title
             return
         if kind == "ai-title":
-            if isinstance(line.aiTitle, str) and line.aiTitle:
-                found.ai_title = line.aiTitle
+            found.ai_title = _name(line.aiTitle) or found.ai_title
+            return
+        if kind == "agent-name":
+            found.agent_name = _name(line.agentName) or found.agent_name
             return
         if kind not in ("user", "assistant"):
             return
         if found.cwd is None and isinstance(line.cwd, str) and line.cwd:
             found.cwd = line.cwd
+        if kind == "assistant":
+            self._edits(line)
         if found.session is None and isinstance(line.sessionId, str) and is_session_id(line.sessionId):
             found.session = line.sessionId.lower()  # a legacy agent file's: it ends in a command line
         texts = line_texts(line)
@@ -293,6 +354,23 @@ class _Reader:
             if k == USER and found.first_prompt is None and not sidechain:
                 found.first_prompt = prompt_title(text)
             found.passages.append(Passage(offset, length, k, sidechain, ts, branch, index_text(text)))
+
+    def _edits(self, line: _Line) -> None:
+        edited = _edited(line, line.cwd if isinstance(line.cwd, str) else None)
+        if not edited:
+            return
+        seconds = clock.event_iso(line.timestamp, "a transcript's timestamp", self.path)
+        ts = None if seconds is None else int(seconds)
+        for path, tool in edited:
+            held = self.edits.get(path)
+            if held is None:
+                self.edits[path] = Edit(path, 1, 1 << tool, ts, ts)
+                continue
+            held.count += 1
+            held.tools |= 1 << tool
+            if ts is not None:
+                held.first_ts = ts if held.first_ts is None else min(held.first_ts, ts)
+                held.last_ts = ts if held.last_ts is None else max(held.last_ts, ts)
 
 
 def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) -> FileRead | None:
@@ -323,6 +401,7 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
     finally:
         os.close(fd)
     found.skipped = reader.skipped
+    found.edits = list(reader.edits.values())
     return found
 
 

@@ -1,7 +1,8 @@
 """The full-text index on disk: SQLite FTS5, one index per user under ``$C3_HOME/search/``.
 
 The index is ``SHARDS`` database files, each a whole index of the transcripts whose path hashes
-to it (its ``files``, their ``passages`` and the ``fts`` table over them), so a first build
+to it (its ``files``, their ``passages`` and the ``fts`` table over them, and the ``edits``: per
+transcript and path its edit and write calls, keyed by path so a file or a folder is a range), so a first build
 writes every shard at once from its own process: FTS5 tokenizes inside SQLite's single writer,
 and one writer keeps to one core (measured here: ~55 MB/s of text). A query asks every shard
 and merges. Each file is WAL: any number of readers (the MCP servers, the Hub, the CLI) query
@@ -56,7 +57,7 @@ __all__ = (
 )
 
 SHARDS = 4
-SCHEMA_VERSION = 3  # 3: files.searched
+SCHEMA_VERSION = 4  # 3: files.searched; 4: files.agent_name, edits
 APPLICATION_ID = 0x63337378  # "c3sx": ours, and this file format
 BUSY_MS = 5000
 
@@ -79,7 +80,8 @@ CREATE TABLE files(
     first_prompt TEXT,
     last_ts INTEGER,
     last_branch TEXT,
-    searched INTEGER NOT NULL DEFAULT 0
+    searched INTEGER NOT NULL DEFAULT 0,
+    agent_name TEXT
 );
 CREATE TABLE blobs(id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE);
 CREATE TABLE passages(
@@ -95,6 +97,16 @@ CREATE TABLE passages(
 );
 CREATE INDEX passages_file ON passages(file);
 CREATE INDEX passages_blob ON passages(blob);
+CREATE TABLE edits(
+    file INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    tools INTEGER NOT NULL,
+    first_ts INTEGER,
+    last_ts INTEGER,
+    PRIMARY KEY (path, file)
+) WITHOUT ROWID;
+CREATE INDEX edits_file ON edits(file);
 CREATE VIRTUAL TABLE fts USING fts5(
     talk, tool, content='', detail=full, tokenize='unicode61 remove_diacritics 2'
 );

@@ -484,7 +484,7 @@ Catalog actions (target takes a session id or a unique prefix of 4+ characters):
 Sessions with a note or linked tasks are kept by default.
 Lifecycle actions, on this C3 session's record:
 {_lines([a for a in _SESSION_ACTIONS if a.lifecycle])}
-Changes: the marks (stale, unstale, note, keep, unkeep) in .c3/session_marks.jsonl, this C3 \
+Changes: the marks (stale, unstale, note, keep, unkeep, tag, untag) in .c3/session_marks.jsonl, this C3 \
 session's record and the activity log; never a transcript. {", ".join(session_actions.READS)} and plan \
 without data only read. Each parameter says what it is for each action, and its limit in characters. No NUL.
 """

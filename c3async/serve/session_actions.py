@@ -6,8 +6,8 @@ line of help, its fields its arguments with their limits and help. The tool's pa
 their descriptions, the limits and the arguments an action cannot do without come from them.
 
 Two families. Lifecycle (start, log, snapshot, restore, plan, end) writes this server's C3
-session record and the activity log. Catalog (list, show, search, stale, unstale, note, keep,
-unkeep) reads and marks the session catalog through the same library functions the CLI and the
+session record and the activity log. Catalog (list, show, search, files, stale, unstale, note,
+keep, unkeep, tag, untag) reads and marks the session catalog through the same library functions the CLI and the
 Hub use. Every problem raises a C3Error whose message says how to fix the call.
 
 ``validate`` checks what needs no file (the action name, text limits, NUL and lone surrogates,
@@ -130,6 +130,7 @@ class List(Action, tag="list"):
 
     reads: ClassVar[bool] = True
     target: Annotated[str, Param("all, likely, stale, live, or text to search for (default: all)", MAX_TARGET)] = ""
+    data: Annotated[str, Param("options: tag=WORD (only the sessions tagged WORD)", MAX_DESCRIPTION)] = ""
 
 
 class Show(Action, tag="show"):
@@ -154,10 +155,23 @@ class Search(Action, tag="search"):
     data: Annotated[
         str,
         Param(
-            "options, e.g. all tools role=user since=7d branch=main limit=5 (default: this project)",
+            "options, e.g. all tools role=user since=7d branch=main tag=WORD limit=5 (default: this project)",
             MAX_DESCRIPTION,
         ),
     ] = ""
+
+
+class Files(Action, tag="files"):
+    """the sessions that created, edited or wrote a file (or anything in a folder), newest first"""
+
+    reads: ClassVar[bool] = True
+    target: Annotated[
+        str,
+        Param(
+            "a file or a folder: relative to the project, or absolute", MAX_TARGET, needs="the file or folder's path"
+        ),
+    ]
+    data: Annotated[str, Param("options: limit=N (default 10)", MAX_DESCRIPTION)] = ""
 
 
 class Stale(Action, tag="stale"):
@@ -204,6 +218,23 @@ class Unkeep(Action, tag="unkeep"):
     reasoning: Annotated[str, REASON] = ""
 
 
+TAG_WORDS = Param("the tags, words separated by spaces (letters, digits, _ . + -; 40 each)", MAX_DESCRIPTION)
+
+
+class Tag(Action, tag="tag"):
+    """tag a session with words (list and search take tag=WORD)"""
+
+    data: Annotated[str, replace(TAG_WORDS, needs="the tags to add, separated by spaces")]
+    target: Annotated[str, replace(TARGET, help=TARGET.help + " (default: this session)")] = ""
+
+
+class Untag(Action, tag="untag"):
+    """take tags off a session"""
+
+    data: Annotated[str, replace(TAG_WORDS, needs="the tags to take off, separated by spaces")]
+    target: Annotated[str, replace(TARGET, help=TARGET.help + " (default: this session)")] = ""
+
+
 ACTION_TYPES: tuple[type[Action], ...] = (
     Start,
     Log,
@@ -214,11 +245,14 @@ ACTION_TYPES: tuple[type[Action], ...] = (
     List,
     Show,
     Search,
+    Files,
     Stale,
     Unstale,
     Note,
     Keep,
     Unkeep,
+    Tag,
+    Untag,
 )
 _BY_NAME: dict[str, type[Action]] = {name_of(a): a for a in ACTION_TYPES}
 ACTIONS = tuple(_BY_NAME)
@@ -404,10 +438,13 @@ def list_(c: Caller, call: List) -> str:
 
     target = call.target.strip()
     which, search = (target.lower(), None) if target.lower() in FILTERS else ("all", target or None)
-    _scans, rows = list_rows_sync([c.project], which=which, search=search, processes=False)
+    tag = _options("list", call.data, ("tag",), "tag=WORD").get("tag")
+    _scans, rows = list_rows_sync([c.project], which=which, search=search, processes=False, tag=tag)
     if not rows:
-        return f"no {which if which != 'all' else ''} sessions".replace("  ", " ") + (
-            f" matching {search!r}" if search else ""
+        return (
+            f"no {which if which != 'all' else ''} sessions".replace("  ", " ")
+            + (f" matching {search!r}" if search else "")
+            + (f" tagged {tag!r}" if tag else "")
         )
     now = time.time()
     lines = []
@@ -421,9 +458,10 @@ def list_(c: Caller, call: List) -> str:
             flags += f"(fork of {r.forked_from[:8]}) "
         tail = f"stale: {r.stale.reason}" if r.stale is not None else ", ".join(r.hints)
         cur = " (this session)" if r.id == c.host_session_id else ""
+        tags = "".join(f" #{t}" for t in r.tags)
         lines.append(
             f"{r.id[:8]}  {age(r.last_activity or r.mtime, now):>4}  {r.branch or '-'}  "
-            f"{flags}{' '.join(r.title.split())[:80]}{cur}" + (f"  [{tail}]" if tail else "")
+            f"{flags}{' '.join(r.title.split())[:80]}{cur}{tags}" + (f"  [{tail}]" if tail else "")
         )
     more = len(rows) - LIST_ROWS
     if more > 0:
@@ -443,22 +481,27 @@ def show(c: Caller, call: Show) -> str:
 
 
 SEARCH_RESULTS = 10
-_SEARCH_OPTIONS = ("all", "tools", "role", "since", "until", "branch", "limit")
+_SEARCH_OPTIONS = ("all", "tools", "role", "since", "until", "branch", "tag", "limit")
+_SEARCH_USE = "all, tools, role=user|assistant|tool, since=7d, until=DATE, branch=NAME, tag=WORD, limit=N"
 
 
-def _search_options(data: str) -> dict[str, str]:
-    """``all tools role=user since=7d branch=main limit=5`` -> options (a bad one is named)."""
+def _options(action: str, data: str, known: tuple[str, ...], use: str) -> dict[str, str]:
+    """``all tools role=user since=7d limit=5`` -> options (a bad one is named)."""
     out: dict[str, str] = {}
     for word in data.split():
         key, _, value = word.partition("=")
         key = key.strip().lower()
-        if key not in _SEARCH_OPTIONS:
-            raise BadArgument(
-                f"c3_session(action='search') data: unknown option {clip(word, 40)!r}; use "
-                "all, tools, role=user|assistant|tool, since=7d, until=DATE, branch=NAME, limit=N"
-            )
+        if key not in known:
+            raise BadArgument(f"c3_session(action='{action}') data: unknown option {clip(word, 40)!r}; use {use}")
         out[key] = value or "1"
     return out
+
+
+def _limit(action: str, opts: dict[str, str], default: int) -> int:
+    try:
+        return int(opts.get("limit", default))
+    except ValueError:
+        raise BadArgument(f"c3_session(action='{action}') data: limit=N takes a number") from None
 
 
 @_does(Search)
@@ -466,11 +509,8 @@ def search(c: Caller, call: Search) -> str:
     from ..sessions.search import search as run_search
 
     target = call.target
-    opts = _search_options(call.data)
-    try:
-        limit = int(opts.get("limit", SEARCH_RESULTS))
-    except ValueError:
-        raise BadArgument("c3_session(action='search') data: limit=N takes a number") from None
+    opts = _options("search", call.data, _SEARCH_OPTIONS, _SEARCH_USE)
+    limit = _limit("search", opts, SEARCH_RESULTS)
     found = run_search(
         target,
         projects=None if "all" in opts else [c.project],
@@ -479,6 +519,7 @@ def search(c: Caller, call: Search) -> str:
         until=opts.get("until"),
         branch=opts.get("branch"),
         tools="tools" in opts,
+        tag=opts.get("tag"),
         limit=limit,
         background=True,  # this server has threads: a first build runs as its own process
     )
@@ -499,7 +540,7 @@ def search(c: Caller, call: Search) -> str:
     for n, r in enumerate(found.results, 1):
         lines.append(
             f"{n}. {r.id[:8]}  {r.age}  {r.branch or '-'}  {' '.join((r.title or '(untitled)').split())[:80]}"
-            f"  [{r.project}]  {r.hits} hit(s)"
+            f"  [{r.project}]  matched {', '.join(r.fields)}" + (f", {r.hits} hit(s)" if r.hits else "")
         )
         for sn in r.snippets:
             text, pos = [], 0
@@ -514,10 +555,44 @@ def search(c: Caller, call: Search) -> str:
     return "\n".join(lines)
 
 
-def _mark(c: Caller, op: str, target: str, **fields: Any) -> str:
+@_does(Files)
+def files(c: Caller, call: Files) -> str:
+    from ..sessions.search import files as changed_by
+
+    limit = _limit("files", _options("files", call.data, ("limit",), "limit=N"), SEARCH_RESULTS)
+    found = changed_by(call.target.strip(), bases=[c.project], limit=limit, background=True)
+    lines = [f"warning: {p}" for p in found.problems]
+    if found.index.updating:
+        lines.append("(the search index is being built in the background: results cover what it has indexed)")
+    gone = " (no longer on disk)" if found.kind == "gone" else ""
+    if not found.sessions:
+        return "\n".join([*lines, f"no session changed {found.paths[0]}{gone}"])
+    lines.append(f"{found.total} session(s) changed {found.paths[0]}{gone}; newest first:")
+    for n, t in enumerate(found.sessions, 1):
+        when = datetime.fromtimestamp(t.last_ts).isoformat(timespec="minutes") if t.last_ts else "?"
+        lines.append(
+            f"{n}. {t.id[:8]}  last {when} ({t.age} ago)  {t.count} change(s): {', '.join(t.tools)}"
+            f"{' (some by a sub-agent)' if t.by_subagent else ''}  {' '.join((t.title or '(untitled)').split())[:80]}"
+            f"  [{t.project}]"
+        )
+        if found.kind == "folder" or len(t.files) > 1:
+            lines += [f"   {ch.count:>3}  {ch.path}" for ch in t.files]
+            if t.more_files:
+                lines.append(f"   ... {t.more_files} more")
+        lines.append(f"   resume: {t.resume}")
+    if found.total > len(found.sessions):
+        lines.append(f"... {found.total - len(found.sessions)} more (data='limit=N')")
+    return "\n".join(lines)
+
+
+def _marked(c: Caller, op: str, target: str, **fields: Any) -> Any:
     from ..sessions.act import mark as mark_session
 
-    mark, found = mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
+    return mark_session(c.project, target, op, host=c.host_session_id, by=c.by, **fields)
+
+
+def _mark(c: Caller, op: str, target: str, **fields: Any) -> str:
+    mark, found = _marked(c, op, target, **fields)
     where = f" ({found.where()}: the mark is written there)" if found.elsewhere else ""
     return f"{op} {mark.id}" + (f" (successor {mark.successor})" if mark.successor else "") + where
 
@@ -549,6 +624,24 @@ def keep(c: Caller, call: Keep) -> str:
 @_does(Unkeep)
 def unkeep(c: Caller, call: Unkeep) -> str:
     return _mark(c, "unkeep", call.target, reason=call.reasoning.strip() or None) + " (its archive entry is removed)"
+
+
+def _tags(c: Caller, op: str, call: Tag | Untag) -> str:
+    if not call.target.strip(" \t") and not c.host_session_id:
+        raise BadArgument(f"c3_session(action='{op}') could not tell the current session: pass target")
+    mark, found = _marked(c, op, call.target, tags=call.data.split())
+    where = f" ({found.where()}: the mark is written there)" if found.elsewhere else ""
+    return f"{op} {mark.id}: {' '.join(getattr(mark, 'tags', None) or ())}{where}"
+
+
+@_does(Tag)
+def tag(c: Caller, call: Tag) -> str:
+    return _tags(c, "tag", call)
+
+
+@_does(Untag)
+def untag(c: Caller, call: Untag) -> str:
+    return _tags(c, "untag", call)
 
 
 def run(caller: Caller, action: str, **args: str) -> str:

@@ -18,7 +18,7 @@ from ..catalog.listing import candidates
 from ..catalog.locate import config_home, locate, projects_root
 from ..ground.errors import BadArgument, C3Error, Conflict, DiskFull, NoRoom, NotFound, Unavailable, UnknownSession
 from ..stores import archive, registry
-from ..stores.marks import Mark, MarkBook, check_mark_text, write_keeps, write_mark
+from ..stores.marks import TAG_OPS, Mark, MarkBook, check_mark_text, clean_tags, write_keeps, write_mark
 from ..tasks import actions
 from . import keep
 from .refs import Found, find
@@ -66,6 +66,7 @@ def mark(
     summary: str | None = None,
     next_steps: str | None = None,
     release: bool = False,
+    tags: list[str] | None = None,
 ) -> Marked:
     """Find ``ref`` (and ``successor``), in this project or any registered one, and write the
     mark in the marks of the session's own project; ``by_session`` is the host. ``release``: an
@@ -73,6 +74,8 @@ def mark(
     (refused without it)."""
     # The cheap checks first, so a bad call costs no listing of the transcripts.
     check_mark_text(reason=reason, summary=summary, next_steps=next_steps, successor=successor, ref=ref)
+    if op in TAG_OPS:
+        tags = clean_tags(tags or [])
     found = find(project, ref, host=host)
     successor = (successor or "").strip(" \t") or None
     if successor is not None:
@@ -94,6 +97,7 @@ def mark(
         next_steps=next_steps,
         by=by,
         by_session=host,
+        tags=tags,
     )
     if op in ("keep", "unkeep"):
         on_mark(home, found.id, op)

@@ -13,6 +13,7 @@ import os
 
 import msgspec
 
+from ..catalog.changes import changed_files
 from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
 from ..catalog.read import read_transcript
@@ -37,6 +38,7 @@ __all__ = (
 TURNS = 8
 TURN_CHARS = 600
 PREVIEW_WINDOW = 512 * 1024
+CHANGED_SHOWN = 20  # files changed named in the text (the JSON has them all)
 
 
 class Turn(msgspec.Struct):
@@ -52,6 +54,10 @@ class Detail(msgspec.Struct):
     c3_sessions: list[str] = msgspec.field(default_factory=list)
     elsewhere: bool = False  # found in another project than the one asked (``row.project``)
     chain: Chain = msgspec.field(default_factory=Chain)  # every session before and after it
+    # the files its edit and write calls named, most recently changed first (from the end of its
+    # transcript: ``changed_whole`` false when the window did not cover all of it)
+    changed: list[str] = msgspec.field(default_factory=list)
+    changed_whole: bool = True
 
 
 def last_turns(path: str, n: int = TURNS) -> list[Turn]:
@@ -111,7 +117,15 @@ def detail(project: str, row: Row) -> Detail:
             for s in rec.snapshots:
                 if s.host_session_id == row.id and (snap is None or s.ts > snap.ts):
                     snap = s
-    return Detail(row=row, last_snapshot=snap, turns=last_turns(row.path), c3_sessions=served_by)
+    changes = changed_files(row.path)
+    return Detail(
+        row=row,
+        last_snapshot=snap,
+        turns=last_turns(row.path),
+        c3_sessions=served_by,
+        changed=changes.files,
+        changed_whole=changes.whole,
+    )
 
 
 def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
@@ -205,6 +219,11 @@ def render(d: Detail, *, preview: bool = True) -> str:
         out.append("predecessors: " + ", ".join(d.chain.predecessors))
     if d.chain.successors:
         out.append("successors: " + ", ".join(d.chain.successors))
+    if row.tags:
+        out.append("tags: " + " ".join(row.tags))
+    if d.changed:
+        more = f" ... {len(d.changed) - CHANGED_SHOWN} more" if len(d.changed) > CHANGED_SHOWN else ""
+        out.append("files changed (`c3async files PATH`): " + ", ".join(d.changed[:CHANGED_SHOWN]) + more)
     if d.turns and preview:
         out.append("last turns:")
         out += [f"  [{t.role}] {' '.join(t.text.split())[:300]}" for t in d.turns]

@@ -5,8 +5,9 @@ the MCP tool's ``list`` and the Hub's table all ask here, so the three never dis
 - A filter: ``all``; ``likely`` (unmarked rows with at least one hint: worth a look); ``stale``;
   ``live``; ``waiting`` (live, and Claude Code waits for the user); ``expiring`` (Claude Code's
   cleanup deletes it within the week, unkept).
-- Words: every word must be in the row's text (title, id, branch, prompts, note, stale reason),
-  casefolded: "retry budget" finds a row that says "budget for the retry".
+- Words: every word must be in the row's text (title, id, branch, prompts, note, stale reason,
+  tags), casefolded: "retry budget" finds a row that says "budget for the retry".
+- A tag: only the rows tagged with it (``wanted_tag``: as typed -> as stored).
 - Orders: ``activity`` (the last activity, the default), ``created``, ``size``, ``tokens``,
   ``cost``, ``title``, ``evidence`` (how strongly the hints say "not worth resuming": the
   ``likely`` filter's own order); ties go by the file's mtime, as every listing orders.
@@ -40,6 +41,7 @@ __all__ = (
     "matches",
     "select",
     "sort_key",
+    "wanted_tag",
     "words",
 )
 
@@ -80,12 +82,22 @@ def haystack(row: Row) -> str:
         parts += [row.note.summary or "", row.note.next_steps or ""]
     if row.stale is not None:
         parts.append(row.stale.reason or "")
+    parts += row.tags
     return "\n".join(parts).casefold()
 
 
 def words(text: str | None) -> list[str]:
     """What a person typed, as the words every row must hold."""
     return (text or "").casefold().split()
+
+
+def wanted_tag(tag: str | None) -> str | None:
+    """A tag filter as typed -> the tag as stored (None: no filter); BadArgument if it is no tag."""
+    if not tag:
+        return None
+    from ..stores.marks import clean_tags
+
+    return clean_tags([tag])[0]
 
 
 def matches(hay: str, wanted: list[str]) -> bool:
@@ -118,6 +130,7 @@ class Query:
     limit: int = PAGE
     forks_of: str | None = None  # the forks under this root, whatever the filter (a root's "+N forks")
     grouped: bool = True  # a fork whose root is listed too is left out (it is under the root's "+N forks")
+    tag: str | None = None  # only the rows with this tag (as stored: ``wanted_tag``)
 
 
 @dataclass(slots=True)
@@ -190,7 +203,8 @@ class Selection:
     left under their root's "+N forks" too); ``counts`` each filter's matches for the words (in
     the query's project); ``by_project`` the filter's matches of each project for the words,
     whatever the query's project; ``waiting`` each project's waiting sessions, whatever the
-    filter and words (a page's title and rail show them)."""
+    filter and words (a page's title and rail show them); ``tags`` the sessions of each tag in
+    the query's project, whatever the filter and words (the rail's tag row)."""
 
     hits: list[Entry]
     matched: int
@@ -198,6 +212,7 @@ class Selection:
     sort: str
     by_project: dict[str, int]
     waiting: dict[str, int]
+    tags: dict[str, int]
 
 
 def select(found: Iterable[Entry], q: Query) -> Selection:
@@ -207,13 +222,19 @@ def select(found: Iterable[Entry], q: Query) -> Selection:
     counts = dict.fromkeys(FILTERS, 0)
     by_project: dict[str, int] = {}
     waiting: dict[str, int] = {}
+    tags: dict[str, int] = {}
     pool = list(found)
     hits = []
     for e in pool:
         project = e.row.project
         if "waiting" in e.filters:
             waiting[project] = waiting.get(project, 0) + 1
+        if q.project is None or project == q.project:
+            for t in e.row.tags:
+                tags[t] = tags.get(t, 0) + 1
         if (wanted and not matches(e.hay, wanted)) or (q.branch and e.row.branch != q.branch):
+            continue
+        if q.tag is not None and q.tag not in e.row.tags:
             continue
         if q.filter in e.filters:
             by_project[project] = by_project.get(project, 0) + 1
@@ -232,4 +253,4 @@ def select(found: Iterable[Entry], q: Query) -> Selection:
         hits = [e for e in hits if e.root is None or e.root not in shown]
     sort = q.sort or ("evidence" if q.filter == "likely" else "activity")
     hits.sort(key=sort_key(sort), reverse=q.order != "asc")
-    return Selection(hits, matched, counts, sort, by_project, waiting)
+    return Selection(hits, matched, counts, sort, by_project, waiting, tags)

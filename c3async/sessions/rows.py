@@ -108,6 +108,7 @@ class Row(msgspec.Struct):
     note: Note | None = None
     links: Links = msgspec.field(default_factory=Links)
     marked: bool = False  # any mark at all (stale, unstale or note): "likely" skips these
+    tags: list[str] = msgspec.field(default_factory=list)  # a person's or an agent's words for it, sorted
     # The chain's neighbours, the sessions just before and just after this one (a /clear, a plan
     # handoff, a stale mark's successor, a fork): a row names its own, so a listing grows with
     # its rows whatever the chain's length. A detail has the whole chain (``Detail.chain``).

@@ -39,7 +39,7 @@ from ..usage import totals as usage_totals
 from ..usage.prices import PriceTable, current_prices
 from . import chain, keep
 from .hints import HintContext, add_hints, clear_pairs
-from .query import filters_of, haystack, matches, words
+from .query import filters_of, haystack, matches, wanted_tag, words
 from .rows import (
     Chain,
     DecisionLink,
@@ -130,7 +130,9 @@ def join_scan(
     live = live_sessions(project, facts=facts, ids={row.id for row in rows})
     states = book.get_many([row.id for row in rows])
     keeps: dict[str, bool] = {}
+    tagged = book.tagged()
     for row in rows:
+        row.tags = tagged.get(row.id, row.tags)
         state = states.get(row.id)
         if state is not None:
             row.stale, row.note = state.stale, state.note
@@ -332,14 +334,23 @@ def project_usage(project: str) -> ProjectUsage:
     return ProjectUsage(len(latest), tokens, round(cost, 6), list(unpriced))
 
 
-def filter_rows(rows: Iterable[Row], which: str = "all", search: str | None = None) -> list[Row]:
+def filter_rows(
+    rows: Iterable[Row], which: str = "all", search: str | None = None, tag: str | None = None
+) -> list[Row]:
     """The rows a filter passes whose text holds every word of ``search`` (``sessions.query``:
-    the one query every door runs), in their order."""
+    the one query every door runs), tagged ``tag`` when given, in their order."""
     wanted = words(search)
-    return [r for r in rows if which in filters_of(r) and (not wanted or matches(haystack(r), wanted))]
+    tag = wanted_tag(tag)
+    return [
+        r
+        for r in rows
+        if which in filters_of(r) and (not wanted or matches(haystack(r), wanted)) and (tag is None or tag in r.tags)
+    ]
 
 
-def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, activity.Facts]) -> list[Row]:
+def _finish(
+    scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, activity.Facts], tag: str | None = None
+) -> list[Row]:
     rows: list[Row] = []
     seen: set[str] = set()
     several = len(scans) > 1
@@ -355,7 +366,7 @@ def _finish(scans: list[ProjectScan], which: str, search: str | None, logs: dict
             if row.id not in seen:  # each session once, whatever projects were asked for
                 seen.add(row.id)
                 rows.append(row)
-    rows = filter_rows(rows, which, search)
+    rows = filter_rows(rows, which, search, tag)
     rows.sort(key=lambda r: (r.mtime_ns, r.id), reverse=True)
     return rows
 
@@ -399,7 +410,9 @@ async def list_rows(
     search: str | None = None,
     limit: int = NEWEST,
     progress: Progress | None = None,
+    tag: str | None = None,
 ) -> tuple[list[ProjectScan], list[Row]]:
+    wanted_tag(tag)  # a bad tag costs no scan
     logs = _logs(projects)
     extras = _extras(logs)
     scans = await scan_projects(
@@ -411,7 +424,7 @@ async def list_rows(
         roots=claude_dirs.roots(),
     )
     remember_roots(scans)
-    return scans, _finish(scans, which, search, logs)
+    return scans, _finish(scans, which, search, logs, tag)
 
 
 def list_rows_sync(
@@ -422,8 +435,10 @@ def list_rows_sync(
     limit: int = NEWEST,
     progress: Progress | None = None,
     processes: bool = True,
+    tag: str | None = None,
 ) -> tuple[list[ProjectScan], list[Row]]:
     """For a command-line process: starts an event loop only if some transcript must be read."""
+    wanted_tag(tag)
     logs = _logs(projects)
     extras = _extras(logs)
     scans = scan_projects_sync(
@@ -436,7 +451,7 @@ def list_rows_sync(
         roots=claude_dirs.roots(),
     )
     remember_roots(scans)
-    return scans, _finish(scans, which, search, logs)
+    return scans, _finish(scans, which, search, logs, tag)
 
 
 def remember_roots(scans: list[ProjectScan]) -> None:

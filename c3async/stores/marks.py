@@ -1,5 +1,5 @@
-"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale, note, keep / unkeep, each folded
-last-wins by time.
+"""Session marks, ``.c3/session_marks.jsonl``: stale / unstale, note, keep / unkeep, tag / untag,
+each folded last-wins by time (a tag per session and word: the last tag or untag of it wins).
 
 Marks are appended, never rewritten: several MCP processes, the Hub and the CLI write at once,
 and an append never loses a concurrent row the way rewriting one JSON file would. The file is
@@ -7,17 +7,22 @@ also the audit trail; every mark writes a ``session_mark`` activity row too.
 
 Limits (characters): a stale/unstale reason ``MAX_REASON`` (2,000), a note's summary
 ``MAX_SUMMARY`` and next steps ``MAX_NEXT_STEPS`` (8,000 each). Longer text, a NUL or a lone
-surrogate is refused with a BadArgument naming the field, before anything is written.
+surrogate is refused with a BadArgument naming the field, before anything is written. A tag is
+one word of at most ``MAX_TAG`` (40) letters, digits and ``_ . + -`` (starting with a letter or a
+digit), stored lower-cased; a mark names at most ``MAX_TAG_WORDS`` (16), and a session holds at
+most ``MAX_TAGS`` (32). A tag line that breaks these (a hand-edited file) is skipped by the fold.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -32,6 +37,9 @@ __all__ = (
     "MAX_NEXT_STEPS",
     "MAX_REASON",
     "MAX_SUMMARY",
+    "MAX_TAG",
+    "MAX_TAGS",
+    "MAX_TAG_WORDS",
     "OPS",
     "Keep",
     "Mark",
@@ -39,7 +47,9 @@ __all__ = (
     "MarkState",
     "Note",
     "Stale",
+    "TagMark",
     "check_mark_text",
+    "check_tags",
     "marks_path",
     "write_keeps",
     "write_mark",
@@ -53,8 +63,14 @@ MAX_SUMMARY = 8_000  # a note: what was done
 MAX_NEXT_STEPS = 8_000  # a note: what to do next
 MAX_REF = 100  # a session id (36 characters) or a prefix of one, as typed
 LOG_FIELD = 200  # characters of a string kept in the mark's activity row
-Op = Literal["stale", "unstale", "note", "keep", "unkeep"]
-OPS = ("stale", "unstale", "note", "keep", "unkeep")
+MAX_TAG = 40  # characters of a tag
+MAX_TAG_WORDS = 16  # tags one mark names
+MAX_TAGS = 32  # tags one session holds
+MAX_TAG_ENTRIES = 4 * MAX_TAGS  # words the fold remembers per session, untagged ones too
+TAG = re.compile(r"[^\W_][\w.+-]{0," + str(MAX_TAG - 1) + "}")
+Op = Literal["stale", "unstale", "note", "keep", "unkeep", "tag", "untag"]
+OPS = ("stale", "unstale", "note", "keep", "unkeep", "tag", "untag")
+TAG_OPS = ("tag", "untag")
 By = Literal["agent", "user"]
 
 
@@ -71,6 +87,18 @@ class Mark(msgspec.Struct, kw_only=True):
     next_steps: str | None = None
     by: By
     by_session: str | None = None
+
+
+class TagMark(Mark, kw_only=True):
+    """A tag or untag mark: the spec's row, then its words (the other marks stay the spec's row)."""
+
+    tags: list[str]
+
+
+class _Line(Mark, kw_only=True):
+    """A line as the fold reads it: any mark, its words range-checked when it is a tag's."""
+
+    tags: Any = None
 
 
 class Stale(msgspec.Struct):
@@ -118,18 +146,29 @@ class Folded(msgspec.Struct):
     stale: dict[str, Span] = msgspec.field(default_factory=dict)
     note: dict[str, Span] = msgspec.field(default_factory=dict)
     keep: dict[str, Span] = msgspec.field(default_factory=dict)
+    # Tags are a few short words: the fold holds them, per session {word: (ts, tagged)}.
+    tags: dict[str, dict[str, tuple[float, bool]]] = msgspec.field(default_factory=dict)
 
 
-FOLD_VERSION = 4  # bump when Folded or _apply change meaning: checkpoints are then refolded
+FOLD_VERSION = 5  # bump when Folded or _apply change meaning: checkpoints are then refolded
 
 
-def _apply(state: Folded, batch: jsonl.Batch[Mark], path: Path | None = None) -> Folded:
-    # a new state: readers keep the old one
-    stale, note, keep = dict(state.stale), dict(state.note), dict(state.keep)
+def _apply(state: Folded, batch: jsonl.Batch[_Line], path: Path | None = None) -> Folded:
+    # a new state: readers keep the old one (a session's tags are copied before they change)
+    stale, note, keep, tags = dict(state.stale), dict(state.note), dict(state.keep), dict(state.tags)
+    copied: set[str] = set()
     high = clock.latest()
     for mark, (offset, length) in zip(batch.records, batch.spans or (), strict=True):
         if not clock.EARLIEST < mark.ts <= high:  # a mark from the future would win for ever
             clock.event(mark.ts, "a mark's ts", path or "session_marks.jsonl")
+            continue
+        if mark.op in TAG_OPS:
+            words = _fold_words(mark.tags)
+            if words:
+                if mark.id not in copied:
+                    copied.add(mark.id)
+                    tags[mark.id] = dict(tags.get(mark.id, {}))
+                _fold_tags(tags[mark.id], words, mark.ts, mark.op == "tag")
             continue
         book = note if mark.op == "note" else keep if mark.op in ("keep", "unkeep") else stale
         held = book.get(mark.id)
@@ -137,16 +176,58 @@ def _apply(state: Folded, batch: jsonl.Batch[Mark], path: Path | None = None) ->
         # lines) can append a mark after newer ones. Ties go to the later line.
         if held is None or mark.ts >= held[0]:
             book[mark.id] = (mark.ts, offset, length)
-    return Folded(stale, note, keep)
+    return Folded(stale, note, keep, tags)
 
 
-def log_fold(project: str) -> LogFold[Mark, Folded]:
+def _fold_words(given: Any) -> list[str]:
+    """A tag line's words as written by ``write_mark``; a line that is not (hand-edited, too
+    many words, a word out of the charset) counts for nothing."""
+    if not isinstance(given, list) or not given or len(given) > MAX_TAG_WORDS:
+        return []
+    return given if all(isinstance(w, str) and TAG.fullmatch(w) and w == w.lower() for w in given) else []
+
+
+def _fold_tags(held: dict[str, tuple[float, bool]], words: list[str], ts: float, tagged: bool) -> None:
+    for word in words:
+        was = held.get(word)
+        if was is None and len(held) >= MAX_TAG_ENTRIES:
+            continue  # bounded whatever the file holds
+        if was is None or ts >= was[0]:  # by time; ties go to the later line
+            held[word] = (ts, tagged)
+
+
+def tags_of(held: dict[str, tuple[float, bool]] | None) -> list[str]:
+    """The words a session is tagged with now, sorted (at most ``MAX_TAGS``)."""
+    return sorted(w for w, (_ts, on) in held.items() if on)[:MAX_TAGS] if held else []
+
+
+def clean_tags(words: list[str]) -> list[str]:
+    """Tags as typed -> as stored (NFC, lower-cased, each once, in order); BadArgument naming the
+    first that is not a tag."""
+    if not words:
+        raise BadArgument("give at least one tag (a word: letters, digits, _ . + -)")
+    if len(words) > MAX_TAG_WORDS:
+        raise BadArgument(f"too many tags at once: {len(words)}, the limit is {MAX_TAG_WORDS}")
+    out: dict[str, None] = {}
+    for word in words:
+        check_text(word, "a tag", 4 * MAX_TAG)
+        tag = unicodedata.normalize("NFC", word.strip()).lower()
+        if not TAG.fullmatch(tag):
+            raise BadArgument(
+                f"{clip(word, 60)!r} is not a tag: one word of at most {MAX_TAG} letters, digits and _ . + -, "
+                "starting with a letter or a digit"
+            )
+        out[tag] = None
+    return list(out)
+
+
+def log_fold(project: str) -> LogFold[_Line, Folded]:
     path = marks_path(project)
     checkpoint = project_state(project) / "cache" / "marks.fold"
     return fold_for(
         ("marks", str(path)),
         lambda: LogFold(
-            "marks", FOLD_VERSION, path, checkpoint, Mark, Folded, Folded, lambda s, b: _apply(s, b, path), spans=True
+            "marks", FOLD_VERSION, path, checkpoint, _Line, Folded, Folded, lambda s, b: _apply(s, b, path), spans=True
         ),
     )
 
@@ -180,9 +261,21 @@ class MarkBook:
     def ids(self) -> set[str]:
         return self._state.stale.keys() | self._state.note.keys() | self._state.keep.keys()
 
+    def tags(self, session_id: str) -> list[str]:
+        """The session's tags, sorted (from the fold alone: no line read)."""
+        return tags_of(self._state.tags.get(session_id))
+
+    def tagged(self) -> dict[str, list[str]]:
+        """Every session with a tag now, and its tags."""
+        return {sid: t for sid, held in self._state.tags.items() if (t := tags_of(held))}
+
     def stale_ids(self) -> list[str]:
         """The sessions whose last stale/unstale mark may name a successor."""
         return list(self._state.stale)
+
+    def note_ids(self) -> list[str]:
+        """The sessions with a note (``get_many`` reads it)."""
+        return list(self._state.note)
 
     def keep_ids(self) -> list[str]:
         """The sessions with a keep or unkeep mark (``get_many`` says which)."""
@@ -253,10 +346,11 @@ def write_mark(
     next_steps: str | None = None,
     by: str = "user",
     by_session: str | None = None,
+    tags: list[str] | None = None,
 ) -> Mark:
     """Validate and append one mark (and its activity row) on ``session_id``, a full id (the
     sessions view resolves what was typed: ``c3async.sessions.act.mark``). ``successor`` is a
-    full id too. Raises a C3Error on bad input.
+    full id too; ``tags`` the words of a tag or untag mark. Raises a C3Error on bad input.
 
     Once the mark's line is appended the call succeeds: an activity row that cannot be written
     (the log unwritable) is logged as a warning, never reported as a failed mark, which would
@@ -282,6 +376,14 @@ def write_mark(
             raise BadArgument("a successor goes with a stale mark only")
         if successor == session_id:
             raise BadArgument("a session cannot be its own successor")
+    if op in TAG_OPS:
+        tags = clean_tags(tags or [])
+        if op == "tag":
+            check_tags(project, session_id, tags)
+    elif tags:
+        raise BadArgument("tags go with a tag or untag mark only")
+    else:
+        tags = None
     if op == "note":
         reason = None  # a note's "why" is its next steps
     else:
@@ -297,6 +399,8 @@ def write_mark(
         by=cast(By, by),  # checked against agent/user above
         by_session=by_session,
     )
+    if tags is not None:
+        mark = TagMark(**msgspec.structs.asdict(mark), tags=tags)
     jsonl.append(marks_path(project), mark)
     # From here on the mark is written: nothing may report it as failed.
     # `target`, not `session_id`: a mark is about a session, not activity of it (the liveness
@@ -311,6 +415,7 @@ def write_mark(
             by_session=clip(by_session, LOG_FIELD) if by_session else None,
             reason=clip(reason, LOG_FIELD) if reason else None,
             successor=successor,
+            tags=tags,
         )
     except Exception as exc:
         log.warning("the %s mark on %s was written, but its activity row was not: %s", op, session_id, exc)
@@ -350,6 +455,18 @@ def write_keeps(
     except Exception as exc:
         log.warning("%d keep marks were written, but their activity rows were not: %s", len(marks), exc)
     return marks
+
+
+def check_tags(project: str, session_id: str, adding: list[str]) -> None:
+    """Refuse tags that would give the session more than ``MAX_TAGS`` (two writers at once may
+    pass it by a few: a listing shows the first ``MAX_TAGS``)."""
+    held = MarkBook(project).refresh().tags(session_id)
+    total = len(set(held) | set(adding))
+    if total > MAX_TAGS:
+        raise BadArgument(
+            f"{session_id} would have {total} tags, the limit is {MAX_TAGS}: untag some first "
+            f"(it has {', '.join(held[:8])}{' ...' if len(held) > 8 else ''})"
+        )
 
 
 def check_mark_text(

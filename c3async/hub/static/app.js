@@ -66,7 +66,7 @@ if (token()) {
 }
 
 // mode: what the search box searches, "rows" (titles, prompts, notes: the listing) or "text" (the conversations)
-const state = { project: "", filter: "all", q: "", mode: "rows", sort: "", order: "desc", projects: [], rows: new Map(), open: new Set() };
+const state = { project: "", filter: "all", q: "", tag: "", mode: "rows", sort: "", order: "desc", projects: [], rows: new Map(), open: new Set() };
 const $ = (sel, root = document) => root.querySelector(sel);
 
 function el(tag, props = {}, ...children) {
@@ -240,6 +240,20 @@ function renderRail() {
   }
 }
 
+// The tag row: the tags of the sessions in view (of the project chosen), the most used first;
+// one chosen narrows the list (and the search in conversations) to its sessions.
+function renderTags() {
+  const box = $("#tags");
+  const tags = list.tags || [];
+  if (state.tag && !tags.some(([t]) => t === state.tag)) tags.unshift([state.tag, 0]);
+  box.hidden = !tags.length;
+  box.replaceChildren(el("h2", { text: "Tags" }), ...tags.map(([t, n]) => el("button", {
+    type: "button", "data-tag": t, class: state.tag === t ? "on" : "", title: `${plural(n, "session")} tagged ${t}`,
+    text: `#${t}`, onclick: () => chooseTag(state.tag === t ? "" : t) })));
+}
+
+function chooseTag(tag) { state.tag = tag; state.open.clear(); renderTags(); load(); if (state.mode === "text") runSearch(); }
+
 function choose(project) { state.project = project; list.depth = 0; state.open.clear(); renderRail(); load(); if (state.mode === "text") runSearch(); }
 
 // ---------------------------------------------------------------- the listing
@@ -268,6 +282,7 @@ const list = { gen: 0, next: 0, total: 0, everything: 0, counts: {}, projects: [
 function queryParams(cursor, limit = PAGE_ROWS) {
   const p = new URLSearchParams({ filter: state.filter, cursor: String(cursor), limit: String(limit) });
   if (state.q) p.set("q", state.q);
+  if (state.tag) p.set("tag", state.tag);
   if (state.project) p.set("project", state.project);
   if (state.sort) p.set("sort", state.sort);
   if (state.order !== "desc") p.set("order", state.order);
@@ -333,6 +348,8 @@ async function keepAll() {
 
 function take(data) {
   list.total = data.total; list.counts = data.counts; list.projects = data.projects; list.next = data.next;
+  list.tags = data.tags || [];
+  renderTags();
   list.expiring = data.expiring || null;
   list.sort = data.sort; list.order = data.order;
   document.title = `${data.waiting ? `(${data.waiting}) ` : ""}Sessions · c3async Hub`;  // how many wait for the user, in the tab
@@ -699,6 +716,7 @@ function rowChips(row) {
   if (row.archived) out.push(el("span", { class: "chip archived", title: ARCHIVED_TIP, text: "archived" }));
   if (row.kept) out.push(el("span", { class: "chip kept", title: `Kept past Claude Code's cleanup by ${keptBy(row)} (kept_by: ${row.kept_by || "?"})`, text: "kept" }));
   if (row.stale) out.push(el("span", { class: "chip stale", text: `stale: ${row.stale.reason}` }));
+  for (const t of row.tags || []) out.push(el("span", { class: "chip tag", title: `tagged ${t}`, text: `#${t}` }));
   if (row.forked_from) out.push(el("span", { class: "chip fork", title: `forked from ${row.forked_from}`, text: `fork of ${row.forked_from.slice(0, 8)}` }));
   // a stale row shows its reason, not its hints; its expiry still shows (it is what happens next)
   const why = state.filter === "likely" && row.why && row.why.length ? row.why : row.hints;
@@ -828,6 +846,7 @@ function detailNodes(d, li) {
     }
     out.push(...section("Chain", chain));
   }
+  if (d.changed && d.changed.length) out.push(...section(d.changed_whole ? "Files changed" : "Files changed (lately)", changedNode(d.changed, r)));
   if (d.turns.length) out.push(...section("Last turns", ...d.turns.map(t => el("div", { class: "turn" }, el("b", { text: t.role }), document.createTextNode(t.text)))));
   out.push(...conversationSection(r));
   out.push(...section("Tokens and cost", el("div", { class: "usage-detail", text: usageBreakdown(r.tokens, r.cost_usd, r.unpriced_models) +
@@ -858,6 +877,33 @@ function openHere(d, r) {
     box.append(el("button", { type: "button", class: "terminal", title: `a terminal in ${r.cwd}`, text: "Open a terminal here", onclick: open }), msg);
   }
   return box;
+}
+
+// Each file a session changed, a link to the sessions that changed it (/api/files), listed under it.
+function changedNode(paths, r) {
+  const box = el("div", { class: "changed" });
+  for (const path of paths) {
+    const under = el("ul", { class: "changed-by", hidden: true });
+    const link = el("a", { href: `#files=${encodeURIComponent(path)}`, title: "the sessions that changed this file", text: path,
+                           onclick: (e) => { e.preventDefault(); showChangedBy(path, r.project, under); } });
+    box.append(link, under);
+  }
+  return box;
+}
+
+async function showChangedBy(path, project, under) {
+  if (!under.hidden) { under.hidden = true; return; }
+  under.hidden = false;
+  under.replaceChildren(el("li", { text: "loading…" }));
+  try {
+    const found = await api(`/api/files?${new URLSearchParams({ path, project })}`);
+    under.replaceChildren(...found.sessions.map(t => el("li", {},
+      el("a", { href: "#", title: t.id, text: t.title || `session ${t.id.slice(0, 8)}`, onclick: (e) => { e.preventDefault(); jump(t.id); } }),
+      document.createTextNode(` · ${plural(t.count, "change")} (${t.tools.join(", ")}) · ${when(t.last_ts)}${t.by_subagent ? " · by a sub-agent" : ""}`))));
+    if (!found.sessions.length) under.replaceChildren(el("li", { text: "no session changed it (the index may still be building)" }));
+  } catch (e) {
+    under.replaceChildren(el("li", { class: "error", text: e.message }));
+  }
 }
 
 function jump(id) {
@@ -1204,7 +1250,8 @@ function resultNode(r) {
                                text: r.title || `session ${r.id.slice(0, 8)}`, onclick: () => open(r.snippets[0]) });
   if (r.title_source === "prompt") title.classList.add("from-prompt");
   li.append(el("div", { class: "line" }, title,
-    el("span", { class: "hits", text: plural(r.hits, "hit") }),
+    el("span", { class: "fields", title: "what matched", text: (r.fields || []).filter(f => f !== "conversation").join(", ") }),
+    el("span", { class: "hits", text: r.hits ? plural(r.hits, "hit") : "" }),
     r.branch ? el("span", { class: "branch", title: r.branch, text: r.branch }) : null,
     el("span", { class: "project", title: r.project, text: r.project.split("/").pop() }),
     el("span", { class: "age", title: when(r.last_ts), text: r.age && r.age !== "?" ? `${r.age} ago` : "" }),
@@ -1226,6 +1273,7 @@ function resultNode(r) {
 function searchUrl(q) {
   const p = new URLSearchParams({ q, limit: String(search.limit) });
   if (state.project) p.set("project", state.project);
+  if (state.tag) p.set("tag", state.tag);
   if ($("#search-tools").checked) p.set("tools", "1");
   for (const k of ["role", "since"]) { const v = $(`#search-${k}`).value; if (v) p.set(k, v); }
   return `/api/search?${p}`;
