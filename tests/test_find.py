@@ -239,3 +239,31 @@ def test_files_follow_a_transcript_that_grows(world, claude) -> None:
     write_session(claude.folder(proj), conv.id, lines, mtime=conv.clock.timestamp())
     found = _json(claude, "files", "parser.py", "--project", proj)
     assert len(found["sessions"]) == 3 and found["sessions"][0]["id"] == conv.id
+
+
+def test_files_leaves_out_the_calls_the_tool_refused(world, claude) -> None:
+    # as the real CLI writes them: an Edit of a file not read first, a MultiEdit where the tool is
+    # gone, a Write that worked, and a last call still waiting for its result (it may change the file)
+    proj, _ids = world
+    conv = Conversation(proj, start=START + timedelta(days=6))
+    lines = [conv.prompt("edit carefully")]
+    for tool, error in (("Edit", True), ("MultiEdit", True), ("Write", False), ("Edit", None)):
+        lines += conv.reply(tool_use(tool, {"file_path": f"{proj}/parser.py"}))
+        if error is not None:
+            result = conv.tool_result(
+                lines[-1]["message"]["content"][0]["id"], "<tool_use_error>refused</tool_use_error>"
+            )
+            result["message"]["content"][0]["is_error"] = error
+            lines.append(result)
+    lines += conv.reply(tool_use("Write", {"file_path": f"{proj}/never.py"}))
+    failed = conv.tool_result(lines[-1]["message"]["content"][0]["id"], "Error: No such tool available: Write")
+    failed["message"]["content"][0]["is_error"] = True
+    lines.append(failed)
+    write_session(claude.folder(proj), conv.id, lines, mtime=conv.clock.timestamp())
+    found = _json(claude, "files", "parser.py", "--project", proj)
+    mine = next(s for s in found["sessions"] if s["id"] == conv.id)
+    assert (mine["count"], mine["tools"]) == (2, ["Edit", "Write"])
+    everything = _json(claude, "files", proj)["sessions"]
+    assert f"{proj}/never.py" not in {c["path"] for s in everything for c in s["files"]}
+    shown = _json(claude, "show", conv.id[:8], "--project", proj)
+    assert shown["changed"] == [f"{proj}/parser.py"]  # the session's detail: never.py was never written

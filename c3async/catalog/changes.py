@@ -44,7 +44,30 @@ class Changes(msgspec.Struct):
     read_bytes: int
 
 
-def _paths(raw: bytes) -> list[str]:
+def _failed(raw: bytes) -> list[str]:
+    """The ids of the calls a user line's tool results say failed."""
+    if b'"is_error":true' not in raw or b'"tool_result"' not in raw:
+        return []
+    try:
+        line = _decode(raw)
+    except (msgspec.ValidationError, *DECODE_ERRORS):
+        return []
+    content = line.message.content if line.message is not None else None
+    if not isinstance(content, list):
+        return []
+    return [
+        b["tool_use_id"]
+        for b in content
+        if isinstance(b, dict)
+        and b.get("type") == "tool_result"
+        and b.get("is_error") is True
+        and isinstance(b.get("tool_use_id"), str)
+    ]
+
+
+def _paths(raw: bytes, failed: set[str]) -> list[str]:
+    """The paths of an assistant line's edit and write calls, but those whose result (read
+    before, the file being read backwards) says the tool refused: they changed nothing."""
     if b'"type":"assistant"' not in raw or not any(m in raw for m in _MARKERS):
         return []
     try:
@@ -56,6 +79,9 @@ def _paths(raw: bytes) -> list[str]:
     out = []
     for block in line.message.content:
         if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        call = block.get("id")
+        if isinstance(call, str) and call in failed:
             continue
         name, given = block.get("name"), block.get("input")
         key = EDIT_TOOLS.get(name) if isinstance(name, str) else None
@@ -83,8 +109,10 @@ def changed_files(path: str, window: int = WINDOW) -> Changes:
     if start:
         lines = lines[1:]  # cut by the window
     seen: dict[str, None] = {}
+    failed: set[str] = set()
     for raw in reversed(lines):
-        for p in reversed(_paths(raw)):
+        failed.update(_failed(raw))
+        for p in reversed(_paths(raw, failed)):
             if p not in seen:
                 seen[p] = None
         if len(seen) >= MAX_FILES:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
@@ -53,15 +54,19 @@ CHECK = 32  # bytes just before the offset, kept to recognise the same file next
 MAX_DEPTH = 32  # of a tool input walked for its strings
 MAX_PATH = 4096  # characters of a file path an edit names (longer: not a path, skipped)
 MAX_NAME = 1000  # characters of a title or name kept
+MAX_PENDING = 10_000  # edit calls awaiting their result at once (more: counted without waiting)
 EDIT_NAMES = tuple(EDIT_TOOLS)  # an edit's tool, as its index here (a bit each in ``Edit.tools``)
 
 
 class _Block(msgspec.Struct):
     type: Any = None
     text: Any = None
+    id: Any = None  # a tool call's, which its result names (tool_use_id)
     name: Any = None
     input: Any = None  # a tool call's arguments (small)
     content: Any = None  # a tool result's output: a string or a list of text blocks
+    tool_use_id: Any = None
+    is_error: Any = None
 
 
 class _Message(msgspec.Struct):
@@ -215,9 +220,9 @@ class Edit(msgspec.Struct, array_like=True, gc=False):
     last_ts: int | None
 
 
-def _edited(line: _Line, cwd: str | None) -> list[tuple[str, int]]:
-    """(path, tool) of each edit or write call of an assistant line; a relative path is taken
-    in the line's cwd, every path normalised (``a/../b`` is ``b``), as the filesystem names it."""
+def _edited(line: _Line, cwd: str | None) -> list[tuple[str, int, Any]]:
+    """(path, tool, call id) of each edit or write call of an assistant line; a relative path is
+    taken in the line's cwd, every path normalised (``a/../b`` is ``b``), as the filesystem names it."""
     content = line.message.content if line.message is not None else None
     if not isinstance(content, list):
         return []
@@ -232,8 +237,17 @@ def _edited(line: _Line, cwd: str | None) -> list[tuple[str, int]]:
             if not cwd or not os.path.isabs(cwd):
                 continue
             path = os.path.join(cwd, path)
-        out.append((os.path.normpath(path), EDIT_NAMES.index(b.name)))
+        out.append((os.path.normpath(path), EDIT_NAMES.index(b.name), b.id))
     return out
+
+
+def _failed_calls(line: _Line) -> Iterator[tuple[Any, bool]]:
+    """(call id, failed) of each tool result of a user line."""
+    content = line.message.content if line.message is not None else None
+    if isinstance(content, list):
+        for b in content:
+            if b.type == "tool_result" and isinstance(b.tool_use_id, str):
+                yield b.tool_use_id, b.is_error is True
 
 
 class Job(msgspec.Struct):
@@ -286,6 +300,9 @@ class _Reader:
         self.found = found
         self.skipped = 0
         self.edits: dict[str, Edit] = {}
+        # edit calls whose result is not read yet: one the tool refused (no such tool, a file
+        # not read first, a string not found) changed nothing and is not counted
+        self.pending: dict[str, list[tuple[str, int, int | None]]] = {}
 
     def piece(self, buf: bytearray, end: int, base: int) -> None:
         from ..ground.jsonl import has_blank_line
@@ -336,6 +353,11 @@ class _Reader:
             found.cwd = line.cwd
         if kind == "assistant":
             self._edits(line)
+        elif self.pending:
+            for call, failed in _failed_calls(line):
+                for path, tool, ts in self.pending.pop(call, ()):
+                    if not failed:
+                        self._count(path, tool, ts)
         if found.session is None and isinstance(line.sessionId, str) and is_session_id(line.sessionId):
             found.session = line.sessionId.lower()  # a legacy agent file's: it ends in a command line
         texts = line_texts(line)
@@ -361,16 +383,30 @@ class _Reader:
             return
         seconds = clock.event_iso(line.timestamp, "a transcript's timestamp", self.path)
         ts = None if seconds is None else int(seconds)
-        for path, tool in edited:
-            held = self.edits.get(path)
-            if held is None:
-                self.edits[path] = Edit(path, 1, 1 << tool, ts, ts)
-                continue
-            held.count += 1
-            held.tools |= 1 << tool
-            if ts is not None:
-                held.first_ts = ts if held.first_ts is None else min(held.first_ts, ts)
-                held.last_ts = ts if held.last_ts is None else max(held.last_ts, ts)
+        for path, tool, call in edited:
+            if isinstance(call, str) and len(self.pending) < MAX_PENDING:
+                self.pending.setdefault(call, []).append((path, tool, ts))
+            else:
+                self._count(path, tool, ts)
+
+    def close(self) -> None:
+        """Count the calls whose result has not come: in progress, or cut off (by an interrupt,
+        or by the end of what was read): they may have changed the file."""
+        for calls in self.pending.values():
+            for path, tool, ts in calls:
+                self._count(path, tool, ts)
+        self.pending.clear()
+
+    def _count(self, path: str, tool: int, ts: int | None) -> None:
+        held = self.edits.get(path)
+        if held is None:
+            self.edits[path] = Edit(path, 1, 1 << tool, ts, ts)
+            return
+        held.count += 1
+        held.tools |= 1 << tool
+        if ts is not None:
+            held.first_ts = ts if held.first_ts is None else min(held.first_ts, ts)
+            held.last_ts = ts if held.last_ts is None else max(held.last_ts, ts)
 
 
 def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) -> FileRead | None:
@@ -401,6 +437,7 @@ def read_file(job: Job, buf: bytearray | None = None, max_line: int = MAX_LINE) 
     finally:
         os.close(fd)
     found.skipped = reader.skipped
+    reader.close()
     found.edits = list(reader.edits.values())
     return found
 

@@ -57,7 +57,7 @@ __all__ = (
 )
 
 SHARDS = 4
-SCHEMA_VERSION = 4  # 3: files.searched; 4: files.agent_name, edits
+SCHEMA_VERSION = 5  # 3: files.searched; 4: files.agent_name, edits; 5: edits the tool refused left out
 APPLICATION_ID = 0x63337378  # "c3sx": ours, and this file format
 BUSY_MS = 5000
 
