@@ -357,8 +357,9 @@ def files_lines(found: Any) -> list[str]:
         title = inert_line(clip(t.title or "(untitled)", 80))
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.last_ts)) if t.last_ts else "?"
         sub = ", some by a sub-agent" if t.by_subagent else ""
+        fork = f"fork of {inert_line(t.forked_from[:8])}  " if t.forked_from else ""
         out.append(
-            f"\n{title}  [{inert_line(where)}  {t.id[:8]}  last {when} ({t.age} ago)  "
+            f"\n{title}  [{inert_line(where)}  {t.id[:8]}  {fork}last {when} ({t.age} ago)  "
             f"{t.count} {plural(t.count, 'change')}: {', '.join(t.tools)}{sub}]"
         )
         if found.kind == "folder" or len(t.files) > 1:

@@ -571,7 +571,7 @@ def files(c: Caller, call: Files) -> str:
     for n, t in enumerate(found.sessions, 1):
         when = datetime.fromtimestamp(t.last_ts).isoformat(timespec="minutes") if t.last_ts else "?"
         lines.append(
-            f"{n}. {t.id[:8]}  last {when} ({t.age} ago)  {t.count} change(s): {', '.join(t.tools)}"
+            f"{n}. {t.id[:8]}{f'  fork of {t.forked_from[:8]}' if t.forked_from else ''}  last {when} ({t.age} ago)  {t.count} change(s): {', '.join(t.tools)}"
             f"{' (some by a sub-agent)' if t.by_subagent else ''}  {' '.join((t.title or '(untitled)').split())[:80]}"
             f"  [{t.project}]"
         )

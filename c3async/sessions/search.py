@@ -180,8 +180,8 @@ def _config_dir(path: str | None) -> str | None:
 
 
 def _fork_parents(cwds: dict[str, str | None]) -> dict[str, str]:
-    """{fork: parent} among sessions that matched with the same passages, from the catalog's
-    records of their projects (no transcript is read)."""
+    """{fork: parent} of the given sessions' projects, from the catalog's records of them (no
+    transcript is read)."""
     from ..catalog import cache as catalog_cache
     from ..catalog.forks import fork_parents
     from ..catalog.scan import cache_path
@@ -291,6 +291,7 @@ class FileSession(Touching, kw_only=True):
     project: str
     age: str
     resume: str
+    forked_from: str | None = None  # a fork carries its parent's calls up to the fork: told apart
 
 
 class FilesResult(msgspec.Struct):
@@ -363,6 +364,7 @@ def files(
     chosen = found.sessions
     now = time.time()
     places = _Places()
+    parents = _fork_parents({t.id: t.cwd for t in chosen[:limit]})
     out = []
     for t in chosen[:limit]:
         project, resume = places.of(t.id, t.folder, t.path, t.cwd, t.branch)
@@ -372,6 +374,7 @@ def files(
                 project=project,
                 age=ago(t.last_ts, now),
                 resume=resume,
+                forked_from=parents.get(t.id),
             )
         )
     problems = found.problems + done.errors

@@ -899,7 +899,7 @@ async function showChangedBy(path, project, under) {
     const found = await api(`/api/files?${new URLSearchParams({ path, project })}`);
     under.replaceChildren(...found.sessions.map(t => el("li", {},
       el("a", { href: "#", title: t.id, text: t.title || `session ${t.id.slice(0, 8)}`, onclick: (e) => { e.preventDefault(); jump(t.id); } }),
-      document.createTextNode(` · ${plural(t.count, "change")} (${t.tools.join(", ")}) · ${when(t.last_ts)}${t.by_subagent ? " · by a sub-agent" : ""}`))));
+      document.createTextNode(` · ${plural(t.count, "change")} (${t.tools.join(", ")}) · ${when(t.last_ts)}${t.by_subagent ? " · by a sub-agent" : ""}${t.forked_from ? ` · fork of ${t.forked_from.slice(0, 8)}` : ""}`))));
     if (!found.sessions.length) under.replaceChildren(el("li", { text: "no session changed it (the index may still be building)" }));
   } catch (e) {
     under.replaceChildren(el("li", { class: "error", text: e.message }));
