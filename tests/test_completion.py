@@ -158,3 +158,7 @@ def test_an_id_cached_twice_is_offered_once_so_no_title_reaches_the_command_line
     assert completion.main(["zsh", "2", "c3async", "show", "aaaa"]) == 0
     assert capfdbinary.readouterr().out == f"{FIRST}:fix it; rm -rf ~ now\n".encode()
 
+
+def test_an_output_file_is_no_session_id():
+    assert id_wanted(["c3async", "export", "-o", "out.md", "aaaa"], 4)
+    assert id_wanted(["c3async", "export", "--output", "out.md", ""], 4)

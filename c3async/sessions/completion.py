@@ -43,7 +43,9 @@ ID_COMMANDS = frozenset({"show", "resume", "keep", "export"})
 MARK_ACTIONS = frozenset({"stale", "unstale", "note", "keep", "unkeep", "tag", "untag"})
 ID_OPTIONS = frozenset({"--successor"})
 # the options of those commands that take a value (the word after is not an argument)
-VALUE_OPTIONS = frozenset({"--project", "--summary", "--next", "--reason", "--turns", "--successor", "--since"})
+VALUE_OPTIONS = frozenset(
+    {"--project", "--summary", "--next", "--reason", "--turns", "--successor", "--since", "-o", "--output"}
+)
 
 
 def _clean(text: str, limit: int) -> str:
