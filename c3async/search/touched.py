@@ -15,6 +15,7 @@ import sqlite3
 
 import msgspec
 
+from ..ground import clock
 from ..ground.errors import DamagedIndex, IndexUnavailable
 from . import store
 from .passages import EDIT_NAMES
@@ -23,6 +24,7 @@ __all__ = ("MAX_PATHS", "Changed", "Touched", "Touching", "touched")
 
 MAX_PATHS = 20  # paths listed per session (the counts cover them all)
 MAX_ROWS = 200_000  # edit rows read per query at most (a folder as wide as / on a huge index)
+MAX_COUNT = 1 << 40  # edit calls of one transcript to one path: far past any real one
 
 
 class Changed(msgspec.Struct):
@@ -62,6 +64,20 @@ class Touched(msgspec.Struct):
 
 def _tools(bits: int) -> list[str]:
     return [name for i, name in enumerate(EDIT_NAMES) if bits & (1 << i)]
+
+
+def _sane(row: tuple, where: object) -> tuple | None:
+    """An edits row as we write it (the index is a file: read as untrusted), its times in
+    range (``clock.event``, None when not one); None when a value is of the wrong kind."""
+    path, count, tools, first_ts, last_ts, session, sidechain, folder = row[:8]
+    if not (isinstance(path, str) and isinstance(session, str) and isinstance(folder, str)):
+        return None
+    if not all(isinstance(v, int) for v in (count, tools, sidechain)) or not 0 < count <= MAX_COUNT:
+        return None
+    if not 0 < tools < 1 << len(EDIT_NAMES) or not all(v is None or isinstance(v, str) for v in row[8:]):
+        return None
+    first, last = (clock.event(t, "an edit's time in the index", where) for t in (first_ts, last_ts))
+    return (*row[:3], None if first is None else int(first), None if last is None else int(last), *row[5:])
 
 
 def _later(a: int | None, b: int | None) -> int | None:
@@ -114,7 +130,12 @@ def touched(paths: list[str], folders: frozenset[str] | None = None) -> Touched:
         finally:
             conn.close()
         out.cut = out.cut or len(rows) >= MAX_ROWS
-        for path, count, tools, first_ts, last_ts, session, sidechain, folder, tpath, cwd, ct, at, fp, branch in rows:
+        sane = [r for r in (_sane(r, store.shard_path(k)) for r in rows) if r is not None]
+        if len(sane) < len(rows):
+            out.problems.append(
+                f"{store.shard_path(k)}: {len(rows) - len(sane):,} edit rows of the wrong kind, skipped"
+            )
+        for path, count, tools, first_ts, last_ts, session, sidechain, folder, tpath, cwd, ct, at, fp, branch in sane:
             if folders is not None and folder not in folders:
                 continue
             held = by_session.get(session)
