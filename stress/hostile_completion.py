@@ -93,6 +93,13 @@ def check(res: Result, sb, quick: bool) -> None:
         cache.unlink()
         cache.write_bytes(body)
         tab(f"a cache of {what}", "c3async", "show", "", expect_ids=set())
+    # one id under two projects (a project moved), with two titles of shell syntax: bash would
+    # insert what its candidates have in common, the titles' common start included
+    cache.unlink()
+    twice = f"2026-01-02T00:00:00Z\t{hostile}\t/new/app\tok; rm -rf ~ x\n2026-01-01T00:00:00Z\t{hostile}\t/old\tok; rm -rf ~\n"
+    cache.write_text("c3async-completion 1\n" + twice)
+    once = tab("an id cached twice", "c3async", "show", hostile[:6], expect_ids={hostile})
+    res.check(once == [hostile], "one id once, bare: no title reaches the command line", repr(once))
     cache.unlink()
     os.mkfifo(cache)
     tab("a cache that is a FIFO", "c3async", "show", "", expect_ids=set())

@@ -138,3 +138,27 @@ def test_which_words_take_an_id():
     assert not id_wanted(["c3async", "show", "abcd", ""], 3)
     assert id_wanted(["c3async", "mark", "stale", "x", "--successor", ""], 5)
     assert not id_wanted([], 0) and not id_wanted(["c3async"], 5)
+
+
+def test_an_id_cached_twice_is_offered_once_so_no_title_reaches_the_command_line(tmp_path, monkeypatch, capfdbinary):
+    # The same session under two projects (a project moved, the old path's rows kept) with two
+    # titles: bash inserts what its candidates have in common, which would be the id, two spaces
+    # and the titles' common start, as words of the command line.
+    from c3async import completion
+
+    monkeypatch.setenv("C3_HOME", str(tmp_path))
+    tmp_path.joinpath("cache").mkdir()
+    tmp_path.joinpath(*CACHE).write_text(
+        "c3async-completion 1\n"
+        f"2026-01-02T00:00:00Z\t{FIRST}\t/new/app\tfix it; rm -rf ~ now\n"
+        f"2026-01-01T00:00:00Z\t{FIRST}\t/old/app\tfix it; rm -rf ~\n"
+    )
+    assert completion.main(["bash", "2", "c3async", "show", "aaaa1"]) == 0
+    assert capfdbinary.readouterr().out == f"{FIRST}\n".encode()
+    assert completion.main(["zsh", "2", "c3async", "show", "aaaa"]) == 0
+    assert capfdbinary.readouterr().out == f"{FIRST}:fix it; rm -rf ~ now\n".encode()
+
+
+def test_an_output_file_is_no_session_id():
+    assert id_wanted(["c3async", "export", "-o", "out.md", "aaaa"], 4)
+    assert id_wanted(["c3async", "export", "--output", "out.md", ""], 4)

@@ -231,6 +231,24 @@ def test_files_refuses_a_typo_clearly(world, claude) -> None:
     assert prefix.returncode != 0 and "no such file or folder" in prefix.stderr
 
 
+def test_files_reads_the_indexs_edit_rows_as_untrusted(world, claude) -> None:
+    # the index is a file of ours, but a file: a row of the wrong kind or a time out of range
+    # is skipped or dropped, never a traceback
+    import sqlite3
+
+    proj, ids = world
+    assert len(_json(claude, "files", "parser.py", "--project", proj)["sessions"]) == 2
+    for shard in claude.c3home.joinpath("search").glob("*.db"):
+        with sqlite3.connect(shard) as conn:
+            conn.execute("UPDATE edits SET last_ts=10000000000000000000, first_ts='soon' WHERE tools=2")
+            conn.execute("UPDATE edits SET count='many' WHERE tools=5")  # Edit and Write
+    found = _json(claude, "files", "parser.py", "--project", proj)
+    assert [s["id"] for s in found["sessions"]] == [ids["newer"]]  # the other's row skipped, and said
+    assert found["sessions"][0]["last_ts"] is None and "wrong kind" in " ".join(found["problems"])
+    text = claude.run("files", "parser.py", "--project", proj)
+    assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
+
+
 def test_files_follow_a_transcript_that_grows(world, claude) -> None:
     proj, _ids = world
     assert len(_json(claude, "files", "parser.py", "--project", proj)["sessions"]) == 2

@@ -15,6 +15,7 @@ import sqlite3
 
 import msgspec
 
+from ..ground import clock
 from ..ground.errors import DamagedIndex, IndexUnavailable
 from . import store
 from .passages import EDIT_NAMES
@@ -23,6 +24,7 @@ __all__ = ("MAX_PATHS", "Changed", "Touched", "Touching", "touched")
 
 MAX_PATHS = 20  # paths listed per session (the counts cover them all)
 MAX_ROWS = 200_000  # edit rows read per query at most (a folder as wide as / on a huge index)
+MAX_COUNT = 1 << 40  # edit calls of one transcript to one path: far past any real one
 
 
 class Changed(msgspec.Struct):
@@ -64,6 +66,27 @@ def _tools(bits: int) -> list[str]:
     return [name for i, name in enumerate(EDIT_NAMES) if bits & (1 << i)]
 
 
+def _sane_edit(row: tuple, where: object) -> tuple | None:
+    """An edits row (path, file, count, tools, first_ts, last_ts) as we write it (the index is a
+    file: read as untrusted), its times in range (``clock.event``: None when not one); None
+    when a value is of the wrong kind."""
+    path, fid, count, tools, first_ts, last_ts = row
+    if not isinstance(path, str) or not all(isinstance(v, int) for v in (fid, count, tools)):
+        return None
+    if not 0 < count <= MAX_COUNT or not 0 < tools < 1 << len(EDIT_NAMES):
+        return None
+    first, last = (clock.event(t, "an edit's time in the index", where) for t in (first_ts, last_ts))
+    return path, fid, count, tools, None if first is None else int(first), None if last is None else int(last)
+
+
+def _sane_file(row: tuple | None) -> tuple | None:
+    """A files row (session, sidechain, folder, then strings or None), or None when it names no
+    session or a value is of the wrong kind."""
+    if row is None or not isinstance(row[0], str) or not isinstance(row[1], int) or not isinstance(row[2], str):
+        return None
+    return row if all(v is None or isinstance(v, str) for v in row[3:]) else None
+
+
 def _later(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else max(a, b)
 
@@ -72,12 +95,16 @@ def _earlier(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-_ROWS = (
-    "SELECT e.path, e.count, e.tools, e.first_ts, e.last_ts, f.session, f.sidechain, f.folder, f.path, f.cwd,"
-    " f.custom_title, f.ai_title, f.first_prompt, f.last_branch"
-    " FROM edits AS e JOIN files AS f ON f.id = e.file"
-    " WHERE (e.path = ? OR (e.path > ? AND e.path < ?)) AND f.session IS NOT NULL"
-    " ORDER BY e.last_ts DESC LIMIT ?"
+# The edit rows alone (a few short values each), newest first; each transcript's own row is
+# read once (_FILE), not joined onto every row: a folder of 200,000 changed files would
+# otherwise hold its session's titles 200,000 times.
+_EDITS = (
+    "SELECT path, file, count, tools, first_ts, last_ts FROM edits"
+    " WHERE path = ? OR (path > ? AND path < ?) ORDER BY last_ts DESC LIMIT ?"
+)
+_FILE = (
+    "SELECT session, sidechain, folder, path, cwd, custom_title, ai_title, first_prompt, last_branch"
+    " FROM files WHERE id = ?"
 )
 
 
@@ -86,7 +113,8 @@ def touched(paths: list[str], folders: frozenset[str] | None = None) -> Touched:
     under it), newest change first. ``folders``: only sessions of these Claude Code folders."""
     out = Touched([])
     by_session: dict[str, Touching] = {}
-    paths_of: dict[str, dict[str, Changed]] = {}
+    bits_of: dict[str, int] = {}  # the tools of each session's changes
+    paths_of: dict[str, dict[str, list]] = {}  # per session, per path: [count, tool bits, last_ts]
     for k in range(store.SHARDS):
         try:
             conn = store.connect(k, create=False)
@@ -99,50 +127,69 @@ def touched(paths: list[str], folders: frozenset[str] | None = None) -> Touched:
             continue
         if conn is None:
             continue
+        where = store.shard_path(k)
+        files: dict[int, tuple | None] = {}
+        bad = 0
         try:
-            rows = []
-            for path in paths:
-                under = path.rstrip(os.sep) + os.sep  # "/" itself: every path
+            for asked in paths:
+                under = asked.rstrip(os.sep) + os.sep  # "/" itself: every path
                 # the keys under the folder sort between "<folder>/" and "<folder>0" ("0" follows "/")
-                rows += conn.execute(_ROWS, (path, under, under[:-1] + chr(ord(os.sep) + 1), MAX_ROWS)).fetchall()
+                read = 0
+                for row in conn.execute(_EDITS, (asked, under, under[:-1] + chr(ord(os.sep) + 1), MAX_ROWS)):
+                    read += 1
+                    edit = _sane_edit(row, where)
+                    if edit is None:
+                        bad += 1
+                        continue
+                    path, fid, count, tools, first_ts, last_ts = edit
+                    if fid not in files:
+                        files[fid] = _sane_file(conn.execute(_FILE, (fid,)).fetchone())
+                    meta = files[fid]
+                    if meta is None:
+                        continue
+                    session, sidechain, folder, tpath, cwd, ct, at, fp, branch = meta
+                    if folders is not None and folder not in folders:
+                        continue
+                    held = by_session.get(session)
+                    if held is None:
+                        held = by_session[session] = Touching(
+                            session, folder, None, cwd, None, None, None, None, None, 0, [], False, []
+                        )
+                    if not sidechain:  # the session's own transcript names it
+                        held.folder, held.path, held.cwd, held.branch = folder, tpath, cwd, branch
+                        held.title, held.title_source = next(
+                            ((t, s) for t, s in ((ct, "custom"), (at, "ai"), (fp, "prompt")) if t), (None, None)
+                        )
+                    elif held.cwd is None:
+                        held.cwd = cwd
+                    held.by_subagent = held.by_subagent or bool(sidechain)
+                    held.count += count
+                    bits_of[session] = bits_of.get(session, 0) | tools
+                    held.first_ts, held.last_ts = _earlier(held.first_ts, first_ts), _later(held.last_ts, last_ts)
+                    mine = paths_of.setdefault(session, {})
+                    was = mine.get(path)
+                    if was is None:
+                        mine[path] = [count, tools, last_ts]
+                    else:
+                        was[0] += count
+                        was[1] |= tools
+                        was[2] = _later(was[2], last_ts)
+                out.cut = out.cut or read >= MAX_ROWS
         except sqlite3.Error as exc:
-            why = store.failure(store.shard_path(k), exc)
+            why = store.failure(where, exc)
             out.problems.append(str(why))
             if isinstance(why, DamagedIndex):
                 out.damaged.append(k)
             continue
         finally:
             conn.close()
-        out.cut = out.cut or len(rows) >= MAX_ROWS
-        for path, count, tools, first_ts, last_ts, session, sidechain, folder, tpath, cwd, ct, at, fp, branch in rows:
-            if folders is not None and folder not in folders:
-                continue
-            held = by_session.get(session)
-            if held is None:
-                held = by_session[session] = Touching(
-                    session, folder, None, cwd, None, None, None, None, None, 0, [], False, []
-                )
-            if not sidechain:  # the session's own transcript names it
-                held.folder, held.path, held.cwd, held.branch = folder, tpath, cwd, branch
-                held.title, held.title_source = next(
-                    ((t, s) for t, s in ((ct, "custom"), (at, "ai"), (fp, "prompt")) if t), (None, None)
-                )
-            elif held.cwd is None:
-                held.cwd = cwd
-            held.by_subagent = held.by_subagent or bool(sidechain)
-            held.count += count
-            held.tools = sorted(set(held.tools) | set(_tools(tools)), key=EDIT_NAMES.index)
-            held.first_ts, held.last_ts = _earlier(held.first_ts, first_ts), _later(held.last_ts, last_ts)
-            mine = paths_of.setdefault(session, {})
-            was = mine.get(path)
-            if was is None:
-                mine[path] = Changed(path, count, _tools(tools), last_ts)
-            else:
-                was.count += count
-                was.tools = sorted(set(was.tools) | set(_tools(tools)), key=EDIT_NAMES.index)
-                was.last_ts = _later(was.last_ts, last_ts)
+        if bad:
+            out.problems.append(f"{where}: {bad:,} edit rows of the wrong kind, skipped")
     for session, held in by_session.items():
-        changed = sorted(paths_of[session].values(), key=lambda c: (-(c.last_ts or 0), c.path))
-        held.files, held.more_files = changed[:MAX_PATHS], max(0, len(changed) - MAX_PATHS)
+        held.tools = _tools(bits_of[session])
+        mine = paths_of[session]
+        newest = sorted(mine.items(), key=lambda kv: (-(kv[1][2] or 0), kv[0]))[:MAX_PATHS]
+        held.files = [Changed(path, count, _tools(bits), last) for path, (count, bits, last) in newest]
+        held.more_files = max(0, len(mine) - MAX_PATHS)
     out.sessions = sorted(by_session.values(), key=lambda t: (-(t.last_ts or 0), t.id))
     return out

@@ -43,7 +43,9 @@ ID_COMMANDS = frozenset({"show", "resume", "keep", "export"})
 MARK_ACTIONS = frozenset({"stale", "unstale", "note", "keep", "unkeep", "tag", "untag"})
 ID_OPTIONS = frozenset({"--successor"})
 # the options of those commands that take a value (the word after is not an argument)
-VALUE_OPTIONS = frozenset({"--project", "--summary", "--next", "--reason", "--turns", "--successor", "--since"})
+VALUE_OPTIONS = frozenset(
+    {"--project", "--summary", "--next", "--reason", "--turns", "--successor", "--since", "-o", "--output"}
+)
 
 
 def _clean(text: str, limit: int) -> str:
@@ -107,12 +109,16 @@ def id_wanted(words: list[str], at: int) -> bool:
 
 def offered(prefix: str, cwd: str) -> list[tuple[str, str]]:
     """(id, title) of the sessions whose id starts with ``prefix``, newest first: those of the
-    project ``cwd`` is in first (the one a command there is about), then the others."""
+    project ``cwd`` is in first (the one a command there is about), then the others. Each id
+    once, with its newest title: the cache can hold one under two projects (a project moved),
+    and two lines of one id would have bash insert their common start, title words and all."""
     low = prefix.lower()
     here: list[tuple[str, str]] = []
     there: list[tuple[str, str]] = []
+    seen: set[str] = set()
     for _, sid, project, title in _read():
-        if sid.startswith(low):
+        if sid.startswith(low) and sid not in seen:
+            seen.add(sid)
             inside = cwd == project or cwd.startswith(project.rstrip(os.sep) + os.sep)
             (here if inside else there).append((sid, _clean(title, TITLE_CHARS)))
     return (here + there)[:OFFERED]

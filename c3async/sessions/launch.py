@@ -125,13 +125,13 @@ def open_terminal(project: str, session_id: str) -> str:
     row = row_for(project, session_id)
     if row is None:
         raise NotFound(f"no session of {project} has the id {session_id}")
-    folder = row.cwd
-    if row.cwd_gone or not os.path.isdir(folder):
-        raise NotFound(f"{folder} is gone: `c3async resume {session_id}` says how to bring it back")
-    try:
-        home = project_root(canonical(folder))
+    if row.cwd_gone or not os.path.isdir(row.cwd):
+        raise NotFound(f"{row.cwd} is gone: `c3async resume {session_id}` says how to bring it back")
+    try:  # the folder checked is the folder opened: a link in the path is not followed twice
+        folder = canonical(row.cwd)
+        home = project_root(folder)
     except (OSError, ValueError):
-        home = None
+        folder, home = row.cwd, None
     if home != project:
         raise Refused(f"{folder} is not a checkout of {project}: no terminal is opened there")
     start_terminal(folder)
