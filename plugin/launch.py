@@ -1,4 +1,4 @@
-"""Start c3async from its Claude Code plugin: ``python3 launch.py serve|hook|build``.
+"""Start c3async from its Claude Code plugin: ``python3 launch.py serve|hook|build|replay``.
 
 Claude Code runs this with whatever ``python3`` is on PATH, so it uses the standard library only.
 It keeps c3async's dependencies in an environment of its own under ``${CLAUDE_PLUGIN_DATA}``
@@ -17,9 +17,11 @@ a call waiting for the build) and hands the conversation to the real server once
 is ready, so the first session has c3async's tools however long the build takes; Claude Code
 never sees a start that outlasts its 30 s wait. A hook that fires meanwhile is not lost: its input
 and the variables that matter are saved in ``pending-hooks/`` (private) and replayed in order,
-with the time it fired, when the environment is ready (by the build, or the next start). After a
-build, other keys' environments that no process runs from (each start holds its environment's
-ready marker with a shared ``flock`` for as long as it runs) go when they were built for this
+with the time it fired, when the environment is ready (by the build, or the next start). The
+SessionEnd hook (``hook --detach``) is always saved so and replayed by a detached ``replay``:
+Claude Code cancels SessionEnd hooks 1.5 s into its exit, sooner than c3async starts on a loaded
+machine. After a build, other keys' environments that no process runs from (each start holds
+its environment's ready marker with a shared ``flock`` for as long as it runs) go when they were built for this
 kind of Python (a version of the plugin or its dependencies since replaced) or when they have
 not been started for ``IDLE_ENV_S`` (another Python's).
 
@@ -73,6 +75,7 @@ IDLE_ENV_S = 30 * 86400.0  # another Python's environment not started for this l
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # no link: the folder checked is the one used
 READY = ".c3async-ready"
 PENDING = "pending-hooks"
+DETACH = "--detach"  # a hook saved and replayed by a process of its own (SessionEnd)
 PENDING_NAME = re.compile(r"(\d{20})-(\d{1,10})\.hook")  # <time in ns>-<pid>: sorted, the order they came
 MAX_PENDING = 500  # hook events kept while the environment cannot be built
 MAX_HOOK_INPUT = 1 << 20  # what `c3async hook` reads at most
@@ -392,6 +395,19 @@ def build(data: Data) -> int:
     env = _use(data, key)
     if env is None:
         return 1
+    try:
+        _replay_hooks(data, env, _pycache(data))
+    finally:
+        env.close()
+    return 0
+
+
+def replay(data: Data) -> int:
+    """``launch.py replay``: the saved hook events, through the environment when it is ready
+    (else the build, which replays them when it is)."""
+    env = _use(data, _key(_dependencies()))
+    if env is None:
+        return build(data)
     try:
         _replay_hooks(data, env, _pycache(data))
     finally:
@@ -903,6 +919,15 @@ def _start(data: Data, command: str, args: list[str]) -> int:
     key = _key(_dependencies())
     env = _use(data, key)
     if env is not None:
+        if command == "hook" and args == [DETACH]:
+            # SessionEnd: Claude Code cancels its hooks 1.5 s after it begins to exit, whatever
+            # their timeout; on a loaded machine c3async's start can take longer. Saved at once,
+            # replayed by a process of its own that outlives the cancel.
+            try:
+                _save_hook(data)
+            finally:
+                _spawn("replay")
+            return 0
         if _has_pending(data):  # events saved during a build: replayed first, this one after them
             if command == "hook":
                 try:
@@ -941,13 +966,16 @@ def main() -> int:
         return 0 if hook else 1
     command, args = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("serve", [])
     try:
-        if command == "build":
+        if command in ("build", "replay"):
             data = _data_dir()
             _check_plugin()
-            return build(data)
+            return build(data) if command == "build" else replay(data)
         if command not in ("serve", "hook"):
-            _say(f"unknown command {command!r}: use serve, hook or build")
+            _say(f"unknown command {command!r}: use serve, hook, build or replay")
             return 2
+        if command == "hook" and args not in ([], [DETACH]):
+            _say(f"hook takes no arguments but {DETACH}")
+            return 0
         return run(command, args)
     except (Problem, OSError) as exc:
         _say(str(exc) if isinstance(exc, Problem) else f"{exc.strerror or exc}: {getattr(exc, 'filename', '')}")

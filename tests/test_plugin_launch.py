@@ -469,11 +469,17 @@ def test_a_replaced_environment_goes_once_no_server_runs_from_it(root, claude, t
 
 
 def _launch(
-    root: Path, command: str, env: dict[str, str], cwd: str | None = None, timeout: float = 60, stdin: str = "{}"
+    root: Path,
+    command: str,
+    env: dict[str, str],
+    cwd: str | None = None,
+    timeout: float = 60,
+    stdin: str = "{}",
+    args: list[str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """``python -I plugin/launch.py COMMAND`` as Claude Code runs it, ``stdin`` its input."""
+    """``python -I plugin/launch.py COMMAND [ARGS]`` as Claude Code runs it, ``stdin`` its input."""
     return subprocess.run(
-        [sys.executable, "-I", str(root / "plugin" / "launch.py"), command],
+        [sys.executable, "-I", str(root / "plugin" / "launch.py"), command, *(args or [])],
         input=stdin,
         text=True,
         env=env,
@@ -768,3 +774,25 @@ def test_an_environment_whose_interpreter_others_could_change_is_never_run(root,
     loose.chmod(0o755)  # the control: as it should be, it runs
     assert _launch(root, "hook", _env(claude, data, project), project).returncode == 0
     assert marker.read_text() == "-P -m c3async hook\n"
+
+
+@pytest.mark.slow
+def test_the_session_end_hook_is_saved_at_once_and_replayed_by_a_process_of_its_own(root, claude, tmp_path):
+    """Claude Code cancels SessionEnd hooks 1.5 s into its exit: ``hook --detach`` only saves the
+    event and starts a detached replay, which records it with the time it fired."""
+    data, project = tmp_path / "data", claude.project("ending")
+    env = Gate(tmp_path, held=False).env(_env(claude, data, project))
+    built = _launch(root, "build", env, timeout=300)
+    assert built.returncode == 0, built.stderr
+    sid = "abcd1234-0000-4000-8000-000000000005"
+    event = {"hook_event_name": "SessionEnd", "session_id": sid, "reason": "other", "cwd": project}
+    fired = time.time()
+    out = _launch(root, "hook", env, project, stdin=json.dumps(event), args=["--detach"])
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    activity = Path(project, ".c3", "activity.jsonl")
+    wait_for("the detached replay recorded it", lambda: activity.exists() and activity.read_text().strip())
+    (row,) = [json.loads(x) for x in activity.read_text().splitlines()]
+    assert (row["kind"], row["session_id"]) == ("session_end", sid)
+    assert fired - 1 < row["ts"] < time.time()
+    wait_for("nothing left waiting", lambda: not list((data / "pending-hooks").iterdir()))
+    assert _launch(root, "hook", env, project, stdin="{}", args=["--now"]).returncode == 0  # a hook never fails
