@@ -239,9 +239,12 @@ def test_refusals_are_read_from_transcripts_with_their_window_and_reset(claude, 
     text = claude.run("usage", "--burn", "--project", proj)
     assert text.returncode == 0, text.stderr
     assert "usage-limit refusals recorded" in text.stdout and "\x1b[2J" not in text.stdout
-    assert "no percent reported now" in text.stdout  # no sample recorded: absent
+    # no sample recorded, but the 5-hour refusal says its window is full until its reset
+    assert "as Claude Code reported it, 100% used" in text.stdout
+    assert "weekly window: no percent reported now" in text.stdout  # the weekly: absent
     data = json.loads(claude.run("usage", "--burn", "--json", "--project", proj).stdout)
-    assert len(data["refusals"]) == 3 and data["windows"][0]["used"] is None
+    five, week = data["windows"]
+    assert len(data["refusals"]) == 3 and (five["used"], five["end"], week["used"]) == (100.0, int(t + 3000), None)
     assert data["windows"][0]["sessions"][0]["key"] == SID
     view = status_run(proj, "usage")
     assert "runway" in view and "usage-limit refusals recorded" in view

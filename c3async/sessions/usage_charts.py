@@ -117,7 +117,10 @@ def _loaded(projects: list[str], inputs: tuple) -> list[tuple[str, Timeline]]:
 def _chart(projects: list[str], by: str, start: float | None, inputs: tuple) -> dict[str, Any]:
     found = _loaded(projects, inputs)
     table = report_prices()
-    parts = bucket([(p, t.slots) for p, t in found], by, table, since=start, samples=limits.samples(), per_project=True)
+    refused = (f for _, t in found for f in t.refusals)
+    parts = bucket(
+        [(p, t.slots) for p, t in found], by, table, since=start, samples=limits.samples(refused), per_project=True
+    )
     top = _top(parts.rows)
     return {
         "by": by,
@@ -207,7 +210,7 @@ class _Drawn(NamedTuple):
 def _draw(projects: list[str], inputs: tuple) -> _Drawn:
     found = _loaded(projects, inputs)
     table = report_prices()
-    samples = limits.samples()
+    samples = limits.samples(f for _, t in found for f in t.refusals)
     drawn = {by: bucket([(p, t.slots) for p, t in found], by, table, samples=samples).rows for _, _, by in WINDOWS}
     sessions: dict[str, list[tuple[str, Slot]]] = {}
     for p, s in ((p, s) for p, t in found for s in t.slots if s.slot >= 0):

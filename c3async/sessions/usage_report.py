@@ -94,7 +94,10 @@ def usage_rows(
                 rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
             rows.sort(key=lambda r: r.last_ts or "", reverse=True)
             return rows
-        return bucket([(r.project, _slots(r)) for r in results], by, table, since=since, samples=limits.samples())
+        refused = (f for r in results if (line := r.timeline) is not None for f in line.refusals)
+        return bucket(
+            [(r.project, _slots(r)) for r in results], by, table, since=since, samples=limits.samples(refused)
+        )
     found = bucket([(r.project, _slots(r)) for r in results], by, table, since=since)
     titles: dict[str, str] = {}
     as_of: dict[str, float] = {}
@@ -229,13 +232,13 @@ def usage_view(project: str, now: float | None = None) -> str:
         if line is not None:
             lines_of.append((other, line.slots))
             titles.update(line.titles)
-    samples = limits.samples()
+    report = burn_report([project], now, account=False)
+    samples = limits.samples(f for _, f in report.refusals)
     out = []
     for by, name in (("window", "5-hour window"), ("week", "weekly window")):
         current = _current(lines_of, by, table, samples, now)
         out += _window_lines(name, current, project, titles, table, samples, now)
         out.append("")
-    report = burn_report([project], now, account=False)
     out.append("runway (when the window reaches 100% at the pace of the last 15 minutes):")
     out += ["  " + runway_line(report.runways.get(w.name), w.name, now) for w in report.windows]
     out.append("")
@@ -370,7 +373,7 @@ def burn_report(
             refusals += [(other, f) for f in line.refusals]
     if live is None:
         live = _running()
-    samples = limits.samples()
+    samples = limits.samples(f for _, f in refusals)
     timelines = list(lines.items())
     windows = burn.burn(timelines, samples, table, now, live)
     spend = burn.Spend.of(timelines, table)
