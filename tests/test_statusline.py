@@ -126,6 +126,23 @@ def test_without_rate_limits_in_the_json_the_recorded_ones_are_shown(claude, mon
     assert "5h" not in line(status(five=None, week=None), dict(os.environ), RESET + 10)
 
 
+def test_an_idle_window_holding_an_older_percent_neither_records_it_nor_shows_it(claude, monkeypatch):
+    """Each Claude Code process holds the percent of its own last response: a window idle since
+    55% refreshes its line after another saw 61%."""
+    claude.activate(monkeypatch)
+    line(status(five=61), dict(os.environ), NOW)
+    assert "5h \x1b[33m61%" in line(status(five=55), dict(os.environ), NOW + 10)
+    assert "5h \x1b[33m61%" in line(status(five=60.9), dict(os.environ), NOW + 20)
+    assert [r["used"] for r in log_lines(claude) if r["window"] == "five_hour"] == [61.0]
+    # a window that reset: a lower percent of a later reset is news
+    later = json.loads(status(five=3))
+    later["rate_limits"]["five_hour"]["resets_at"] = RESET + 5 * 3600
+    assert "61%" not in line(json.dumps(later).encode(), dict(os.environ), NOW + 30)  # the weekly binds now
+    # and a percent of an earlier window than the last recorded is old news
+    line(status(five=80), dict(os.environ), NOW + 40)
+    assert [r["used"] for r in log_lines(claude) if r["window"] == "five_hour"] == [61.0, 3.0]
+
+
 def test_a_usage_snapshot_in_claude_json_gives_the_per_model_weeklies(claude, monkeypatch):
     claude.activate(monkeypatch)
     iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW + 3 * 86_400))

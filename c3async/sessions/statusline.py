@@ -127,7 +127,11 @@ def facts(payload: Any, config: str, now: float) -> Facts:
     Code's config folder); a part that cannot be read is left empty (the line never fails for it)."""
     out = Facts()
     seen = record_limits(payload, config, now)
-    out.windows = {**ratelimits.current(now), **{s.window: s for s in seen if s.resets_at > now}}
+    known = ratelimits.current(now)  # what every window recorded: this one's numbers may be older
+    out.windows = {
+        **known,
+        **{s.window: s for s in seen if s.resets_at > now and not ratelimits.stale(s, known.get(s.window))},
+    }
     sid = session_id(payload)
     out.waiting = _waiting(os.path.join(config, "sessions"), sid)
     where = folder(payload)

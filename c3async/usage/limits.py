@@ -21,14 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .ratelimits import Sample, read_samples, sample
+from .ratelimits import SAME_RESET_S, Sample, read_samples, sample
 from .reader import Refusal
 
 __all__ = ("FIVE_HOUR", "LENGTH_S", "SEVEN_DAY", "Sample", "Window", "samples", "windows")
 
 FIVE_HOUR, SEVEN_DAY = "five_hour", "seven_day"
 LENGTH_S = {FIVE_HOUR: 5 * 3600.0, SEVEN_DAY: 7 * 86400.0}
-SAME_RESET_S = 300.0  # resets this close are one window (the reported time can move a little)
 
 
 class Window(NamedTuple):

@@ -9,7 +9,8 @@ One JSON object a line: ``{"t": unix seconds, "window": "five_hour" | "seven_day
 weekly key ("seven_day_opus"...), "used": percent 0-100, "resets_at": unix seconds}``. A line is
 written only when a window's numbers differ from its last line (ten windows refreshing write
 one), checked again under the log's lock, so processes appending at once never write the same
-change twice. Past ``MAX_BYTES`` the log keeps its newest lines (``KEEP_BYTES``), rewritten
+change twice; and never for older news (``stale``: an idle window still holding the percent of
+its last response, below what another window has since seen). Past ``MAX_BYTES`` the log keeps its newest lines (``KEEP_BYTES``), rewritten
 under the same lock (appenders open the file only once they hold it). 0600, like all of ours.
 
 Values are Claude Code's, read as untrusted: a percent outside 0-100, a reset that is not in
@@ -46,6 +47,7 @@ __all__ = (
     "log_path",
     "read_samples",
     "record",
+    "stale",
 )
 
 MAX_BYTES = 4 << 20  # ~50,000 lines: weeks of changes from every window
@@ -59,6 +61,7 @@ CHUNK = 1 << 20
 SPAN_S = {"five_hour": 5 * 3600.0}  # every other window is a week
 WEEK_S = 7 * 86_400.0
 SLACK_S = 3600.0  # clock skew, and a reset Claude Code has not yet rolled over
+SAME_RESET_S = 300.0  # resets this close are one window (the reported time can move a little)
 _WINDOW = re.compile(r"five_hour|seven_day(?:_[a-z0-9_]{1,40})?")
 
 
@@ -229,11 +232,23 @@ def current(now: float, path: Path | None = None) -> dict[str, Sample]:
     return {w: s for w, s in last_samples(now, path).items() if s.resets_at > now}
 
 
+def stale(s: Sample, last: Sample | None) -> bool:
+    """Whether ``s`` is older news than ``last`` of its window: an earlier window, or the same
+    one used less. Each Claude Code process holds the numbers of its own last response, so an
+    idle window refreshing its line reports what a busier one has since outgrown; within a
+    window the percent only grows."""
+    if last is None:
+        return False
+    if s.resets_at < last.resets_at - SAME_RESET_S:
+        return True
+    return abs(s.resets_at - last.resets_at) <= SAME_RESET_S and s.used < last.used
+
+
 def _changed(samples: list[Sample], lasts: dict[str, Sample]) -> list[Sample]:
     out = []
     for s in samples:
         last = lasts.get(s.window)
-        if last is None or (last.used, last.resets_at) != (s.used, s.resets_at):
+        if last is None or ((last.used, last.resets_at) != (s.used, s.resets_at) and not stale(s, last)):
             out.append(s)
     return out
 
