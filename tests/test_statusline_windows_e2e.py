@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from claude_pty import Terminal, trust
-from fake_api import FakeAPI, claude_cli, needs_claude, write_script
+from fake_api import FakeAPI, claude_cli, needs_claude, unified_headers, write_script
 
 pytestmark = needs_claude
 
@@ -29,18 +29,7 @@ START = int(time.time())
 
 def _headers(five: float, week: float) -> dict[str, str]:
     """A subscriber's headers: the windows' resets stay put as their percentages move."""
-    now = START
-    return {
-        "anthropic-ratelimit-unified-status": "allowed",
-        "anthropic-ratelimit-unified-5h-utilization": str(five),
-        "anthropic-ratelimit-unified-5h-reset": str(now + 3 * 3600),
-        "anthropic-ratelimit-unified-5h-status": "allowed",
-        "anthropic-ratelimit-unified-7d-utilization": str(week),
-        "anthropic-ratelimit-unified-7d-reset": str(now + 4 * 86_400),
-        "anthropic-ratelimit-unified-7d-status": "allowed",
-        "anthropic-ratelimit-unified-representative-claim": "five_hour",
-        "anthropic-ratelimit-unified-reset": str(now + 3 * 3600),
-    }
+    return unified_headers(five, week, START + 3 * 3600, START + 4 * 86_400)
 
 
 def _squeezed(text: str) -> str:

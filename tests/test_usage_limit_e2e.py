@@ -14,7 +14,7 @@ import time
 
 import anyio
 import pytest
-from fake_api import FakeAPI, claude_cli, needs_claude
+from fake_api import FakeAPI, claude_cli, needs_claude, unified_headers
 from hubproc import Hub
 from mcp import Client, StdioServerParameters
 
@@ -25,22 +25,6 @@ from c3async.usage.reader import Refusal
 pytestmark = needs_claude
 
 
-def rejected(five_reset: int, week_reset: int) -> dict[str, str]:
-    """The headers of a subscriber's 429 when the 5-hour window is spent."""
-    return {
-        "anthropic-ratelimit-unified-status": "rejected",
-        "anthropic-ratelimit-unified-reset": str(five_reset),
-        "anthropic-ratelimit-unified-representative-claim": "five_hour",
-        "anthropic-ratelimit-unified-5h-utilization": "1.0",
-        "anthropic-ratelimit-unified-5h-reset": str(five_reset),
-        "anthropic-ratelimit-unified-5h-status": "rejected",
-        "anthropic-ratelimit-unified-7d-utilization": "0.41",
-        "anthropic-ratelimit-unified-7d-reset": str(week_reset),
-        "anthropic-ratelimit-unified-7d-status": "allowed",
-        "anthropic-ratelimit-unified-fallback": "available",
-    }
-
-
 @pytest.fixture(scope="module")
 def refused(module_claude, tmp_path_factory):
     """One `claude -p` refused by the 5-hour window: (sandbox, project, session id, reset)."""
@@ -49,7 +33,9 @@ def refused(module_claude, tmp_path_factory):
     script, log = work / "script.json", work / "api.jsonl"
     now = int(time.time())
     reset = now + 2 * 3600 + 17 * 60
-    script.write_text(json.dumps([{"status": 429, "headers": rejected(reset, now + 3 * 86_400)}]))
+    script.write_text(
+        json.dumps([{"status": 429, "headers": unified_headers(1.0, 0.41, reset, now + 3 * 86_400, "rejected")}])
+    )
     api = FakeAPI(script, log).wait_ready()
     env = api.env(claude, CLAUDE_CODE_OAUTH_TOKEN="fake-oauth-token")
     del env["ANTHROPIC_API_KEY"]  # a subscriber's login: Claude Code applies the headers
