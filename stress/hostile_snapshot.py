@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 
 from .harness import Result
@@ -20,7 +19,6 @@ from .probe import probe as _probe
 from .probe import tree
 
 CLASS = "the /usage snapshot in .claude.json"
-TIMEOUT_S = 20.0
 
 
 def _snapshot(used: object, resets: str, fetched_ms: object) -> bytes:
@@ -29,12 +27,10 @@ def _snapshot(used: object, resets: str, fetched_ms: object) -> bytes:
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    from c3async.live.statusline import statusline_command
     from c3async.usage.ratelimits import MAX_SNAPSHOT, SNAPSHOT_BYTES
 
     p = _probe(res, sb, "snapshot")
     app = p.project("app")
-    command = statusline_command()
     now = time.time()
     reset = int(now) + 3600
     week = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 3 * 86_400))
@@ -45,27 +41,7 @@ def check(res: Result, sb, quick: bool) -> None:
     took: list[float] = []
 
     def line(what: str) -> str:
-        p.runs += 1
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(
-                ["/bin/sh", "-c", command],
-                input=data,
-                capture_output=True,
-                text=True,
-                env={**p.env, "NO_COLOR": "1"},
-                cwd=app,
-                timeout=TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            res.check(False, "no hang", f"{what}: no line in {TIMEOUT_S:.0f} s")
-            return ""
-        took.append(time.monotonic() - t0)
-        out = proc.stdout
-        res.check(
-            proc.returncode == 0 and not proc.stderr, "exit 0, nothing on stderr", f"{what}: {proc.stderr[-300:]!r}"
-        )
-        res.check(len(out.splitlines()) == 1 and len(out) < 400, "one short line", f"{what}: {out[:200]!r}")
+        out = p.statusline(what, data, app, took)
         res.check("5h 42%" in out, "the window Claude Code reports shown", f"{what}: {out!r}")
         return out
 
