@@ -376,7 +376,8 @@ def burn_report(
     samples = limits.samples(f for _, f in refusals)
     timelines = list(lines.items())
     windows = burn.burn(timelines, samples, table, now, live)
-    spend = burn.Spend.of(timelines, table)
+    # what the calibration and the runways ask of it: from the first sample, or the pace's start
+    spend = burn.Spend.of(timelines, table, since=min([s.t for s in samples] + [now - burn.PACE_S]))
     runways = {}
     for w in windows:
         found = runway.runway(w, runway.calibrate(samples, w.name, spend), spend, now)
