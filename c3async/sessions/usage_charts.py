@@ -54,7 +54,8 @@ def usage_charts(projects: list[str], by: str, since: str | None, now: float | N
     out = dict(_held(("chart", by, start, inputs), lambda: _chart(projects, by, start, inputs)))
     out["now"] = _local(now)
     out.update(_current(projects, inputs, now))
-    page = usage_report.usage_page(projects, now)  # the runways and refusals: the burn's
+    loaded = dict(_loaded(projects, inputs))  # decoded once, while their files hold
+    page = usage_report.usage_page(projects, now, loaded)  # the runways and refusals: the burn's
     runways = {w["name"]: w for w in page["windows"]}
     for w in out["windows"]:
         found = runways.get(w["window"])

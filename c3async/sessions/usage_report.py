@@ -21,7 +21,7 @@ from ..usage import limits
 from ..usage.account import Result, account_projects, deleted
 from ..usage.buckets import TIMED, Bucketed, UsageRow, bucket
 from ..usage.prices import UNPRICED, PriceTable, unpriced_note
-from ..usage.timeline import Slot
+from ..usage.timeline import Slot, Timeline
 from ..usage.timeline import load as load_timeline
 from ..usage.totals import StatsRow, latest, stats_rows
 
@@ -342,11 +342,14 @@ def burn_report(
     account: bool = True,
     live: set[str] | None = None,
     processes: bool = True,
+    loaded: dict[str, Timeline] | None = None,
+    rules: bool = True,
 ) -> BurnReport:
     """Every listed project's part of the current windows (the window is the account's):
     ``projects`` brought up to date first when ``account`` (the others as their last pass left
-    them); ``live``: the live sessions' ids (None: Claude Code's registry of running ones).
-    The runways are kept for the status line (``runway.save``)."""
+    them, or as ``loaded`` holds them); ``live``: the live sessions' ids (None: Claude Code's
+    registry of running ones); ``rules``: as ``burn.burn``'s. The runways are kept for the
+    status line (``runway.save``)."""
     from ..usage import burn, runway
     from ..usage.prices import current_prices
     from .projects import listed_projects
@@ -366,7 +369,7 @@ def burn_report(
     for other in dict.fromkeys([*projects, *listed_projects()]):
         if other in lines:
             continue
-        line = load_timeline(other)
+        line = loaded[other] if loaded and other in loaded else load_timeline(other)
         if line is not None:
             lines[other] = line.slots
             titles.update(line.titles)
@@ -375,7 +378,7 @@ def burn_report(
         live = _running()
     samples = limits.samples(f for _, f in refusals)
     timelines = list(lines.items())
-    windows = burn.burn(timelines, samples, table, now, live)
+    windows = burn.burn(timelines, samples, table, now, live, rules)
     # what the calibration and the runways ask of it: from the first sample, or the pace's start
     spend = burn.Spend.of(timelines, table, since=min([s.t for s in samples] + [now - burn.PACE_S]))
     runways = {}
@@ -532,11 +535,13 @@ def burn_json(report: BurnReport) -> dict:
     return {"now": report.now, "pace_s": burn_pace_minutes() * 60, "windows": windows, "refusals": refusals}
 
 
-def usage_page(projects: list[str], now: float | None = None) -> dict:
-    """The Hub's Usage page: the current windows with their used percent, reset, rule, runway
-    and the samples it rests on; each project's and session's burn; the refusals (``burn_json``).
-    The timelines as the accounting last left them: nothing is read from a transcript."""
-    return burn_json(burn_report(projects, now, account=False, live=_live(projects)))
+def usage_page(projects: list[str], now: float | None = None, loaded: dict[str, Timeline] | None = None) -> dict:
+    """The Hub's Usage page's part of the burn: the current windows Claude Code reports, with
+    their used percent, reset, runway and the samples it rests on, and each project's and
+    session's burn in them; the refusals (``burn_json``). A window by its rule is left empty
+    (the page draws its own: ``usage_charts``). The timelines as the accounting last left them
+    (or as ``loaded`` holds them): nothing is read from a transcript."""
+    return burn_json(burn_report(projects, now, account=False, live=_live(projects), loaded=loaded, rules=False))
 
 
 def _live(projects: list[str]) -> set[str]:

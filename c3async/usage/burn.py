@@ -137,15 +137,18 @@ def burn(
     table: PriceTable,
     now: float,
     live: set[str] | frozenset[str] = frozenset(),
+    rules: bool = True,
 ) -> list[WindowBurn]:
     """The current 5-hour and weekly windows with each session's and project's part (live ones
-    first, then by cost) and the rate now."""
+    first, then by cost) and the rate now. ``rules`` False: a window Claude Code does not report
+    now is left empty, its rule's window not drawn (for a caller that needs only the runways,
+    which only a reported window has)."""
     rows = [(p, s) for p, slots in timelines for s in slots if s.slot >= 0]
     # No current window starts before the week's reach: the rows priced and summed are those
     # after it (ccusage's 5-hour rule reads further back: ``period_at`` takes what it needs).
     recent = [(p, s) for p, s in rows if s.last >= now - HORIZON_S]
     costs = {id(s): slot_usd(s, table) for _, s in recent}
-    return [_window(name, rows, recent, costs, samples, now, live) for name in NAMES]
+    return [_window(name, rows, recent, costs, samples, now, live, rules) for name in NAMES]
 
 
 def _window(
@@ -156,6 +159,7 @@ def _window(
     samples: list[limits.Sample],
     now: float,
     live: set[str] | frozenset[str],
+    rules: bool = True,
 ) -> WindowBurn:
     said = [w for w in limits.windows(name, samples) if w.start <= now < w.end]
     used: float | None = None
@@ -165,6 +169,8 @@ def _window(
     if said:
         start, end, rule = said[-1].start, said[-1].end, "reported"
         used, seen = said[-1].used, said[-1].seen
+    elif not rules:
+        start, end, rule = None, None, "ccusage" if name == limits.FIVE_HOUR else ROLLING
     elif name == limits.FIVE_HOUR:
         found = period_at(rows, "window", samples, now)
         start, end, rule = (found[1], found[2], found[3]) if found else (None, None, "ccusage")
