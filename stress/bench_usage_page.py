@@ -92,7 +92,11 @@ def bench_api(hub: Hub, runs: int, t: Table) -> None:
         first = {by: _get(c, path) for by, path in PATHS.items()}
         for by, path in PATHS.items():
             warm = [_get(c, path)[0] for _ in range(runs)]
-            t.add(f"GET {path}, the first after the Hub started", f"{first[by][0]:.0f} ms", "as worked out at the Hub's start")
+            t.add(
+                f"GET {path}, the first after the Hub started",
+                f"{first[by][0]:.0f} ms",
+                "as worked out at the Hub's start",
+            )
             t.add(f"GET {path}, warm (median)", _ms(warm), f"{_range(warm)}; {first[by][1] / 1024:.0f} KiB")
 
 
