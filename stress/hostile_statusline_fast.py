@@ -19,12 +19,9 @@ from .harness import Result
 from .probe import probe as _probe
 
 CLASS = "the status line's installed command and its marks cache"
-TIMEOUT_S = 20.0
 
 
 def check(res: Result, sb, quick: bool) -> None:
-    from c3async.live.statusline import statusline_command
-
     p = _probe(res, sb, "statusline_fast")
     app = p.project("cloned")
     sid = p.session(app, "a real session")
@@ -35,7 +32,6 @@ def check(res: Result, sb, quick: bool) -> None:
     os.makedirs(os.path.join(app, "c3async"), exist_ok=True)
     with open(os.path.join(app, "c3async", "__init__.py"), "w") as f:
         f.write(f"open({str(planted)!r}, 'w').write('c3async')\n")
-    command = statusline_command()
     reset = int(time.time()) + 3600
     data = json.dumps(
         {"session_id": sid, "cwd": app, "rate_limits": {"five_hour": {"used_percentage": 42, "resets_at": reset}}}
@@ -43,30 +39,7 @@ def check(res: Result, sb, quick: bool) -> None:
     took: list[float] = []
 
     def line(what: str) -> str:
-        p.runs += 1
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.run(
-                ["/bin/sh", "-c", command],
-                input=data,
-                capture_output=True,
-                text=True,
-                env={**p.env, "NO_COLOR": "1", "PYTHONPATH": app, "PYTHONSTARTUP": str(planted)},
-                cwd=app,
-                timeout=TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            res.check(False, "no hang", f"{what}: no line in {TIMEOUT_S:.0f} s")
-            return ""
-        took.append(time.monotonic() - t0)
-        out = proc.stdout
-        res.check(
-            proc.returncode == 0 and not proc.stderr, "exit 0, nothing on stderr", f"{what}: {proc.stderr[-300:]!r}"
-        )
-        res.check(len(out.splitlines()) == 1 and len(out) < 400, "one short line", f"{what}: {out[:200]!r}")
-        bad = [c for c in out if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F]
-        res.check(not bad, "no raw control character", f"{what}: {out[:200]!r}")
-        return out
+        return p.statusline(what, data, app, took, PYTHONPATH=app, PYTHONSTARTUP=str(planted))
 
     first = line("the first run (marks read, cache written)")
     res.check(first.startswith("note: the truth · 5h 42%"), "the note and the window shown", repr(first))

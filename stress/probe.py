@@ -22,6 +22,7 @@ from .harness import PY, REPO, Result
 from .transcripts import assistant_line, claude_slug, render, user_line
 
 TIMEOUT_S = 120.0
+STATUSLINE_S = 20.0  # a status line's time limit here (Claude Code's own wait is shorter)
 PROTOCOL = "2025-11-25"  # the MCP protocol version our raw probes speak
 
 
@@ -120,6 +121,38 @@ class Probe:
                 f"{what}: {word!r} not said: {proc.stderr[-300:]!r}",
             )
         return proc
+
+    def statusline(self, what: str, data: str, cwd: str, took: list[float], **env: str) -> str:
+        """One run of the status line as Claude Code runs it: the command ``install-statusline``
+        writes, through ``/bin/sh -c``, Claude Code's JSON ``data`` on stdin, ``NO_COLOR`` set.
+        Judged: no hang (in ``STATUSLINE_S``), exit 0 and nothing on stderr, one short line with
+        no raw control character. Its output ('' when it hung); its time appended to ``took``."""
+        from c3async.live.statusline import statusline_command
+
+        self.runs += 1
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(
+                ["/bin/sh", "-c", statusline_command()],
+                input=data,
+                capture_output=True,
+                text=True,
+                env={**self.env, "NO_COLOR": "1", **env},
+                cwd=cwd,
+                timeout=STATUSLINE_S,
+            )
+        except subprocess.TimeoutExpired:
+            self.res.check(False, "no hang", f"{what}: no line in {STATUSLINE_S:.0f} s")
+            return ""
+        took.append(time.monotonic() - t0)
+        out = proc.stdout
+        self.res.check(
+            proc.returncode == 0 and not proc.stderr, "exit 0, nothing on stderr", f"{what}: {proc.stderr[-300:]!r}"
+        )
+        self.res.check(len(out.splitlines()) == 1 and len(out) < 400, "one short line", f"{what}: {out[:200]!r}")
+        bad = [c for c in out if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F]
+        self.res.check(not bad, "no raw control character", f"{what}: {out[:200]!r}")
+        return out
 
     def rows(self, project: str) -> dict[str, dict]:
         proc = self.run(f"sessions --project {project}", "sessions", "--project", project, "--json")

@@ -22,6 +22,9 @@ text. Two more reply forms, in either kind of script:
 - ``{"hold": PATH, "then": reply}``: write ``PATH.held`` (the session is now mid-turn), wait
   until PATH exists (at most ``hold_s``, default 300 s), then answer with ``then`` (default a
   short text). Keeps a real session running, and so live, for as long as a test needs.
+- ``{"status": 429, "headers": {...}}``: an error answer with that status (the API's error body,
+  ``rate_limit_error`` for a 429) whose headers are the ``SCRIPT.headers`` ones updated with the
+  reply's own: a usage-limit refusal, when they say ``rejected`` for a subscriber.
 """
 
 from __future__ import annotations
@@ -164,6 +167,12 @@ async def messages(request: Request):
             headers.update({str(k): str(v) for k, v in json.load(f).items()})
     except FileNotFoundError:
         pass
+    if "status" in reply:
+        headers.update({str(k): str(v) for k, v in (reply.get("headers") or {}).items()})
+        status = int(reply["status"])
+        kind = "rate_limit_error" if status == 429 else "api_error"
+        error = {"type": "error", "error": {"type": kind, "message": reply.get("text", "Rejected.")}}
+        return JSONResponse(error, status_code=status, headers=headers)
     if not body.get("stream"):
         return JSONResponse(message, headers=headers)
 

@@ -92,6 +92,23 @@ class FakeAPI:
         self.proc.wait()
 
 
+def unified_headers(five: float, week: float, five_reset: int, week_reset: int, five_status: str = "allowed"):
+    """The unified rate-limit headers of a subscriber's response (``claude-code-usage-facts.md``):
+    the 5-hour and weekly windows' use (a fraction) and resets; ``five_status`` ``rejected``:
+    the 5-hour window refuses."""
+    return {
+        "anthropic-ratelimit-unified-status": five_status,
+        "anthropic-ratelimit-unified-reset": str(five_reset),
+        "anthropic-ratelimit-unified-representative-claim": "five_hour",
+        "anthropic-ratelimit-unified-5h-utilization": str(five),
+        "anthropic-ratelimit-unified-5h-reset": str(five_reset),
+        "anthropic-ratelimit-unified-5h-status": five_status,
+        "anthropic-ratelimit-unified-7d-utilization": str(week),
+        "anthropic-ratelimit-unified-7d-reset": str(week_reset),
+        "anthropic-ratelimit-unified-7d-status": "allowed",
+    }
+
+
 def write_script(path: Path, text: str) -> None:
     """Replace the stand-in API's script whole (it re-reads the script on every request)."""
     tmp = path.with_name(path.name + ".tmp")

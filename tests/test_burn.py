@@ -239,9 +239,12 @@ def test_refusals_are_read_from_transcripts_with_their_window_and_reset(claude, 
     text = claude.run("usage", "--burn", "--project", proj)
     assert text.returncode == 0, text.stderr
     assert "usage-limit refusals recorded" in text.stdout and "\x1b[2J" not in text.stdout
-    assert "no percent reported now" in text.stdout  # no sample recorded: absent
+    # no sample recorded, but the 5-hour refusal says its window is full until its reset
+    assert "as Claude Code reported it, 100% used" in text.stdout
+    assert "weekly window: no percent reported now" in text.stdout  # the weekly: absent
     data = json.loads(claude.run("usage", "--burn", "--json", "--project", proj).stdout)
-    assert len(data["refusals"]) == 3 and data["windows"][0]["used"] is None
+    five, week = data["windows"]
+    assert len(data["refusals"]) == 3 and (five["used"], five["end"], week["used"]) == (100.0, int(t + 3000), None)
     assert data["windows"][0]["sessions"][0]["key"] == SID
     view = status_run(proj, "usage")
     assert "runway" in view and "usage-limit refusals recorded" in view
@@ -298,3 +301,28 @@ def test_usage_burn_and_the_usage_page_with_recorded_samples(claude, monkeypatch
     assert live[0]["usd_per_h"] == pytest.approx(mine["usd_per_h"], abs=1e-6)
     text = claude.run("live", "--project", a).stdout
     assert "tok/h" in text and "of the 5h window" in text
+
+
+def test_the_5_hour_rule_read_from_the_last_gap_places_now_as_over_every_row():
+    """``period_at`` walks ccusage's blocks from the last response that came 5 hours or more
+    after every earlier one: the windows holding now are those of the walk over every row."""
+    import random
+
+    from c3async.usage import buckets
+    from c3async.usage.limits import Sample
+
+    rng = random.Random(32)
+    for _ in range(300):
+        rows, t = [], NOW - 3 * 86_400
+        for _ in range(rng.randint(1, 40)):
+            t += rng.choice([60, 900, 3600, 4 * 3600, 5 * 3600 - 60, 5 * 3600, 6 * 3600])
+            last = t + rng.choice([0, 300, 800])
+            rows.append(("/p", Slot(int(t // SLOT_S), SID, SONNET, responses=1, first=t, last=last)))
+        rng.shuffle(rows)
+        at = rng.uniform(NOW - 3 * 86_400, t + 6 * 3600)
+        samples = [Sample(at - 60, "five_hour", 40.0, at + rng.uniform(60, 5 * 3600))] if rng.random() < 0.3 else []
+        now = rng.choice([t, at, t + rng.uniform(0, 6 * 3600)])
+        every = {k for k in buckets._keys(rows, "window", samples) if k[1] <= now < k[2]}
+        walked = {k for k in buckets._keys(buckets._chain(rows, now), "window", samples) if k[1] <= now < k[2]}
+        assert walked == every
+        assert (buckets.period_at(rows, "window", samples, now) in every) if every else True

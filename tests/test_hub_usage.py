@@ -183,3 +183,16 @@ def test_no_project_accounted_is_an_empty_page(claude, monkeypatch):
     data = usage(by="window")
     assert data["buckets"] == [] and data["projects"] == [] and data["as_of"] is None
     assert [w["rule"] for w in data["windows"]] == [None, None] and data["live"] == []
+
+
+def test_the_hub_works_out_the_pages_first_asks_at_start(world):
+    from c3async.hub import app
+    from c3async.sessions import usage_charts
+
+    usage_charts._answers.clear()
+    app._warm_usage()
+    held = set(usage_charts._answers)
+    assert {k[1] for k in held if k[0] == "chart"} == {"day", "window"} and any(k[0] == "drawn" for k in held)
+    usage()  # the first visit, by day: a lookup of what start worked out
+    usage(by="window")
+    assert set(usage_charts._answers) == held

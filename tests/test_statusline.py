@@ -126,6 +126,23 @@ def test_without_rate_limits_in_the_json_the_recorded_ones_are_shown(claude, mon
     assert "5h" not in line(status(five=None, week=None), dict(os.environ), RESET + 10)
 
 
+def test_an_idle_window_holding_an_older_percent_neither_records_it_nor_shows_it(claude, monkeypatch):
+    """Each Claude Code process holds the percent of its own last response: a window idle since
+    55% refreshes its line after another saw 61%."""
+    claude.activate(monkeypatch)
+    line(status(five=61), dict(os.environ), NOW)
+    assert "5h \x1b[33m61%" in line(status(five=55), dict(os.environ), NOW + 10)
+    assert "5h \x1b[33m61%" in line(status(five=60.9), dict(os.environ), NOW + 20)
+    assert [r["used"] for r in log_lines(claude) if r["window"] == "five_hour"] == [61.0]
+    # a window that reset: a lower percent of a later reset is news
+    later = json.loads(status(five=3))
+    later["rate_limits"]["five_hour"]["resets_at"] = RESET + 5 * 3600
+    assert "61%" not in line(json.dumps(later).encode(), dict(os.environ), NOW + 30)  # the weekly binds now
+    # and a percent of an earlier window than the last recorded is old news
+    line(status(five=80), dict(os.environ), NOW + 40)
+    assert [r["used"] for r in log_lines(claude) if r["window"] == "five_hour"] == [61.0, 3.0]
+
+
 def test_a_usage_snapshot_in_claude_json_gives_the_per_model_weeklies(claude, monkeypatch):
     claude.activate(monkeypatch)
     iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW + 3 * 86_400))
@@ -142,6 +159,55 @@ def test_a_usage_snapshot_in_claude_json_gives_the_per_model_weeklies(claude, mo
     )
     assert "7d opus \x1b[31m97%" in line(status(five=40, week=20), dict(os.environ), NOW)
     assert {r["window"] for r in log_lines(claude)} == {"five_hour", "seven_day", "seven_day_opus"}
+
+
+def _snapshot(used: float, fetched: float = NOW - 30) -> dict:
+    iso = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW + 3 * 86_400))
+    return {"fetchedAtMs": fetched * 1000, "utilization": {"seven_day_opus": {"utilization": used, "resets_at": iso}}}
+
+
+def _claude_json(claude, before: bytes, snapshot: dict, after: bytes = b"") -> Path:
+    """A .claude.json as Claude Code writes it (indented), the snapshot between ``before``'s
+    projects and ``after``."""
+    path = claude.config / ".claude.json"
+    body = json.dumps({"cachedUsageUtilization": snapshot}, indent=2).encode()[1:-1]
+    path.write_bytes(b'{\n  "projects": "' + before + b'",' + body + after + b"}\n")
+    return path
+
+
+def test_the_snapshot_is_found_in_a_many_mb_claude_json_without_decoding_it_whole(claude, monkeypatch):
+    claude.activate(monkeypatch)
+    # 20 MB before it, and before it the key's text inside a string and in another key: no key
+    noise = b"x" * (20 << 20) + b'\\"cachedUsageUtilization\\": {}", "k\\"cachedUsageUtilization": 5, "z": "'
+    path = _claude_json(claude, noise, _snapshot(97))
+    assert json.loads(path.read_bytes())['k"cachedUsageUtilization'] == 5
+    assert [(s.window, s.used) for s in ratelimits.from_snapshot(str(path), NOW)] == [("seven_day_opus", 97.0)]
+    assert "7d opus \x1b[31m97%" in line(status(five=40, week=20), dict(os.environ), NOW)
+    # read again only when the file moved: the same stat (size, mtime) is not read again
+    st = path.stat()
+    _claude_json(claude, noise, _snapshot(98))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    line(status(five=40, week=20), dict(os.environ), NOW)
+    assert [r["used"] for r in log_lines(claude) if r["window"] == "seven_day_opus"] == [97.0]
+    _claude_json(claude, noise, _snapshot(99.5))
+    line(status(five=40, week=20), dict(os.environ), NOW)
+    assert [r["used"] for r in log_lines(claude) if r["window"] == "seven_day_opus"] == [97.0, 99.5]
+
+
+@pytest.mark.parametrize(
+    "before, snapshot",
+    [
+        (b"x" * ratelimits.MAX_SNAPSHOT, _snapshot(97)),  # past the part searched
+        (b"", {**_snapshot(97), "pad": "y" * ratelimits.SNAPSHOT_BYTES}),  # longer than a snapshot is read
+        (b"", _snapshot(100.5)),  # a percent out of range
+        (b"", _snapshot(97, fetched=NOW + 86_400)),  # fetched tomorrow
+        (b"", {"fetchedAtMs": "soon", "utilization": []}),
+    ],
+    ids=["far", "long", "percent", "future", "kinds"],
+)
+def test_a_snapshot_out_of_reach_or_range_gives_nothing(claude, before, snapshot):
+    path = _claude_json(claude, before, snapshot)
+    assert ratelimits.from_snapshot(str(path), NOW) == []
 
 
 def test_a_log_past_its_bound_keeps_its_newest_lines(claude, monkeypatch):

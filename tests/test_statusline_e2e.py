@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from claude_pty import Terminal, trust
-from fake_api import FakeAPI, claude_cli, skip_reason
+from fake_api import FakeAPI, claude_cli, skip_reason, unified_headers
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")]
 
@@ -35,17 +35,7 @@ def _clis() -> list[str]:
 
 def _headers(five: float, week: float) -> dict[str, str]:
     now = int(time.time())
-    return {
-        "anthropic-ratelimit-unified-status": "allowed",
-        "anthropic-ratelimit-unified-5h-utilization": str(five),
-        "anthropic-ratelimit-unified-5h-reset": str(now + 3 * 3600),
-        "anthropic-ratelimit-unified-5h-status": "allowed",
-        "anthropic-ratelimit-unified-7d-utilization": str(week),
-        "anthropic-ratelimit-unified-7d-reset": str(now + 4 * 86_400),
-        "anthropic-ratelimit-unified-7d-status": "allowed",
-        "anthropic-ratelimit-unified-representative-claim": "five_hour",
-        "anthropic-ratelimit-unified-reset": str(now + 3 * 3600),
-    }
+    return unified_headers(five, week, now + 3 * 3600, now + 4 * 86_400)
 
 
 def _samples(claude) -> list[tuple[str, float]]:

@@ -15,7 +15,7 @@ import errno
 import os
 import stat
 
-__all__ = ("open_at", "open_below", "pread_all", "read_below", "read_regular")
+__all__ = ("open_at", "open_below", "open_regular", "pread_all", "read_below", "read_regular")
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -89,13 +89,17 @@ def read_below(limit: int, top: str, *names: str) -> bytes:
         os.close(fd)
 
 
-def read_regular(path: str, limit: int) -> bytes:
-    """The bytes of a file not ours that may be a link (``.claude.json``, often one to a dotfiles
-    checkout): followed, but only to a regular file of at most ``limit`` bytes (a device is not
-    even opened)."""
+def open_regular(path: str) -> int:
+    """A read descriptor of a file not ours that may be a link (``.claude.json``, often one to a
+    dotfiles checkout): followed, but only to a regular file (a device is not even opened)."""
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise OSError(errno.EINVAL, "not a regular file", path)
-    fd = _regular(os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY))
+    return _regular(os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY))
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of ``path`` (``open_regular``); OSError when it holds more than ``limit``."""
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size > limit:

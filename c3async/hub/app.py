@@ -578,6 +578,19 @@ async def api_usage(request: Request) -> Response:
     return _json(await anyio.to_thread.run_sync(lambda: usage_charts(projects, by, since)))
 
 
+def _warm_usage() -> None:
+    """The Usage page's two first asks answered once, held for the first visit (a background
+    chore: a failure is logged, and the visit works it out itself)."""
+    from ..sessions.usage_charts import BY, usage_charts
+
+    try:
+        projects = _projects()
+        for by in BY:
+            usage_charts(projects, by, None)
+    except Exception as exc:
+        log.warning("could not work out the Usage page at start: %s", exc)
+
+
 async def api_search(request: Request) -> Response:
     """Full-text search of the registered projects' conversations (or one, ``project=``):
     ``q``, ``role``, ``since``, ``until``, ``branch``, ``tools=1``, ``limit``. The JSON is
@@ -781,7 +794,10 @@ def create_app(token: str | None = None) -> Guard:
     table = Table(_projects, runtime.feed.version)
 
     async def warm() -> None:
-        """Every project's rows built once the catalog is warm: the first page is a query."""
+        """The Usage page's first answers worked out (it reads the timelines alone: no catalog
+        to wait for), then every project's rows built once the catalog is warm: the first visit
+        of either page is a lookup."""
+        await anyio.to_thread.run_sync(_warm_usage, abandon_on_cancel=True)
         await runtime.warmed.wait()
         await anyio.to_thread.run_sync(table.refresh, abandon_on_cancel=True)
 

@@ -8,7 +8,9 @@ processes (``live.registry_file``: no catalog, no listing), the tail of the rate
 the marks cache, with the standard library alone (``json``, ``os``, ``re``: no ``pathlib``,
 ``logging``, ``dataclasses`` or msgspec). What the common case does not need is imported only
 when needed: a change of the rate limits to record (``ground.jsonl``), a ``/usage`` snapshot in
-``.claude.json`` to read, and a marks log read again (``stores.marks``).
+``.claude.json`` to read (only when that file moved since it was last read, its ``stat`` kept in
+``$C3_HOME/cache/statusline_snapshot.json``; then only the snapshot is decoded, never the file
+whole: it grows with every project), and a marks log read again (``stores.marks``).
 
 The marks cache, ``$C3_HOME/cache/statusline_marks.json``, keeps per folder a window runs in
 what this session's note or stale mark says, keyed on the ``lstat`` of the folder's ``.git``
@@ -41,6 +43,7 @@ __all__ = ("Facts", "Waiting", "facts", "record_limits")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_PATH = 4096
 CACHE = ("cache", "statusline_marks.json")  # below $C3_HOME
+SNAPSHOT_READ = ("cache", "statusline_snapshot.json")  # the stat of the .claude.json last read
 CACHE_BYTES = 1 << 20
 CACHE_FOLDERS = 64
 CACHE_SESSIONS = 64
@@ -92,17 +95,31 @@ def folder(payload: Any) -> str | None:
 
 
 def record_limits(payload: Any, config: str, now: float) -> list[ratelimits.Sample]:
-    """Record the windows this JSON (and a ``/usage`` snapshot in ``.claude.json``) report;
-    returns them, recorded or not."""
+    """Record the windows this JSON (and a ``/usage`` snapshot in ``.claude.json``, when that
+    file moved since it was last read: what it held then is in the log) report; returns them,
+    recorded or not."""
     seen = ratelimits.from_status(payload, now)
     reported = {s.window for s in seen}
-    # The snapshot's windows that the JSON does not carry (per-model weeklies), when not stale.
-    seen += [s for s in ratelimits.from_snapshot(claude_json_file(config), now) if s.window not in reported]
+    snapshot = claude_json_file(config)
+    stamp = _stamp(snapshot, follow=True)  # .claude.json is often a link to a dotfiles checkout
+    moved = stamp is not None and stamp != _snapshot_read()
+    if moved:  # the snapshot's windows that the JSON does not carry (per-model weeklies)
+        seen += [s for s in ratelimits.from_snapshot(snapshot, now) if s.window not in reported]
     try:
         ratelimits.record(seen, now)
     except OSError:  # a full disk, a log that is a link or a FIFO: the numbers are still shown
-        pass
+        return seen
+    if moved:
+        _keep_json(SNAPSHOT_READ, stamp)
     return seen
+
+
+def _snapshot_read() -> Any:
+    """The stamp of the ``.claude.json`` last read for its snapshot (None: none kept)."""
+    try:
+        return json.loads(peek.read_below(1024, c3_folder(), *SNAPSHOT_READ))
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def facts(payload: Any, config: str, now: float) -> Facts:
@@ -110,7 +127,11 @@ def facts(payload: Any, config: str, now: float) -> Facts:
     Code's config folder); a part that cannot be read is left empty (the line never fails for it)."""
     out = Facts()
     seen = record_limits(payload, config, now)
-    out.windows = {**ratelimits.current(now), **{s.window: s for s in seen if s.resets_at > now}}
+    known = ratelimits.current(now)  # what every window recorded: this one's numbers may be older
+    out.windows = {
+        **known,
+        **{s.window: s for s in seen if s.resets_at > now and not ratelimits.stale(s, known.get(s.window))},
+    }
     sid = session_id(payload)
     out.waiting = _waiting(os.path.join(config, "sessions"), sid)
     where = folder(payload)
@@ -158,9 +179,9 @@ def _mark(where: str, sid: str) -> tuple[str | None, str | None]:
     return mark
 
 
-def _stamp(path: str) -> list[int] | None:
+def _stamp(path: str, follow: bool = False) -> list[int] | None:
     try:
-        st = os.lstat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except (OSError, ValueError):
         return None
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode]
@@ -243,9 +264,6 @@ def _keep(
     mark: tuple[str | None, str | None],
 ) -> None:
     """Write the cache again with this mark (best effort: a cache not written is read again)."""
-    from ..ground.home import c3_home
-    from ..ground.safefs import write_atomic
-
     entry = cache.pop(where, None)
     same = isinstance(entry, dict) and entry.get("git") == git and entry.get("logs") == [list(x) for x in logs]
     marks = entry.get("marks") if same and isinstance(entry, dict) else None
@@ -253,7 +271,15 @@ def _keep(
     marks[sid] = list(mark) if mark[0] else None
     cache[where] = {"git": git, "logs": logs, "marks": dict(list(marks.items())[-CACHE_SESSIONS:])}
     kept = dict(list(cache.items())[-CACHE_FOLDERS:])
+    _keep_json(CACHE, {"v": 1, "folders": kept})
+
+
+def _keep_json(where: tuple[str, ...], value: Any) -> None:
+    """Write a file of ours below ``$C3_HOME`` again (best effort: one not written is a miss)."""
+    from ..ground.home import c3_home
+    from ..ground.safefs import write_atomic
+
     try:
-        write_atomic(c3_home().joinpath(*CACHE), json.dumps({"v": 1, "folders": kept}).encode(), fsync=False)
+        write_atomic(c3_home().joinpath(*where), json.dumps(value).encode(), fsync=False)
     except OSError:
         pass

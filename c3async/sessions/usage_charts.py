@@ -54,7 +54,8 @@ def usage_charts(projects: list[str], by: str, since: str | None, now: float | N
     out = dict(_held(("chart", by, start, inputs), lambda: _chart(projects, by, start, inputs)))
     out["now"] = _local(now)
     out.update(_current(projects, inputs, now))
-    page = usage_report.usage_page(projects, now)  # the runways and refusals: the burn's
+    loaded = dict(_loaded(projects, inputs))  # decoded once, while their files hold
+    page = usage_report.usage_page(projects, now, loaded)  # the runways and refusals: the burn's
     runways = {w["name"]: w for w in page["windows"]}
     for w in out["windows"]:
         found = runways.get(w["window"])
@@ -117,7 +118,10 @@ def _loaded(projects: list[str], inputs: tuple) -> list[tuple[str, Timeline]]:
 def _chart(projects: list[str], by: str, start: float | None, inputs: tuple) -> dict[str, Any]:
     found = _loaded(projects, inputs)
     table = report_prices()
-    parts = bucket([(p, t.slots) for p, t in found], by, table, since=start, samples=limits.samples(), per_project=True)
+    refused = (f for _, t in found for f in t.refusals)
+    parts = bucket(
+        [(p, t.slots) for p, t in found], by, table, since=start, samples=limits.samples(refused), per_project=True
+    )
     top = _top(parts.rows)
     return {
         "by": by,
@@ -207,7 +211,7 @@ class _Drawn(NamedTuple):
 def _draw(projects: list[str], inputs: tuple) -> _Drawn:
     found = _loaded(projects, inputs)
     table = report_prices()
-    samples = limits.samples()
+    samples = limits.samples(f for _, t in found for f in t.refusals)
     drawn = {by: bucket([(p, t.slots) for p, t in found], by, table, samples=samples).rows for _, _, by in WINDOWS}
     sessions: dict[str, list[tuple[str, Slot]]] = {}
     for p, s in ((p, s) for p, t in found for s in t.slots if s.slot >= 0):

@@ -21,7 +21,7 @@ from ..usage import limits
 from ..usage.account import Result, account_projects, deleted
 from ..usage.buckets import TIMED, Bucketed, UsageRow, bucket
 from ..usage.prices import UNPRICED, PriceTable, unpriced_note
-from ..usage.timeline import Slot
+from ..usage.timeline import Slot, Timeline
 from ..usage.timeline import load as load_timeline
 from ..usage.totals import StatsRow, latest, stats_rows
 
@@ -94,7 +94,10 @@ def usage_rows(
                 rows += stats_rows(r.project, totals, table, deleted(r.project, totals))
             rows.sort(key=lambda r: r.last_ts or "", reverse=True)
             return rows
-        return bucket([(r.project, _slots(r)) for r in results], by, table, since=since, samples=limits.samples())
+        refused = (f for r in results if (line := r.timeline) is not None for f in line.refusals)
+        return bucket(
+            [(r.project, _slots(r)) for r in results], by, table, since=since, samples=limits.samples(refused)
+        )
     found = bucket([(r.project, _slots(r)) for r in results], by, table, since=since)
     titles: dict[str, str] = {}
     as_of: dict[str, float] = {}
@@ -229,13 +232,13 @@ def usage_view(project: str, now: float | None = None) -> str:
         if line is not None:
             lines_of.append((other, line.slots))
             titles.update(line.titles)
-    samples = limits.samples()
+    report = burn_report([project], now, account=False)
+    samples = limits.samples(f for _, f in report.refusals)
     out = []
     for by, name in (("window", "5-hour window"), ("week", "weekly window")):
         current = _current(lines_of, by, table, samples, now)
         out += _window_lines(name, current, project, titles, table, samples, now)
         out.append("")
-    report = burn_report([project], now, account=False)
     out.append("runway (when the window reaches 100% at the pace of the last 15 minutes):")
     out += ["  " + runway_line(report.runways.get(w.name), w.name, now) for w in report.windows]
     out.append("")
@@ -339,11 +342,14 @@ def burn_report(
     account: bool = True,
     live: set[str] | None = None,
     processes: bool = True,
+    loaded: dict[str, Timeline] | None = None,
+    rules: bool = True,
 ) -> BurnReport:
     """Every listed project's part of the current windows (the window is the account's):
     ``projects`` brought up to date first when ``account`` (the others as their last pass left
-    them); ``live``: the live sessions' ids (None: Claude Code's registry of running ones).
-    The runways are kept for the status line (``runway.save``)."""
+    them, or as ``loaded`` holds them); ``live``: the live sessions' ids (None: Claude Code's
+    registry of running ones); ``rules``: as ``burn.burn``'s. The runways are kept for the
+    status line (``runway.save``)."""
     from ..usage import burn, runway
     from ..usage.prices import current_prices
     from .projects import listed_projects
@@ -363,17 +369,18 @@ def burn_report(
     for other in dict.fromkeys([*projects, *listed_projects()]):
         if other in lines:
             continue
-        line = load_timeline(other)
+        line = loaded[other] if loaded and other in loaded else load_timeline(other)
         if line is not None:
             lines[other] = line.slots
             titles.update(line.titles)
             refusals += [(other, f) for f in line.refusals]
     if live is None:
         live = _running()
-    samples = limits.samples()
+    samples = limits.samples(f for _, f in refusals)
     timelines = list(lines.items())
-    windows = burn.burn(timelines, samples, table, now, live)
-    spend = burn.Spend.of(timelines, table)
+    windows = burn.burn(timelines, samples, table, now, live, rules)
+    # what the calibration and the runways ask of it: from the first sample, or the pace's start
+    spend = burn.Spend.of(timelines, table, since=min([s.t for s in samples] + [now - burn.PACE_S]))
     runways = {}
     for w in windows:
         found = runway.runway(w, runway.calibrate(samples, w.name, spend), spend, now)
@@ -528,11 +535,13 @@ def burn_json(report: BurnReport) -> dict:
     return {"now": report.now, "pace_s": burn_pace_minutes() * 60, "windows": windows, "refusals": refusals}
 
 
-def usage_page(projects: list[str], now: float | None = None) -> dict:
-    """The Hub's Usage page: the current windows with their used percent, reset, rule, runway
-    and the samples it rests on; each project's and session's burn; the refusals (``burn_json``).
-    The timelines as the accounting last left them: nothing is read from a transcript."""
-    return burn_json(burn_report(projects, now, account=False, live=_live(projects)))
+def usage_page(projects: list[str], now: float | None = None, loaded: dict[str, Timeline] | None = None) -> dict:
+    """The Hub's Usage page's part of the burn: the current windows Claude Code reports, with
+    their used percent, reset, runway and the samples it rests on, and each project's and
+    session's burn in them; the refusals (``burn_json``). A window by its rule is left empty
+    (the page draws its own: ``usage_charts``). The timelines as the accounting last left them
+    (or as ``loaded`` holds them): nothing is read from a transcript."""
+    return burn_json(burn_report(projects, now, account=False, live=_live(projects), loaded=loaded, rules=False))
 
 
 def _live(projects: list[str]) -> set[str]:

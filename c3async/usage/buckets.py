@@ -226,10 +226,25 @@ def period_at(rows: list[tuple[str, Slot]], by: str, samples: list[limits.Sample
     ``rows`` (the reported one, else the rule's): (label, start, end, rule); None when no row
     falls in one that holds ``now`` (no usage in it yet)."""
     dated = [r for r in rows if r[1].slot >= 0]
+    if by == "window":
+        dated = _chain(dated, now)
     for key in set(_keys(dated, by, samples)):
         if key[1] <= now < key[2]:
             return key
     return None
+
+
+def _chain(rows: list[tuple[str, Slot]], now: float) -> list[tuple[str, Slot]]:
+    """The rows ccusage's 5-hour rule needs to place ``now``, oldest first: from the last row
+    up to ``now`` that came ``WINDOW_S`` or more after every row before it (a block always
+    starts there: the blocks before it end before it), every row after."""
+    order = sorted(rows, key=lambda r: r[1].first)
+    start, reach = 0, float("-inf")
+    for i, (_, s) in enumerate(order):
+        if s.first <= now and s.first - reach >= WINDOW_S:
+            start = i
+        reach = max(reach, s.last)
+    return order[start:]
 
 
 def _midnight(t: time.struct_time, days: int = 0, *, first_of_month: bool = False) -> float:
@@ -252,13 +267,19 @@ def _periods(rows: list[tuple[str, Slot]], reported: list[limits.Window], by: st
     order = sorted(range(len(rows)), key=lambda i: rows[i][1].first)
     out: list[tuple] = [()] * len(rows)
     block: list[float] | None = None  # ccusage's: [start, end, last response]
+    labels: dict[float, str] = {}  # a window's label, once per window (not per row)
     for i in order:
         s = rows[i][1]
         at = s.first
         j = bisect.bisect_right(starts, at) - 1
         if j >= 0 and at < reported[j].end:
             w = reported[j]
-            out[i] = (_label(w.start, by), w.start, w.end, "reported")
+            out[i] = (
+                labels.get(w.start) or labels.setdefault(w.start, _label(w.start, by)),
+                w.start,
+                w.end,
+                "reported",
+            )
             continue
         before = reported[j].end if j >= 0 else float("-inf")  # the reported window before, and after
         after = reported[j + 1].start if j + 1 < len(reported) else float("inf")
@@ -273,7 +294,7 @@ def _periods(rows: list[tuple[str, Slot]], reported: list[limits.Window], by: st
             t = time.localtime(at)
             monday, sunday_night = _midnight(t, -t.tm_wday), _midnight(t, 7 - t.tm_wday)
             start, end, rule = max(monday, before), min(sunday_night, after), "calendar"
-        out[i] = (_label(start, by), start, end, rule)
+        out[i] = (labels.get(start) or labels.setdefault(start, _label(start, by)), start, end, rule)
     return out
 
 

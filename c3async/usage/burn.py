@@ -33,6 +33,7 @@ __all__ = ("PACE_S", "Share", "Spend", "WindowBurn", "burn", "slot_usd")
 PACE_S = 900.0  # "now": the last quarter hour
 ROLLING = "rolling"
 NAMES = (limits.FIVE_HOUR, limits.SEVEN_DAY)
+HORIZON_S = max(limits.LENGTH_S.values()) + SLOT_S  # how far back a current window can start
 
 
 class Share(msgspec.Struct):
@@ -92,12 +93,18 @@ class Spend:
             self.before.append(self.before[-1] + usd)
 
     @classmethod
-    def of(cls, timelines: Iterable[tuple[str, Iterable[Slot]]], table: PriceTable) -> Spend:
+    def of(
+        cls, timelines: Iterable[tuple[str, Iterable[Slot]]], table: PriceTable, since: float | None = None
+    ) -> Spend:
+        """The rows' spend; only the rows whose last response is at or after ``since`` when
+        given (what ``between`` is asked from ``since`` on: a row wholly before it counts the
+        same at both ends)."""
+        low = float("-inf") if since is None else since
         return cls(
             (s.first, s.last, slot_usd(s, table) or 0.0)
             for _, slots in timelines
             for s in slots
-            if s.slot >= 0 and not s.whole
+            if s.slot >= 0 and not s.whole and s.last >= low
         )
 
     def at(self, t: float) -> float:
@@ -130,21 +137,29 @@ def burn(
     table: PriceTable,
     now: float,
     live: set[str] | frozenset[str] = frozenset(),
+    rules: bool = True,
 ) -> list[WindowBurn]:
     """The current 5-hour and weekly windows with each session's and project's part (live ones
-    first, then by cost) and the rate now."""
+    first, then by cost) and the rate now. ``rules`` False: a window Claude Code does not report
+    now is left empty, its rule's window not drawn (for a caller that needs only the runways,
+    which only a reported window has)."""
     rows = [(p, s) for p, slots in timelines for s in slots if s.slot >= 0]
-    costs = {id(s): slot_usd(s, table) for _, s in rows}
-    return [_window(name, rows, costs, samples, now, live) for name in NAMES]
+    # No current window starts before the week's reach: the rows priced and summed are those
+    # after it (ccusage's 5-hour rule reads further back: ``period_at`` takes what it needs).
+    recent = [(p, s) for p, s in rows if s.last >= now - HORIZON_S]
+    costs = {id(s): slot_usd(s, table) for _, s in recent}
+    return [_window(name, rows, recent, costs, samples, now, live, rules) for name in NAMES]
 
 
 def _window(
     name: str,
     rows: list[tuple[str, Slot]],
+    recent: list[tuple[str, Slot]],
     costs: dict[int, float | None],
     samples: list[limits.Sample],
     now: float,
     live: set[str] | frozenset[str],
+    rules: bool = True,
 ) -> WindowBurn:
     said = [w for w in limits.windows(name, samples) if w.start <= now < w.end]
     used: float | None = None
@@ -154,12 +169,14 @@ def _window(
     if said:
         start, end, rule = said[-1].start, said[-1].end, "reported"
         used, seen = said[-1].used, said[-1].seen
+    elif not rules:
+        start, end, rule = None, None, "ccusage" if name == limits.FIVE_HOUR else ROLLING
     elif name == limits.FIVE_HOUR:
         found = period_at(rows, "window", samples, now)
         start, end, rule = (found[1], found[2], found[3]) if found else (None, None, "ccusage")
     else:
         start, end, rule = now - limits.LENGTH_S[name], now, ROLLING
-    inside = [] if start is None or end is None else [(p, s) for p, s in rows if start <= s.first < end]
+    inside = [] if start is None or end is None else [(p, s) for p, s in recent if start <= s.first < end]
     sessions: dict[str, list] = {}
     projects: dict[str, list] = {}
     for p, s in inside:

@@ -7,21 +7,27 @@ used percentage and the reset time, ``claude-code-usage-facts.md``), and keeps t
 "resets_at": unix seconds}``. A window is then known as Claude Code drew it: it ends at the
 reset and began its length before (a later window never reaches back over an earlier one).
 
+A usage-limit refusal a transcript recorded is Claude Code's word too: the window it names is
+full (the API refuses at 100 %) until the reset it gives. ``samples`` counts each as a sample
+of 100 % at its time, so a window that refused is known (its reset, its percent) even where no
+status line recorded it.
+
 The file and its samples are ``ratelimits``' (its writer and its tolerant reader); here, the
 windows they draw.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
-from .ratelimits import Sample, read_samples
+from .ratelimits import SAME_RESET_S, Sample, read_samples, sample
+from .reader import Refusal
 
 __all__ = ("FIVE_HOUR", "LENGTH_S", "SEVEN_DAY", "Sample", "Window", "samples", "windows")
 
 FIVE_HOUR, SEVEN_DAY = "five_hour", "seven_day"
 LENGTH_S = {FIVE_HOUR: 5 * 3600.0, SEVEN_DAY: 7 * 86400.0}
-SAME_RESET_S = 300.0  # resets this close are one window (the reported time can move a little)
 
 
 class Window(NamedTuple):
@@ -35,9 +41,19 @@ class Window(NamedTuple):
     seen: float
 
 
-def samples() -> list[Sample]:
-    """The recorded samples in range, oldest first (``ratelimits.read_samples``)."""
-    return read_samples()
+def samples(refused: Iterable[Refusal] = ()) -> list[Sample]:
+    """The recorded samples in range (``ratelimits.read_samples``), with a sample of 100 % for
+    each refusal of ``refused`` that names its window and reset, oldest first."""
+    found = read_samples()
+    full = [s for r in refused if (s := refused_sample(r)) is not None]
+    return sorted(found + full, key=lambda s: s.t) if full else found
+
+
+def refused_sample(r: Refusal) -> Sample | None:
+    """A refusal as a sample: its window at 100 % at its time (None: it named no window or reset)."""
+    if r.window is None or r.resets_at is None:
+        return None
+    return sample(r.window, 100.0, r.resets_at, r.t, r.t)
 
 
 def windows(name: str, found: list[Sample]) -> list[Window]:

@@ -9,7 +9,8 @@ One JSON object a line: ``{"t": unix seconds, "window": "five_hour" | "seven_day
 weekly key ("seven_day_opus"...), "used": percent 0-100, "resets_at": unix seconds}``. A line is
 written only when a window's numbers differ from its last line (ten windows refreshing write
 one), checked again under the log's lock, so processes appending at once never write the same
-change twice. Past ``MAX_BYTES`` the log keeps its newest lines (``KEEP_BYTES``), rewritten
+change twice; and never for older news (``stale``: an idle window still holding the percent of
+its last response, below what another window has since seen). Past ``MAX_BYTES`` the log keeps its newest lines (``KEEP_BYTES``), rewritten
 under the same lock (appenders open the file only once they hold it). 0600, like all of ours.
 
 Values are Claude Code's, read as untrusted: a percent outside 0-100, a reset that is not in
@@ -46,16 +47,21 @@ __all__ = (
     "log_path",
     "read_samples",
     "record",
+    "stale",
 )
 
 MAX_BYTES = 4 << 20  # ~50,000 lines: weeks of changes from every window
 KEEP_BYTES = 2 << 20  # what a compaction keeps (the newest lines)
 TAIL_BYTES = 16 * 1024  # enough of the log's end to hold each window's last line
 READ_BYTES = 16 << 20  # what ``usage`` reads of the log's end: its writer keeps it far smaller
-MAX_SNAPSHOT = 8 << 20  # a .claude.json larger than this is not read on the status line's path
+SNAPSHOT_KEY = b'"cachedUsageUtilization"'
+MAX_SNAPSHOT = 32 << 20  # of a .claude.json (it grows with every project), what is searched for it
+SNAPSHOT_BYTES = 64 << 10  # of the snapshot, what is decoded (the /api/oauth/usage body is ~1 KB)
+CHUNK = 1 << 20
 SPAN_S = {"five_hour": 5 * 3600.0}  # every other window is a week
 WEEK_S = 7 * 86_400.0
 SLACK_S = 3600.0  # clock skew, and a reset Claude Code has not yet rolled over
+SAME_RESET_S = 300.0  # resets this close are one window (the reported time can move a little)
 _WINDOW = re.compile(r"five_hour|seven_day(?:_[a-z0-9_]{1,40})?")
 
 
@@ -135,18 +141,19 @@ def from_status(payload: Any, now: float) -> list[Sample]:
 def from_snapshot(path: str, now: float) -> list[Sample]:
     """The windows of a ``/usage`` snapshot in ``.claude.json`` (``cachedUsageUtilization``:
     ``{fetchedAtMs, utilization: {five_hour: {utilization, resets_at: ISO}, seven_day_opus...}}``),
-    each timed when it was fetched; none when absent, too large, or not one."""
+    each timed when it was fetched; none when absent, not one, or not in the file's first
+    ``MAX_SNAPSHOT`` bytes. Only the snapshot is decoded, never the whole file."""
     try:
-        data = peek.read_regular(path, MAX_SNAPSHOT)
+        data = _snapshot_bytes(path)
     except OSError:
         return []
-    if b"cachedUsageUtilization" not in data:
+    if data is None:
         return []
     from ..ground.clock import parse_iso
 
     try:
-        cached = json.loads(data).get("cachedUsageUtilization")
-    except (ValueError, RecursionError, AttributeError):
+        cached, _ = json.JSONDecoder().raw_decode(data.decode("utf-8", "replace").lstrip())
+    except (ValueError, RecursionError):  # not JSON, or longer than SNAPSHOT_BYTES
         return []
     if not isinstance(cached, dict) or not isinstance(cached.get("utilization"), dict):
         return []
@@ -161,6 +168,32 @@ def from_snapshot(path: str, now: float) -> list[Sample]:
             if found is not None:
                 out.append(found)
     return out
+
+
+def _snapshot_bytes(path: str) -> bytes | None:
+    """At most ``SNAPSHOT_BYTES`` of what follows the snapshot's key in ``path`` (the colon
+    taken off), searched for a piece at a time; None when no key is followed by a colon. In
+    JSON the key's text between two quotes, the first not escaped, then a colon, is a key:
+    never a string's inside, where both quotes would be escaped."""
+    fd = peek.open_regular(path)
+    try:
+        size = min(os.fstat(fd).st_size, MAX_SNAPSHOT)
+        offset = 0
+        while offset < size:
+            chunk = pread_all(fd, offset, min(CHUNK, size - offset))
+            at = chunk.find(SNAPSHOT_KEY)
+            while at >= 0:
+                after = pread_all(fd, offset + at + len(SNAPSHOT_KEY), SNAPSHOT_BYTES + 64).lstrip()
+                escaped = offset + at > 0 and os.pread(fd, 1, offset + at - 1) == b"\\"
+                if after.startswith(b":") and not escaped:
+                    return after[1 : SNAPSHOT_BYTES + 1]
+                at = chunk.find(SNAPSHOT_KEY, at + 1)
+            if offset + len(chunk) >= size or len(chunk) < len(SNAPSHOT_KEY):
+                return None
+            offset += len(chunk) - len(SNAPSHOT_KEY) + 1  # a key across two pieces is found whole
+        return None
+    finally:
+        os.close(fd)
 
 
 def _decode(line: bytes, now: float) -> Sample | None:
@@ -199,11 +232,23 @@ def current(now: float, path: Path | None = None) -> dict[str, Sample]:
     return {w: s for w, s in last_samples(now, path).items() if s.resets_at > now}
 
 
+def stale(s: Sample, last: Sample | None) -> bool:
+    """Whether ``s`` is older news than ``last`` of its window: an earlier window, or the same
+    one used less. Each Claude Code process holds the numbers of its own last response, so an
+    idle window refreshing its line reports what a busier one has since outgrown; within a
+    window the percent only grows."""
+    if last is None:
+        return False
+    if s.resets_at < last.resets_at - SAME_RESET_S:
+        return True
+    return abs(s.resets_at - last.resets_at) <= SAME_RESET_S and s.used < last.used
+
+
 def _changed(samples: list[Sample], lasts: dict[str, Sample]) -> list[Sample]:
     out = []
     for s in samples:
         last = lasts.get(s.window)
-        if last is None or (last.used, last.resets_at) != (s.used, s.resets_at):
+        if last is None or ((last.used, last.resets_at) != (s.used, s.resets_at) and not stale(s, last)):
             out.append(s)
     return out
 
