@@ -31,6 +31,7 @@ import msgspec
 
 from ..ground import schema
 from ..ground.errors import BadArgument, NotFound, check_text, clip
+from ..ground.project import Project
 from ..ground.schema import Field, Param, name_of
 from ..stores import activity, records
 from ..stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
@@ -234,7 +235,7 @@ LIMITS: dict[tuple[str, str], int] = {
 class Caller:
     """Who is calling: the project, this server's C3 session and record, the host session now."""
 
-    project: str
+    project: Project
     c3_session_id: str
     host_session_id: str | None
     record: records.SessionRecord

@@ -17,6 +17,7 @@ from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
 from ..catalog.read import read_transcript
 from ..ground.errors import Unavailable
+from ..ground.project import Project
 from ..ground.safefs import open_regular
 from ..stores import records
 from .rows import Chain, Row
@@ -102,7 +103,7 @@ def last_turns(path: str, n: int = TURNS) -> list[Turn]:
     return turns
 
 
-def detail(project: str, row: Row) -> Detail:
+def detail(project: Project, row: Row) -> Detail:
     snap = None
     served_by = []
     for rec in records.load_all(project):
@@ -114,7 +115,7 @@ def detail(project: str, row: Row) -> Detail:
     return Detail(row=row, last_snapshot=snap, turns=last_turns(row.path), c3_sessions=served_by)
 
 
-def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
+def show(project: Project, ref: str | None, *, host: str | None = None) -> Detail:
     """The session ``ref`` names (empty: the host session), expanded: a session of this
     project, else of another registered project or any folder of Claude Code's (``elsewhere``
     then says it is not this project's). Raises a C3Error."""

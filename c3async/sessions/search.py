@@ -23,6 +23,7 @@ from ..catalog import moves
 from ..catalog.locate import config_home, folders_under, locate
 from ..ground import memo
 from ..ground.errors import BadArgument
+from ..ground.project import Project
 from ..search import index
 from ..search.find import Filters, Hit, find
 from ..search.passages import KINDS
@@ -104,24 +105,25 @@ def _roles(role: str | None) -> tuple[int, ...]:
 
 
 @cache
-def _project_of(cwd: str) -> str:
-    from ..ground.paths import canonical, project_root
+def _project_of(cwd: str) -> Project:
+    from ..ground.paths import canonical
+    from ..ground.project import resolve
 
     try:
-        return project_root(canonical(cwd))
+        return resolve(canonical(cwd))
     except (OSError, ValueError):
-        return cwd
+        return Project(cwd)
 
 
 memo.on_forget(_project_of.cache_clear)  # a folder's project changes as git is set up in it
 
 
-def _folders(projects: list[str]) -> frozenset[str]:
+def _folders(projects: list[Project]) -> frozenset[str]:
     from .view import extra_cwds
 
     names = set()
     for project in projects:
-        dirs = locate(project, extra_cwds(project), claude_dirs.roots())
+        dirs = locate(project.root, extra_cwds(project), claude_dirs.roots())
         for folder, _cwd in dirs.folders:
             names.add(folder.name)
         kept = archive.usable()
@@ -157,7 +159,7 @@ def _fork_parents(cwds: dict[str, str | None]) -> dict[str, str]:
 def search(
     text: str,
     *,
-    projects: list[str] | None = None,
+    projects: list[Project] | None = None,
     role: str | None = None,
     since: str | None = None,
     until: str | None = None,
@@ -202,7 +204,7 @@ def search(
     results = []
     for hit in found.hits:
         cwd = (moves.renamed(hit.cwd) or hit.cwd) if hit.cwd else ""  # a folder a person moved: where it is now
-        project = _project_of(cwd) if cwd else hit.folder
+        project = _project_of(cwd).root if cwd else hit.folder
         gone = bool(cwd) and not os.path.isdir(cwd)
         archived = hit.path is not None and hit.path.startswith(archive_base)
         if archived and cwd:  # Claude Code deleted it: c3async puts it back first
