@@ -507,7 +507,7 @@ def test_a_record_or_a_registered_project_with_times_out_of_range_reads(claude, 
 
     [rec] = records.load_all(resolve(project))
     assert (rec.started, rec.ended, rec.snapshots[0].ts, rec.events[0].ts) == (0.0, None, 0.0, 0.0)
-    caller = session_actions.Caller(project, "c3-mine", sid, records.new_record("c3-mine", None, project))
+    caller = session_actions.Caller(resolve(project), "c3-mine", sid, records.new_record("c3-mine", None, project))
     restored = session_actions.restore(caller, session_actions.Restore())
     assert restored.startswith(f"snapshot of {sid} at an unknown time\nplanted snapshot")
 

@@ -162,10 +162,10 @@ def test_many_projects_share_one_pool_and_give_what_each_alone_gives(claude, mon
     monkeypatch.setattr(acc, "PROCESS_MIN_BYTES", 0)  # the three projects' few KiB, together
     monkeypatch.setattr(acc, "HANDOFF_FILES", 2)
     together = acc.account_projects([resolve(p) for p in projects], write=False)
-    assert [r.project for r in together] == projects
+    assert [r.project.root for r in together] == projects
     assert all(r.workers >= 2 for r in together)
     for r in together:
-        assert counted(r) == alone[r.project]
+        assert counted(r) == alone[r.project.root]
 
 
 def test_old_state_is_rebuilt_once_and_old_rows_keep_their_cost(claude, monkeypatch):
