@@ -270,7 +270,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     for _ in range(R):
         drop_caches(projects)
         started = time.perf_counter()
-        anyio.run(scan_projects, projects)
+        anyio.run(scan_projects, [resolve(p) for p in projects])
         cold_async.append(time.perf_counter() - started)
     for _ in range(R):
         started = time.perf_counter()
