@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from c3async.ground.project import resolve
 from stress.corpus import Corpus, GiB, KiB, MiB, generate, write_giant
 from stress.figures import Table, add_json_option
 
@@ -260,7 +261,7 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     for _ in range(R):
         drop_caches(projects)
         started = time.perf_counter()
-        scans, _rows = list_rows_sync(projects)
+        scans, _rows = list_rows_sync([resolve(p) for p in projects])
         cold_in.append(time.perf_counter() - started)
         cold_read = sum(s.read for s in scans)
         cold_bytes = sum(s.bytes_read for s in scans)
@@ -269,11 +270,11 @@ def bench(corpus: Corpus, root: Path, reused: bool, c3home: Path, R: int, json_o
     for _ in range(R):
         drop_caches(projects)
         started = time.perf_counter()
-        anyio.run(scan_projects, projects)
+        anyio.run(scan_projects, [resolve(p) for p in projects])
         cold_async.append(time.perf_counter() - started)
     for _ in range(R):
         started = time.perf_counter()
-        scans, _rows = list_rows_sync(projects)
+        scans, _rows = list_rows_sync([resolve(p) for p in projects])
         cached_in.append(time.perf_counter() - started)
         cached_read = sum(s.read for s in scans)
         cached_bytes = sum(s.bytes_read for s in scans)

@@ -55,6 +55,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from c3async.ground.project import resolve
 from stress.bench_catalog import (
     c3async_command,
     installed_copy_differs,
@@ -572,9 +573,9 @@ def bench(args: argparse.Namespace, root: Path) -> int:
 
     def list_in(project: str):
         try:
-            return list_rows_sync([project], processes=False)
+            return list_rows_sync([resolve(project)], processes=False)
         except TypeError:  # a signature without `processes`
-            return list_rows_sync([project])
+            return list_rows_sync([resolve(project)])
 
     def rows_in(p: Proj) -> list[dict] | None:
         import msgspec

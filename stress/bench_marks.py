@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from c3async.ground import jsonl
+from c3async.ground.project import resolve
 from c3async.stores.marks import Mark, MarkBook, marks_path
 from stress.figures import Table, add_json_option
 
@@ -54,7 +55,7 @@ def _pct(values: list[float], p: float) -> float:
 
 
 def bench_fold(t: Table, project: str, n: int, runs: int) -> None:
-    path = marks_path(project)
+    path = marks_path(resolve(project))
     path.parent.mkdir(parents=True, exist_ok=True)
     rnd = random.Random(1)
     ids = [f"{i:08x}-0000-4000-8000-000000000000" for i in range(2000)]
@@ -80,7 +81,7 @@ def bench_fold(t: Table, project: str, n: int, runs: int) -> None:
     full = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        book = MarkBook(project).refresh()
+        book = MarkBook(resolve(project)).refresh()
         full.append(time.perf_counter() - t0)
     assert book.skipped == 0 and len(book.ids()) == len(set(ids))
     incr = []

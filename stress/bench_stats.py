@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from c3async.ground.project import resolve
 from stress.corpus import generate
 from stress.figures import Table, add_json_option
 
@@ -84,7 +85,7 @@ def main() -> int:
         out = root / "out.json"
         projects = corpus.project_dirs
         for p in projects:  # what `stats --all` reads: the registered projects
-            registry.register(p)
+            registry.register(resolve(p))
 
         def reset() -> None:
             for p in projects:
@@ -107,7 +108,7 @@ def main() -> int:
             # ours in-process, worker processes allowed (as the CLI runs it)
             reset()
             c0, t0 = _cpu(), time.perf_counter()
-            results = account_projects(projects)
+            results = account_projects([resolve(p) for p in projects])
             note("first", time.perf_counter() - t0)
             note("first_cpu", _cpu() - c0)
             workers = max(r.workers for r in results)
@@ -116,7 +117,7 @@ def main() -> int:
             # ours in-process, this process only (as the MCP server runs it)
             reset()
             c0, t0 = _cpu(), time.perf_counter()
-            account_projects(projects, processes=False)
+            account_projects([resolve(p) for p in projects], processes=False)
             note("first_alone", time.perf_counter() - t0)
             note("first_alone_cpu", _cpu() - c0)
             # ours, one whole `stats --all` process: cold, then warm (its state kept, nothing new)
@@ -139,7 +140,7 @@ def main() -> int:
                 note("ratio_cli", fig["cli"][-1] / w)
                 note("ratio_cli_warm", fig["cli_warm"][-1] / w)
             # grow one transcript per project by one response, then account again
-            results = account_projects(projects)
+            results = account_projects([resolve(p) for p in projects])
             grown = 0
             for res in results:
                 sid = next(iter(res.totals))
@@ -165,7 +166,7 @@ def main() -> int:
                     f.write(line)
                 grown += len(line)
             t0 = time.perf_counter()
-            results = account_projects(projects)
+            results = account_projects([resolve(p) for p in projects])
             note("incr", time.perf_counter() - t0)
             read_incr = sum(r.bytes_read for r in results)
             with open(path, "a") as f:  # and once more, as a whole process
@@ -223,7 +224,7 @@ def main() -> int:
         # it was for the whole-process pass): account once more so both saw the same bytes
         ccusage()
         cc_out = out.read_text()
-        totals = {sid: t for r in account_projects(projects) for sid, t in r.priced().items()}
+        totals = {sid: t for r in account_projects([resolve(p) for p in projects]) for sid, t in r.priced().items()}
         cc = {s["sessionId"]: s for s in json.loads(cc_out)["sessions"]}
         tok_bad = [
             s

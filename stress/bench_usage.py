@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from c3async.ground.project import resolve
 from stress.corpus import add_corpus_options, corpus_of
 from stress.figures import Table, add_json_option
 
@@ -50,7 +51,7 @@ def main() -> int:
 
         for p in corpus.project_dirs:  # what --all reads: the registered projects, nothing accounted
             shutil.rmtree(Path(p, ".c3"), ignore_errors=True)
-            registry.register(p)
+            registry.register(resolve(p))
         command = [sys.executable, "-m", "c3async", "usage", "--by", "day", "--all"]
 
         def whole() -> float:
@@ -69,9 +70,9 @@ def main() -> int:
             inproc.append(time.perf_counter() - t0)
         from c3async.usage import timeline
 
-        lines = [timeline.load(p) for p in corpus.project_dirs]
+        lines = [timeline.load(resolve(p)) for p in corpus.project_dirs]
         slots = sum(len(t.slots) for t in lines if t is not None)
-        kib = sum(timeline.path(p).stat().st_size for p in corpus.project_dirs) / 1024
+        kib = sum(timeline.path(resolve(p)).stat().st_size for p in corpus.project_dirs) / 1024
         state = sum(Path(p, ".c3", "cache", "usage.json").stat().st_size for p in corpus.project_dirs) / 2**20
         t = Table("bench_usage")
         t.section(

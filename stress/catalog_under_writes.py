@@ -19,6 +19,8 @@ import subprocess
 import threading
 import time
 
+from c3async.ground.project import resolve
+
 from .harness import PY, Project, Result, Sandbox, c3async_cmd, kill_all, make_project, ms, oracle_fold, pct, read_raw
 
 TRANSCRIPT_WRITER = r"""
@@ -67,8 +69,9 @@ while time.time() < until:
 
 MARK_WRITER = r"""
 import json, os, random, sys, time
+from c3async.ground.project import resolve
 from c3async.stores.marks import write_mark
-project, wid, seed, until, log_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+project, wid, seed, until, log_path = resolve(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 ids = sys.argv[6].split(",")
 rng = random.Random(seed)
 log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -128,7 +131,7 @@ class CatalogStorm:
         while not self.stop.is_set():
             t0 = time.perf_counter()
             try:
-                _, rows = list_rows_sync([self.project.path])
+                _, rows = list_rows_sync([resolve(self.project.path)])
                 got, err = {r.id: view(r) for r in rows}, None
                 if len(got) != len(rows):
                     err = f"{len(rows)} rows for {len(got)} ids"
@@ -294,10 +297,10 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
                     bad_mark.append(f"{who} {sid[:8]} {key}: {v[key]}")
 
     # after the writers stop: warm == cold == ground truth, and the CLI agrees
-    _, warm_rows = list_rows_sync([project.path])
+    _, warm_rows = list_rows_sync([resolve(project.path)])
     shutil.rmtree(project.c3 / "cache", ignore_errors=True)
     t0 = time.perf_counter()
-    _, cold_rows = list_rows_sync([project.path])
+    _, cold_rows = list_rows_sync([resolve(project.path)])
     cold_time = time.perf_counter() - t0
     warm = {r.id: view(r) for r in warm_rows}
     cold = {r.id: view(r) for r in cold_rows}

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from c3async.ground.project import resolve
+
 from .harness import PY, Result, Sandbox, kill_all, ms, pct
 
 INTERVAL = 0.5
@@ -77,7 +79,7 @@ class Churn:
         while not self.stop_reader.is_set():
             t0 = time.monotonic()
             try:
-                live = live_sessions(project)
+                live = live_sessions(resolve(project))
                 seen = frozenset(h for h, e in live.items() if e.live)
             except Exception as exc:  # a reader must never fail
                 seen = frozenset({f"!error {exc!r}"})

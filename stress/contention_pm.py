@@ -19,8 +19,9 @@ from .harness import PY, Result, Sandbox, kill_all, lat
 
 WRITER = r"""
 import json, random, sys, time, uuid
+from c3async.ground.project import resolve
 from c3async.tasks import actions
-project, wid, n, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+project, wid, n, go, seed = resolve(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 rng = random.Random(seed)
 who = actions.Who(session=str(uuid.uuid5(uuid.NAMESPACE_URL, f"pm-{wid}")), by="agent")
 out, mine = [], []

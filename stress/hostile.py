@@ -51,6 +51,8 @@ from urllib.parse import quote
 
 import anyio
 
+from c3async.ground.project import resolve
+
 from . import hostile_corpus as hc
 from .harness import PY, Result, Sandbox, c3async_cmd, compare_fold, mark_tag, oracle_fold, read_raw
 
@@ -1484,7 +1486,7 @@ class Hostile:
         try:
             from c3async.stores.marks import MarkBook
 
-            problems = compare_fold(MarkBook(w.clean.path).refresh(), raw.records)
+            problems = compare_fold(MarkBook(resolve(w.clean.path)).refresh(), raw.records)
             self.check(not problems, "MarkBook's fold of the clean project equals last-wins", "; ".join(problems[:3]))
         except Exception as exc:  # a crash of the library here is a finding too
             self.check(False, "MarkBook's fold of the clean project equals last-wins", show(repr(exc), 300))

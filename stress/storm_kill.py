@@ -21,12 +21,15 @@ import subprocess
 import time
 from pathlib import Path
 
+from c3async.ground.project import resolve
+
 from .harness import PY, Project, Result, Sandbox, compare_fold, kill_all, lat, make_project, mark_tag, ms, read_raw
 
 WRITER = r"""
 import math, os, random, sys, time
+from c3async.ground.project import resolve
 from c3async.stores.marks import write_mark
-project, wid, seed, ids, ack_path, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5], sys.argv[6]
+project, wid, seed, ids, ack_path, mode = resolve(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5], sys.argv[6]
 ack = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 rng = random.Random(seed)
 FILL = "abcdefghijklmnopqrstuvwxyz0123456789" * 300
@@ -288,7 +291,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
         )
 
     # the fold, and what the production reader skipped
-    book = MarkBook(project.path).refresh()
+    book = MarkBook(resolve(project.path)).refresh()
     problems = compare_fold(book, raw.records)
     res.check(not problems, "the fold equals an independent last-wins fold by time", "; ".join(problems[:3]))
     res.check(
@@ -299,7 +302,7 @@ def run(sb: Sandbox, quick: bool, seed: int) -> Result:
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        MarkBook(project.path).refresh()
+        MarkBook(resolve(project.path)).refresh()
         times.append(time.perf_counter() - t0)
     res.fig(
         "fold time of the result",

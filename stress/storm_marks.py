@@ -29,6 +29,8 @@ from pathlib import Path
 
 import anyio
 
+from c3async.ground.project import resolve
+
 from .harness import (
     PY,
     Project,
@@ -54,8 +56,9 @@ RAW_WRITER = r"""
 import os, sys, time, random
 from c3async.ground import jsonl
 from c3async.stores import activity
+from c3async.ground.project import resolve
 from c3async.stores.marks import Mark, marks_path
-project, wid, n, go, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+project, wid, n, go, seed = resolve(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 ids = sys.argv[6].split(",")
 ack = os.open(sys.argv[7], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 rng = random.Random(seed)
@@ -511,7 +514,7 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
     )
 
     # the fold
-    book = MarkBook(project.path).refresh()
+    book = MarkBook(resolve(project.path)).refresh()
     problems = compare_fold(book, raw.records)
     res.check(not problems, "the fold equals an independent last-wins fold by time", "; ".join(problems[:3]))
     res.check(
@@ -522,7 +525,7 @@ def verify(res: Result, st: Storm, project: Project, storm_wall: float) -> None:
     times = []
     for _ in range(3):
         t0 = time.perf_counter()
-        MarkBook(project.path).refresh()
+        MarkBook(resolve(project.path)).refresh()
         times.append(time.perf_counter() - t0)
     res.fig("fold time of the result", f"{ms(statistics.median(times))}  ({len(raw.records)} marks)")
 

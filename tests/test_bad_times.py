@@ -20,6 +20,7 @@ from test_live_registry import registry_file
 from test_usage import usage_line
 
 from c3async.ground import clock
+from c3async.ground.project import resolve
 from c3async.live.running import proc_start_ticks
 from stress.transcripts import Conversation, set_mtime, simple_session, write_session
 
@@ -181,7 +182,7 @@ def test_a_cache_entry_with_times_no_read_keeps_is_read_again(claude, project, m
 
     assert claude.run("sessions", "--project", project).returncode == 0
     claude.activate(monkeypatch)
-    where = cache_path(project)
+    where = cache_path(resolve(project))
     doc = json.loads(where.read_text())
     [entry] = doc["entries"].values()
     assert cache.load(where)
@@ -291,9 +292,11 @@ def test_a_mark_or_an_activity_row_from_the_future_never_wins(claude, project, m
     claude.activate(monkeypatch)
     sid = next(claude.folder(project).glob("*.jsonl")).stem
     now = time.time()
-    jsonl.append(marks.marks_path(project), {"ts": 1e19, "id": sid, "op": "stale", "reason": "planted", "by": "user"})
-    jsonl.append(activity.activity_path(project), {"ts": 1e19, "kind": "session_start", "session_id": sid})
-    jsonl.append(activity.activity_path(project), {"ts": 10**400, "kind": "session_start", "session_id": sid})
+    jsonl.append(
+        marks.marks_path(resolve(project)), {"ts": 1e19, "id": sid, "op": "stale", "reason": "planted", "by": "user"}
+    )
+    jsonl.append(activity.activity_path(resolve(project)), {"ts": 1e19, "kind": "session_start", "session_id": sid})
+    jsonl.append(activity.activity_path(resolve(project)), {"ts": 10**400, "kind": "session_start", "session_id": sid})
     proc = claude.run("sessions", "--project", project, "--json")
     row = json.loads(proc.stdout)[0]
     assert row["stale"] is None and row["live"] is False
@@ -302,8 +305,8 @@ def test_a_mark_or_an_activity_row_from_the_future_never_wins(claude, project, m
     assert claude.run("mark", "unstale", sid, "--project", project, "--reason", "fresh").returncode == 0
     assert claude.run("mark", "stale", sid, "--project", project, "--reason", "done").returncode == 0
     assert claude.rows_by_id(project)[sid]["stale"]["reason"] == "done"
-    activity.record_once(project, "hook", 5.0, ("session_id",), session_id=sid)  # reads the rows above
-    assert now - 5 < activity.facts(project).newest < now + 60
+    activity.record_once(resolve(project), "hook", 5.0, ("session_id",), session_id=sid)  # reads the rows above
+    assert now - 5 < activity.facts(resolve(project)).newest < now + 60
 
 
 @pytest.mark.process
@@ -312,7 +315,7 @@ def test_a_heartbeat_of_no_time_never_reads_live(claude, project):
 
     if not boot_id():
         pytest.skip("needs /proc/sys/kernel/random/boot_id")
-    folder = live_dir(project)
+    folder = live_dir(resolve(project))
     folder.mkdir(parents=True)
     hb = folder / "11111111-2222-4333-8444-555555555555.json"
     hb.write_text(
@@ -368,7 +371,7 @@ def test_a_stats_log_row_out_of_range_is_skipped(claude, project, monkeypatch):
     from c3async.usage.totals import latest, stats_path
 
     claude.activate(monkeypatch)
-    log = stats_path(project)
+    log = stats_path(resolve(project))
     log.parent.mkdir(parents=True, exist_ok=True)
     rows = [
         {"session_id": "a", "ts": 1e19, "input": 5},
@@ -378,7 +381,7 @@ def test_a_stats_log_row_out_of_range_is_skipped(claude, project, monkeypatch):
         {"session_id": "e", "ts": 1.7e9, "input": 7, "first_ts": "99999-01-01", "last_ts": "2026-11-01T10:00:00Z"},
     ]
     log.write_text("".join(json.dumps(r) + "\n" for r in rows) + "x" * 300_000 + "\n")  # past a checkpoint's size
-    got = latest(project)
+    got = latest(resolve(project))
     assert list(got) == ["e"] and (got["e"].input, got["e"].first_ts, got["e"].last_ts) == (
         7,
         None,
@@ -502,9 +505,9 @@ def test_a_record_or_a_registered_project_with_times_out_of_range_reads(claude, 
     from c3async.serve import session_actions
     from c3async.stores import records
 
-    [rec] = records.load_all(project)
+    [rec] = records.load_all(resolve(project))
     assert (rec.started, rec.ended, rec.snapshots[0].ts, rec.events[0].ts) == (0.0, None, 0.0, 0.0)
-    caller = session_actions.Caller(project, "c3-mine", sid, records.new_record("c3-mine", None, project))
+    caller = session_actions.Caller(resolve(project), "c3-mine", sid, records.new_record("c3-mine", None, project))
     restored = session_actions.restore(caller, session_actions.Restore())
     assert restored.startswith(f"snapshot of {sid} at an unknown time\nplanted snapshot")
 

@@ -17,6 +17,7 @@ import anyio
 import pytest
 from hubproc import Hub
 
+from c3async.ground.project import resolve
 from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
@@ -246,7 +247,7 @@ def test_a_50_gb_sparse_transcript_costs_its_data_not_its_size(claude, project, 
     from c3async.search import index
     from c3async.usage.account import account
 
-    first, again = account(project), account(project)
+    first, again = account(resolve(project)), account(resolve(project))
     assert first.totals[sid].responses == 1
     assert first.bytes_read < 2**20  # the hole is never read
     assert again.bytes_read == 0 and again.files_read == 0  # its place in the tail is kept

@@ -14,6 +14,7 @@ from test_live_registry import registry_file
 from test_usage import SID, usage_line, write
 
 from c3async import statusline
+from c3async.ground.project import resolve
 from c3async.sessions.reports import run as status_run
 from c3async.sessions.usage_report import burn_report, usage_page
 from c3async.stores.registry import register
@@ -226,15 +227,15 @@ def test_refusals_are_read_from_transcripts_with_their_window_and_reset(claude, 
         _refusal("not a time", int(t + 3000)),  # no time: not kept
         usage_line("m2", "r2", ts=_iso(now - 60), out=50_000),
     ])  # fmt: skip
-    result = acc.account(proj)
+    result = acc.account(resolve(proj))
     assert result.totals[SID].responses == 2  # refusals are no responses
     line = result.timeline
     assert line is not None
     got = [(round(r.t), r.window, r.resets_at) for r in line.refusals]
     assert got == [(round(t), "five_hour", int(t + 3000)), (round(t + 1), "seven_day_opus", None),
                    (round(t + 2), None, None)]  # fmt: skip
-    assert acc.account(proj).timeline.refusals == line.refusals  # read again: each once
-    report = burn_report([proj], now)
+    assert acc.account(resolve(proj)).timeline.refusals == line.refusals  # read again: each once
+    report = burn_report([resolve(proj)], now)
     assert [r.window for _, r in report.refusals] == [None, "seven_day_opus", "five_hour"]  # newest first
     text = claude.run("usage", "--burn", "--project", proj)
     assert text.returncode == 0, text.stderr
@@ -246,7 +247,7 @@ def test_refusals_are_read_from_transcripts_with_their_window_and_reset(claude, 
     five, week = data["windows"]
     assert len(data["refusals"]) == 3 and (five["used"], five["end"], week["used"]) == (100.0, int(t + 3000), None)
     assert data["windows"][0]["sessions"][0]["key"] == SID
-    view = status_run(proj, "usage")
+    view = status_run(resolve(proj), "usage")
     assert "runway" in view and "usage-limit refusals recorded" in view
     bad = claude.run("usage", "--burn", "--since", "5h", "--project", proj)
     assert bad.returncode == 1 and "--since does not apply" in bad.stderr
@@ -281,7 +282,7 @@ def test_usage_burn_and_the_usage_page_with_recorded_samples(claude, monkeypatch
     log.write_text("".join(json.dumps(s) + "\n" for s in samples))
     assert claude.run("usage", "--project", b).returncode == 0  # b accounted once, as a server would
     assert "too loosely" in claude.run("usage", "--burn", "--project", a).stdout  # b unknown: half unseen
-    register(b)  # as its server does when it first runs there
+    register(resolve(b))  # as its server does when it first runs there
     registry_file(claude.config, sleeper.pid, SID, a, status="busy")
     data = json.loads(claude.run("usage", "--burn", "--json", "--project", a).stdout)
     five = data["windows"][0]
@@ -290,7 +291,7 @@ def test_usage_burn_and_the_usage_page_with_recorded_samples(claude, monkeypatch
     assert {p["key"] for p in five["projects"]} == {a, b}
     assert five["sessions"][0]["key"] == SID and five["sessions"][0]["live"]
     assert sum(s["cost_usd"] for s in five["sessions"]) == pytest.approx(0.15 * inside)
-    page = usage_page([a, b], now)
+    page = usage_page([resolve(a), resolve(b)], now)
     assert json.loads(json.dumps(page))["windows"][0]["runway"]["samples"] == len(samples)
     kept = json.loads(runway.path().read_text())
     assert kept["runways"] == [] or kept["runways"][0]["window"] == "five_hour"

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from c3async.catalog.locate import slug
+from c3async.ground.project import resolve
 from stress.transcripts import claude_slug, simple_session
 
 pytestmark = pytest.mark.process
@@ -247,6 +248,6 @@ def test_windows_cwd_is_matched_in_its_folder_case_insensitively(claude, monkeyp
     claude.activate(monkeypatch)
     from c3async.catalog.scan import scan_projects_sync
 
-    (scan,) = scan_projects_sync([project], processes=False)
+    (scan,) = scan_projects_sync([resolve(project)], processes=False)
     assert [s.session_id for s in scan.sessions] == [exact, lower]
     assert scan.sessions[0].record.cwd == project

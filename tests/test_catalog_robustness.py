@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from c3async.ground.project import resolve
 from stress.transcripts import Conversation, encode, new_id, set_mtime, text, write_session
 
 pytestmark = pytest.mark.process
@@ -311,7 +312,7 @@ def test_file_deleted_between_listing_and_reading(claude, monkeypatch, tmp_path,
     result = {}
 
     def body():
-        result["scan"] = scan.scan_projects_sync([project], processes=False)[0]
+        result["scan"] = scan.scan_projects_sync([resolve(project)], processes=False)[0]
 
     worker = threading.Thread(target=body, daemon=True)
     worker.start()

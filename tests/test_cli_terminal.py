@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from c3async.cli.render import InertFormatter as _InertFormatter
+from c3async.ground.project import resolve
 from c3async.ground.term import inert, inert_line, json_inert
 from c3async.stores import activity
 from c3async.tasks import actions, store
@@ -256,7 +257,7 @@ def test_tasks_list_board_and_changes_are_inert(claude):
     titles = {}
     for text in ARGV_SAFE.values():
         t = actions.run(
-            project,
+            resolve(project),
             who,
             "add",
             title=text,
@@ -265,14 +266,16 @@ def test_tasks_list_board_and_changes_are_inert(claude):
         )
         titles[t["id"]] = text
     # c3async refuses NUL in a title; a pm.json shipped in a cloned repository may hold one.
-    pm = store.file_path(project)
+    pm = store.file_path(resolve(project))
     doc = json.loads(pm.read_text())
     doc["tasks"][0]["title"] = titles[doc["tasks"][0]["id"]] = HOSTILE["nul"] + ARGV_SAFE["mix"]
     pm.write_text(json.dumps(doc))
     first = doc["tasks"][0]["id"]
-    actions.run(project, who, "milestone_add", milestone=ARGV_SAFE["osc8_link"])
-    actions.run(project, who, "decide", text=ARGV_SAFE["csi_clear"], reasoning=ARGV_SAFE["cr_overwrite"], task_id=first)
-    actions.run(project, who, "time_start", task_id=first)
+    actions.run(resolve(project), who, "milestone_add", milestone=ARGV_SAFE["osc8_link"])
+    actions.run(
+        resolve(project), who, "decide", text=ARGV_SAFE["csi_clear"], reasoning=ARGV_SAFE["cr_overwrite"], task_id=first
+    )
+    actions.run(resolve(project), who, "time_start", task_id=first)
     for action in ("list", "board", "report", "history", "decisions", "time_report", "milestones"):
         code, out, err = run(claude, "tasks", action, "--project", project)
         assert code == 0, err
@@ -341,7 +344,7 @@ def test_live_lines_are_inert(claude):
             }
         )
     )
-    activity.record(project, "session_start", session_id=HOSTILE["csi_clear"] + "\u202e", source="startup")
+    activity.record(resolve(project), "session_start", session_id=HOSTILE["csi_clear"] + "\u202e", source="startup")
     code, out, err = run(claude, "live", "--project", project)
     assert code == 0, err
     assert_clean_output(out, err)
@@ -405,7 +408,7 @@ def test_text_that_is_not_utf8_is_a_usage_error_naming_the_option(claude, args, 
     assert f"argument {option}: is not UTF-8 text (byte 0xff" in err
     assert_clean_output(out, err)
     assert not (Path(project) / ".c3" / "session_marks.jsonl").exists()
-    assert not store.file_path(project).exists()
+    assert not store.file_path(resolve(project)).exists()
 
 
 @pytest.mark.process
@@ -414,7 +417,7 @@ def test_a_task_action_that_is_not_utf8_is_an_invalid_choice(claude):
     code, out, err = run(claude, "tasks", NOT_UTF8, "--project", project)
     assert code == 2 and "argument ACTION: invalid choice: '\\udcff'" in err  # the actions are argparse's choices
     assert_clean_output(out, err)
-    assert not store.file_path(project).exists()
+    assert not store.file_path(resolve(project)).exists()
 
 
 @pytest.mark.process
@@ -427,7 +430,7 @@ def test_a_session_id_env_that_is_not_utf8_is_refused(claude):
     assert_clean_output(out, err)
     code, out, err = run(claude, "tasks", "add", "--project", project, "--title", "x", env=env)
     assert code == 1 and "CLAUDE_CODE_SESSION_ID" in err
-    assert not store.file_path(project).exists()
+    assert not store.file_path(resolve(project)).exists()
 
 
 @pytest.mark.process
@@ -478,7 +481,7 @@ def test_a_project_path_that_is_not_utf8_does_not_crash(claude):
 def test_stdout_that_cannot_encode_everything_never_crashes(claude, encoding):
     project = claude.project("app")
     simple_session(claude.folder(project), project, "修复 ✨ the 🎉 bug")
-    actions.run(project, actions.Who(session=None, by="agent"), "add", title="任务 ✨")
+    actions.run(resolve(project), actions.Who(session=None, by="agent"), "add", title="任务 ✨")
     env = claude.env(PYTHONIOENCODING=encoding)
     for args in (("sessions",), ("tasks", "list"), ("tasks", "board")):
         proc = subprocess.run(

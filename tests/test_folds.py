@@ -16,6 +16,7 @@ import msgspec
 import pytest
 
 from c3async.ground import folds, jsonl
+from c3async.ground.project import resolve
 from c3async.ground.stateroot import project_state
 from c3async.stores import activity, marks
 
@@ -71,7 +72,7 @@ def append(path: Path, rows: list[dict]) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_folds_equal_a_fold_from_scratch_whatever_happens_to_the_log(proj, seed) -> None:
     rng = random.Random(seed)
-    mpath, apath = marks.marks_path(proj), activity.activity_path(proj)
+    mpath, apath = marks.marks_path(resolve(proj)), activity.activity_path(resolve(proj))
     ts = 1_000_000.0
     for step in range(40):
         what = rng.random()
@@ -102,10 +103,10 @@ def test_folds_equal_a_fold_from_scratch_whatever_happens_to_the_log(proj, seed)
                 path.write_bytes(json.dumps(row, separators=(",", ":")).encode() + b"\n" + rest)
         else:
             fresh_process()
-        book = marks.MarkBook(proj).refresh()
+        book = marks.MarkBook(resolve(proj)).refresh()
         want = scratch_marks(mpath)
         assert (book._state.stale, book._state.note) == (want.stale, want.note), step
-        got = activity.facts(proj)
+        got = activity.facts(resolve(proj))
         want_facts = scratch_facts(apath)
         assert (got.open, got.cleared, got.pairs, got.cwds) == (
             want_facts.open,
@@ -117,13 +118,13 @@ def test_folds_equal_a_fold_from_scratch_whatever_happens_to_the_log(proj, seed)
 
 def test_a_new_process_reads_only_what_was_appended(proj) -> None:
     rng = random.Random(1)
-    path = marks.marks_path(proj)
+    path = marks.marks_path(resolve(proj))
     append(path, [mark_line(rng, 1000.0 + i) for i in range(500)])
-    marks.MarkBook(proj).refresh()  # folds all and writes the checkpoint
+    marks.MarkBook(resolve(proj)).refresh()  # folds all and writes the checkpoint
     assert (project_state(proj) / "cache" / "marks.fold").exists()
     append(path, [mark_line(rng, 2000.0 + i) for i in range(7)])
     fresh_process()
-    book = marks.MarkBook(proj)
+    book = marks.MarkBook(resolve(proj))
     seen: list[int] = []
     apply = marks._apply
     book.fold.apply = lambda state, batch: seen.append(len(batch.records)) or apply(state, batch)
@@ -137,9 +138,9 @@ def test_a_new_process_reads_only_what_was_appended(proj) -> None:
 )
 def test_a_damaged_checkpoint_costs_one_full_fold_never_a_wrong_answer(proj, damage) -> None:
     rng = random.Random(2)
-    path = marks.marks_path(proj)
+    path = marks.marks_path(resolve(proj))
     append(path, [mark_line(rng, 1000.0 + i) for i in range(200)])
-    marks.MarkBook(proj).refresh()
+    marks.MarkBook(resolve(proj)).refresh()
     cp = project_state(proj) / "cache" / "marks.fold"
     doc = msgspec.msgpack.decode(cp.read_bytes())
     if damage == "garbage":
@@ -167,16 +168,16 @@ def test_a_damaged_checkpoint_costs_one_full_fold_never_a_wrong_answer(proj, dam
         cp.write_bytes(cp.read_bytes()[: len(cp.read_bytes()) // 2])
     log_bytes = path.read_bytes()
     fresh_process()
-    assert marks.MarkBook(proj).refresh()._state == scratch_marks(path)
+    assert marks.MarkBook(resolve(proj)).refresh()._state == scratch_marks(path)
     assert path.read_bytes() == log_bytes  # a linked checkpoint is replaced as a name, never written through
 
 
 def test_a_log_that_grows_while_it_is_folded(proj, monkeypatch) -> None:
     rng = random.Random(3)
-    path = activity.activity_path(proj)
+    path = activity.activity_path(resolve(proj))
     append(path, [activity_line(rng, 1000.0 + i) for i in range(300)])
     monkeypatch.setattr(jsonl.Tail, "CHUNK", 4096)  # several chunks, and an append between them
-    fold = activity.log_fold(proj)
+    fold = activity.log_fold(resolve(proj))
     original = fold.apply
     appended = []
 
@@ -196,9 +197,10 @@ def test_a_log_that_grows_while_it_is_folded(proj, monkeypatch) -> None:
 WRITER = """
 import random, sys
 from c3async.ground import folds
+from c3async.ground.project import resolve
 from c3async.stores import activity, marks
 folds.SAVE_EVERY = 1
-proj, seed = sys.argv[1], int(sys.argv[2])
+proj, seed = resolve(sys.argv[1]), int(sys.argv[2])
 rng = random.Random(seed)
 for i in range(30):
     folds._folds.clear()  # each round a new process's view: load the checkpoint, tail, save
@@ -210,7 +212,7 @@ for i in range(30):
 @pytest.mark.process
 def test_two_processes_updating_one_checkpoint(proj) -> None:
     rng = random.Random(4)
-    mpath, apath = marks.marks_path(proj), activity.activity_path(proj)
+    mpath, apath = marks.marks_path(resolve(proj)), activity.activity_path(resolve(proj))
     append(mpath, [mark_line(rng, 1000.0 + i) for i in range(100)])
     append(apath, [activity_line(rng, 1000.0 + i) for i in range(100)])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -228,12 +230,12 @@ def test_two_processes_updating_one_checkpoint(proj) -> None:
         _, err = p.communicate()
         assert p.returncode == 0, err.decode()
     fresh_process()
-    assert marks.MarkBook(proj).refresh()._state == scratch_marks(mpath)
-    assert activity.facts(proj) == scratch_facts(apath)
+    assert marks.MarkBook(resolve(proj)).refresh()._state == scratch_marks(mpath)
+    assert activity.facts(resolve(proj)) == scratch_facts(apath)
 
 
 def test_a_killed_session_leaves_the_liveness_fold_after_a_week(proj) -> None:
-    path = activity.activity_path(proj)
+    path = activity.activity_path(resolve(proj))
     append(
         path,
         [
@@ -241,14 +243,14 @@ def test_a_killed_session_leaves_the_liveness_fold_after_a_week(proj) -> None:
             {"ts": 1000.0 + 8 * 86400, "kind": "session_start", "session_id": IDS[1]},
         ],
     )
-    assert set(activity.facts(proj).open) == {IDS[1]}
+    assert set(activity.facts(resolve(proj)).open) == {IDS[1]}
 
 
 def test_marks_are_read_back_from_where_the_fold_says(proj) -> None:
     """The fold keeps where each session's marks are; what ``get`` reads there is the mark an
     independent last-wins fold (by time) finds, junk and torn lines notwithstanding."""
     rng = random.Random(5)
-    path = marks.marks_path(proj)
+    path = marks.marks_path(resolve(proj))
     want: dict[str, dict] = {}
     for i in range(300):
         row = mark_line(rng, 1000.0 + rng.randrange(0, 50))  # ties and out-of-order times
@@ -259,7 +261,7 @@ def test_marks_are_read_back_from_where_the_fold_says(proj) -> None:
         key = (row["id"], "note" if row["op"] == "note" else "stale")
         if key not in want or row["ts"] >= want[key]["ts"]:
             want[key] = row
-    book = marks.MarkBook(proj).refresh()
+    book = marks.MarkBook(resolve(proj)).refresh()
     for sid in IDS:
         got = book.get(sid)
         stale, note = want.get((sid, "stale")), want.get((sid, "note"))

@@ -21,6 +21,7 @@ from mcp.client.stdio import stdio_client
 
 from c3async.catalog import gitrefs, locate
 from c3async.ground import paths
+from c3async.ground.project import resolve
 from c3async.stores import registry
 from stress.hostile_git import CONTROL_BRANCH, EVIL_BRANCH, HINT, TRAPS, build, dismantle, git, repository
 from stress.transcripts import Conversation, simple_session, write_session
@@ -198,7 +199,7 @@ def test_all_lists_every_project_beside_the_traps(module_claude, traps, monkeypa
     clean, built, sids = traps
     module_claude.activate(monkeypatch)
     for project in (str(clean), *map(str, built.values())):
-        registry.register(project)
+        registry.register(resolve(project))
     proc = module_claude.run("sessions", "--all", "--json")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     listed = {row["id"]: row for row in json.loads(proc.stdout)}
@@ -215,7 +216,7 @@ def test_the_hub_lists_every_project_beside_the_traps(module_claude, traps, monk
     clean, built, sids = traps
     module_claude.activate(monkeypatch)
     for project in (str(clean), *map(str, built.values())):
-        registry.register(project)
+        registry.register(resolve(project))
     with Hub(module_claude) as hub, hub.client() as c:
         r = c.get("/api/rows", params={"limit": 200})
         assert r.status_code == 200, r.text

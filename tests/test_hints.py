@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from c3async.ground.project import resolve
 from c3async.stores import activity
 from stress.transcripts import Conversation, write_session
 
@@ -91,7 +92,7 @@ def test_ended_by_clear_from_the_activity_log(claude, monkeypatch) -> None:
     folder = claude.folder(proj)
     sid, _ = _session(folder, proj, ["a", "b", "c"], start=NOW - timedelta(hours=1))
     monkeypatch.setenv("C3_HOME", str(claude.c3home))
-    activity.record(proj, "session_end", session_id=sid, reason="clear")
+    activity.record(resolve(proj), "session_end", session_id=sid, reason="clear")
     assert claude.rows_by_id(proj)[sid]["hints"] == ["ended by /clear"]
 
 

@@ -25,6 +25,7 @@ import pytest
 from fake_api import free_port
 from hubproc import NOW, Hub, httpx, hub_session, sandbox_world, sessions_ids, wait_for
 
+from c3async.ground.project import resolve
 from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
@@ -970,7 +971,7 @@ def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monk
 
     world.claude.activate(monkeypatch)
     _accounted(client, world.beta)
-    before = position(world.beta)
+    before = position(resolve(world.beta))
     events: queue.Queue = queue.Queue()
 
     def read() -> None:
@@ -1003,7 +1004,7 @@ def test_new_totals_from_an_accountant_refresh_the_rows(hub, client, world, monk
             )
             + "\n"
         )
-    assert position(world.beta) != before  # what the feed polls moved with the stats log alone
+    assert position(resolve(world.beta)) != before  # what the feed polls moved with the stats log alone
     deadline = time.monotonic() + 6
     while (line := events.get(timeout=max(0.01, deadline - time.monotonic()))) != "event: change":
         assert not line.startswith("error: "), line

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from c3async.ground.project import resolve
 from stress.transcripts import Conversation, append_lines, simple_session, write_session
 
 pytestmark = pytest.mark.process
@@ -884,11 +885,11 @@ def test_transcript_deleted_between_listing_and_preserve(world, monkeypatch) -> 
     conv, orig = session_conv(folder, proj, "gone in a moment")
     sub = Conversation(proj, conv.id, sidechain=True)
     agent = write_session(folder / conv.id / "subagents", "agent-x", [sub.prompt("p"), *sub.reply()])
-    _scans, rows = list_rows_sync([proj], processes=False)
+    _scans, rows = list_rows_sync([resolve(proj)], processes=False)
     (row,) = [r for r in rows if r.id == conv.id]
     os.unlink(orig)
     os.unlink(agent)
-    keep.apply(proj, rows, {conv.id: True})  # no crash
+    keep.apply(resolve(proj), rows, {conv.id: True})  # no crash
     assert archive.preserve(row.path, row.id) == 0
     base = archive_of(sb.c3home, folder)
     assert not (base / f"{conv.id}.jsonl").exists()
@@ -961,7 +962,7 @@ def test_an_agent_cannot_release_the_only_copy(world, monkeypatch) -> None:
     ok(sb.run("mark", "keep", conv.id, "--project", proj))
     path.unlink()
     with pytest.raises(C3Error, match="only whole copy"):
-        act.mark(proj, conv.id, "unkeep", by="agent")
+        act.mark(resolve(proj), conv.id, "unkeep", by="agent")
     assert (sb.c3home / "archive" / folder.name / f"{conv.id}.jsonl").exists()
 
 

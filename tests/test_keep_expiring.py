@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from hubproc import Hub, wait_for
 
+from c3async.ground.project import resolve
 from c3async.sessions import keep
 from c3async.sessions.act import keep_expiring, survey
 from c3async.sessions.view import list_rows_sync
@@ -95,10 +96,10 @@ def test_a_wrong_other_setting_does_not_stop_the_keep_policy(world) -> None:
     sb, proj, _folder = world
     set_policy(sb, "all")
     (sb.c3home / "config.json").write_text(json.dumps({"keep": "all", "idle_days": "seven"}))
-    assert config.keep_policy(proj) == "all"
+    assert config.keep_policy(resolve(proj)) == "all"
     Path(proj, ".c3").mkdir(exist_ok=True)
     Path(proj, ".c3", "config.json").write_text(json.dumps({"keep": "none"}))
-    assert config.keep_policy(proj) == "none", "the project's config wins"
+    assert config.keep_policy(resolve(proj)) == "none", "the project's config wins"
 
 
 # ------------------------------------------------------------------ which sessions are covered
@@ -113,25 +114,27 @@ def _judged_world(sb, proj: str, folder: Path) -> dict[str, str]:
     }
     for i in range(3):
         aged(folder, proj, f"fresh {i}", 0.1)
-    write_mark(proj, s["noted"], "note", summary="worth coming back to")
-    write_mark(proj, s["stale"], "stale", reason="superseded")
-    write_mark(proj, s["unstaled"], "stale", reason="oops")
-    write_mark(proj, s["unstaled"], "unstale")
-    write_mark(proj, s["kept"], "keep")
-    write_mark(proj, s["unkept"], "note", summary="noted, then unkept")
-    write_mark(proj, s["unkept"], "unkeep")
+    write_mark(resolve(proj), s["noted"], "note", summary="worth coming back to")
+    write_mark(resolve(proj), s["stale"], "stale", reason="superseded")
+    write_mark(resolve(proj), s["unstaled"], "stale", reason="oops")
+    write_mark(resolve(proj), s["unstaled"], "unstale")
+    write_mark(resolve(proj), s["kept"], "keep")
+    write_mark(resolve(proj), s["unkept"], "note", summary="noted, then unkept")
+    write_mark(resolve(proj), s["unkept"], "unkeep")
     who = actions.Who(by="user")
-    task = actions.run(proj, who, "add", title="a task")
-    actions.run(proj, who, "link", task_id=task["id"], ref=s["linked"])
+    task = actions.run(resolve(proj), who, "add", title="a task")
+    actions.run(resolve(proj), who, "link", task_id=task["id"], ref=s["linked"])
 
     def as_typed(pm) -> None:  # an earlier version stored the prefix a person typed
         pm.tasks[0].sessions = [s["linked"][:8]]
 
-    task_store.change(proj, as_typed)
-    actions.run(proj, actions.Who(session=s["decided"], by="agent"), "decide", text="use sqlite", reasoning="why")
+    task_store.change(resolve(proj), as_typed)
+    actions.run(
+        resolve(proj), actions.Who(session=s["decided"], by="agent"), "decide", text="use sqlite", reasoning="why"
+    )
     rec = records.new_record("c3-" + s["snapshot"][:8], "test", proj)
     rec.snapshots.append(records.Snapshot(ts=time.time(), host_session_id=s["snapshot"], summary="where we are"))
-    records.save(proj, rec)
+    records.save(resolve(proj), rec)
     return s
 
 
@@ -152,7 +155,7 @@ def test_marked_covers_what_someone_said_something_about_listed_or_not(world, li
     (older than its newest ``limit``): the archive holds exactly those."""
     sb, proj, folder = world
     s = _judged_world(sb, proj, folder)
-    _, rows = list_rows_sync([proj], limit=limit, processes=False)
+    _, rows = list_rows_sync([resolve(proj)], limit=limit, processes=False)
     by_id = {r.id: r for r in rows}
     if limit == 100:
         assert {k: by_id[sid].kept_by for k, sid in s.items()} == {**dict.fromkeys(s), **MARKED}
@@ -161,7 +164,7 @@ def test_marked_covers_what_someone_said_something_about_listed_or_not(world, li
     else:
         assert not set(s.values()) & set(by_id), "the old sessions are beyond this listing's rows"
     assert {k for k, sid in s.items() if archived(sb, folder, sid)} == set(MARKED)
-    found = keep.surveyed(proj)
+    found = keep.surveyed(resolve(proj))
     assert found is not None
     assert (found.expiring, found.kept, found.waived) == (9, 7, 1)
     assert [e.id for e in found.unkept] == [s["plain"]] and found.unkept[0].expires_in_days == 4
@@ -171,13 +174,13 @@ def test_all_keeps_every_session_but_one_a_person_unkept_and_none_only_the_keep_
     sb, proj, folder = world
     s = _judged_world(sb, proj, folder)
     set_policy(sb, "all")
-    list_rows_sync([proj], limit=3, processes=False)
+    list_rows_sync([resolve(proj)], limit=3, processes=False)
     assert {k for k, sid in s.items() if not archived(sb, folder, sid)} == {"unkept"}
-    assert (keep.surveyed(proj).kept, keep.surveyed(proj).waived) == (8, 1)
+    assert (keep.surveyed(resolve(proj)).kept, keep.surveyed(resolve(proj)).waived) == (8, 1)
     set_policy(sb, "none")
-    _, rows = list_rows_sync([proj], processes=False)
+    _, rows = list_rows_sync([resolve(proj)], processes=False)
     assert {r.id for r in rows if r.kept} == {s["kept"]}
-    found = keep.surveyed(proj)
+    found = keep.surveyed(resolve(proj))
     # what an earlier policy preserved is still held: counted as kept only where it is kept now
     assert (found.expiring, found.kept, found.waived, len(found.unkept)) == (9, 1, 1, 7)
 
@@ -185,26 +188,26 @@ def test_all_keeps_every_session_but_one_a_person_unkept_and_none_only_the_keep_
 def test_a_session_far_from_the_cut_off_beyond_the_rows_is_not_touched(world) -> None:
     sb, proj, folder = world
     far = aged(folder, proj, "noted, 10 days old", 10)
-    write_mark(proj, far, "note", summary="later")
+    write_mark(resolve(proj), far, "note", summary="later")
     for i in range(2):
         aged(folder, proj, f"fresh {i}", 0.1)
-    list_rows_sync([proj], limit=2, processes=False)
+    list_rows_sync([resolve(proj)], limit=2, processes=False)
     assert not archived(sb, folder, far), "20 days from the cut-off: the next weeks' listings keep it"
-    assert keep.surveyed(proj).expiring == 0
-    list_rows_sync([proj], processes=False)
+    assert keep.surveyed(resolve(proj)).expiring == 0
+    list_rows_sync([resolve(proj)], processes=False)
     assert archived(sb, folder, far), "a listed kept row is preserved whatever its age"
 
 
 def test_the_survey_of_a_door_counts_without_a_listing_and_a_report_writes_nothing(world) -> None:
     sb, proj, folder = world
     s = _judged_world(sb, proj, folder)
-    read_only = survey(proj, preserve=False)
+    read_only = survey(resolve(proj), preserve=False)
     assert (read_only.expiring, read_only.kept, read_only.waived, len(read_only.unkept)) == (9, 0, 1, 8)
     assert not any(archived(sb, folder, sid) for sid in s.values())
     assert {e.kept_by for e in read_only.unkept} == {None, *MARKED.values()}
-    done = survey(proj)
+    done = survey(resolve(proj))
     assert (done.expiring, done.kept, done.waived) == (9, 7, 1)
-    assert survey(proj, preserve=False).kept == 7, "a report counts what the archive holds"
+    assert survey(resolve(proj), preserve=False).kept == 7, "a report counts what the archive holds"
 
 
 def test_the_warning_says_the_numbers_and_the_soonest(world) -> None:
@@ -212,9 +215,9 @@ def test_the_warning_says_the_numbers_and_the_soonest(world) -> None:
     aged(folder, proj, "deleted at the next start", 31)
     aged(folder, proj, "in two days", 28)
     noted = aged(folder, proj, "noted", 27)
-    write_mark(proj, noted, "note", summary="s")
-    list_rows_sync([proj], processes=False)
-    found = keep.surveyed(proj)
+    write_mark(resolve(proj), noted, "note", summary="s")
+    list_rows_sync([resolve(proj)], processes=False)
+    found = keep.surveyed(resolve(proj))
     assert [e.expires_in_days for e in found.unkept] == [0, 2]
     assert keep.warning(found) == (
         "3 sessions expire within 7 days (1 kept): Claude Code deletes the 2 others, the first at its "
@@ -228,16 +231,16 @@ def test_the_warning_says_the_numbers_and_the_soonest(world) -> None:
 def test_keep_expiring_marks_and_preserves_all_but_a_person_unkept(world) -> None:
     sb, proj, folder = world
     s = _judged_world(sb, proj, folder)
-    done = keep_expiring([proj])
+    done = keep_expiring([resolve(proj)])
     assert {k.id for k in done.kept} == {s["plain"]} and all(k.preserved for k in done.kept)
     assert (done.expiring, done.held, done.waived) == (9, 7, 1)
     assert archived(sb, folder, s["plain"]) and not archived(sb, folder, s["unkept"])
     marks = [json.loads(x) for x in Path(proj, ".c3", "session_marks.jsonl").read_text().splitlines()]
     assert [(m["id"], m["op"], m["by"]) for m in marks if m["op"] == "keep"][-1] == (s["plain"], "keep", "user")
-    rows = {r.id: r for r in list_rows_sync([proj], processes=False)[1]}
+    rows = {r.id: r for r in list_rows_sync([resolve(proj)], processes=False)[1]}
     assert rows[s["plain"]].kept_by == "mark"
-    assert keep.surveyed(proj).unkept == []
-    assert keep_expiring([proj]).kept == [], "nothing left to keep"
+    assert keep.surveyed(resolve(proj)).unkept == []
+    assert keep_expiring([resolve(proj)]).kept == [], "nothing left to keep"
 
 
 # -------------------------------------------------------------------------- the CLI's doors
@@ -403,21 +406,22 @@ def test_the_runtime_keeps_the_archive_current_when_the_project_moves_and_every_
     noted = aged(folder, proj, "noted long ago", 26)
     for i in range(3):
         aged(folder, proj, f"fresh {i}", 0.1)
-    write_mark(proj, noted, "note", summary="s")
-    rt = runtime.Runtime(lambda: [proj])
+    here = resolve(proj)
+    write_mark(here, noted, "note", summary="s")
+    rt = runtime.Runtime(lambda: [here])
     kept = Path(sb.c3home, "archive", folder.name, f"{noted}.jsonl")
-    assert rt.account_once(proj)
+    assert rt.account_once(here)
     assert kept.is_file(), "the first pass preserves it"
     kept.unlink()  # the archive is not part of the project's position: nothing moves
-    rt.account_once(proj)
+    rt.account_once(here)
     assert not kept.exists(), "within the hour, an unmoved project is not listed again"
-    rt.feed.versions[proj] = rt.feed.version(proj) + 1  # the watcher saw it move
-    rt.account_once(proj)
+    rt.feed.versions[here] = rt.feed.version(here) + 1  # the watcher saw it move
+    rt.account_once(here)
     assert kept.is_file(), "a moved project is listed again"
     kept.unlink()
-    at, version = rt.kept_at[proj]
-    rt.kept_at[proj] = (at - runtime.KEEP_S - 1, version)
-    rt.account_once(proj)
+    at, version = rt.kept_at[here]
+    rt.kept_at[here] = (at - runtime.KEEP_S - 1, version)
+    rt.account_once(here)
     assert kept.is_file(), "an hour on, the pass runs again"
 
 
@@ -427,8 +431,8 @@ def test_the_hook_preserves_what_is_kept_when_claude_starts_not_on_clear(world) 
     other = sb.project("other")
     here = aged(folder, proj, "noted here", 27)
     there = aged(sb.folder(other), other, "noted elsewhere", 29)
-    write_mark(proj, here, "note", summary="s")
-    write_mark(other, there, "note", summary="s")
+    write_mark(resolve(proj), here, "note", summary="s")
+    write_mark(resolve(other), there, "note", summary="s")
     ok(sb.run("sessions", "--project", other))  # registered; its listing preserves it: undo that
     Path(sb.c3home, "archive", sb.folder(other).name, f"{there}.jsonl").unlink()
 

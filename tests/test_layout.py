@@ -295,3 +295,48 @@ def test_no_door_reads_a_message_to_choose_an_answer() -> None:
             if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
                 said = [n for n in (node.left, *node.comparators) if isinstance(n, ast.Call) and _last(n.func) == "str"]
                 assert not said, f"{name}:{node.lineno} reads an error's text"
+
+
+# ---------------------------------------------------------------- a project resolved once
+
+# A path becomes a project (``paths.project_root``) and a project its state folder
+# (``stateroot.project_state`` and the functions under it) only in these modules: the value
+# ``ground.project.Project`` and its resolver ``resolve``, which the doors call once. Every room
+# below takes the value and reads ``project.root`` and ``project.state``.
+RESOLVERS = ("project_root", "project_state", "state_of", "root_state")
+RESOLVING = ("ground.paths", "ground.stateroot", "ground.project")
+
+
+def resolving(root: Path) -> list[str]:
+    """Where a module other than RESOLVING names one of RESOLVERS: a call, an import, an attribute."""
+    allowed = {f"{root.name}.{m}" for m in RESOLVING}
+    out = []
+    for name, tree in _trees(root).items():
+        if name in allowed:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.alias):
+                said = node.name
+            elif isinstance(node, ast.Attribute):
+                said = node.attr
+            else:
+                said = node.id if isinstance(node, ast.Name) else ""
+            if said in RESOLVERS:
+                out.append(f"{name}:{getattr(node, 'lineno', 0)} {said}")
+    return out
+
+
+def test_only_the_ground_resolves_a_project() -> None:
+    assert resolving(PACKAGE) == []
+
+
+def test_the_check_finds_a_room_that_resolves_a_project_again(tmp_path: Path) -> None:
+    root = tmp_path / "c3async"
+    for package in ("ground", "sessions"):
+        (root / package).mkdir(parents=True)
+        (root / package / "__init__.py").write_text("")
+    (root / "ground" / "project.py").write_text("from .paths import project_root\n")
+    (root / "sessions" / "view.py").write_text(
+        "from ..ground import paths, stateroot\n\n\ndef rows(p):\n    return paths.project_root(p), stateroot.project_state(p)\n"
+    )
+    assert resolving(root) == ["c3async.sessions.view:5 project_root", "c3async.sessions.view:5 project_state"]

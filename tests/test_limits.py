@@ -24,8 +24,9 @@ from test_server_inprocess import (
 )
 
 from c3async.catalog.listing import candidates, is_session_id
-from c3async.catalog.resolve import resolve
+from c3async.catalog.resolve import resolve as find_session
 from c3async.ground.errors import BadArgument, C3Error, check_text, clip
+from c3async.ground.project import resolve
 from c3async.serve import app as server
 from c3async.serve.session_actions import LIMITS
 from c3async.sessions import act
@@ -107,10 +108,10 @@ def test_mark_text_over_its_limit_is_refused_and_nothing_written(project, field,
     op = "stale" if field == "reason" else "note"
     args = {"reason": "why"} if op == "stale" else {}
     with pytest.raises(BadArgument) as e:
-        act.mark(project, IDS[2], op, **{**args, field: "z" * (limit + 1)})
+        act.mark(resolve(project), IDS[2], op, **{**args, field: "z" * (limit + 1)})
     assert field in str(e.value) and f"{limit:,}" in str(e.value) and f"{limit + 1:,}" in str(e.value)
     nothing_written(project)
-    mark, _ = act.mark(project, IDS[2], op, **{**args, field: "z" * limit})  # the limit itself is fine
+    mark, _ = act.mark(resolve(project), IDS[2], op, **{**args, field: "z" * limit})  # the limit itself is fine
     assert getattr(mark, field) == "z" * limit
 
 
@@ -129,33 +130,33 @@ def test_the_limits_are_the_documented_numbers():
 
 def test_a_12_mb_note_is_refused(project):
     with pytest.raises(BadArgument, match="summary is too long: 12,582,912 characters"):
-        act.mark(project, IDS[2], "note", summary="n" * (12 * 1024 * 1024))
+        act.mark(resolve(project), IDS[2], "note", summary="n" * (12 * 1024 * 1024))
     nothing_written(project)
 
 
 @pytest.mark.parametrize("bad", ["a NUL \x00 inside", "a lone surrogate \ud800", "argv \udcff"])
 def test_mark_text_with_nul_or_lone_surrogate_is_refused(project, bad):
     with pytest.raises(BadArgument) as e:
-        act.mark(project, IDS[2], "note", summary="fine", next_steps=bad)
+        act.mark(resolve(project), IDS[2], "note", summary="fine", next_steps=bad)
     assert "next_steps holds" in str(e.value)
     with pytest.raises(BadArgument, match="reason holds"):
-        act.mark(project, IDS[2], "stale", reason=bad)
+        act.mark(resolve(project), IDS[2], "stale", reason=bad)
     nothing_written(project)
 
 
 def test_a_mark_whose_activity_row_fails_still_succeeds_and_is_written_once(project, caplog):
     (state(project) / "activity.jsonl").mkdir(parents=True)  # the activity log cannot be appended to
     with caplog.at_level(logging.WARNING, logger="c3async"):
-        mark, _ = act.mark(project, IDS[2], "note", summary="written once")
+        mark, _ = act.mark(resolve(project), IDS[2], "note", summary="written once")
     assert mark.summary == "written once"
     (row,) = jsonl_rows(state(project) / "session_marks.jsonl")
     assert (row["id"], row["op"], row["summary"]) == (IDS[2], "note", "written once")
     assert any("activity row was not" in r.getMessage() for r in caplog.records)
-    assert marks.MarkBook(project).refresh().get(IDS[2]).note.summary == "written once"
+    assert marks.MarkBook(resolve(project)).refresh().get(IDS[2]).note.summary == "written once"
 
 
 def test_the_activity_row_of_a_mark_bounds_its_strings(project):
-    act.mark(project, IDS[2], "stale", reason="r" * marks.MAX_REASON)
+    act.mark(resolve(project), IDS[2], "stale", reason="r" * marks.MAX_REASON)
     (mark,) = jsonl_rows(state(project) / "session_marks.jsonl")
     assert mark["reason"] == "r" * marks.MAX_REASON  # the mark keeps it all
     (row,) = [r for r in jsonl_rows(state(project) / "activity.jsonl") if r["kind"] == "session_mark"]
@@ -174,14 +175,14 @@ def test_session_ids_with_a_trailing_newline_are_not_ids():
 @pytest.mark.parametrize("ref", [IDS[2] + "\n", "bbbb\n", "bbbb3333\r", "bbbb\x00", "\nbbbb", "bb bb", "bbbb\tx"])
 def test_a_session_ref_with_a_newline_or_control_character_is_refused(project, ref):
     with pytest.raises(C3Error) as e:
-        resolve(project, ref)
+        find_session(project, ref)
     assert isinstance(e.value, BadArgument) and "not a session id" in str(e.value)
     with pytest.raises(C3Error):
-        act.mark(project, ref, "note", summary="x")
+        act.mark(resolve(project), ref, "note", summary="x")
     with pytest.raises(C3Error):
-        act.mark(project, IDS[0], "stale", reason="x", successor=ref)
+        act.mark(resolve(project), IDS[0], "stale", reason="x", successor=ref)
     nothing_written(project)
-    assert resolve(project, f"  {IDS[2][:6]} ").session_id == IDS[2]  # spaces around a pasted id are fine
+    assert find_session(project, f"  {IDS[2][:6]} ").session_id == IDS[2]  # spaces around a pasted id are fine
 
 
 def test_a_file_named_like_a_session_plus_a_newline_is_not_listed(claude):
@@ -193,16 +194,16 @@ def test_a_file_named_like_a_session_plus_a_newline_is_not_listed(claude):
 
 
 def test_task_refs_with_a_trailing_newline_are_refused(tmp_path):
-    t = actions.run(str(tmp_path), WHO, "add", title="a task")
-    assert actions.run(str(tmp_path), WHO, "get", task_id=t["id"][:6])["id"] == t["id"]
+    t = actions.run(resolve(tmp_path), WHO, "add", title="a task")
+    assert actions.run(resolve(tmp_path), WHO, "get", task_id=t["id"][:6])["id"] == t["id"]
     for bad in (t["id"] + "\n", t["id"][:6] + "\n", t["id"][:6] + "\x00", "\n" + t["id"][:6], t["id"][:6] + "\r"):
         with pytest.raises(BadArgument, match=r"not a task id|task_id holds a NUL"):
-            actions.run(str(tmp_path), WHO, "get", task_id=bad)
+            actions.run(resolve(tmp_path), WHO, "get", task_id=bad)
     with pytest.raises(BadArgument, match=r"not a session id|full session id"):
-        actions.run(str(tmp_path), WHO, "link", task_id=t["id"], ref=IDS[0] + "\n")
+        actions.run(resolve(tmp_path), WHO, "link", task_id=t["id"], ref=IDS[0] + "\n")
     with pytest.raises(BadArgument, match=r"not a session id|full session id"):
-        actions.run(str(tmp_path), WHO, "link", task_id=t["id"], ref="not-a-session")
-    linked = actions.run(str(tmp_path), WHO, "link", task_id=t["id"], ref=IDS[0].upper())
+        actions.run(resolve(tmp_path), WHO, "link", task_id=t["id"], ref="not-a-session")
+    linked = actions.run(resolve(tmp_path), WHO, "link", task_id=t["id"], ref=IDS[0].upper())
     assert linked["sessions"] == [WHO.session, IDS[0]]
 
 
@@ -226,31 +227,31 @@ def _pm(tmp_path: Path) -> bytes | None:
 )
 def test_task_text_over_its_limit_is_refused_and_nothing_written(tmp_path, action, args, field, limit):
     with pytest.raises(BadArgument) as e:
-        actions.run(str(tmp_path), WHO, action, **args)
+        actions.run(resolve(tmp_path), WHO, action, **args)
     text = str(e.value)
     assert text.startswith(f"{field} is too long: {limit + 1:,} characters, the limit is {limit:,}")
     assert _pm(tmp_path) is None
 
 
 def test_task_update_over_the_limit_leaves_pm_json_as_it_was(tmp_path):
-    t = actions.run(str(tmp_path), WHO, "add", title="x" * 500, description="d" * 20_000)
+    t = actions.run(resolve(tmp_path), WHO, "add", title="x" * 500, description="d" * 20_000)
     before = _pm(tmp_path)
     with pytest.raises(BadArgument, match="title is too long"):
-        actions.run(str(tmp_path), WHO, "update", task_id=t["id"], title="y" * 501)
+        actions.run(resolve(tmp_path), WHO, "update", task_id=t["id"], title="y" * 501)
     with pytest.raises(BadArgument, match="description holds a NUL"):
-        actions.run(str(tmp_path), WHO, "update", task_id=t["id"], description="a\x00b")
+        actions.run(resolve(tmp_path), WHO, "update", task_id=t["id"], description="a\x00b")
     with pytest.raises(BadArgument, match="lone surrogate"):
-        actions.run(str(tmp_path), WHO, "update", task_id=t["id"], title="caf\udce9")
+        actions.run(resolve(tmp_path), WHO, "update", task_id=t["id"], title="caf\udce9")
     assert _pm(tmp_path) == before
 
 
 def test_tag_count_and_length_limits(tmp_path):
     with pytest.raises(BadArgument, match="tags: 51 given, the limit is 50"):
-        actions.run(str(tmp_path), WHO, "add", title="t", tags=",".join(f"t{i}" for i in range(51)))
+        actions.run(resolve(tmp_path), WHO, "add", title="t", tags=",".join(f"t{i}" for i in range(51)))
     with pytest.raises(BadArgument, match="65 characters long, the limit is 64"):
-        actions.run(str(tmp_path), WHO, "add", title="t", tags="ok," + "g" * 65)
+        actions.run(resolve(tmp_path), WHO, "add", title="t", tags="ok," + "g" * 65)
     assert _pm(tmp_path) is None
-    t = actions.run(str(tmp_path), WHO, "add", title="t", tags=",".join(f"t{i}" for i in range(50)))
+    t = actions.run(resolve(tmp_path), WHO, "add", title="t", tags=",".join(f"t{i}" for i in range(50)))
     assert len(t["tags"]) == 50
 
 

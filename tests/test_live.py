@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from c3async.ground.project import resolve
 from c3async.live import heartbeat as hbmod
 from c3async.live.heartbeat import HeartbeatWriter, boot_id, live_dir
 from c3async.live.identity import HostIdentity, detect_ide
@@ -54,7 +55,7 @@ def write_hb(
     **extra,
 ) -> Path:
     """A heartbeat file as an MCP process (or an older C3 without boot_id/mono) leaves it."""
-    folder = live_dir(project)
+    folder = live_dir(resolve(project))
     folder.mkdir(parents=True, exist_ok=True)
     data = {
         "session_id": name,
@@ -71,7 +72,7 @@ def write_hb(
 
 def write_rows(project: str, rows: list[dict]) -> None:
     """Activity rows with chosen timestamps, one line each (as jsonl.append writes them)."""
-    path = activity.activity_path(project)
+    path = activity.activity_path(resolve(project))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab") as f:
         f.write(b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in rows))
@@ -94,7 +95,7 @@ def proc_start(pid: int) -> int:
 def test_fresh_heartbeat_is_live(claude) -> None:
     proj = claude.project("app")
     path = write_hb(proj, "c3-a", host="h1", ide="vscode", pid=1234)
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {"h1"}
     entry = live["h1"]
     assert entry.live and entry.source == "heartbeat" and entry.mcp_count == 1
@@ -107,13 +108,13 @@ def test_old_heartbeat_is_dead_and_pruned(claude, monkeypatch) -> None:
     now = time.time()
     dead = write_hb(proj, "c3-dead", host="h-dead", ts=now - 181)  # default TTL is 180 s
     alive = write_hb(proj, "c3-alive", host="h-alive", ts=now - 170)
-    assert set(live_sessions(proj)) == {"h-alive"}
+    assert set(live_sessions(resolve(proj))) == {"h-alive"}
     assert not dead.exists() and alive.exists()
 
     monkeypatch.setenv("C3_HEARTBEAT_TTL_S", "30")
     dead2 = write_hb(proj, "c3-dead2", host="h-dead2", ts=now - 31)
     young = write_hb(proj, "c3-young", host="h-young", ts=time.time() - 20)
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert "h-dead2" not in live and "h-alive" not in live and "h-young" in live
     assert not dead2.exists() and not alive.exists() and young.exists()
 
@@ -122,7 +123,7 @@ def test_an_older_writers_file_and_a_bad_ttl_setting(claude, monkeypatch) -> Non
     """Only the five spec fields, an integer ts, unknown extra fields: still a heartbeat. A TTL
     setting that is not a positive number falls back to the default."""
     proj = claude.project("app")
-    folder = live_dir(proj)
+    folder = live_dir(resolve(proj))
     folder.mkdir(parents=True)
     (folder / "c3-old.json").write_text(
         json.dumps(
@@ -138,14 +139,14 @@ def test_an_older_writers_file_and_a_bad_ttl_setting(claude, monkeypatch) -> Non
     )
     for bad in ("abc", "0", "-5", ""):
         monkeypatch.setenv("C3_HEARTBEAT_TTL_S", bad)
-        assert set(live_sessions(proj)) == {"h-old"}, bad
+        assert set(live_sessions(resolve(proj))) == {"h-old"}, bad
     assert (folder / "c3-old.json").exists()
 
 
 def test_far_future_heartbeat_is_not_live_and_pruned(claude) -> None:
     proj = claude.project("app")
     future = write_hb(proj, "c3-future", host="h-future", ts=time.time() + 10 * 86400)
-    assert live_sessions(proj) == {}
+    assert live_sessions(resolve(proj)) == {}
     assert not future.exists()
 
 
@@ -160,14 +161,14 @@ def test_same_boot_monotonic_age_beats_the_wall_clock(claude) -> None:
     stopped = write_hb(proj, "c3-stopped", host="h-stopped", ts=now, boot_id=me, mono=mono - 3600)
     # Written before a reboot: its monotonic reading means nothing here, the wall clock decides.
     other_boot = write_hb(proj, "c3-other", host="h-other", ts=now, boot_id="another-boot", mono=mono - 1e6)
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {"h-stepped", "h-other"}
     assert stepped.exists() and other_boot.exists() and not stopped.exists()
 
 
 def test_unreadable_files_are_ignored_and_pruned_only_after_the_ttl(claude) -> None:
     proj = claude.project("app")
-    folder = live_dir(proj)
+    folder = live_dir(resolve(proj))
     folder.mkdir(parents=True)
     bad = {
         "garbage": b"\x00\xff not json at all",
@@ -189,7 +190,7 @@ def test_unreadable_files_are_ignored_and_pruned_only_after_the_ttl(claude) -> N
     for name, data in {**bad, **foreign}.items():
         (folder / name).write_bytes(data)
     good = write_hb(proj, "c3-good", host="h-good")
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {"h-good"}
     assert {p.name for p in folder.iterdir()} == set(bad) | set(foreign) | {good.name}  # young: maybe a write in flight
 
@@ -197,13 +198,13 @@ def test_unreadable_files_are_ignored_and_pruned_only_after_the_ttl(claude) -> N
     for name in {**bad, **foreign}:
         os.utime(folder / name, (old, old))
     os.utime(good, (old, old))  # a good file is judged by its ts, never by its mtime
-    assert set(live_sessions(proj)) == {"h-good"}
+    assert set(live_sessions(resolve(proj))) == {"h-good"}
     assert {p.name for p in folder.iterdir()} == {good.name} | set(foreign)
 
 
 def test_dot_files_are_ignored(claude) -> None:
     proj = claude.project("app")
-    folder = live_dir(proj)
+    folder = live_dir(resolve(proj))
     folder.mkdir(parents=True)
     hb = {"session_id": "c3-tmp", "host_session_id": "h-tmp", "ide": "vscode", "pid": 1, "ts": time.time()}
     tmp = folder / ".c3-tmp.json.x1y2.tmp"  # write_atomic's temp file
@@ -212,17 +213,17 @@ def test_dot_files_are_ignored(claude) -> None:
         path.write_text(json.dumps(hb))
     stale_hidden = folder / ".prune.1.abc.c3-old.json"
     stale_hidden.write_text(json.dumps({**hb, "ts": time.time() - 10_000}))
-    assert live_sessions(proj) == {}
+    assert live_sessions(resolve(proj)) == {}
     assert tmp.exists() and hidden.exists() and stale_hidden.exists()
 
 
 def test_no_live_dir_means_no_live_sessions(claude) -> None:
     proj = claude.project("app")
-    assert live_sessions(proj) == {}
+    assert live_sessions(resolve(proj)) == {}
     assert not (Path(proj) / ".c3").exists()  # reading creates nothing
     (Path(proj) / ".c3").mkdir()
-    assert live_sessions(proj) == {}
-    assert live_sessions(str(Path(proj) / "does-not-exist")) == {}
+    assert live_sessions(resolve(proj)) == {}
+    assert live_sessions(resolve(str(Path(proj) / "does-not-exist"))) == {}
 
 
 def test_two_mcp_processes_for_one_host_session(claude) -> None:
@@ -230,7 +231,7 @@ def test_two_mcp_processes_for_one_host_session(claude) -> None:
     write_hb(proj, "c3-one", host="shared", ide="vscode", pid=101)
     write_hb(proj, "c3-two", host="shared", ide="cursor", pid=202)
     write_hb(proj, "c3-three", host="alone", ide="terminal", pid=303)
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {"shared", "alone"}
     assert live["shared"].mcp_count == 2
     assert sorted(live["shared"].ides) == ["cursor", "vscode"]
@@ -246,7 +247,7 @@ def test_two_servers_under_one_claude_process_count_once(claude) -> None:
     write_hb(proj, "c3-by-hand", host="shared", pid=102, host_pid=900)
     write_hb(proj, "c3-other-window", host="shared", pid=103, host_pid=901)
     write_hb(proj, "c3-unverified", host="shared", pid=104)  # no registry file: counted as itself
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert live["shared"].mcp_count == 3
     assert sorted(live["shared"].pids) == [101, 102, 103, 104]
 
@@ -254,7 +255,7 @@ def test_two_servers_under_one_claude_process_count_once(claude) -> None:
 def test_heartbeat_without_host_session_is_reported_under_none(claude) -> None:
     proj = claude.project("app")
     write_hb(proj, "c3-anon", host=None, ide="unknown")
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {None}
     assert live[None].live and live[None].mcp_count == 1 and live[None].host_session_id is None
 
@@ -266,7 +267,7 @@ def test_liveness_is_the_timestamp_never_the_pid(claude) -> None:
     assert not Path(f"/proc/{gone}").exists()
     fresh_dead_pid = write_hb(proj, "c3-fresh", host="h-fresh", pid=gone)
     stale_live_pid = write_hb(proj, "c3-stale", host="h-stale", pid=os.getpid(), ts=time.time() - 1000)
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {"h-fresh"}
     assert live["h-fresh"].pids == [gone]
     assert fresh_dead_pid.exists() and not stale_live_pid.exists()
@@ -279,18 +280,20 @@ def test_prune_never_removes_a_file_that_turned_out_fresh(claude) -> None:
     before = path.read_bytes()
     _prune(path, hbmod.ttl())
     assert path.read_bytes() == before
-    assert [p.name for p in live_dir(proj).iterdir()] == [path.name]  # no aside copy left
+    assert [p.name for p in live_dir(resolve(proj)).iterdir()] == [path.name]  # no aside copy left
     stale = write_hb(proj, "c3-stale", host="h2", ts=time.time() - 1000)
     _prune(stale, hbmod.ttl())
-    assert [p.name for p in live_dir(proj).iterdir()] == [path.name]
+    assert [p.name for p in live_dir(resolve(proj)).iterdir()] == [path.name]
     _prune(stale, hbmod.ttl())  # gone already (another reader pruned it): no error
 
 
 READER = textwrap.dedent("""
     import os, sys, time, traceback
     from pathlib import Path
+    from c3async.ground.project import resolve
     from c3async.live.reader import live_sessions
     project, host, misses, ready, stop = sys.argv[1:6]
+    project = resolve(project)
     Path(ready).touch()
     n = 0
     try:
@@ -311,9 +314,10 @@ READER = textwrap.dedent("""
 WRITER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
+    from c3async.ground.project import resolve
     from c3async.live.heartbeat import HeartbeatWriter
     project, host, ready, stop = sys.argv[1:5]
-    w = HeartbeatWriter(project, "00000000-0000-4000-8000-00000000feed", "terminal", lambda: host)
+    w = HeartbeatWriter(resolve(project), "00000000-0000-4000-8000-00000000feed", "terminal", lambda: host)
     w.beat()
     Path(ready).touch()
     n = 1
@@ -348,7 +352,7 @@ STALE_MAKER = textwrap.dedent("""
 def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) -> None:
     proj = claude.project("app")
     host = "host-under-load"
-    folder = live_dir(proj)
+    folder = live_dir(resolve(proj))
     folder.mkdir(parents=True)
     old = time.time() - 3600
     stale = [write_hb(proj, f"stale-{i}", host=host if i % 2 else "h-old", ts=old) for i in range(12)]
@@ -417,15 +421,15 @@ def test_concurrent_readers_prune_safely_while_a_writer_beats(claude, tmp_path) 
 
 def test_session_start_without_end_reads_live_from_the_log(claude) -> None:
     proj = claude.project("app")
-    activity.record(proj, "session_start", session_id="S1", source="startup")
-    live = live_sessions(proj)
+    activity.record(resolve(proj), "session_start", session_id="S1", source="startup")
+    live = live_sessions(resolve(proj))
     assert set(live) == {"S1"}
     assert live["S1"].live and live["S1"].source == "activity" and live["S1"].mcp_count == 0
     assert live["S1"].ides == [] and live["S1"].pids == []
-    activity.record(proj, "session_end", session_id="S1", reason="prompt_input_exit")
-    assert live_sessions(proj) == {}
-    activity.record(proj, "session_start", session_id="S1", source="resume")  # claude --resume
-    assert set(live_sessions(proj)) == {"S1"}
+    activity.record(resolve(proj), "session_end", session_id="S1", reason="prompt_input_exit")
+    assert live_sessions(resolve(proj)) == {}
+    activity.record(resolve(proj), "session_start", session_id="S1", source="resume")  # claude --resume
+    assert set(live_sessions(resolve(proj))) == {"S1"}
 
 
 @pytest.mark.process
@@ -435,21 +439,21 @@ def test_the_log_never_calls_a_session_live_whose_claude_is_gone(claude) -> None
     proj = claude.project("app")
     claude_proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
-        activity.record(proj, "session_start", session_id="runs", source="startup", claude_pid=claude_proc.pid)
-        activity.record(proj, "session_start", session_id="nameless", source="startup")  # an older hook
+        activity.record(resolve(proj), "session_start", session_id="runs", source="startup", claude_pid=claude_proc.pid)
+        activity.record(resolve(proj), "session_start", session_id="nameless", source="startup")  # an older hook
         # The same pid, named by a hook ten minutes before that process started: a pid reused.
-        activity.record(proj, "tool", session_id="reused")
+        activity.record(resolve(proj), "tool", session_id="reused")
         write_rows(
             proj,
             [{"ts": time.time() - 600, "kind": "session_start", "session_id": "reused", "claude_pid": claude_proc.pid}],
         )
-        live = live_sessions(proj)
+        live = live_sessions(resolve(proj))
         assert live["runs"].source == "activity" and "nameless" in live
         assert "reused" not in live
     finally:
         claude_proc.stdin.close()
         claude_proc.wait()
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert "runs" not in live and "nameless" in live
     proc = claude.run("live", "--project", proj, "--json")
     assert proc.returncode == 0 and "runs" not in {e["id"] for e in json.loads(proc.stdout)}
@@ -466,17 +470,17 @@ def test_session_start_older_than_the_window_is_not_live(claude) -> None:
             {"ts": now - 60, "kind": "tool", "session_id": "busy", "tool": "c3_task"},
         ],
     )
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert set(live) == {"busy"}  # recent activity keeps a started session live
     assert ACTIVITY_WINDOW_S == 20 * 60
 
 
 def test_a_heartbeat_wins_over_the_log(claude) -> None:
     proj = claude.project("app")
-    activity.record(proj, "session_start", session_id="H")
-    activity.record(proj, "session_start", session_id="L")
+    activity.record(resolve(proj), "session_start", session_id="H")
+    activity.record(resolve(proj), "session_start", session_id="L")
     write_hb(proj, "c3-h", host="H", ide="jetbrains")
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert live["H"].source == "heartbeat" and live["H"].mcp_count == 1 and live["H"].ides == ["jetbrains"]
     assert live["L"].source == "activity" and live["L"].mcp_count == 0
 
@@ -498,7 +502,7 @@ def test_a_session_start_deep_in_a_busy_log_still_reads_live(claude) -> None:
         else:
             rows.append({"ts": ts, "kind": "tool", "session_id": sid, "tool": "c3_sessions"})
     write_rows(proj, rows)
-    live = live_sessions(proj)
+    live = live_sessions(resolve(proj))
     assert "deep" in live and live["deep"].source == "activity"
     assert not any(k.startswith("brief-") for k in live if k)
     proc = claude.run("live", "--project", proj, "--json")
@@ -518,9 +522,9 @@ def test_catalog_rows_carry_live_and_mcp_count_and_no_hints(claude) -> None:
     live_id = simple_session(folder, proj, "Fix the flaky retry test", start=month_ago, mtime=idle)
     quiet_id = simple_session(folder, proj, "Write the changelog", start=month_ago, mtime=idle)
     logged_id = simple_session(folder, proj, "Bump the version", start=month_ago, mtime=idle)
-    HeartbeatWriter(proj, "c3-vscode", "vscode", lambda: live_id).beat()
-    HeartbeatWriter(proj, "c3-cursor", "cursor", lambda: live_id).beat()
-    activity.record(proj, "session_start", session_id=logged_id, source="startup")
+    HeartbeatWriter(resolve(proj), "c3-vscode", "vscode", lambda: live_id).beat()
+    HeartbeatWriter(resolve(proj), "c3-cursor", "cursor", lambda: live_id).beat()
+    activity.record(resolve(proj), "session_start", session_id=logged_id, source="startup")
 
     rows = claude.rows_by_id(proj)
     assert rows[live_id]["live"] is True and rows[live_id]["mcp_count"] == 2
@@ -595,11 +599,11 @@ def test_live_command_with_nothing_live(claude) -> None:
 def test_beat_writes_the_spec_fields_atomically(claude) -> None:
     proj = claude.project("app")
     host = {"id": "first"}
-    w = HeartbeatWriter(proj, "c3-w", "vscode", lambda: host["id"])
+    w = HeartbeatWriter(resolve(proj), "c3-w", "vscode", lambda: host["id"])
     before = time.time()
     w.beat()
-    assert w.path == live_dir(proj) / "c3-w.json"
-    assert os.listdir(live_dir(proj)) == ["c3-w.json"]  # no temp file left beside it
+    assert w.path == live_dir(resolve(proj)) / "c3-w.json"
+    assert os.listdir(live_dir(resolve(proj))) == ["c3-w.json"]  # no temp file left beside it
     data = json.loads(w.path.read_text())
     assert set(data) >= SPEC_FIELDS
     assert data["session_id"] == "c3-w" and data["host_session_id"] == "first" and data["ide"] == "vscode"
@@ -609,28 +613,28 @@ def test_beat_writes_the_spec_fields_atomically(claude) -> None:
     w.beat()
     assert json.loads(w.path.read_text())["host_session_id"] == "after-clear"
     assert w.path.stat().st_ino != inode  # replaced, not rewritten in place
-    assert os.listdir(live_dir(proj)) == ["c3-w.json"]
-    assert set(live_sessions(proj)) == {"after-clear"}
+    assert os.listdir(live_dir(resolve(proj))) == ["c3-w.json"]
+    assert set(live_sessions(resolve(proj))) == {"after-clear"}
 
 
 def test_remove_deletes_and_later_beats_write_nothing(claude) -> None:
     proj = claude.project("app")
-    w = HeartbeatWriter(proj, "c3-w", "vscode", lambda: "h")
+    w = HeartbeatWriter(resolve(proj), "c3-w", "vscode", lambda: "h")
     w.beat()
     w.remove()
     assert not w.path.exists()
     w.beat()
     assert not w.path.exists()
     w.remove()  # twice: no error
-    assert live_sessions(proj) == {}
+    assert live_sessions(resolve(proj)) == {}
 
 
 async def test_run_survives_an_unwritable_live_dir(claude, caplog) -> None:
     proj = claude.project("app")
-    obstacle = live_dir(proj)
+    obstacle = live_dir(resolve(proj))
     obstacle.parent.mkdir(parents=True)
     obstacle.write_text("a file where the live folder should be")
-    w = HeartbeatWriter(proj, "c3-run", "terminal", lambda: "h-run")
+    w = HeartbeatWriter(resolve(proj), "c3-run", "terminal", lambda: "h-run")
     caplog.set_level(logging.WARNING, logger="c3async.live")
 
     def failures() -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from c3async.ground.project import resolve
 from c3async.live.running import proc_start_ticks, read_registry, running
 from stress.transcripts import simple_session
 
@@ -158,7 +159,7 @@ def test_a_killed_claude_is_not_revived_by_its_hook_rows(claude, monkeypatch):
     from c3async.stores import activity
 
     claude.activate(monkeypatch)
-    activity.record(proj, "session_start", session_id=sid, source="startup")
+    activity.record(resolve(proj), "session_start", session_id=sid, source="startup")
     assert claude.rows_by_id(proj)[sid]["live"] is True  # the fallback, with no registry entry
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

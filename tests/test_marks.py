@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from c3async.ground.errors import AmbiguousSession, BadArgument, UnknownSession
+from c3async.ground.project import resolve
 from c3async.sessions import act
 from c3async.stores import marks
 from c3async.stores.activity import read_rows
@@ -35,58 +36,58 @@ def project(claude, monkeypatch):
 def test_stale_needs_a_reason(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="reason"):
-        act.mark(proj, ids[0], "stale")
+        act.mark(resolve(proj), ids[0], "stale")
     with pytest.raises(BadArgument, match="reason"):
-        act.mark(proj, ids[0], "stale", reason="   ")
+        act.mark(resolve(proj), ids[0], "stale", reason="   ")
 
 
 def test_unknown_op_and_by_are_refused(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="stale, unstale, note, keep, unkeep"):
-        act.mark(proj, ids[0], "delete")
+        act.mark(resolve(proj), ids[0], "delete")
     with pytest.raises(BadArgument, match="agent"):
-        act.mark(proj, ids[0], "note", summary="x", by="robot")
+        act.mark(resolve(proj), ids[0], "note", summary="x", by="robot")
 
 
 def test_prefix_resolves_and_ambiguity_names_candidates(project) -> None:
     proj, ids = project
-    mark, _ = act.mark(proj, "bbbb", "note", summary="done")
+    mark, _ = act.mark(resolve(proj), "bbbb", "note", summary="done")
     assert mark.id == ids[2]
     with pytest.raises(AmbiguousSession) as err:
-        act.mark(proj, "aaaa", "note", summary="x")
+        act.mark(resolve(proj), "aaaa", "note", summary="x")
     assert ids[0] in str(err.value) and ids[1] in str(err.value)
     with pytest.raises(BadArgument, match="4 characters"):
-        act.mark(proj, "aaa", "note", summary="x")
+        act.mark(resolve(proj), "aaa", "note", summary="x")
 
 
 def test_unknown_id_and_foreign_transcript_are_refused(project, claude) -> None:
     proj, _ids = project
     with pytest.raises(UnknownSession):
-        act.mark(proj, "cccc", "note", summary="x")
+        act.mark(resolve(proj), "cccc", "note", summary="x")
     # A session of a colliding directory (my_app vs my-app share a folder) is not this project's:
     # its mark goes to the project it ran in (found through the folder), never to this one.
     other = claude.project("app-x")
     mine = claude.project("app_x")
     foreign = simple_session(claude.folder(mine), other, "theirs")
-    _written, found = act.mark(mine, foreign, "note", summary="x")
-    assert found.project == other and found.elsewhere
-    assert not marks.marks_path(mine).exists() and marks.marks_path(other).exists()
+    _written, found = act.mark(resolve(mine), foreign, "note", summary="x")
+    assert found.project == resolve(other) and found.elsewhere
+    assert not marks.marks_path(resolve(mine)).exists() and marks.marks_path(resolve(other)).exists()
 
 
 def test_successor_must_be_a_known_session(project) -> None:
     proj, ids = project
     with pytest.raises(BadArgument, match="the successor: no session"):  # a bad argument of this mark
-        act.mark(proj, ids[0], "stale", reason="superseded", successor="dddd")
+        act.mark(resolve(proj), ids[0], "stale", reason="superseded", successor="dddd")
     with pytest.raises(BadArgument, match="own successor"):
-        act.mark(proj, ids[0], "stale", reason="superseded", successor=ids[0])
-    mark, _ = act.mark(proj, ids[0], "stale", reason="superseded", successor="bbbb")
+        act.mark(resolve(proj), ids[0], "stale", reason="superseded", successor=ids[0])
+    mark, _ = act.mark(resolve(proj), ids[0], "stale", reason="superseded", successor="bbbb")
     assert mark.successor == ids[2]
 
 
 def test_file_row_is_exactly_the_spec_row(project) -> None:
     proj, ids = project
-    act.mark(proj, ids[0], "stale", reason="done", by="agent", host=ids[1])
-    line = marks.marks_path(proj).read_bytes().splitlines()[0]
+    act.mark(resolve(proj), ids[0], "stale", reason="done", by="agent", host=ids[1])
+    line = marks.marks_path(resolve(proj)).read_bytes().splitlines()[0]
     row = json.loads(line)
     assert list(row) == [
         "ts",
@@ -105,28 +106,28 @@ def test_file_row_is_exactly_the_spec_row(project) -> None:
 
 def test_fold_is_last_wins_and_every_mark_has_an_activity_row(project) -> None:
     proj, ids = project
-    act.mark(proj, ids[0], "stale", reason="one")
-    act.mark(proj, ids[0], "note", summary="s1", next_steps="n1")
-    act.mark(proj, ids[0], "stale", reason="two")
-    act.mark(proj, ids[1], "stale", reason="x")
-    act.mark(proj, ids[1], "unstale")
-    act.mark(proj, ids[0], "note", summary="s2")
-    book = marks.MarkBook(proj).refresh()
+    act.mark(resolve(proj), ids[0], "stale", reason="one")
+    act.mark(resolve(proj), ids[0], "note", summary="s1", next_steps="n1")
+    act.mark(resolve(proj), ids[0], "stale", reason="two")
+    act.mark(resolve(proj), ids[1], "stale", reason="x")
+    act.mark(resolve(proj), ids[1], "unstale")
+    act.mark(resolve(proj), ids[0], "note", summary="s2")
+    book = marks.MarkBook(resolve(proj)).refresh()
     assert book.get(ids[0]).stale.reason == "two"
     assert book.get(ids[0]).note.summary == "s2" and book.get(ids[0]).note.next_steps is None
     assert book.get(ids[1]).stale is None
     assert book.get(ids[2]) is None
-    kinds = [r.kind for r in read_rows(proj).records]
+    kinds = [r.kind for r in read_rows(resolve(proj)).records]
     assert kinds.count("session_mark") == 6
 
 
 def test_incremental_fold_reads_only_new_marks(project) -> None:
     proj, ids = project
-    book = marks.MarkBook(proj)
-    act.mark(proj, ids[0], "stale", reason="one")
+    book = marks.MarkBook(resolve(proj))
+    act.mark(resolve(proj), ids[0], "stale", reason="one")
     book.refresh()
     offset = book.fold.tail.offset
-    act.mark(proj, ids[0], "unstale")
+    act.mark(resolve(proj), ids[0], "unstale")
     book.refresh()
     assert book.fold.tail.offset > offset
     assert book.get(ids[0]).stale is None
@@ -134,15 +135,15 @@ def test_incremental_fold_reads_only_new_marks(project) -> None:
 
 def test_bad_lines_in_the_marks_file_are_skipped_and_counted(project) -> None:
     proj, ids = project
-    path = marks.marks_path(proj)
-    act.mark(proj, ids[0], "stale", reason="one")
+    path = marks.marks_path(resolve(proj))
+    act.mark(resolve(proj), ids[0], "stale", reason="one")
     with open(path, "ab") as f:
         f.write(b"not json at all\n")
         f.write(b'{"ts":1,"provider":"claude-code","id":"x","op":"explode","by":"user"}\n')
         f.write(b"\xff\xfe\x00binary\n")
         f.write(b'{"ts":2,"provider":"claude-code","id":"')  # torn
-    act.mark(proj, ids[1], "note", summary="after the junk")
-    book = marks.MarkBook(proj).refresh()
+    act.mark(resolve(proj), ids[1], "note", summary="after the junk")
+    book = marks.MarkBook(resolve(proj)).refresh()
     assert book.skipped == 4
     assert book.get(ids[0]).stale.reason == "one"
     assert book.get(ids[1]).note.summary == "after the junk"
@@ -203,8 +204,9 @@ def test_cli_errors_go_to_stderr_with_status_1(claude) -> None:
 MARKER = textwrap.dedent(
     """
     import os, sys
+    from c3async.ground.project import resolve
     from c3async.stores.marks import write_mark
-    proj, ids, w, n = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3]), int(sys.argv[4])
+    proj, ids, w, n = resolve(sys.argv[1]), sys.argv[2].split(","), int(sys.argv[3]), int(sys.argv[4])
     ops = ["stale", "note", "unstale"]
     for i in range(n):
         op = ops[(w + i) % 3]
@@ -238,7 +240,7 @@ def test_concurrent_writers_lose_nothing_and_fold_is_last_wins_by_time(project) 
         assert p.returncode == 0
         acked.update(out.split())
     assert len(acked) == 160
-    raw = [json.loads(line) for line in marks.marks_path(proj).read_bytes().splitlines()]
+    raw = [json.loads(line) for line in marks.marks_path(resolve(proj)).read_bytes().splitlines()]
     assert len(raw) == 160
     # every acknowledged mark is in the file exactly once
     tags = [r["by_session"] for r in raw]
@@ -258,9 +260,9 @@ def test_concurrent_writers_lose_nothing_and_fold_is_last_wins_by_time(project) 
             state["stale"] = None
         else:
             state["note"] = r["summary"]
-    book = marks.MarkBook(proj).refresh()
+    book = marks.MarkBook(resolve(proj)).refresh()
     for sid, state in oracle.items():
         got = book.get(sid)
         assert (got.stale.reason if got.stale else None) == state["stale"]
         assert (got.note.summary if got.note else None) == state["note"]
-    assert sum(1 for r in read_rows(proj).records if r.kind == "session_mark") == 160
+    assert sum(1 for r in read_rows(resolve(proj)).records if r.kind == "session_mark") == 160

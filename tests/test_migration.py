@@ -18,6 +18,7 @@ import pytest
 from test_state_root import git, repo, worktree
 
 from c3async.ground import jsonl, paths, safefs, stateroot
+from c3async.ground.project import resolve
 from c3async.stores import activity, marks, records
 from c3async.tasks import store
 
@@ -163,17 +164,17 @@ def check_folded(main: str, wt1: str, wt2: str, probes: int = 0) -> None:
     lines = (state / "session_marks.jsonl").read_bytes().splitlines(keepends=True)
     assert len(lines) == len(set(lines)) == 5
     assert lines.count(SHARED_MARK) == 1
-    acts = activity.read_rows(main).records
+    acts = activity.read_rows(resolve(main)).records
     assert sorted(r.session_id for r in acts if r.kind == "session_start") == ["root-1", "wt1-1", "wt2-1"]
     assert len(acts) == 4 + probes
     assert sum(r.kind == "probe" for r in acts) == probes
     assert (state / "session_stats.jsonl").read_bytes() == b'{"session_id":"wt1-1","ts":3.0,"input":10}\n'
-    recs = {r.c3_session_id: r for r in records.load_all(main)}
+    recs = {r.c3_session_id: r for r in records.load_all(resolve(main))}
     assert set(recs) == {"c3-shared", "c3-wt1", "c3-wt2"}
     assert recs["c3-shared"].host_session_ids == ["root-1"]  # the root's own copy stays
     assert json.loads((state / "config.json").read_text()) == {"idle_days": 3}
     assert not (state / "live").exists() and not (state / "cache").exists()
-    pm = store.load(main)  # the merged document is one the store reads
+    pm = store.load(resolve(main))  # the merged document is one the store reads
     tasks = {t.id: t for t in pm.tasks}
     assert set(tasks) == {"t1", "t2", "t3"}
     assert tasks["t1"].title == "newer title" and tasks["t1"].updated == 20.0
@@ -258,7 +259,8 @@ if sys.argv[3] == "explicit":
     stateroot.fold_worktrees(sys.argv[1])
 else:  # the first resolution of the root in this process folds
     from c3async.stores import activity
-    activity.record(sys.argv[1], "probe")
+    from c3async.ground.project import resolve
+    activity.record(resolve(sys.argv[1]), "probe")
 """
 
 
@@ -301,13 +303,16 @@ def test_many_processes_fold_at_once_without_duplicates(world, claude):
 @pytest.mark.process
 def test_the_first_resolution_in_a_new_process_folds(world, claude):
     main, wt1, wt2 = build(world)
-    code = f"from c3async.stores import activity; activity.record({wt1!r}, 'session_start', session_id='after-upgrade')"
+    code = (
+        "from c3async.ground.project import resolve; from c3async.stores import activity; "
+        f"activity.record(resolve({wt1!r}), 'session_start', session_id='after-upgrade')"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", code], env=claude.env(), capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert not Path(wt1, ".c3").exists() and not Path(wt2, ".c3").exists()
-    ids = [r.session_id for r in activity.read_rows(main).records]
+    ids = [r.session_id for r in activity.read_rows(resolve(main)).records]
     assert ids[-1] == "after-upgrade" and {"wt1-1", "wt2-1", "root-1"} <= set(ids)
 
 
@@ -353,7 +358,7 @@ def test_a_corrupt_worktree_pm_leaves_the_folder_in_place_until_repaired(world, 
     assert not folds[str(Path(wt1, ".c3"))].done and folds[str(Path(wt2, ".c3"))].done
     assert Path(wt1, ".c3").is_dir()
     assert any("does not parse" in r.getMessage() and wt1 in r.getMessage() for r in caplog.records)
-    assert {t.id for t in store.load(main).tasks} == {"t1", "t3"}
+    assert {t.id for t in store.load(resolve(main)).tasks} == {"t1", "t3"}
     Path(wt1, ".c3", "pm", "pm.json").write_bytes(good)
     stateroot._resolved.clear()
     assert [f.done for f in stateroot.fold_worktrees(main)] == [True]
@@ -384,12 +389,12 @@ def test_marks_fold_by_time_across_folded_lines(world):
     stateroot.fold_worktrees(main)
     lines = Path(main, ".c3", "session_marks.jsonl").read_bytes().splitlines()
     assert b"unstale" in lines[-2]  # the older mark landed after the newer one
-    state = marks.MarkBook(main).refresh().get(A)
+    state = marks.MarkBook(resolve(main)).refresh().get(A)
     assert state is not None and state.stale is not None and state.stale.reason == "newest, in the root"
     assert state.note is not None and state.note.summary == "newer note"
     # Equal times: the later line wins.
-    jsonl.append(marks.marks_path(main), msgspec.json.decode(mark_line(A, "unstale", 200.0), type=marks.Mark))
-    state = marks.MarkBook(main).refresh().get(A)
+    jsonl.append(marks.marks_path(resolve(main)), msgspec.json.decode(mark_line(A, "unstale", 200.0), type=marks.Mark))
+    state = marks.MarkBook(resolve(main)).refresh().get(A)
     assert state is not None and state.stale is None
 
 

@@ -8,13 +8,14 @@ import json
 import pytest
 
 from c3async.ground.errors import BadArgument, C3Error
+from c3async.ground.project import resolve
 from c3async.tasks import actions, store
 
 WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 
 
 def run(project, action, who=WHO, **args):
-    return actions.run(str(project), who, action, **args)
+    return actions.run(resolve(project), who, action, **args)
 
 
 def names(result):
@@ -99,9 +100,9 @@ def test_milestones_is_a_read_action_that_never_writes(tmp_path):
     assert "milestones" in actions.READ_ACTIONS and "milestones" in actions.ACTIONS
     assert actions.validate(" Milestones ") == "milestones"
     assert run(tmp_path, "milestones") == {"milestones": []}
-    assert not store.file_path(str(tmp_path)).exists()  # no pm.json: reading does not create one
+    assert not store.file_path(resolve(tmp_path)).exists()  # no pm.json: reading does not create one
     world(tmp_path)
-    path = store.file_path(str(tmp_path))
+    path = store.file_path(resolve(tmp_path))
     before = (path.read_bytes(), path.stat().st_mtime_ns, sorted(p.name for p in path.parent.iterdir()))
     for status in ("", "open", "completed", "archived", "all"):
         run(tmp_path, "milestones", status=status)
@@ -159,7 +160,7 @@ def test_completed_milestone_leaves_default_list_and_board_but_keeps_links(tmp_p
     board = run(tmp_path, "board")
     assert shipped not in [t["id"] for ts in board["columns"].values() for t in ts]
     assert v2 not in [m["id"] for m in board["milestones"]]
-    assert store.load(str(tmp_path)).tasks[3].milestone == v2
+    assert store.load(resolve(tmp_path)).tasks[3].milestone == v2
 
 
 def test_an_open_task_of_a_completed_milestone_is_never_hidden(tmp_path):
@@ -204,7 +205,7 @@ def test_cli_tasks_milestones_json(claude):
     ):
         proc = claude.run("tasks", *args, "--project", proj)
         assert proc.returncode == 0, proc.stderr
-    path = store.file_path(proj)
+    path = store.file_path(resolve(proj))
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     proc = claude.run("tasks", "milestones", "--project", proj, "--json")
     assert proc.returncode == 0, proc.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from c3async.ground.project import resolve
 from stress.transcripts import simple_session
 
 pytestmark = pytest.mark.process
@@ -127,5 +128,5 @@ def test_a_missing_project_has_no_fallback_state(claude, monkeypatch):
     gone = str(claude.root / "work" / "typo")
     assert stateroot.project_state(gone) == Path(gone, ".c3")
     with pytest.raises(OSError):
-        actions.run(gone, actions.Who(session=None, by="user"), "add", title="lost")
+        actions.run(resolve(gone), actions.Who(session=None, by="user"), "add", title="lost")
     assert not Path(gone).exists() and not (claude.c3home / "state").exists()

@@ -15,6 +15,7 @@ from c3async.cli.parser import build_parser
 from c3async.cli.tasks import TaskWords as _TaskWords
 from c3async.ground import schema
 from c3async.ground.errors import BadArgument, TaskArgError
+from c3async.ground.project import resolve
 from c3async.serve import app as server
 from c3async.serve import session_actions
 from c3async.tasks import actions
@@ -110,9 +111,9 @@ def test_the_cli_words_an_argument_as_its_action_spells_it(tmp_path):
     assert [words.arg("update", n) for n in ("task_id", "blocked_by", "due")] == ["ID", "--blocked-by", "--due"]
     assert words.arg("milestone_add", "milestone") == "--title"  # its name, as a task's is given
     assert words.arg("link", "ref") == "SESSION" and words.arg("decision_delete", "ref") == "DECISION"
-    task = actions.run(str(tmp_path), actions.Who(), "add", title="x")
+    task = actions.run(resolve(tmp_path), actions.Who(), "add", title="x")
     with pytest.raises(TaskArgError) as e:
-        actions.run(str(tmp_path), actions.Who(), "update", task_id=task["id"])
+        actions.run(resolve(tmp_path), actions.Who(), "update", task_id=task["id"])
     assert e.value.worded(words) == (
         "tasks update changed nothing: give --title, --description, --status, --priority, --due, --tags, "
         "--milestone or --blocked-by"

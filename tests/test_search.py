@@ -25,6 +25,7 @@ import pytest
 
 from c3async.ground import safefs
 from c3async.ground.errors import BadArgument, C3Error
+from c3async.ground.project import resolve
 from c3async.search import index, store
 from c3async.search.query import parse
 from c3async.sessions import search as search_mod
@@ -562,14 +563,17 @@ def test_branch_filter(corpus):
 
 def test_project_filter(corpus):
     assert set(by_name(corpus, search("lynx"))) == {"lynx_app", "lynx_docs"}
-    found = search("lynx", projects=[corpus.app])
+    found = search("lynx", projects=[resolve(corpus.app)])
     assert by_name(corpus, found) == ["lynx_app"]
     assert found.results[0].project == corpus.app and found.results[0].cwd == corpus.app
     assert found.results[0].resume == f"cd {corpus.app} && claude --resume {corpus.ids['lynx_app']}"
-    found = search("lynx", projects=[corpus.docs])
+    found = search("lynx", projects=[resolve(corpus.docs)])
     assert by_name(corpus, found) == ["lynx_docs"] and found.results[0].project == corpus.docs
-    assert set(by_name(corpus, search("lynx", projects=[corpus.app, corpus.docs]))) == {"lynx_app", "lynx_docs"}
-    assert search("quokka", projects=[corpus.docs]).total == 0
+    assert set(by_name(corpus, search("lynx", projects=[resolve(corpus.app), resolve(corpus.docs)]))) == {
+        "lynx_app",
+        "lynx_docs",
+    }
+    assert search("quokka", projects=[resolve(corpus.docs)]).total == 0
 
 
 def test_limit_total_and_order(corpus):

@@ -19,6 +19,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from c3async.ground.project import resolve
+
 pytestmark = pytest.mark.process
 
 REPO = Path(__file__).resolve().parents[1]
@@ -299,14 +301,14 @@ def test_a_brief_of_a_big_transcript_reads_only_its_windows(claude, monkeypatch)
         *conv.exchange("run the suite", answer="The suite passes."),
     ]
     path = write_session(claude.folder(project), conv.id, lines)
-    mcp_prompts.read_session(project, conv.id)  # the listing's cache, once
+    mcp_prompts.read_session(resolve(project), conv.id)  # the listing's cache, once
 
     def rchar() -> int:
         with open("/proc/self/io") as f:
             return next(int(x.split()[1]) for x in f if x.startswith("rchar:"))
 
     before = rchar()
-    text = mcp_prompts.read_session(project, conv.id)
+    text = mcp_prompts.read_session(resolve(project), conv.id)
     read = rchar() - before
     assert "`late.py`" in text and "> The suite passes." in text
     assert "`early.py`" not in text and "edits before the last 8 MiB" in text  # said, not guessed

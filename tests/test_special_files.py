@@ -20,6 +20,7 @@ import pytest
 
 from c3async.catalog import cache as catalog_cache
 from c3async.catalog.read import read_transcript
+from c3async.ground.project import resolve
 from c3async.ground.safefs import NotRegularFile, open_regular
 from c3async.usage import account as acc
 from stress.transcripts import (
@@ -165,7 +166,7 @@ def test_a_file_replaced_by_a_fifo_after_the_listing_is_skipped(claude, monkeypa
         return iter(listed)
 
     monkeypatch.setattr(acc, "_files", files_then_swap)
-    result = _in_thread(lambda: acc.account(project, write=False))
+    result = _in_thread(lambda: acc.account(resolve(project), write=False))
     assert set(result.totals) == {good}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from c3async.ground import paths, stateroot
+from c3async.ground.project import resolve
 from c3async.stores import activity, registry
 
 
@@ -158,15 +159,15 @@ def test_worktree_of_a_moved_or_deleted_main_checkout_keeps_its_own_state(world,
     with caplog.at_level(logging.WARNING, logger="c3async"):
         assert paths.project_root(wt) == wt
         assert stateroot.project_state(wt) == Path(wt) / ".c3"
-        activity.record(wt, "session_start", session_id="s1")
-    assert [r.kind for r in activity.read_rows(wt).records] == ["session_start"]
+        activity.record(resolve(wt), "session_start", session_id="s1")
+    assert [r.kind for r in activity.read_rows(resolve(wt)).records] == ["session_start"]
     said = [r.getMessage() for r in caplog.records if "moved or deleted" in r.getMessage()]
     assert len(said) == 1 and wt in said[0]
     if how == "moved":  # `git worktree repair` re-links it: the worktree joins the moved main,
         git("worktree", "repair", wt, cwd=world / "elsewhere")  # and what it wrote meanwhile is folded
         moved = str(world / "elsewhere")
         assert paths.project_root(wt) == moved
-        assert [r.session_id for r in activity.read_rows(wt).records] == ["s1"]
+        assert [r.session_id for r in activity.read_rows(resolve(wt)).records] == ["s1"]
         assert stateroot.project_state(wt) == Path(moved, ".c3") and not Path(wt, ".c3").exists()
 
 
@@ -250,10 +251,10 @@ def test_repeated_calls_cost_one_lstat_and_see_a_changed_git_file(world, monkeyp
 def test_state_written_from_a_worktree_is_read_from_the_main_checkout(world):
     main = repo(world)
     wt = worktree(main, "../wt", "feature")
-    activity.record(wt, "session_start", session_id="from-the-worktree")
-    activity.record(main, "session_start", session_id="from-main")
-    assert [r.session_id for r in activity.read_rows(main).records] == ["from-the-worktree", "from-main"]
-    assert [r.session_id for r in activity.read_rows(wt).records] == ["from-the-worktree", "from-main"]
+    activity.record(resolve(wt), "session_start", session_id="from-the-worktree")
+    activity.record(resolve(main), "session_start", session_id="from-main")
+    assert [r.session_id for r in activity.read_rows(resolve(main)).records] == ["from-the-worktree", "from-main"]
+    assert [r.session_id for r in activity.read_rows(resolve(wt)).records] == ["from-the-worktree", "from-main"]
     assert not Path(wt, ".c3").exists()
 
 
@@ -300,11 +301,11 @@ def test_read_only_main_checkout_falls_back_to_c3_home_and_says_so(world, caplog
             with caplog.at_level(logging.WARNING, logger="c3async"):
                 assert stateroot.project_state(wt) == fallback
                 assert stateroot.project_state(main) == fallback
-                activity.record(wt, "session_start", session_id="while-read-only")
+                activity.record(resolve(wt), "session_start", session_id="while-read-only")
             said = [r.getMessage() for r in caplog.records if "cannot be written" in r.getMessage()]
             assert len(said) == 1 and main in said[0] and str(fallback) in said[0]
             assert len(paths.state_slug(main)) <= paths.STATE_SLUG_LENGTH
-            assert [r.session_id for r in activity.read_rows(main).records] == ["while-read-only"]
+            assert [r.session_id for r in activity.read_rows(resolve(main)).records] == ["while-read-only"]
             assert not Path(wt, ".c3").exists()  # never split into the worktree
         finally:
             make_rw(main)
@@ -312,7 +313,7 @@ def test_read_only_main_checkout_falls_back_to_c3_home_and_says_so(world, caplog
         for module, name in ((paths, "_roots"), (stateroot, "_states"), (stateroot, "_resolved")):
             monkeypatch.setattr(module, name, type(getattr(module, name))())
         assert stateroot.project_state(wt) == Path(main) / ".c3"
-        assert [r.session_id for r in activity.read_rows(main).records] == ["while-read-only"]
+        assert [r.session_id for r in activity.read_rows(resolve(main)).records] == ["while-read-only"]
         assert not fallback.exists()
         assert [p.name.startswith(fallback.name + ".folded-") for p in fallback.parent.iterdir()] == [True]
 
@@ -344,21 +345,21 @@ def test_registry_lists_each_project_once_by_its_root(world):
     )
     assert registry.projects() == [main, str(plain)]
     before = path.read_bytes()
-    registry.register(str(plain))  # a change: the file is stored folded
+    registry.register(resolve(plain))  # a change: the file is stored folded
     assert path.read_bytes() != before
     stored = json.loads(path.read_text())["projects"]
     assert [p["path"] for p in stored] == [main, str(plain)]
     assert stored[0]["added"] == 1.0  # the earliest entry's
     assert stored[0]["last_seen"] == old + 5
-    registry.register(wt2)  # a worktree registers its root
+    registry.register(resolve(wt2))  # a worktree registers its root
     assert [p["path"] for p in json.loads(path.read_text())["projects"]] == [main, str(plain)]
 
 
 def test_register_stores_the_root(world):
     main = repo(world)
     wt = worktree(main, "../wt", "feature")
-    registry.register(wt)
+    registry.register(resolve(wt))
     assert registry.projects() == [main]
-    registry.register(main)
-    registry.register(os.path.join(main, ".") + "/")
+    registry.register(resolve(main))
+    registry.register(resolve(os.path.join(main, ".") + "/"))
     assert registry.projects() == [main]

@@ -17,6 +17,7 @@ import pytest
 
 from c3async.ground import jsondoc, jsonl, safefs
 from c3async.ground.errors import C3Error
+from c3async.ground.project import resolve
 from c3async.tasks import actions, store
 from stress.transcripts import simple_session
 
@@ -263,15 +264,15 @@ def test_a_hook_never_records_what_breaks_a_reader(claude, hostile) -> None:
 def test_pm_keeps_fields_it_does_not_know(tmp_path) -> None:
     project = str(tmp_path)
     who = actions.Who(session=None, by="user")
-    task = actions.run(project, who, "add", title="first")
-    path = store.file_path(project)
+    task = actions.run(resolve(project), who, "add", title="first")
+    path = store.file_path(resolve(project))
     doc = json.loads(path.read_bytes())
     doc["tasks"][0]["estimate"] = {"hours": 3}
     doc["sprints"] = [{"id": "s1", "name": "Sprint 1"}]
     doc["milestones"] = [{"id": "m1", "name": "v1", "color": "red"}]
     path.write_text(json.dumps(doc))
-    actions.run(project, who, "update", task_id=task["id"], status="in_progress")
-    actions.run(project, who, "add", title="second")
+    actions.run(resolve(project), who, "update", task_id=task["id"], status="in_progress")
+    actions.run(resolve(project), who, "add", title="second")
     after = json.loads(path.read_bytes())
     assert after["tasks"][0]["estimate"] == {"hours": 3} and after["tasks"][0]["status"] == "in_progress"
     assert after["sprints"] == [{"id": "s1", "name": "Sprint 1"}]
@@ -284,13 +285,13 @@ def test_pm_keeps_fields_it_does_not_know(tmp_path) -> None:
 def test_a_newer_pm_is_read_but_never_rewritten(tmp_path) -> None:
     project = str(tmp_path)
     who = actions.Who(session=None, by="user")
-    actions.run(project, who, "add", title="first")
-    path = store.file_path(project)
+    actions.run(resolve(project), who, "add", title="first")
+    path = store.file_path(resolve(project))
     doc = json.loads(path.read_bytes())
     doc["version"] = 99
     data = json.dumps(doc).encode()
     path.write_bytes(data)
-    assert [t["title"] for t in actions.run(project, who, "list")["tasks"]] == ["first"]
+    assert [t["title"] for t in actions.run(resolve(project), who, "list")["tasks"]] == ["first"]
     with pytest.raises(C3Error, match=r"newer c3async.*version 99.*Upgrade"):
-        actions.run(project, who, "add", title="second")
+        actions.run(resolve(project), who, "add", title="second")
     assert path.read_bytes() == data

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from c3async.ground.errors import AmbiguousSession, BadArgument, C3Error, TaskArgError, TaskError
+from c3async.ground.project import resolve
 from c3async.tasks import actions, store
 from stress.transcripts import simple_session
 
@@ -19,7 +20,7 @@ WHO = actions.Who(session="11111111-0000-4000-8000-000000000001", by="agent")
 
 
 def run(project, action, who=WHO, **args):
-    return actions.run(str(project), who, action, **args)
+    return actions.run(resolve(project), who, action, **args)
 
 
 def test_add_get_update_and_prefix_ids(tmp_path):
@@ -56,8 +57,8 @@ def test_bad_arguments_say_what_to_fix(tmp_path):
 
 def test_ambiguous_prefix_names_the_candidates(tmp_path):
     pm = store.TaskFile(tasks=[store.Task(id="abcd11111111", title="one"), store.Task(id="abcd22222222", title="two")])
-    store.file_path(str(tmp_path)).parent.mkdir(parents=True)
-    store.file_path(str(tmp_path)).write_bytes(
+    store.file_path(resolve(tmp_path)).parent.mkdir(parents=True)
+    store.file_path(resolve(tmp_path)).write_bytes(
         json.dumps({"tasks": [{"id": t.id, "title": t.title} for t in pm.tasks]}).encode()
     )
     with pytest.raises(AmbiguousSession) as err:
@@ -138,7 +139,7 @@ def test_delete_leaves_no_dangling_link_and_the_log_keeps_the_task(tmp_path):
     out = run(tmp_path, "delete", task_id=gone["id"][:5])
     assert (out["id"], out["title"]) == (gone["id"], "API")
     assert out["unlinked"] == {"blocked_by": [waits["id"]], "decisions": [d["id"]]}
-    pm = store.load(str(tmp_path))
+    pm = store.load(resolve(tmp_path))
     assert gone["id"] not in {t.id for t in pm.tasks}
     assert next(t for t in pm.tasks if t.id == waits["id"]).blocked_by == [other["id"]]
     assert [(x.id, x.text, x.task) for x in pm.decisions] == [(d["id"], "REST", None)]  # the note stays
@@ -174,7 +175,7 @@ def test_milestone_and_decision_delete(tmp_path):
     assert run(tmp_path, "decisions")["decisions"] == []
     with pytest.raises(C3Error, match=r"no decision has the id .*c3_task\(action='decisions'\)"):
         run(tmp_path, "decision_delete", ref=d["id"])
-    events = {e.action: e for e in store.load(str(tmp_path)).events}
+    events = {e.action: e for e in store.load(resolve(tmp_path)).events}
     assert events["milestone_delete"].changes["milestone"]["due"] == "2026-01-01"
     assert events["decision_delete"].changes["decision"]["reasoning"] == "fewer parts"
 
@@ -226,7 +227,7 @@ def test_a_refusal_is_written_once_and_each_door_words_it(tmp_path):
 
 def test_reads_never_write(tmp_path):
     run(tmp_path, "add", title="x")
-    path = store.file_path(str(tmp_path))
+    path = store.file_path(resolve(tmp_path))
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     for action in actions.READ_ACTIONS:
         try:
@@ -239,7 +240,7 @@ def test_reads_never_write(tmp_path):
 def test_corrupt_pm_json_is_refused_and_left_untouched(tmp_path):
     run(tmp_path, "add", title="good")
     run(tmp_path, "add", title="also good")
-    path = store.file_path(str(tmp_path))
+    path = store.file_path(resolve(tmp_path))
     path.write_bytes(b'{"tasks": [ {"id": "x"')
     with pytest.raises(store.TaskFileCorrupt) as err:
         run(tmp_path, "add", title="lost?")
@@ -277,8 +278,9 @@ def test_cli_errors_exit_1_on_stderr(claude):
 WRITER = textwrap.dedent(
     """
     import sys
+    from c3async.ground.project import resolve
     from c3async.tasks import actions
-    project, w, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    project, w, n = resolve(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     who = actions.Who(session=f"w{w}", by="agent")
     mine = []
     for i in range(n):
@@ -310,7 +312,7 @@ def test_32_processes_x_50_changes_lose_nothing(tmp_path):
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0
         assert len(out.split()) == 50
-    pm = store.load(str(tmp_path))
+    pm = store.load(resolve(tmp_path))
     assert len(pm.events) == 32 * 50  # every change, exactly once
     titles = {t.title for t in pm.tasks}
     decisions = {d.text for d in pm.decisions}

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from c3async.ground.project import resolve
 from c3async.ground.schema import fields, name_of
 from c3async.tasks import actions, store
 from c3async.tasks.schema import ACTION_TYPES
@@ -80,12 +81,12 @@ def test_every_change_says_what_it_did_in_one_line(tasks, claude):
 
 def test_json_is_what_c3_task_returns(tasks):
     added = data(tasks, "add", "--title", "x", "--tags", "b,a")
-    stored = actions.run(tasks.project, WHO, "get", task_id=added["id"])
+    stored = actions.run(resolve(tasks.project), WHO, "get", task_id=added["id"])
     assert added == {k: v for k, v in stored.items() if k != "decisions"}  # a task is `id`, as everywhere
     assert (added["title"], added["tags"], added["status"]) == ("x", ["a", "b"], "backlog")
     got = data(tasks, "get", added["id"][:4])
-    assert got == actions.run(tasks.project, WHO, "get", task_id=added["id"])
-    assert data(tasks, "list") == actions.run(tasks.project, WHO, "list")
+    assert got == actions.run(resolve(tasks.project), WHO, "get", task_id=added["id"])
+    assert data(tasks, "list") == actions.run(resolve(tasks.project), WHO, "list")
     assert data(tasks) == data(tasks, "list")  # `tasks` alone is `tasks list`, --json before or after
     _, out, _ = tasks("--json", "list")
     assert json.loads(out) == data(tasks, "list")
@@ -150,7 +151,7 @@ def test_errors_are_in_the_clis_words(tasks):
         "c3async: error: tasks update changed nothing: give --title, --description, --status, --priority, "
         "--due, --tags, --milestone or --blocked-by\n"
     )
-    assert not store.load(tasks.project).milestones  # no refusal wrote anything
+    assert not store.load(resolve(tasks.project)).milestones  # no refusal wrote anything
 
 
 def test_help_lists_the_actions_and_each_takes_only_its_own(claude):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from c3async.ground.project import resolve
 from c3async.usage import account as acc
 from c3async.usage import reader
 from c3async.usage.prices import SHIPPED, load_prices, normalise
@@ -84,7 +85,7 @@ def write(path: Path, lines: list[str], mode: str = "w") -> None:
 def test_one_response_written_as_several_lines_counts_once(project):
     proj, folder = project
     write(folder / f"{SID}.jsonl", [usage_line("msg_1", "req_1")] * 3 + [usage_line("msg_2", "req_2", out=5)])
-    t = acc.account(proj).totals[SID]
+    t = acc.account(resolve(proj)).totals[SID]
     assert (t.input, t.output, t.cache_write_5m, t.cache_read, t.responses) == (20, 25, 200, 2000, 2)
 
 
@@ -99,14 +100,14 @@ def test_streaming_partial_and_sidechain_replay_keep_the_best_copy(project):
             usage_line("msg_2", "req_2", out=7),  # the main-chain copy beats the sidechain one
         ],
     )
-    t = acc.account(proj).totals[SID]
+    t = acc.account(resolve(proj)).totals[SID]
     assert t.output == 47 and t.responses == 2
 
 
 def test_lines_without_message_id_are_never_merged(project):
     proj, folder = project
     write(folder / f"{SID}.jsonl", [usage_line(None, "req_1")] * 2)
-    assert acc.account(proj).totals[SID].responses == 2
+    assert acc.account(resolve(proj)).totals[SID].responses == 2
 
 
 def test_synthetic_and_broken_lines_are_skipped(project):
@@ -119,7 +120,7 @@ def test_synthetic_and_broken_lines_are_skipped(project):
             usage_line("msg_1", "req_1"),
         ],
     )
-    assert acc.account(proj).totals[SID].responses == 1
+    assert acc.account(resolve(proj)).totals[SID].responses == 1
 
 
 def test_subagent_files_count_toward_their_parent(project):
@@ -128,7 +129,7 @@ def test_subagent_files_count_toward_their_parent(project):
     write(folder / SID / "subagents" / "agent-a1b2c3d4e5f6a7b8c.jsonl", [usage_line("msg_9", "req_9", sidechain=True)])
     write(folder / SID / "subagents" / "workflows" / "wf_1" / "journal.jsonl", [usage_line("msg_x", "req_x")])
     write(folder / "agent-1234abcd.jsonl", [usage_line("msg_8", "req_8", session=OTHER, sidechain=True)])
-    totals = acc.account(proj).totals
+    totals = acc.account(resolve(proj)).totals
     assert totals[SID].responses == 2  # the journal is not a conversation
     assert totals[OTHER].responses == 1  # a legacy agent file: the session its lines name
 
@@ -142,7 +143,7 @@ def test_costs_follow_the_price_table_with_tiers(project):
             usage_line("m2", "r2", model="claude-sonnet-4-5-20250929", inp=300_000, out=0, w5=0, read=0),
         ],
     )
-    t = acc.account(proj).priced()[SID]
+    t = acc.account(resolve(proj)).priced()[SID]
     opus = 5.0 + 10.0  # input, and the 1-hour cache write at twice the input price
     sonnet = 200_000 * 3 / 1e6 + 100_000 * 6 / 1e6  # above 200k tokens, the long-context rate
     assert t.cost_by_model["claude-opus-4-5-20251101"] == pytest.approx(opus)
@@ -153,7 +154,7 @@ def test_costs_follow_the_price_table_with_tiers(project):
 def test_recorded_cost_wins_and_unknown_models_are_reported(project):
     proj, folder = project
     write(folder / f"{SID}.jsonl", [usage_line("m1", "r1", cost=1.25), usage_line("m2", "r2", model="gpt-9-turbo")])
-    t = acc.account(proj).priced()[SID]
+    t = acc.account(resolve(proj)).priced()[SID]
     assert t.cost_usd == pytest.approx(1.25)
     assert t.unknown_models == ["gpt-9-turbo"]
 
@@ -172,17 +173,17 @@ def test_incremental_run_reads_only_new_bytes_and_appends_changed_sessions(proje
     path = folder / f"{SID}.jsonl"
     write(path, [usage_line(f"m{i}", f"r{i}") for i in range(50)])
     write(folder / f"{OTHER}.jsonl", [usage_line("o1", "q1", session=OTHER)])
-    first = acc.account(proj)
+    first = acc.account(resolve(proj))
     assert first.bytes_read == path.stat().st_size + (folder / f"{OTHER}.jsonl").stat().st_size
     added = usage_line("m50", "r50")
     write(path, [added], mode="a")
-    second = acc.account(proj)
+    second = acc.account(resolve(proj))
     assert second.bytes_read == len(added) + 1
     assert second.changed == [SID]
     assert second.totals[SID].responses == 51
-    rows = [json.loads(x) for x in acc.stats_path(proj).read_text().splitlines()]
+    rows = [json.loads(x) for x in acc.stats_path(resolve(proj)).read_text().splitlines()]
     assert [r["session_id"] for r in rows] == [SID, OTHER, SID] or [r["session_id"] for r in rows] == [OTHER, SID, SID]
-    assert acc.account(proj).bytes_read == 0
+    assert acc.account(resolve(proj)).bytes_read == 0
 
 
 def test_an_unchanged_project_is_not_accounted_again_and_new_usage_is(project):
@@ -192,21 +193,21 @@ def test_an_unchanged_project_is_not_accounted_again_and_new_usage_is(project):
     proj, folder = project
     path = folder / f"{SID}.jsonl"
     write(path, [usage_line("m1", "r1")])
-    first = acc.account_if_changed(proj, processes=False)
+    first = acc.account_if_changed(resolve(proj), processes=False)
     assert first is not None and first.totals[SID].responses == 1
-    assert acc.account_if_changed(proj, processes=False) is None
+    assert acc.account_if_changed(resolve(proj), processes=False) is None
     write(path, [usage_line("m2", "r2")], mode="a")
-    again = acc.account_if_changed(proj, processes=False)
+    again = acc.account_if_changed(resolve(proj), processes=False)
     assert again is not None and again.bytes_read > 0 and again.totals[SID].responses == 2
-    assert acc.account_if_changed(proj, processes=False) is None
+    assert acc.account_if_changed(resolve(proj), processes=False) is None
     write(folder / SID / "subagents" / "agent-a1.jsonl", [usage_line("s1", "t1", sidechain=True)])
-    third = acc.account_if_changed(proj, processes=False)
+    third = acc.account_if_changed(resolve(proj), processes=False)
     assert third is not None and third.totals[SID].responses == 3
-    assert acc.account_if_changed(proj, processes=False) is None
-    acc.catalog_cache_path(proj).parent.mkdir(parents=True, exist_ok=True)
-    acc.catalog_cache_path(proj).write_text("{}")  # titles and forks come from the catalog's cache
-    assert acc.account_if_changed(proj, processes=False) is not None
-    assert acc.account_if_changed(proj, processes=False) is None
+    assert acc.account_if_changed(resolve(proj), processes=False) is None
+    acc.catalog_cache_path(resolve(proj)).parent.mkdir(parents=True, exist_ok=True)
+    acc.catalog_cache_path(resolve(proj)).write_text("{}")  # titles and forks come from the catalog's cache
+    assert acc.account_if_changed(resolve(proj), processes=False) is not None
+    assert acc.account_if_changed(resolve(proj), processes=False) is None
 
 
 def test_latest_totals_follow_the_log_and_hand_out_copies(project):
@@ -216,31 +217,31 @@ def test_latest_totals_follow_the_log_and_hand_out_copies(project):
     proj, folder = project
     path = folder / f"{SID}.jsonl"
     write(path, [usage_line("m1", "r1")])
-    acc.account(proj)
-    got = acc.latest_totals(proj)
+    acc.account(resolve(proj))
+    got = acc.latest_totals(resolve(proj))
     assert got[SID].responses == 1
     got[SID].title = "changed by the caller"
     got[SID].cost_usd = -1.0
-    assert acc.latest_totals(proj)[SID].title is None and acc.latest_totals(proj)[SID].cost_usd > 0
+    assert acc.latest_totals(resolve(proj))[SID].title is None and acc.latest_totals(resolve(proj))[SID].cost_usd > 0
     write(path, [usage_line("m2", "r2")], mode="a")
-    acc.account(proj)
-    assert acc.latest_totals(proj)[SID].responses == 2
-    stats = acc.stats_path(proj)
+    acc.account(resolve(proj))
+    assert acc.latest_totals(resolve(proj))[SID].responses == 2
+    stats = acc.stats_path(resolve(proj))
     tmp = stats.with_suffix(".tmp")
     tmp.write_text(json.dumps({"session_id": OTHER, "ts": 5.0, "output": 7}) + "\n")
     os.replace(tmp, stats)  # rewritten (another inode): folded again from the start
-    assert {sid: t.output for sid, t in acc.latest_totals(proj).items()} == {OTHER: 7}
+    assert {sid: t.output for sid, t in acc.latest_totals(resolve(proj)).items()} == {OTHER: 7}
 
 
 def test_a_replaced_file_is_read_again_from_the_start(project):
     proj, folder = project
     path = folder / f"{SID}.jsonl"
     write(path, [usage_line(f"m{i}", f"r{i}") for i in range(5)])
-    acc.account(proj)
+    acc.account(resolve(proj))
     tmp = path.with_suffix(".tmp")
     write(tmp, [usage_line("z1", "y1")])
     os.replace(tmp, path)  # shorter, another inode
-    t = acc.account(proj).totals[SID]
+    t = acc.account(resolve(proj)).totals[SID]
     assert t.responses == 1
 
 
@@ -250,10 +251,10 @@ def test_unterminated_last_line_waits_for_its_newline(project):
     write(path, [usage_line("m1", "r1")])
     with open(path, "a") as f:
         f.write(usage_line("m2", "r2")[:-10])
-    assert acc.account(proj).totals[SID].responses == 1
+    assert acc.account(resolve(proj)).totals[SID].responses == 1
     with open(path, "a") as f:
         f.write(usage_line("m2", "r2")[-10:] + "\n")
-    assert acc.account(proj).totals[SID].responses == 2
+    assert acc.account(resolve(proj)).totals[SID].responses == 2
 
 
 @pytest.mark.process
@@ -268,14 +269,14 @@ def test_stats_cli_and_status_view(project, claude):
     assert table.stdout.splitlines()[-1].split()[0] == "total"
     from c3async.sessions.reports import run as status_run
 
-    assert SID[:8] in status_run(proj, "sessions")
+    assert SID[:8] in status_run(resolve(proj), "sessions")
 
 
 def test_status_view_without_stats(project):
     proj, _ = project
     from c3async.sessions.reports import run as status_run
 
-    assert status_run(proj, "sessions").startswith("no stats yet")
+    assert status_run(resolve(proj), "sessions").startswith("no stats yet")
 
 
 # --- the first pass at ccusage speed: bounded pieces, narrow decoding, worker processes ---
@@ -319,14 +320,14 @@ def _mixed_lines(n=40):
 def test_any_piece_size_gives_the_same_totals(project, monkeypatch, size):
     proj, folder = project
     write(folder / f"{SID}.jsonl", _mixed_lines())
-    whole = _totals(acc.account(proj, write=False))
+    whole = _totals(acc.account(resolve(proj), write=False))
     real = reader.read_files
 
     def small(jobs):  # every file through a buffer of ``size`` bytes (it grows per long line)
         return [(i, reader.read_file(job, bytearray(size))) for i, job in jobs]
 
     monkeypatch.setattr(acc, "read_files", small)
-    assert _totals(acc.account(proj, write=False)) == whole
+    assert _totals(acc.account(resolve(proj), write=False)) == whole
     monkeypatch.setattr(acc, "read_files", real)
 
 
@@ -364,7 +365,7 @@ def test_hostile_lines_are_skipped_and_never_glued(project):
         '"usage":{"input_tokens":99999}}}'
     )
     write(folder / f"{OTHER}.jsonl", [usage_line("o1", "q1", session=OTHER), glue_a, glue_b, glue_c])
-    result = acc.account(proj)
+    result = acc.account(resolve(proj))
     t = result.totals[SID]
     assert (t.responses, t.input) == (2, 20)
     assert (result.totals[OTHER].responses, result.totals[OTHER].input) == (1, 10)
@@ -395,10 +396,10 @@ def _many_sessions(folder, n=12):
 def test_worker_processes_give_the_same_totals_as_one_process(project, monkeypatch):
     proj, folder = project
     _many_sessions(folder)
-    alone = acc.account(proj, write=False, processes=False)
+    alone = acc.account(resolve(proj), write=False, processes=False)
     assert alone.workers == 0
     _force_processes(monkeypatch)
-    pooled = acc.account(proj, write=False)
+    pooled = acc.account(resolve(proj), write=False)
     assert pooled.workers >= 2
     assert _totals(pooled) == _totals(alone)
     assert (pooled.bytes_read, pooled.files_read, pooled.bytes_decoded) == (
@@ -415,11 +416,11 @@ def _die(*args):
 def test_a_broken_pool_falls_back_to_reading_here_with_one_warning(project, monkeypatch, caplog):
     proj, folder = project
     _many_sessions(folder)
-    alone = _totals(acc.account(proj, write=False, processes=False))
+    alone = _totals(acc.account(resolve(proj), write=False, processes=False))
     _force_processes(monkeypatch)
     monkeypatch.setattr(acc, "read_files_packed", _die)
     with caplog.at_level("WARNING", logger="c3async.usage"):
-        result = acc.account(proj, write=False)
+        result = acc.account(resolve(proj), write=False)
     assert _totals(result) == alone
     assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
     assert "worker processes failed" in caplog.records[0].message
@@ -432,7 +433,7 @@ def test_a_caller_with_threads_never_forks(project, monkeypatch):
     _many_sessions(folder)
     monkeypatch.setattr(acc, "PROCESS_MIN_BYTES", 0)
     out = []
-    t = threading.Thread(target=lambda: out.append(acc.account(proj, write=False)))
+    t = threading.Thread(target=lambda: out.append(acc.account(resolve(proj), write=False)))
     t.start()
     t.join()
     assert out[0].workers == 0 and len(out[0].totals) == 12
@@ -442,12 +443,12 @@ def test_a_deleted_transcript_keeps_its_totals_and_later_passes_read_only_new_by
     proj, folder = project
     sids = _many_sessions(folder)
     _force_processes(monkeypatch)
-    first = acc.account(proj)
+    first = acc.account(resolve(proj))
     assert first.workers >= 2
     (folder / f"{sids[0]}.jsonl").unlink()
     line = usage_line("late", "req_late", session=sids[1])
     write(folder / f"{sids[1]}.jsonl", [line], mode="a")
-    second = acc.account(proj)
+    second = acc.account(resolve(proj))
     assert second.workers == 0  # one file to read: no worker processes for that
     assert second.bytes_read == len(line) + 1 and second.changed == [sids[1]]
     assert _totals(second)[sids[0]] == _totals(first)[sids[0]]  # what it spent was spent

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 from test_usage import OTHER, SID, usage_line, write
 
+from c3async.ground.project import resolve
 from c3async.usage import account as acc
 from c3async.usage import reader
 
@@ -60,7 +61,7 @@ def test_totals_match_ccusage(claude, monkeypatch, tmp_path, mode):
     )
     write(folder / f"{OTHER}.jsonl", [usage_line(f"m{i}", f"r{i}", session=OTHER, inp=300_000) for i in range(3)])
     write(folder / f"{THIRD}.jsonl", [usage_line(None, "r", session=THIRD)] * 2)  # no message.id
-    result = acc.account(proj)
+    result = acc.account(resolve(proj))
     assert result.workers == 0 if mode == "this process" else result.workers >= 2
     ours = result.priced()
     out = subprocess.run(

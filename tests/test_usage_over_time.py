@@ -15,6 +15,7 @@ import time
 import pytest
 from test_usage import OTHER, SID, usage_line, write
 
+from c3async.ground.project import resolve
 from c3async.sessions.reports import run as status_run
 from c3async.usage import account as acc
 from c3async.usage import timeline
@@ -123,7 +124,7 @@ def test_windows_and_weeks_as_claude_code_reported_them(claude, monkeypatch):
     assert head == ["WINDOW", "RULE", "INPUT", "OUTPUT", "CACHE-W", "CACHE-R", "COST", "RESPONSES", "SESSIONS"]
     assert any(line.startswith("reported: as Claude Code reported") for line in table.stdout.splitlines())
     # The agent's view: the current windows, their totals and shares, Claude Code's percent
-    view = status_run(proj, "usage")
+    view = status_run(resolve(proj), "usage")
     assert "5-hour window" in view and "(reported); Claude Code reported 42.5% used" in view
     assert "weekly window" in view and "17% used" in view
     assert "100%  $" in view and "app (this project)" in view and SID[:8] in view
@@ -178,21 +179,21 @@ def test_an_unchanged_project_is_not_read_and_a_deleted_transcript_stays_counted
     write(folder / f"{SID}.jsonl", _spread(30))
     write(folder / f"{OTHER}.jsonl", [usage_line("o1", "r", session=OTHER, inp=7, ts="2026-10-03T10:00:00.000Z")])
     first = _usage(claude, "--by", "month", "--project", proj)
-    (settled,) = acc.account_projects([proj], only_changed=True)
+    (settled,) = acc.account_projects([resolve(proj)], only_changed=True)
     assert settled.settled and settled.bytes_read == 0 and settled.timeline is not None
     with open(folder / f"{OTHER}.jsonl", "a") as f:
         f.write(usage_line("o2", "r", session=OTHER, inp=5, ts="2026-10-03T11:00:00.000Z") + "\n")
-    (grown,) = acc.account_projects([proj], only_changed=True)
+    (grown,) = acc.account_projects([resolve(proj)], only_changed=True)
     assert not grown.settled and grown.bytes_read > 0
     months = _usage(claude, "--by", "month", "--project", proj)
     assert sum(r["input"] for r in months) == sum(r["input"] for r in first) + 5
     # Claude Code deletes the transcript, and the accountant's state is rebuilt: what it spent stays
     os.unlink(folder / f"{OTHER}.jsonl")
-    os.unlink(acc._state_path(proj))
+    os.unlink(acc._state_path(resolve(proj)))
     again = _usage(claude, "--by", "month", "--project", proj)
     assert [(r["bucket"], r["input"], r["responses"]) for r in again] == [
         (r["bucket"], r["input"], r["responses"]) for r in months]  # fmt: skip
-    line = timeline.load(proj)
+    line = timeline.load(resolve(proj))
     assert line is not None and {s.session for s in line.slots if s.whole} == {OTHER}
     table = claude.run("usage", "--by", "month", "--project", proj).stdout
     assert "1 session(s) whose responses are no longer held" in table
@@ -203,7 +204,7 @@ def test_a_damaged_timeline_is_rebuilt_and_prices_keys_are_checked(claude, monke
     proj = claude.project("app")
     write(claude.folder(proj) / f"{SID}.jsonl", _spread(20))
     good = _usage(claude, "--project", proj)
-    timeline.path(proj).write_bytes(b"\x93\xff garbage")
+    timeline.path(resolve(proj)).write_bytes(b"\x93\xff garbage")
     assert _usage(claude, "--project", proj) == good
     claude.c3home.mkdir(exist_ok=True)
     (claude.c3home / "prices.json").write_text(json.dumps({"Claude Opus 9": {"input": 1, "output": 2}}))

@@ -15,6 +15,7 @@ import pytest
 from hubproc import Hub, wait_for
 from test_usage import OTHER, SID, usage_line, write
 
+from c3async.ground.project import resolve
 from c3async.usage import account as acc
 from stress.transcripts import Conversation
 
@@ -74,8 +75,8 @@ def test_a_new_price_reprices_what_was_counted_in_every_report(claude, monkeypat
     assert str(prices) in table[3] and '{"claude-future-9": {"input": IN, "output": OUT}}' in table[3]
     (listed,) = claude.sessions(proj)
     assert listed["cost_usd"] == pytest.approx(OPUS_USD) and listed["unpriced_models"] == [FUTURE]
-    assert status_run(proj, "sessions").splitlines()[1].split()[5] == "5.00+"
-    stats_log = acc.stats_path(proj)
+    assert status_run(resolve(proj), "sessions").splitlines()[1].split()[5] == "5.00+"
+    stats_log = acc.stats_path(resolve(proj))
     logged = stats_log.read_bytes()
 
     with Hub(claude) as hub:
@@ -84,7 +85,7 @@ def test_a_new_price_reprices_what_was_counted_in_every_report(claude, monkeypat
 
         # A price for it: everything counted is re-priced, and no transcript is read again.
         prices.write_text(json.dumps({"claude-future": {"input": 1.0, "output": 2.0}}))
-        again = acc.account(proj)
+        again = acc.account(resolve(proj))
         assert (again.bytes_read, again.changed) == (0, [])
         assert stats_log.read_bytes() == logged  # a row holds tokens, not a cost: nothing to rewrite
         both = OPUS_USD + FUTURE_USD
@@ -95,7 +96,7 @@ def test_a_new_price_reprices_what_was_counted_in_every_report(claude, monkeypat
         assert table[-1].split() == ["total", "2000000", "100000", "0", "0", f"{both:.2f}"]  # no "+", no footnote
         (listed,) = claude.sessions(proj)
         assert listed["cost_usd"] == pytest.approx(both) and listed["unpriced_models"] == []
-        assert status_run(proj, "sessions").splitlines()[1].split()[5] == f"{both:.2f}"
+        assert status_run(resolve(proj), "sessions").splitlines()[1].split()[5] == f"{both:.2f}"
         # the Hub's change feed watches prices.json: its rows are rebuilt with the new price
         row = wait_for(lambda: (r := _hub_row(hub, proj))["cost_usd"] == pytest.approx(both) and r)
         assert row["unpriced_models"] == []
@@ -155,16 +156,16 @@ def test_many_projects_share_one_pool_and_give_what_each_alone_gives(claude, mon
     def counted(result):  # everything but when it was counted
         return {sid: msgspec.structs.replace(t, ts=0.0) for sid, t in result.priced().items()}
 
-    alone = {p: counted(acc.account(p, write=False, processes=False)) for p in projects}
+    alone = {p: counted(acc.account(resolve(p), write=False, processes=False)) for p in projects}
     if acc.can_fork_workers() < 2:
         pytest.skip("worker processes need two cores and a process with no other thread")
     monkeypatch.setattr(acc, "PROCESS_MIN_BYTES", 0)  # the three projects' few KiB, together
     monkeypatch.setattr(acc, "HANDOFF_FILES", 2)
-    together = acc.account_projects(projects, write=False)
-    assert [r.project for r in together] == projects
+    together = acc.account_projects([resolve(p) for p in projects], write=False)
+    assert [r.project.root for r in together] == projects
     assert all(r.workers >= 2 for r in together)
     for r in together:
-        assert counted(r) == alone[r.project]
+        assert counted(r) == alone[r.project.root]
 
 
 def test_old_state_is_rebuilt_once_and_old_rows_keep_their_cost(claude, monkeypatch):
@@ -172,16 +173,16 @@ def test_old_state_is_rebuilt_once_and_old_rows_keep_their_cost(claude, monkeypa
     proj = claude.project("app")
     path = claude.folder(proj) / f"{SID}.jsonl"
     write(path, _lines())
-    acc.account(proj)
-    state = acc._state_path(proj)
+    acc.account(resolve(proj))
+    state = acc._state_path(resolve(proj))
     old = json.loads(state.read_text())
     old["version"] = 2  # what c3async wrote before costs were worked out by each report
     state.write_text(json.dumps(old))
-    rebuilt = acc.account(proj)
+    rebuilt = acc.account(resolve(proj))
     assert rebuilt.bytes_read == path.stat().st_size
-    assert acc.account(proj).bytes_read == 0  # once
+    assert acc.account(resolve(proj)).bytes_read == 0  # once
     # A row of the old format (a cost, no tokens per model) reads as it did, named `id` in reports.
-    with open(acc.stats_path(proj), "a") as f:
+    with open(acc.stats_path(resolve(proj)), "a") as f:
         f.write(
             json.dumps(
                 {
@@ -198,6 +199,6 @@ def test_old_state_is_rebuilt_once_and_old_rows_keep_their_cost(claude, monkeypa
     from c3async.usage.prices import current_prices
     from c3async.usage.totals import latest, stats_rows
 
-    rows = {r.id: r for r in stats_rows(proj, latest(proj), current_prices())}
+    rows = {r.id: r for r in stats_rows(resolve(proj), latest(resolve(proj)), current_prices())}
     assert (rows[OTHER].cost_usd, rows[OTHER].unpriced_models, rows[OTHER].input) == (0.25, ["gpt-9"], 5)
     assert rows[SID].cost_usd == pytest.approx(OPUS_USD) and rows[SID].unpriced_models == [FUTURE]

@@ -21,6 +21,7 @@ import pytest
 from c3async.catalog.listing import candidates
 from c3async.catalog.locate import locate
 from c3async.catalog.watch import TranscriptWatch
+from c3async.ground.project import resolve
 from c3async.live.heartbeat import HeartbeatWriter
 from c3async.live.running import proc_start_ticks
 from c3async.sessions.runtime import Feed as ChangeFeed
@@ -159,15 +160,15 @@ def registry_file(config: Path, pid: int, sid: str, cwd: str, status: str) -> Pa
 
 @pytest.mark.process
 def test_a_project_position_moves_with_marks_heartbeats_and_the_registry(world, claude, sleeper):
-    watch = ProjectWatch(world.project)
+    watch = ProjectWatch(resolve(world.project))
     idle = watch.poll(full=False)
     assert watch.poll(full=False) == idle  # nothing moved, nothing moves
 
-    write_mark(world.project, world.cold, "note", summary="look again", by="user")
+    write_mark(resolve(world.project), world.cold, "note", summary="look again", by="user")
     marked = watch.poll(full=False)
     assert marked != idle
 
-    beat = HeartbeatWriter(world.project, "c3-session-1", "vscode", lambda: world.hot)
+    beat = HeartbeatWriter(resolve(world.project), "c3-session-1", "vscode", lambda: world.hot)
     beat.beat()
     beating = watch.poll(full=False)
     assert beating != marked
@@ -191,16 +192,17 @@ def test_a_project_position_moves_with_marks_heartbeats_and_the_registry(world, 
 
 def test_the_hubs_feed_moves_only_the_project_that_changed(claude, monkeypatch):
     claude.activate(monkeypatch)
-    projects = [claude.project(name) for name in ("one", "two")]
-    for p in projects:
+    folders = [claude.project(name) for name in ("one", "two")]
+    for p in folders:
         simple_session(claude.folder(p), p, f"work in {os.path.basename(p)}", mtime=time.time() - 600)
         settle(claude.folder(p))
-        registry.register(p)
-    feed = ChangeFeed(registry.projects)
+        registry.register(resolve(p))
+    projects = [resolve(p) for p in folders]
+    feed = ChangeFeed(lambda: [resolve(p) for p in registry.projects()])
     feed.poll()
     feed.primed.set()  # the baseline is taken
     assert feed.poll(full=False) == [] and feed.poll(full=False, quick=True) == []
-    simple_session(claude.folder(projects[1]), projects[1], "a second session")
+    simple_session(claude.folder(folders[1]), folders[1], "a second session")
     assert feed.poll(full=False, quick=True) == []  # a quick poll: the marks, activity and registry alone
     assert feed.poll(full=False) == [projects[1]]
     write_mark(projects[0], feed.watches[projects[0]].transcripts.files[0][0], "stale", reason="done", by="user")

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ground.home import config_home
-from ..ground.paths import canonical, git_common_dir, linked_worktrees, project_root
+from ..ground.paths import canonical, git_common_dir, linked_worktrees
+from ..ground.project import resolve
 from . import moves
 
 __all__ = (
@@ -135,7 +136,7 @@ def worktrees(root: str) -> list[str]:
         return []
     found = [os.path.dirname(common)] if os.path.basename(common) == ".git" else []
     found += linked_worktrees(common)
-    return [p for p in found if project_root(p) == root]
+    return [p for p in found if resolve(p).root == root]
 
 
 @dataclass(frozen=True, slots=True)

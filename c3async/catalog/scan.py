@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ground import workers
+from ..ground.project import Project
 from ..ground.safefs import NotRegularFile
-from ..ground.stateroot import project_state
 from . import cache
 from .listing import Candidate, candidates
 from .locate import ClaudeRoot, ProjectDirs, folders_under, locate, same_path
@@ -49,7 +49,7 @@ class Session:
 
     candidate: Candidate
     record: Transcript
-    project: str
+    project: str  # the root, as every listing prints it
 
     @property
     def session_id(self) -> str:
@@ -58,6 +58,7 @@ class Session:
 
 @dataclass(slots=True, repr=False)  # asyncio reprs a task's result: keep that cheap
 class ProjectScan:
+    project: Project
     dirs: ProjectDirs
     sessions: list[Session] = field(default_factory=list)
     examined: int = 0
@@ -74,10 +75,10 @@ class ProjectScan:
     other_cwds: dict[Path, set[str]] = field(default_factory=dict)
 
 
-def cache_path(project: str) -> Path:
-    """``<state root>/.c3/cache/session_catalog.json``; ``project_state`` moves it under
+def cache_path(project: Project) -> Path:
+    """``<state root>/.c3/cache/session_catalog.json``; ``Project.state`` moves it under
     ``$C3_HOME`` with the rest of the state when the root cannot be written."""
-    return project_state(project) / "cache" / "session_catalog.json"
+    return project.state / "cache" / "session_catalog.json"
 
 
 def _read_one(cand: Candidate, cached: Transcript | None) -> Transcript | None:
@@ -121,18 +122,18 @@ class _Scanner:
 
     def __init__(
         self,
-        project: str,
+        project: Project,
         limit: int,
         counter: _Counter,
         extra_cwds: tuple[str, ...] = (),
         fallback_root: Path | None = None,
         roots: tuple[ClaudeRoot, ...] | None = None,
     ) -> None:
-        self.dirs = locate(project, extra_cwds, roots)
+        self.dirs = locate(project.root, extra_cwds, roots)
         self.limit = limit
         self.counter = counter
-        self.cache_file = cache_path(self.dirs.project)
-        self.result = ProjectScan(dirs=self.dirs, cache_path=self.cache_file)
+        self.cache_file = cache_path(project)
+        self.result = ProjectScan(project, dirs=self.dirs, cache_path=self.cache_file)
         self.cands = candidates([folder for folder, _ in self.dirs.folders])
         if fallback_root is not None:  # sessions found only there (deleted from the projects folder)
             held = {c.session_id for c in self.cands}
@@ -277,12 +278,12 @@ def _steps(scanners: list[_Scanner]):
 
 
 async def scan_projects(
-    projects: list[str],
+    projects: list[Project],
     *,
     limit: int = NEWEST,
     progress: Progress | None = None,
     limiter=None,
-    extra_cwds: dict[str, tuple[str, ...]] | None = None,
+    extra_cwds: dict[Project, tuple[str, ...]] | None = None,
     fallback_root: Path | None = None,
     roots: tuple[ClaudeRoot, ...] | None = None,
 ) -> list[ProjectScan]:
@@ -306,17 +307,17 @@ async def scan_projects(
     return [sc.result for sc in scanners]
 
 
-async def scan_project(project: str, **kwargs) -> ProjectScan:
+async def scan_project(project: Project, **kwargs) -> ProjectScan:
     return (await scan_projects([project], **kwargs))[0]
 
 
 def scan_projects_sync(
-    projects: list[str],
+    projects: list[Project],
     *,
     limit: int = NEWEST,
     progress: Progress | None = None,
     processes: bool = True,
-    extra_cwds: dict[str, tuple[str, ...]] | None = None,
+    extra_cwds: dict[Project, tuple[str, ...]] | None = None,
     fallback_root: Path | None = None,
     roots: tuple[ClaudeRoot, ...] | None = None,
 ) -> list[ProjectScan]:

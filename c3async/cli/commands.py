@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from ..ground.term import inert, inert_line
 from . import render, scope
 from .render import Screen
+
+if TYPE_CHECKING:
+    from ..ground.project import Project
 
 
 def _say_where_sessions_are(project: str, screen: Screen) -> None:
@@ -79,9 +83,9 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
     if not args.all and scans:
         if scans[0].sessions:  # a folder with sessions: the Hub and `--all` list it from now on
             try:
-                registry.register(scans[0].dirs.project)
+                registry.register(scans[0].project)
                 remember_roots(scans[:1])
-                remember_identity(scans[0].dirs.project)
+                remember_identity(scans[0].project.root)
             except Exception as exc:
                 screen.say(f"c3async: could not register the project: {exc}")
         if not scans[0].dirs.folders:
@@ -95,7 +99,7 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
     if args.limit is not None and len(rows) > args.limit:
         screen.say(f"c3async: showing {args.limit:,} of {len(rows):,} rows (--limit N to see more)")
         rows = rows[: args.limit]
-    _warn_expiring(args, [s.dirs.project for s in scans], screen)
+    _warn_expiring(args, [s.project for s in scans], screen)
     if args.json:
         screen.json(msgspec.json.encode(rows))
     elif rows:
@@ -118,7 +122,7 @@ def _keep_expiring_command(args: argparse.Namespace) -> str:
     return f"c3async keep --expiring{where}"
 
 
-def _warn_expiring(args: argparse.Namespace, projects: list[str], screen: Screen) -> None:
+def _warn_expiring(args: argparse.Namespace, projects: list[Project], screen: Screen) -> None:
     """One line on stderr while a listed project has sessions near Claude Code's cleanup that
     the archive does not hold (what the listing's keep pass found)."""
     from ..sessions import keep

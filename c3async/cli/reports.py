@@ -6,10 +6,14 @@ Imports happen inside each command (the usage and search modules are not small).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..ground.term import inert, inert_line
 from . import render, scope
 from .render import Screen
+
+if TYPE_CHECKING:
+    from ..ground.project import Project
 
 
 def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
@@ -27,7 +31,7 @@ def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
     since = since_of(args.since)
     failed = []
 
-    def refused(project: str, exc: Exception) -> None:  # --all: one project's failure is its own
+    def refused(project: Project, exc: Exception) -> None:  # --all: one project's failure is its own
         failed.append(project)  # said here, with the project it was (the listing goes on)
         screen.say(f"c3async: error: {project}: {exc}")
 
@@ -47,7 +51,7 @@ def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
     return 1 if failed else 0
 
 
-def _burn(args: argparse.Namespace, projects: list[str], screen: Screen) -> int:
+def _burn(args: argparse.Namespace, projects: list[Project], screen: Screen) -> int:
     """`usage --burn`: the current windows, who spends them, the runway, the refusals."""
     import msgspec
 
@@ -112,7 +116,7 @@ def cmd_files(args: argparse.Namespace, screen: Screen) -> int:
     try:
         found = files(
             args.path,
-            bases=[here, *scope.projects(args, screen)],
+            bases=[here, *(p.root for p in scope.projects(args, screen))],
             limit=50 if args.limit is None else args.limit,
             progress=lambda done, total: progress(done >> 20, total >> 20),
         )

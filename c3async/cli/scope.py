@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from ..ground.term import inert_line
 from .render import Screen
+
+if TYPE_CHECKING:
+    from ..ground.project import Project
 from .typed import not_utf8
 
 
@@ -54,20 +58,22 @@ def project_dir(given: str | None) -> str:
     return value
 
 
-def projects(args: argparse.Namespace, screen: Screen) -> list[str]:
+def projects(args: argparse.Namespace, screen: Screen) -> list[Project]:
     """The project the command is about (``--project``, else the current folder's), or with
-    ``--all`` every project c3async knows: registered or found in Claude Code's folders."""
-    from ..ground.paths import canonical, project_root
+    ``--all`` every project c3async knows: registered or found in Claude Code's folders. The
+    CLI's door: every command's projects are resolved here, once."""
+    from ..ground.paths import canonical
+    from ..ground.project import Project, resolve
 
     # A repository's worktrees are one project with its main checkout: the state root.
-    here = project_root(canonical(project_dir(args.project)))
+    here = resolve(canonical(project_dir(args.project)))
     if not getattr(args, "all", False):
         return [here]
     from ..sessions.projects import known_projects
     from ..stores.claude_dirs import roots
 
     known = known_projects()
-    found = [p.path for p in known]
+    found = [Project(p.path) for p in known]
     if args.project and here not in found:
         found.append(here)
     gone = [p.path for p in known if p.missing]

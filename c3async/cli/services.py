@@ -121,10 +121,11 @@ def cmd_hook(args: argparse.Namespace, screen: Screen) -> int:
     from ..live.hooks import main as hook_main
 
     def last_chance(project: str) -> None:  # Claude Code starts: its cleanup follows within seconds
-        from ..ground.paths import canonical, project_root
+        from ..ground.paths import canonical
+        from ..ground.project import resolve
         from ..sessions.act import last_chance
 
-        last_chance(project_root(canonical(project)))
+        last_chance(resolve(canonical(project)))
 
     return hook_main(on_start=last_chance)
 

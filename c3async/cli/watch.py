@@ -12,9 +12,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from typing import TYPE_CHECKING
 
 from ..ground.term import inert_line
 from .render import Screen
+
+if TYPE_CHECKING:
+    from ..ground.project import Project
 
 __all__ = ("changes", "watch")
 
@@ -53,7 +57,7 @@ def notify(text: str) -> None:
         pass
 
 
-def watch(project: str, everywhere: bool, notify_too: bool, screen: Screen, polls: int | None = None) -> int:
+def watch(project: Project, everywhere: bool, notify_too: bool, screen: Screen, polls: int | None = None) -> int:
     """Until Ctrl-C (or ``polls`` polls, for the tests)."""
     from ..sessions.board import board
     from ..sessions.reports import live_table

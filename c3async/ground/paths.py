@@ -27,9 +27,10 @@ at most 64 KiB (``_GIT_FILE_LIMIT``, only a regular file, never a FIFO or a devi
 MAX_WORKTREES entries of ``worktrees/`` are looked at, and a link chain too long to resolve or a
 loop is a path that leads nowhere, never an exception.
 
-``project_state`` runs for every file access: it costs one ``lstat`` of ``<dir>/.git`` and one of
-the root while nothing changed. The first time a root is resolved in a process, state that
-earlier versions left in its worktrees is folded into it (``stateroot.fold_worktrees``).
+A door resolves its folder once (``project.resolve``: one ``lstat`` of ``<dir>/.git`` while nothing
+changed); the state folder is then read for every file access (``project.Project.state``: one
+``lstat`` of the root). The first time a root's state is read in a process, state that earlier
+versions left in its worktrees is folded into it (``stateroot.fold_worktrees``).
 """
 
 from __future__ import annotations

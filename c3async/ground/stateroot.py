@@ -68,6 +68,7 @@ __all__ = (
     "project_id",
     "project_state",
     "root_state",
+    "state_of",
 )
 
 log = logging.getLogger("c3async.stateroot")
@@ -597,7 +598,11 @@ def project_state(project: str | os.PathLike[str]) -> Path:
     """The state folder of ``project``: ``<project_root(project)>/.c3``, or its fallback under
     ``$C3_HOME/state`` when the root cannot be written (warned once). The first call for a root
     in a process folds older state of its worktrees into it."""
-    root = project_root(project)
+    return state_of(project_root(project))
+
+
+def state_of(root: str) -> Path:
+    """``project_state`` of a root already resolved (``project.Project.state``)."""
     state = root_state(root)
     if root not in _resolved and not (root in _found and state == fallback_state(root)):
         _resolved.add(root)  # first: the fold below resolves paths of this root too

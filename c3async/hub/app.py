@@ -64,7 +64,7 @@ from ..catalog.listing import is_session_id
 from ..catalog.locate import canonical
 from ..ground.disk import said
 from ..ground.errors import DECODE_ERRORS, BadArgument, C3Error, Kind, NotFound, NotRegularFile
-from ..ground.paths import project_root
+from ..ground.project import Project, resolve
 from ..sessions.act import keep_expiring
 from ..sessions.act import mark as mark_session
 from ..sessions.detail import show
@@ -278,14 +278,15 @@ def _text(value: Any, what: str, limit: int) -> str | None:
     return value
 
 
-def _projects() -> list[str]:
+def _projects() -> list[Project]:
     """Every project the Hub lists: registered, or found in Claude Code's folders (a missing one
     too: its sessions are still shown)."""
     return listed_projects()
 
 
-def _project_param(request: Request, value: str | None = None) -> str | None:
-    """A project named by the client must be one the Hub lists: no other path is read."""
+def _project_param(request: Request, value: str | None = None) -> Project | None:
+    """A project named by the client must be one the Hub lists: no other path is read. The
+    Hub's door: a request's project is resolved here, once."""
     value = value or request.query_params.get("project") or None
     if value is None:
         return None
@@ -293,16 +294,16 @@ def _project_param(request: Request, value: str | None = None) -> str | None:
         raise BadArgument("project must be a path")
     value = _text(value, "project", MAX_PROJECT)
     known = _projects()
-    if value in known:
-        return value
+    if Project(value) in known:
+        return Project(value)
     try:
         value = canonical(value)
-        if value not in known:  # a worktree names its repository's project
-            value = project_root(value)
+        if Project(value) not in known:  # a worktree names its repository's project
+            value = resolve(value).root
     except (OSError, ValueError) as exc:
         raise BadArgument(f"project {value!r} is not a usable path ({exc})") from None
-    if value in known:
-        return value
+    if Project(value) in known:
+        return Project(value)
     raise BadArgument(f"unknown project {value!r}: the Hub serves only registered projects")
 
 
@@ -368,7 +369,7 @@ async def favicon(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _live_count(project: str) -> int:
+def _live_count(project: Project) -> int:
     """How many host sessions of the project are live now (the rail shows it)."""
     from ..live.reader import live_sessions
 
@@ -379,13 +380,14 @@ def _project_entry(p: KnownProject) -> dict[str, Any]:
     """A rail entry: whether it is registered (else found in Claude Code's folders) or missing,
     the live count, and the tokens and cost of all the project's accounted sessions (``usage``:
     ``{sessions, tokens, cost_usd}``, the row's shape; null until known)."""
-    usage = project_usage(p.path)
+    here = Project(p.path)
+    usage = project_usage(here)
     return {
         "path": p.path,
         "name": p.path.rstrip("/").rsplit("/", 1)[-1] or p.path,
         "registered": p.registered,
         "missing": p.missing,
-        "live": _live_count(p.path),
+        "live": _live_count(here),
         "usage": msgspec.to_builtins(usage),
     }
 
@@ -393,7 +395,7 @@ def _project_entry(p: KnownProject) -> dict[str, Any]:
 async def api_projects(request: Request) -> Response:
     def listing() -> list[dict[str, Any]]:
         listed = set(_projects())
-        return [_project_entry(p) for p in known_projects() if p.path in listed]
+        return [_project_entry(p) for p in known_projects() if Project(p.path) in listed]
 
     return _json({"projects": await anyio.to_thread.run_sync(listing)})
 
@@ -412,7 +414,7 @@ async def api_sessions(request: Request) -> Response:
     return _json(
         {
             "rows": [_listing_row(r) for r in rows],
-            "projects": [{"path": s.dirs.project, "sessions": len(s.sessions), "read": s.read} for s in scans],
+            "projects": [{"path": s.project.root, "sessions": len(s.sessions), "read": s.read} for s in scans],
         }
     )
 
@@ -433,7 +435,7 @@ def _query(request: Request) -> Query:
     return Query(
         filter=which,
         q=(_text(params.get("q"), "the search (q)", MAX_SEARCH) or "").strip(),
-        project=_project_param(request),
+        project=_root(_project_param(request)),  # the query filters rows, whose project is a root
         branch=branch,
         sort=sort,
         order=order,
@@ -455,11 +457,15 @@ async def api_rows(request: Request) -> Response:
     if depth is not None:
         if query.project is None:
             raise BadArgument("depth needs a project")
-        table.deepen(query.project, depth)
+        table.deepen(Project(query.project), depth)
     return _json(await anyio.to_thread.run_sync(table.query, query))
 
 
-def _session_project(request: Request, sid: str) -> str:
+def _root(project: Project | None) -> str | None:
+    return project.root if project is not None else None
+
+
+def _session_project(request: Request, sid: str) -> Project:
     project = _project_param(request)
     if project:
         return project
@@ -631,7 +637,7 @@ async def api_files(request: Request) -> Response:
     path = _text(request.query_params.get("path") or "", "path", 4096) or ""
     project = _project_param(request)
     limit = _query_int(request, "limit", 1, SEARCH_LIMIT) or SEARCH_LIMIT
-    bases = [project] if project else []
+    bases = [project.root] if project else []
     found = await anyio.to_thread.run_sync(lambda: files(path, bases=bases, limit=limit, background=True))
     return _json(found)
 
@@ -758,7 +764,12 @@ async def api_events(request: Request) -> Response:
             removed = [] if rows is None else [sid for d in diffs if d for sid in d.removed]
             if rows is not None and len(rows) > MAX_PAGE:
                 rows = None
-            data = {"projects": moved, "rows": rows, "removed": removed, "version": feed.version(None)}
+            data = {
+                "projects": [p.root for p in moved],
+                "rows": rows,
+                "removed": removed,
+                "version": feed.version(None),
+            }
             yield ServerSentEvent(event="change", data=msgspec.json.encode(data).decode())
 
     return EventSourceResponse(stream(), ping=15, ping_message_factory=lambda: ServerSentEvent(comment="keep-alive"))

@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from ..catalog.scan import NEWEST
+from ..ground.project import Project
 from ..sessions import keep
 from ..sessions.query import Entry, Query, entries, select
 from ..sessions.rows import Row
@@ -108,15 +109,15 @@ class Table:
     """The rows of every registered project, rebuilt per project when ``version(project)``
     moves. Thread-safe: queries and rebuilds run in worker threads."""
 
-    def __init__(self, projects: Callable[[], list[str]], version: Callable[[str], int]) -> None:
+    def __init__(self, projects: Callable[[], list[Project]], version: Callable[[Project], int]) -> None:
         self.projects = projects
         self.version = version
-        self.built: dict[str, _Built] = {}
-        self.depths: dict[str, int] = {}
+        self.built: dict[Project, _Built] = {}
+        self.depths: dict[Project, int] = {}
         self.lock = threading.Lock()
-        self.diffs: dict[str, tuple[int, Diff]] = {}
+        self.diffs: dict[Project, tuple[int, Diff]] = {}
 
-    def _build(self, project: str) -> _Built | None:
+    def _build(self, project: Project) -> _Built | None:
         """The project's rows as of its current version (rebuilt if that moved); None when it
         cannot be listed (said once on stderr by the view)."""
         want = self.version(project)
@@ -142,21 +143,21 @@ class Table:
                     e.view for sid, e in fresh.by_id.items() if sid not in old.by_id or old.by_id[sid].view != e.view
                 ]
                 removed = [sid for sid in old.by_id if sid not in fresh.by_id]
-                self.diffs[project] = (want, Diff(project, changed, removed))
+                self.diffs[project] = (want, Diff(project.root, changed, removed))
         return fresh
 
-    def refresh(self, projects: Iterable[str] | None = None) -> None:
+    def refresh(self, projects: Iterable[Project] | None = None) -> None:
         for p in self.projects() if projects is None else projects:
             self._build(p)
 
-    def diff(self, project: str) -> Diff | None:
+    def diff(self, project: Project) -> Diff | None:
         """What the last rebuild of ``project`` changed (rebuilding it first if its version moved)."""
         self._build(project)
         with self.lock:
             got = self.diffs.get(project)
         return got[1] if got is not None and got[0] == self.version(project) else None
 
-    def deepen(self, project: str, depth: int) -> None:
+    def deepen(self, project: Project, depth: int) -> None:
         self.depths[project] = max(self.depths.get(project, NEWEST), min(depth, MAX_DEPTH))
 
     def query(self, q: Query) -> dict[str, Any]:
@@ -167,7 +168,7 @@ class Table:
         page = chosen.hits[q.cursor : q.cursor + q.limit]
         nxt = q.cursor + q.limit if q.cursor + q.limit < len(chosen.hits) else None
         listed = {p: len(b.entries) for p, b in built.items()}
-        near = keep.total(b.survey for p, b in built.items() if q.project in (None, p))
+        near = keep.total(b.survey for p, b in built.items() if q.project in (None, p.root))
         return {
             "rows": [e.view for e in page],
             "total": chosen.matched,
@@ -191,10 +192,10 @@ class Table:
             },
             "projects": [
                 {
-                    "path": p,
-                    "count": chosen.by_project.get(p, 0),
+                    "path": p.root,
+                    "count": chosen.by_project.get(p.root, 0),
                     "listed": listed[p],
-                    "waiting": chosen.waiting.get(p, 0),
+                    "waiting": chosen.waiting.get(p.root, 0),
                     "depth": built[p].depth,
                     "more": listed[p] >= built[p].depth,
                 }

@@ -18,7 +18,7 @@ import msgspec
 
 from ..ground import clock, safefs
 from ..ground.jsondoc import write_atomic
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 
 __all__ = (
     "HEARTBEAT_INTERVAL_S",
@@ -73,7 +73,7 @@ class Heartbeat(msgspec.Struct, kw_only=True):
     ide: str
     pid: int
     ts: float  # wall-clock epoch seconds
-    project: str | None = None
+    project: str | None = None  # the root: a heartbeat is a JSON file
     started: float | None = None
     boot_id: str | None = None
     mono: float | None = None
@@ -88,8 +88,8 @@ class Heartbeat(msgspec.Struct, kw_only=True):
             self.mono = None
 
 
-def live_dir(project: str) -> Path:
-    return project_state(project) / "live"
+def live_dir(project: Project) -> Path:
+    return project.state / "live"
 
 
 class HeartbeatWriter:
@@ -98,7 +98,7 @@ class HeartbeatWriter:
 
     def __init__(
         self,
-        project: str,
+        project: Project,
         session_id: str,
         ide: str,
         host: Callable[[], str | None],
@@ -122,7 +122,7 @@ class HeartbeatWriter:
             ide=self.ide,
             pid=os.getpid(),
             ts=time.time(),
-            project=self.project,
+            project=self.project.root,
             started=self.started,
             boot_id=boot_id(),
             mono=time.monotonic(),

@@ -31,6 +31,7 @@ from ..catalog.listing import is_session_id
 from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS, BadArgument, Damaged, Refused, UnsafeState
 from ..ground.home import c3_home
+from ..ground.project import Project, resolve
 from ..stores import activity
 from . import waslive
 
@@ -88,7 +89,7 @@ def _event_time() -> float:
     return now
 
 
-def _predecessor(project: str, claude_pid: int | None, now: float) -> str | None:
+def _predecessor(project: Project, claude_pid: int | None, now: float) -> str | None:
     """The session that a /clear just ended in the same claude process, from the log's tail."""
     path = activity.activity_path(project)
     try:
@@ -127,14 +128,15 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         _note_error(f"{event or 'a hook'} of session {session_id}: its folder {project} no longer exists; not recorded")
         return None
     session_id = session_id.lower()
+    here = resolve(project)  # the hook's door: its folder's project, once
     pid = _claude_pid()
     fired = _event_time()
     ts = round(fired, 3)  # the row's own time (it replaces the store's "now")
     if event == "SessionStart":
         source = _text(payload, "source", 64)
-        predecessor = _predecessor(project, pid, fired) if source == "clear" else None
+        predecessor = _predecessor(here, pid, fired) if source == "clear" else None
         row = activity.record_once(
-            project,
+            here,
             "session_start",
             SAME_EVENT_S,
             ("session_id", "source", "claude_pid"),
@@ -157,7 +159,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         if reason in waslive.END_REASONS:  # the person ended it; a SIGTERM (a reboot) says "other"
             waslive.forget(session_id)
         return activity.record_once(
-            project,
+            here,
             "session_end",
             SAME_EVENT_S,
             ("session_id", "reason", "claude_pid"),
@@ -168,7 +170,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         )
     if event is None:
         return None
-    return activity.record(project, "hook", ts=ts, session_id=session_id, event=event, claude_pid=pid)
+    return activity.record(here, "hook", ts=ts, session_id=session_id, event=event, claude_pid=pid)
 
 
 STARTS = ("startup", "resume")  # a SessionStart that is a start of claude (not /clear, not compact)

@@ -23,7 +23,7 @@ import msgspec
 
 from ..ground import safefs
 from ..ground.errors import DECODE_ERRORS, UnsafeState
-from ..ground.paths import project_root
+from ..ground.project import Project, resolve
 from ..stores import activity
 from .heartbeat import Heartbeat, boot_id, live_dir, ttl
 from .running import Running, Snapshot, read_registry
@@ -101,7 +101,7 @@ def _prune(path: Path, limit: float) -> None:
             pass
 
 
-def heartbeats(project: str, *, prune: bool = True) -> list[Heartbeat]:
+def heartbeats(project: Project, *, prune: bool = True) -> list[Heartbeat]:
     """The fresh heartbeats of a project's MCP processes; dead files are pruned on the way."""
     folder = live_dir(project)
     try:
@@ -142,7 +142,7 @@ def _older_than(path: Path, limit: float) -> bool:
 
 
 def live_sessions(
-    project: str,
+    project: Project,
     *,
     now: float | None = None,
     prune: bool = True,
@@ -217,14 +217,14 @@ def _still_runs(pid: int, hooked_at: float) -> bool:
         return True
 
 
-def _belongs(run: Running, project: str) -> bool:
+def _belongs(run: Running, project: Project) -> bool:
     """Whether a running claude's folder is in ``project`` (the project its folder resolves to,
     as the CLI resolves a folder: a worktree to its main checkout, a nested repository to itself)."""
     if run.cwd is None:
         return False
-    if run.cwd == project:
+    if run.cwd == project.root:
         return True
     try:
-        return project_root(run.cwd) == project
+        return resolve(run.cwd) == project
     except (OSError, ValueError):
         return False

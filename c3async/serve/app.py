@@ -59,7 +59,8 @@ from .. import __version__
 from ..catalog.gitrefs import current_branch
 from ..ground import disk, schema
 from ..ground.errors import BadArgument, C3Error, Kind, clip
-from ..ground.paths import canonical, default_project, project_root
+from ..ground.paths import canonical, default_project
+from ..ground.project import Project, resolve
 from ..live import waslive
 from ..live.heartbeat import HeartbeatWriter
 from ..live.identity import HostIdentity, detect_ide
@@ -91,7 +92,7 @@ RELIST_S = 60.0  # the resources listed again at least this often, moved or not
 
 @dataclass
 class ServerState:
-    project: str
+    project: Project
     c3_session_id: str
     identity: HostIdentity
     ide: str
@@ -130,7 +131,7 @@ async def _after_warm(state: ServerState) -> None:
 
     await _after_first_answer(state)
     await anyio.to_thread.run_sync(_preload)
-    await anyio.to_thread.run_sync(remember, state.project)
+    await anyio.to_thread.run_sync(remember, state.project.root)
 
 
 def _release(first: bool) -> None:
@@ -175,7 +176,7 @@ def _limit_arenas() -> None:
         libc.mallopt(-8, 1)  # M_ARENA_MAX
 
 
-def _listed(project: str) -> list[Any]:
+def _listed(project: Project) -> list[Any]:
     from . import prompts
 
     return prompts.listed(project)
@@ -226,7 +227,7 @@ async def _watch_signals(state: ServerState, scope: anyio.CancelScope) -> None:
 
 def _new_state() -> ServerState:
     checkout = canonical(default_project())  # where this server runs: the main checkout or a worktree
-    project = project_root(checkout)  # the project: one state root for a repository and its worktrees
+    project = resolve(checkout)  # the project: one state root for a repository and its worktrees
     c3_session_id = str(uuid.uuid4())
     identity = HostIdentity()
     ide = detect_ide()
@@ -239,7 +240,7 @@ def _new_state() -> ServerState:
         ide,
         lambda: _serving(state, identity.current()),
         host_pid=lambda: identity.claude_pid,  # verified against its registry file, never guessed
-        served=lambda hb: waslive.served(hb.host_session_id, hb.host_pid, identity.registered, project),
+        served=lambda hb: waslive.served(hb.host_session_id, hb.host_pid, identity.registered, project.root),
     )
     return state
 

@@ -14,6 +14,7 @@ import time
 from typing import NamedTuple
 
 from ..ground.errors import C3Error
+from ..ground.project import Project
 from ..ground.term import inert, inert_line
 from ..sessions import brief as session_brief
 from ..sessions.rows import Row, age
@@ -49,7 +50,7 @@ class Listed(NamedTuple):
     key: tuple[str, ...]  # what a change of makes the list change (not the age: it always moves)
 
 
-def listed(project: str) -> list[Listed]:
+def listed(project: Project) -> list[Listed]:
     """The project's recent sessions (``mcp_resources`` of them, 50 by default), newest first,
     then the open tasks. When the sessions cannot be listed (a setting to fix, a refused state
     file), one entry says why in the @ menu itself, and reading it says it again."""
@@ -79,7 +80,7 @@ def listed(project: str) -> list[Listed]:
     return out
 
 
-def problem(project: str) -> str:
+def problem(project: Project) -> str:
     """What ``c3://problem/listing`` says: why the sessions cannot be listed (or that they can)."""
     try:
         session_brief.recent(project, config.load(project).mcp_resources)
@@ -88,11 +89,11 @@ def problem(project: str) -> str:
     return "# c3async lists this project's sessions\n\nNothing to fix now.\n"
 
 
-def read_session(project: str, ref: str, host: str | None = None) -> str:
+def read_session(project: Project, ref: str, host: str | None = None) -> str:
     return session_brief.brief(project, ref, host=host, cap=config.load(project).brief_bytes)
 
 
-def open_tasks(project: str) -> str:
+def open_tasks(project: Project) -> str:
     """The open tasks, blocked and blocking ones first, as Markdown."""
     task_file = task_store.load(project)
     by_id = {t.id: t for t in task_file.tasks}
@@ -135,7 +136,7 @@ def _shown(ref: str) -> str:
     return ref if len(ref) <= 200 else ref[:199] + "\u2026"
 
 
-def continue_text(project: str, ref: str, host: str | None = None) -> str:
+def continue_text(project: Project, ref: str, host: str | None = None) -> str:
     """The ``continue`` prompt: the brief of the session ``ref`` names and a request to carry on
     from its next steps; or, when ``ref`` names no single session, what it matched."""
     picked = session_brief.pick(project, ref, host=host)
@@ -180,7 +181,7 @@ def handoff_text(extra: str = "") -> str:
     return text
 
 
-def triage_text(project: str, host: str | None = None) -> str:
+def triage_text(project: Project, host: str | None = None) -> str:
     """The ``triage`` prompt: the likely-stale rows, for the agent to propose marks I confirm."""
     rows = [r for r in filter_rows(session_brief.project_rows(project), "likely") if r.id != host]
     if not rows:

@@ -31,6 +31,7 @@ import msgspec
 
 from ..ground import schema
 from ..ground.errors import BadArgument, NotFound, check_text, clip
+from ..ground.project import Project
 from ..ground.schema import Field, Param, name_of
 from ..stores import activity, records
 from ..stores.marks import MAX_NEXT_STEPS, MAX_REASON, MAX_REF, MAX_SUMMARY
@@ -268,7 +269,7 @@ LIMITS: dict[tuple[str, str], int] = {
 class Caller:
     """Who is calling: the project, this server's C3 session and record, the host session now."""
 
-    project: str
+    project: Project
     c3_session_id: str
     host_session_id: str | None
     record: records.SessionRecord
@@ -560,7 +561,7 @@ def files(c: Caller, call: Files) -> str:
     from ..sessions.search import files as changed_by
 
     limit = _limit("files", _options("files", call.data, ("limit",), "limit=N"), SEARCH_RESULTS)
-    found = changed_by(call.target.strip(), bases=[c.project], limit=limit, background=True)
+    found = changed_by(call.target.strip(), bases=[c.project.root], limit=limit, background=True)
     lines = [f"warning: {p}" for p in found.problems]
     if found.index.updating:
         lines.append("(the search index is being built in the background: results cover what it has indexed)")

@@ -17,6 +17,7 @@ import msgspec
 from ..catalog.listing import candidates
 from ..catalog.locate import config_home, locate, projects_root
 from ..ground.errors import BadArgument, C3Error, Conflict, DiskFull, NoRoom, NotFound, Unavailable, UnknownSession
+from ..ground.project import Project
 from ..stores import archive, registry
 from ..stores.marks import TAG_OPS, Mark, MarkBook, check_mark_text, clean_tags, write_keeps, write_mark
 from ..tasks import actions
@@ -55,7 +56,7 @@ class Marked(NamedTuple):
 
 
 def mark(
-    project: str,
+    project: Project,
     ref: str | None,
     op: str,
     *,
@@ -104,7 +105,7 @@ def mark(
     return Marked(written, found)
 
 
-def run_task(project: str, who, action: str, **args: str) -> dict:
+def run_task(project: Project, who, action: str, **args: str) -> dict:
     """A ``c3_task`` action for a door: a session ``ref`` of ``link`` resolves like every other
     id (a unique prefix, ``current``, the host session before its transcript exists, a session
     of another registered project), then the task store acts on the full id. A session found in
@@ -115,11 +116,11 @@ def run_task(project: str, who, action: str, **args: str) -> dict:
         args["ref"] = found.id
     result = actions.run(project, who, action, **args)
     if found is not None and found.elsewhere:
-        result["session_project"] = found.project
+        result["session_project"] = found.project.root
     return result
 
 
-def check_unkeep(project: str, session_id: str, by: str) -> None:
+def check_unkeep(project: Project, session_id: str, by: str) -> None:
     """Refuse an unkeep that would delete the only copy left of a transcript (Claude Code deleted
     the original) unless it says so: a person confirms (``--release``, the Hub's dialog); an
     agent cannot."""
@@ -133,7 +134,7 @@ def check_unkeep(project: str, session_id: str, by: str) -> None:
         )
 
 
-def on_mark(project: str, session_id: str, op: str) -> None:
+def on_mark(project: Project, session_id: str, op: str) -> None:
     """Right after a keep mark: preserve the session now (not at the next listing); after an
     unkeep: release its archive entry. The mark is written either way; a failure here says so
     (and only here: the listing that finds the row keeps quiet about it)."""
@@ -154,7 +155,7 @@ def on_mark(project: str, session_id: str, op: str) -> None:
         raise Unavailable(f"the {op} mark on {session_id} is written, but could not {what}: {exc}") from None
 
 
-def _adopt(project: str) -> None:
+def _adopt(project: Project) -> None:
     """A person (or an agent) marked a session of ``project``: it is registered from now on,
     its marks in its own ``.c3`` (a found project's folder is written to only from here on; one
     whose folder is gone keeps them under ``$C3_HOME/state``)."""
@@ -164,7 +165,7 @@ def _adopt(project: str) -> None:
         return  # its folder is gone
     from .moves import remember
 
-    remember(project)
+    remember(project.root)
 
 
 class ResumePlan(msgspec.Struct):
@@ -176,7 +177,7 @@ class ResumePlan(msgspec.Struct):
     config_dir: str | None = None  # its Claude Code root, when not the default: CLAUDE_CONFIG_DIR for claude
 
 
-def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePlan:
+def prepare_resume(project: Project, ref: str, *, dry_run: bool = False) -> ResumePlan:
     """What ``c3async resume`` runs: the session's folder and id, after putting an archived
     transcript (and its sub-agents' files) back where Claude Code looks for it. Nothing there is
     overwritten; a folder that is gone is an error that says how to bring it back. ``dry_run``:
@@ -199,19 +200,19 @@ def prepare_resume(project: str, ref: str, *, dry_run: bool = False) -> ResumePl
             restored = archive.restore(Path(row.path), folder, session, dry_run=dry_run)
         except OSError as exc:
             raise Unavailable(f"could not put {session} back into {folder}: {exc}") from None
-    return ResumePlan(session, row.cwd, restored, home, found.elsewhere, config_dir)
+    return ResumePlan(session, row.cwd, restored, home.root, found.elsewhere, config_dir)
 
 
 # ----------------------------------------------------------------- near Claude Code's cleanup
 
 
-def survey(project: str, *, preserve: bool = True, deadline: float | None = None) -> keep.Survey:
+def survey(project: Project, *, preserve: bool = True, deadline: float | None = None) -> keep.Survey:
     """One project's sessions within ``keep.WARN_DAYS`` of Claude Code's cleanup, from their
     mtimes (no transcript is read): the kept ones preserved first, the soonest first, until
     ``deadline`` (``time.monotonic()``); ``preserve`` False: only counted (a read-only report)."""
-    dirs = locate(project, extra_cwds(project))
+    dirs = locate(project.root, extra_cwds(project))
     cands = candidates([folder for folder, _ in dirs.folders])
-    out = keep.Survey(project)
+    out = keep.Survey(project.root)
     cover = keep.Cover(project, MarkBook(project).refresh())
     ids = sorted(c.session_id for c in cands)
     base = os.fspath(archive.root()) + os.sep
@@ -238,7 +239,7 @@ class KeptExpiring(msgspec.Struct):
     waived: int = 0  # left as they are: a person unkept them
 
 
-def keep_expiring(projects: list[str], *, by: str = "user", host: str | None = None) -> KeptExpiring:
+def keep_expiring(projects: list[Project], *, by: str = "user", host: str | None = None) -> KeptExpiring:
     """Keep every session of ``projects`` that Claude Code deletes within ``keep.WARN_DAYS``
     and the archive does not hold (a session someone unkept stays as they said): a keep mark
     each, in one append per project, then each preserved at once, the soonest first. The first
@@ -261,17 +262,17 @@ def keep_expiring(projects: list[str], *, by: str = "user", host: str | None = N
                     archive.preserve(e.path, e.id, now=True)
                 except (OSError, ValueError, C3Error) as exc:
                     error = refused = str(exc)
-            out.kept.append(KeptNow(e.id, project, e.expires_in_days, error is None, error))
+            out.kept.append(KeptNow(e.id, project.root, e.expires_in_days, error is None, error))
     return out
 
 
-def last_chance(project: str | None, budget: float = HOOK_BUDGET_S) -> None:
+def last_chance(project: Project | None, budget: float = HOOK_BUDGET_S) -> None:
     """The SessionStart hook's pass, as Claude Code starts (its cleanup follows within seconds,
     in the background): the kept sessions nearest the cut-off preserved first, in the project
     it starts in, then in every registered one (the cleanup covers every project), until the
     budget is spent. A project that cannot be surveyed costs itself only."""
     deadline = time.monotonic() + budget
-    projects = list(dict.fromkeys([*([project] if project else []), *registry.projects()]))
+    projects = list(dict.fromkeys([*([project] if project else []), *map(Project, registry.projects())]))
     for p in projects:
         if time.monotonic() >= deadline:
             return

@@ -13,7 +13,7 @@ import time
 
 import msgspec
 
-from ..ground.paths import project_root
+from ..ground.project import Project, resolve
 from ..live.reader import LiveSession, live_sessions
 from ..live.running import read_registry
 from .projects import listed_projects
@@ -51,7 +51,7 @@ class LiveRow(msgspec.Struct):
     window_share: float | None = None
 
 
-def board(project: str, *, everywhere: bool = False, burn: bool = False) -> list[LiveRow]:
+def board(project: Project, *, everywhere: bool = False, burn: bool = False) -> list[LiveRow]:
     """The live sessions, waiting first (the longest waiting first), then busy, idle, unknown;
     with ``burn``, each one's burn in the current 5-hour window (its project's usage brought
     up to date first)."""
@@ -62,12 +62,12 @@ def board(project: str, *, everywhere: bool = False, burn: bool = False) -> list
         for run in snapshot.running:
             if run.cwd is not None:
                 try:
-                    root = project_root(run.cwd)
+                    root = resolve(run.cwd)
                 except (OSError, ValueError):
                     continue
                 if root not in projects:
                     projects.append(root)
-    found: dict[str, dict[str, LiveSession]] = {}
+    found: dict[Project, dict[str, LiveSession]] = {}
     seen: set[str] = set()  # a session once, in the first project that has it
     for p in projects:
         here = {sid: e for sid, e in live_sessions(p, registry=snapshot).items() if sid and e.live and sid not in seen}
@@ -85,7 +85,7 @@ def board(project: str, *, everywhere: bool = False, burn: bool = False) -> list
             out.append(
                 LiveRow(
                     id=sid,
-                    project=p,
+                    project=p.root,
                     title=row.title if row else None,
                     branch=row.branch if row else None,
                     cwd=e.cwd or (row.cwd if row else None),
@@ -113,7 +113,7 @@ def _burn(rows: list[LiveRow]) -> None:
     from ..usage.limits import FIVE_HOUR
     from .usage_report import burn_report
 
-    report = burn_report(list(dict.fromkeys(r.project for r in rows)), live={r.id for r in rows})
+    report = burn_report(list(dict.fromkeys(Project(r.project) for r in rows)), live={r.id for r in rows})
     window = next(w for w in report.windows if w.name == FIVE_HOUR)
     found = {s.key: s for s in window.sessions}
     for r in rows:

@@ -29,6 +29,7 @@ from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.forks import own_first_prompt
 from ..ground.clock import parse_iso
 from ..ground.errors import AmbiguousSession, BadArgument, C3Error, Unavailable, UnknownSession
+from ..ground.project import Project
 from ..ground.term import inert, inert_line
 from ..stores import records
 from .chain import around
@@ -58,7 +59,7 @@ PROMPT_CHARS = 600
 CANDIDATES = 10
 
 
-def project_rows(project: str) -> list[Row]:
+def project_rows(project: Project) -> list[Row]:
     return list_rows_sync([project], processes=False)[1]
 
 
@@ -123,7 +124,7 @@ def describe(row: Row, now: float | None = None, *, with_age: bool = True) -> st
     return text if len(text) <= 300 else text[:299] + "\u2026"
 
 
-def recent(project: str, n: int) -> list[Row]:
+def recent(project: Project, n: int) -> list[Row]:
     """The project's ``n`` newest sessions, newest first."""
     return project_rows(project)[: max(0, n)]
 
@@ -201,7 +202,7 @@ def _relative(path: str, cwd: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _last_snapshot(project: str, sid: str) -> records.Snapshot | None:
+def _last_snapshot(project: Project, sid: str) -> records.Snapshot | None:
     best = None
     for rec in records.load_all(project):
         if sid in rec.host_session_ids:
@@ -211,7 +212,7 @@ def _last_snapshot(project: str, sid: str) -> records.Snapshot | None:
     return best
 
 
-def _head(row: Row, rows: dict[str, Row], project: str, now: float) -> list[str]:
+def _head(row: Row, rows: dict[str, Row], project: Project, now: float) -> list[str]:
     out = [
         f"# {short_title(row, 200)}",
         "",
@@ -251,7 +252,7 @@ def _head(row: Row, rows: dict[str, Row], project: str, now: float) -> list[str]
     return out
 
 
-def render(project: str, row: Row, rows: list[Row], cap: int = BRIEF_BYTES, *, now: float | None = None) -> str:
+def render(project: Project, row: Row, rows: list[Row], cap: int = BRIEF_BYTES, *, now: float | None = None) -> str:
     """The brief of ``row`` (``rows``: the project's listing, for the chain's titles)."""
     now = time.time() if now is None else now
     by_id = _by_id(rows)
@@ -299,7 +300,7 @@ def render(project: str, row: Row, rows: list[Row], cap: int = BRIEF_BYTES, *, n
     return text
 
 
-def brief(project: str, ref: str, *, host: str | None = None, cap: int = BRIEF_BYTES) -> str:
+def brief(project: Project, ref: str, *, host: str | None = None, cap: int = BRIEF_BYTES) -> str:
     """The brief of the session ``ref`` names (a full id or a unique prefix). Raises a C3Error."""
     rows = project_rows(project)
     row = _one(rows, ref)
@@ -348,7 +349,7 @@ def _words_match(row: Row, words: list[str]) -> bool:
     return all(w in hay for w in words)
 
 
-def pick(project: str, ref: str, *, host: str | None = None) -> Picked:
+def pick(project: Project, ref: str, *, host: str | None = None) -> Picked:
     """What ``/continue REF`` means. Empty: the session this one followed (its chain), else the
     newest other one. An id or a unique prefix: that session. Else words, all of which must be
     in a session's title or note. Never raises for a ref that names nothing: ``problem`` says

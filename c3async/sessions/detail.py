@@ -18,6 +18,7 @@ from ..catalog.conversation import MAX_LIMIT, Item, page
 from ..catalog.extract import _decode, classify_prompt
 from ..catalog.read import read_transcript
 from ..ground.errors import Unavailable
+from ..ground.project import Project
 from ..ground.safefs import open_regular
 from ..stores import records
 from .rows import Chain, Row
@@ -108,7 +109,7 @@ def last_turns(path: str, n: int = TURNS) -> list[Turn]:
     return turns
 
 
-def detail(project: str, row: Row) -> Detail:
+def detail(project: Project, row: Row) -> Detail:
     snap = None
     served_by = []
     for rec in records.load_all(project):
@@ -128,7 +129,7 @@ def detail(project: str, row: Row) -> Detail:
     )
 
 
-def show(project: str, ref: str | None, *, host: str | None = None) -> Detail:
+def show(project: Project, ref: str | None, *, host: str | None = None) -> Detail:
     """The session ``ref`` names (empty: the host session), expanded: a session of this
     project, else of another registered project or any folder of Claude Code's (``elsewhere``
     then says it is not this project's). Raises a C3Error."""

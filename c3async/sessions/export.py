@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ..catalog.conversation import Walk
+from ..ground.project import Project
 from . import export_html, export_md
 from .detail import Detail, show
 from .export_walk import Step, steps
@@ -76,7 +77,7 @@ class Export:
         self.walk.close()
 
 
-def open_export(project: str, ref: str | None, fmt: str, *, host: str | None = None) -> Export:
+def open_export(project: Project, ref: str | None, fmt: str, *, host: str | None = None) -> Export:
     """The export of the session ``ref`` names (as ``show`` finds it) in ``fmt`` (md or html).
     Raises a C3Error, or the OSError of opening its transcript."""
     return Export(show(project, ref, host=host), fmt)

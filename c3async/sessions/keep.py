@@ -47,6 +47,7 @@ from ..catalog.listing import Candidate, is_session_id
 from ..catalog.scan import ProjectScan
 from ..ground import memo
 from ..ground.errors import C3Error, NoRoom
+from ..ground.project import Project
 from ..stores import archive, config, records, retention
 from ..stores.marks import MarkBook
 from ..tasks import store as task_store
@@ -71,7 +72,7 @@ WARN_DAYS = retention.WARN_DAYS
 _warned: set[str] = memo.kept(set())
 # What the last listing of each project in this process found (``surveyed``): a listing's doors
 # (the CLI's warning, the Hub's banner) read it after the listing, which runs the pass.
-_surveys: dict[str, Survey] = memo.kept({})
+_surveys: dict[Project, Survey] = memo.kept({})
 
 
 class Expiring(msgspec.Struct):
@@ -102,7 +103,7 @@ class Cover:
     sessions beyond the rows, the tasks, decisions and snapshots are read once, when first
     needed."""
 
-    def __init__(self, project: str, book: MarkBook) -> None:
+    def __init__(self, project: Project, book: MarkBook) -> None:
         self.project = project
         self.policy = config.keep_policy(project)
         self.book = book
@@ -185,7 +186,7 @@ def _resolve(ref: str, ids: list[str]) -> str | None:
 
 
 def apply(
-    project: str,
+    project: Project,
     rows: list[Row],
     keeps: dict[str, bool],
     now: float | None = None,
@@ -201,7 +202,7 @@ def apply(
     cover = Cover(project, (book or MarkBook(project)).refresh())
     base = os.fspath(archive.root()) + os.sep
     rules: dict[tuple[str, str | None], retention.Retention] = {}
-    survey = Survey(project)
+    survey = Survey(project.root)
     for row in rows:
         word = keeps.get(row.id)
         kept_by = cover.of_row(row, word)
@@ -219,7 +220,7 @@ def apply(
         left = retention.days_left(row.mtime_ns / 1e9, rule, now)
         if left is None or left > WARN_DAYS:
             continue
-        _count(survey, Expiring(row.id, project, row.path, left, kept_by), held, word)
+        _count(survey, Expiring(row.id, project.root, row.path, left, kept_by), held, word)
         if not row.kept:
             row.expires_in_days = left
             row.hints.append(f"expires in {left}d")
@@ -274,7 +275,7 @@ def pass_over(
                 held = _preserve(cover.project, c.session_id, c.path)
             else:
                 held = archive.holds(c.path, c.session_id)
-        entry = Expiring(c.session_id, cover.project, c.path, left, kept_by)
+        entry = Expiring(c.session_id, cover.project.root, c.path, left, kept_by)
         _count(survey, entry, held, cover.word(c.session_id))
 
 
@@ -288,7 +289,7 @@ def _count(survey: Survey, entry: Expiring, held: bool, word: bool | None) -> No
         survey.unkept.append(entry)
 
 
-def surveyed(project: str) -> Survey | None:
+def surveyed(project: Project) -> Survey | None:
     """What the last listing of ``project`` in this process found near the cut-off."""
     return _surveys.get(project)
 
@@ -331,7 +332,7 @@ def hush(session_id: str) -> None:
     _warned.add(session_id)
 
 
-def _still_kept(project: str, session_id: str) -> bool:
+def _still_kept(project: Project, session_id: str) -> bool:
     """Asked under the archive's lock, just before a listing preserves a session it judged kept:
     an unkeep written since (by another process, which then releases the entry under that lock)
     wins, so a listing never puts back what an unkeep took out."""
@@ -339,7 +340,7 @@ def _still_kept(project: str, session_id: str) -> bool:
     return state is None or state.keep is None or state.keep.keep
 
 
-def _preserve(project: str, sid: str, path: str) -> bool:
+def _preserve(project: Project, sid: str, path: str) -> bool:
     """Preserve one kept session; False when the archive refused it. Said once a process for
     each kind of refusal (a full disk or a read-only archive refuses every session alike: one
     line, not one per session), never for a session a door has just said it of."""

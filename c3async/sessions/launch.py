@@ -14,6 +14,7 @@ import sys
 import threading
 
 from ..ground.errors import BadArgument, NotFound, Refused, Unavailable
+from ..ground.project import Project
 
 __all__ = ("claude_argv", "in_tmux", "open_terminal", "start_terminal", "terminal_argv", "tmux_here", "tmux_window")
 
@@ -114,12 +115,13 @@ def start_terminal(folder: str) -> None:
     threading.Thread(target=proc.wait, name="terminal-reaper", daemon=True).start()
 
 
-def open_terminal(project: str, session_id: str) -> str:
+def open_terminal(project: Project, session_id: str) -> str:
     """The Hub's "Open a terminal here": a terminal in the folder of ``project``'s session
     ``session_id``, as the catalog knows it, only when that folder is one of ``project``'s checkouts
     (the project itself or a worktree of it: never a folder a transcript merely names). Returns
     the folder. Raises NotFound, Refused or Unavailable."""
-    from ..ground.paths import canonical, project_root
+    from ..ground.paths import canonical
+    from ..ground.project import resolve
     from .view import row_for
 
     row = row_for(project, session_id)
@@ -129,7 +131,7 @@ def open_terminal(project: str, session_id: str) -> str:
         raise NotFound(f"{row.cwd} is gone: `c3async resume {session_id}` says how to bring it back")
     try:  # the folder checked is the folder opened: a link in the path is not followed twice
         folder = canonical(row.cwd)
-        home = project_root(folder)
+        home: Project | None = resolve(folder)
     except (OSError, ValueError):
         folder, home = row.cwd, None
     if home != project:

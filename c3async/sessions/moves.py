@@ -46,6 +46,7 @@ from ..ground.errors import DECODE_ERRORS, BadArgument, C3Error, Conflict, NotFo
 from ..ground.home import c3_home
 from ..ground.locking import locked
 from ..ground.paths import canonical, git_common_dir
+from ..ground.project import Project, resolve
 from ..stores import claude_dirs, registry
 
 __all__ = ("Moved", "Suggestion", "move", "remember", "suggestions")
@@ -145,8 +146,9 @@ def _move(old: str, new: str, new_given: str, held: list[records.Move]) -> Moved
     out.linked = sum(1 for a in linked.added if a.linked)
     out.copied = len(linked.added) - out.linked
     out.kept = [f"{path}: {new}'s transcript folder has another file of that name" for path in linked.kept]
-    out.registered = _register(old, new)
-    out.folded = _fold(old, new)
+    target = resolve(new)  # NEW as a project, once: registered, then OLD's state folded into it
+    out.registered = _register(old, target)
+    out.folded = _fold(old, target)
     return out
 
 
@@ -175,9 +177,9 @@ def _record(
         raise
 
 
-def _register(old: str, new: str) -> bool:
+def _register(old: str, new: Project) -> bool:
     try:
-        if not registry.rename(old, new):
+        if not registry.rename(old, new.root):
             registry.register(new)
         return True
     except C3Error as exc:  # a registry that does not parse: said, the move stands
@@ -185,10 +187,10 @@ def _register(old: str, new: str) -> bool:
         return False
 
 
-def _fold(old: str, new: str) -> list[str]:
+def _fold(old: str, new: Project) -> list[str]:
     """OLD's state folders folded into NEW's (OLD's own ``.c3`` if it is still there, and what was
     kept for it under ``$C3_HOME``); each is left as it was."""
-    state = stateroot.project_state(new)
+    state = new.state
     sources = [Path(old) / ".c3", stateroot.fallback_state(old)]
     out = []
     for src in sources:

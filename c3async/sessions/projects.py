@@ -17,7 +17,8 @@ from ..catalog import discover, moves
 from ..catalog.locate import ClaudeRoot
 from ..catalog.scan import ProjectScan, scan_projects_sync
 from ..ground import memo, stateroot
-from ..ground.paths import canonical, project_root
+from ..ground.paths import canonical
+from ..ground.project import Project, resolve
 from ..stores import checkouts, claude_dirs, registry
 
 __all__ = ("KnownProject", "ProjectOverview", "known_projects", "learn_from", "listed_projects", "project_overview")
@@ -40,7 +41,7 @@ def _project_of(cwd: str) -> tuple[str, bool]:
     root = _roots_of.get(key)
     if root is None:
         try:
-            root = project_root(cwd) if here else canonical(cwd)
+            root = resolve(cwd).root if here else canonical(cwd)
         except (OSError, ValueError):
             root = cwd
         if len(_roots_of) > 4096:
@@ -79,10 +80,10 @@ def _names_a_folder(path: str) -> bool:
     return "\x00" not in path and os.path.isabs(path)
 
 
-def listed_projects() -> list[str]:
+def listed_projects() -> list[Project]:
     """What ``--all`` and the Hub list: every known project, missing ones included (their
     sessions stay), but not a registry entry whose path can name no folder."""
-    return [p.path for p in known_projects() if _names_a_folder(p.path)]
+    return [Project(p.path) for p in known_projects() if _names_a_folder(p.path)]
 
 
 def learn_from(scans: list[ProjectScan]) -> None:
@@ -127,9 +128,10 @@ def project_overview() -> list[ProjectOverview]:
     gone = {p.path for p in known if p.missing}
     guesses = moved.suggestions([p for p in paths if p not in gone], [p for p in paths if p in gone])
     roots = claude_dirs.roots()
+    listed = [Project(p) for p in paths]
     scans = {
-        s.dirs.project: s
-        for s in scan_projects_sync(paths, processes=False, roots=roots, extra_cwds={p: extra_cwds(p) for p in paths})
+        s.project.root: s
+        for s in scan_projects_sync(listed, processes=False, roots=roots, extra_cwds={p: extra_cwds(p) for p in listed})
     }
     out = []
     for p in known:

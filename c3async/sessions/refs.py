@@ -18,9 +18,10 @@ from typing import NamedTuple
 
 from ..catalog.listing import is_session_id
 from ..catalog.resolve import anywhere as anywhere_matches
-from ..catalog.resolve import check_ref, matches, resolve
+from ..catalog.resolve import check_ref, matches
+from ..catalog.resolve import resolve as resolve_session
 from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession
-from ..ground.paths import project_root
+from ..ground.project import Project, resolve
 from ..stores import archive, claude_dirs, records
 from .projects import listed_projects
 from .view import extra_cwds
@@ -35,7 +36,7 @@ class Found(NamedTuple):
     is another project than the one asked for (a door says where it was found)."""
 
     id: str
-    project: str
+    project: Project
     elsewhere: bool = False
     listed: bool = True  # a project c3async lists (False: found only in Claude Code's folders)
 
@@ -44,14 +45,14 @@ class Found(NamedTuple):
         return f"session {self.id} is in the project {self.project}" if self.elsewhere else ""
 
 
-def _cwd_project(cwd: str) -> str:
+def _cwd_project(cwd: str) -> Project:
     try:
-        return project_root(cwd) if os.path.isdir(cwd) else cwd
+        return resolve(cwd) if os.path.isdir(cwd) else Project(cwd)
     except ValueError:
-        return cwd
+        return Project(cwd)
 
 
-def _elsewhere(project: str, ref: str, anywhere: bool) -> tuple[list[Found], list[str]]:
+def _elsewhere(project: Project, ref: str, anywhere: bool) -> tuple[list[Found], list[str]]:
     """(the sessions other registered projects (and, ``anywhere``, Claude Code's projects
     folder) hold whose id starts with ``ref``, the other registered projects searched)."""
     found: dict[str, Found] = {}
@@ -60,10 +61,10 @@ def _elsewhere(project: str, ref: str, anywhere: bool) -> tuple[list[Found], lis
     for other in listed_projects():
         if other == project:
             continue
-        where, cands = matches(other, ref, extra_cwds(other), archive.usable(), roots)
+        where, cands = matches(other.root, ref, extra_cwds(other), archive.usable(), roots)
         searched.append(where)
         for c in cands:
-            found.setdefault(c.session_id, Found(c.session_id, where, True))
+            found.setdefault(c.session_id, Found(c.session_id, other, True))
     if anywhere and not found:  # Claude Code's folders, then the archive (kept, deleted there)
         kept = archive.usable()
         for cand, rec in [
@@ -74,7 +75,7 @@ def _elsewhere(project: str, ref: str, anywhere: bool) -> tuple[list[Found], lis
     return sorted(found.values()), searched
 
 
-def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bool = False) -> Found:
+def find(project: Project, ref: str | None, *, host: str | None = None, anywhere: bool = False) -> Found:
     """The session ``ref`` names, and its project. Empty or ``current``: the host session.
     Raises a C3Error (unknown, ambiguous, malformed) naming what to do."""
     ref = (ref or "").strip(" \t")
@@ -87,7 +88,8 @@ def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bo
         )
     try:
         return Found(
-            resolve(project, ref, extra_cwds(project), archive.usable(), claude_dirs.roots()).session_id, project
+            resolve_session(project.root, ref, extra_cwds(project), archive.usable(), claude_dirs.roots()).session_id,
+            project,
         )
     except UnknownSession as unknown:
         low = check_ref(ref)
@@ -108,10 +110,10 @@ def find(project: str, ref: str | None, *, host: str | None = None, anywhere: bo
         raise UnknownSession(low, unknown.project, others=searched, folder=folder) from None
 
 
-def resolve_ref(project: str, ref: str | None, *, host: str | None = None) -> str:
+def resolve_ref(project: Project, ref: str | None, *, host: str | None = None) -> str:
     """The full id ``ref`` names in ``project`` (see ``find``; an id only another project holds
     is not this one's, so it is unknown here)."""
     found = find(project, ref, host=host)
     if found.elsewhere:
-        raise UnknownSession((ref or "").strip(), project, [found.where()])
+        raise UnknownSession((ref or "").strip(), project.root, [found.where()])
     return found.id

@@ -16,7 +16,7 @@ import time
 import msgspec
 
 from ..ground.errors import C3Error
-from ..ground.paths import project_root
+from ..ground.project import resolve
 from ..live import running, waslive
 from .act import prepare_resume
 from .resume import resume_command
@@ -79,7 +79,7 @@ def gone(since: float | None = None, *, dry_run: bool = True, now: float | None 
 def _planned(found: Gone, cwd: str, dry_run: bool) -> Gone:
     """``found`` with how to resume it, as ``c3async resume`` would (or the problem)."""
     try:
-        plan = prepare_resume(project_root(cwd), found.id, dry_run=dry_run)
+        plan = prepare_resume(resolve(cwd), found.id, dry_run=dry_run)
     except C3Error as exc:
         found.problem = str(exc)
         return found

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..ground.errors import BadArgument
+from ..ground.project import Project
 from ..ground.term import inert_line
 from ..usage.prices import UNPRICED, unpriced_note
 
@@ -25,7 +26,7 @@ __all__ = ("VIEWS", "format_table", "run")
 VIEWS = ("sessions", "live", "usage")
 
 
-def sessions_view(project: str) -> str:
+def sessions_view(project: Project) -> str:
     from ..usage.account import deleted, session_titles  # not for a `live` view
     from ..usage.prices import current_prices
     from ..usage.totals import latest, stats_path, stats_rows
@@ -49,7 +50,7 @@ def sessions_view(project: str) -> str:
     return format_table(rows) + (f"\n\n{expiring}" if expiring else "")
 
 
-def _expiring_line(project: str) -> str | None:
+def _expiring_line(project: Project) -> str | None:
     """The sessions Claude Code deletes within a week, and how many of them are kept (counted,
     nothing preserved: a report only reads)."""
     from .act import survey
@@ -142,20 +143,20 @@ def live_table(rows: list[LiveRow], *, show_project: bool = False, now: float | 
     return "\n".join(lines)
 
 
-def live_view(project: str) -> str:
+def live_view(project: Project) -> str:
     """This project's live sessions, then those waiting for the user in other projects."""
     from .board import board
 
     rows = board(project, everywhere=True)
-    here = [r for r in rows if r.project == project]
-    waiting = [r for r in rows if r.project != project and r.state == "waiting"]
+    here = [r for r in rows if r.project == project.root]
+    waiting = [r for r in rows if r.project != project.root and r.state == "waiting"]
     text = live_table(here) if here else "no live sessions in this project"
     if waiting:
         text += "\n\nwaiting for you in other projects:\n" + live_table(waiting, show_project=True)
     return text
 
 
-def run(project: str, view: str) -> str:
+def run(project: Project, view: str) -> str:
     view = (view or "").strip().lower()
     if view == "sessions":
         return sessions_view(project)

@@ -34,6 +34,7 @@ import anyio
 
 from ..ground import safefs
 from ..ground.errors import C3Error
+from ..ground.project import Project
 
 if TYPE_CHECKING:
     from .watch import ProjectWatch
@@ -70,29 +71,29 @@ async def supervised(name: str, job: Callable[[], Awaitable[None]]) -> None:
 class Feed:
     """Versions per project, bumped by one polling task (``run``); readers ``wait`` on them."""
 
-    def __init__(self, projects: Callable[[], list[str]]) -> None:
+    def __init__(self, projects: Callable[[], list[Project]]) -> None:
         self.projects = projects
-        self.positions: dict[str, tuple] = {}
-        self.versions: dict[str, int] = {}
-        self.watches: dict[str, ProjectWatch] = {}
-        self._projects: list[str] | None = None  # the projects, as the last whole poll read them
+        self.positions: dict[Project, tuple] = {}
+        self.versions: dict[Project, int] = {}
+        self.watches: dict[Project, ProjectWatch] = {}
+        self._projects: list[Project] | None = None  # the projects, as the last whole poll read them
         self.polls = 0
         self.primed = anyio.Event()  # set after the first poll: the baseline a reader starts from
         self._changed = anyio.Event()
 
-    def version(self, project: str | None) -> int:
+    def version(self, project: Project | None) -> int:
         """One project's version, or the sum over all (any change moves it)."""
         if project is not None:
             return self.versions.get(project, 0)
         return sum(self.versions.values())
 
-    async def wait(self, project: str | None, seen: int) -> int:
+    async def wait(self, project: Project | None, seen: int) -> int:
         """Return the version once it differs from ``seen`` (wait for the next poll if not)."""
         while self.version(project) == seen:
             await self._changed.wait()
         return self.version(project)
 
-    def poll(self, full: bool | None = None, quick: bool = False) -> list[str]:
+    def poll(self, full: bool | None = None, quick: bool = False) -> list[Project]:
         """One pass over every project: the projects whose position moved. ``full``: as
         ``TranscriptWatch.poll`` (None: a full pass when one is due); ``quick``: the marks, the
         activity log and Claude Code's registry alone (``ProjectWatch.position``)."""
@@ -139,7 +140,7 @@ class Feed:
             await anyio.sleep(POLL_S)
 
 
-def _fold(project: str) -> None:
+def _fold(project: Project) -> None:
     """A moved project's marks and activity folds, brought up to date in memory: the next
     listing reads nothing of them."""
     from ..stores import activity
@@ -159,7 +160,7 @@ class Runtime:
     ``index``: keep the search index current too (the Hub). ``release``: called after a job
     that read a lot (the server hands memory back to the OS)."""
 
-    projects: Callable[[], list[str]]
+    projects: Callable[[], list[Project]]
     after: anyio.Event | None = None
     index: bool = False
     release: Callable[[bool], None] | None = None
@@ -168,7 +169,7 @@ class Runtime:
     def __post_init__(self) -> None:
         self.feed = Feed(self.projects)
         self.warmed = anyio.Event()
-        self.kept_at: dict[str, tuple[float, int]] = {}  # each project's last keep pass: when, at what version
+        self.kept_at: dict[Project, tuple[float, int]] = {}  # each project's last keep pass: when, at what version
 
     async def run(self) -> None:
         """Every job, until cancelled (start it in the door's task group)."""
@@ -208,7 +209,7 @@ class Runtime:
                 await anyio.to_thread.run_sync(self.release, False)
             await anyio.sleep(ACCOUNT_S)
 
-    def account_once(self, project: str) -> bool:
+    def account_once(self, project: Project) -> bool:
         """One project's token totals, and its keep pass when the project moved since the last
         one, or ``KEEP_S`` passed; True when either did work."""
         from ..usage.account import account_if_changed  # loaded by the first run
@@ -227,7 +228,7 @@ class Runtime:
         return worked
 
 
-def _runway(projects: list[str]) -> None:
+def _runway(projects: list[Project]) -> None:
     """The runway the status line shows, worked out again from the accounting just done (the
     pace of the last quarter hour moves even when nothing is written)."""
     from .usage_report import refresh_runway
@@ -238,7 +239,7 @@ def _runway(projects: list[str]) -> None:
         log.warning("could not work out the runway: %s", exc)
 
 
-def _scan_catalog(projects: list[str]) -> None:
+def _scan_catalog(projects: list[Project]) -> None:
     from ..catalog.scan import scan_projects_sync
 
     # All of it in this worker thread (the stat pass and the cache too, not only the reads):
@@ -246,7 +247,7 @@ def _scan_catalog(projects: list[str]) -> None:
     scan_projects_sync(projects, processes=False)  # the result is not kept: the cache file is the point
 
 
-def keep_pass(project: str) -> None:
+def keep_pass(project: Project) -> None:
     """A listing brings the archive of kept sessions up to date (a copy on another device gets
     its new bytes), so a session kept long ago is current when Claude Code deletes it; and it
     preserves the kept sessions older than its rows that near the cut-off (``sessions.keep``)."""

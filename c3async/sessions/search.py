@@ -24,6 +24,7 @@ from ..catalog import moves
 from ..catalog.locate import config_home, folders_under, locate
 from ..ground import memo
 from ..ground.errors import BadArgument, check_text, clip
+from ..ground.project import Project
 from ..search import index
 from ..search.find import Filters, Hit, Known, find
 from ..search.passages import KINDS, MAX_PATH
@@ -119,24 +120,25 @@ def _roles(role: str | None) -> tuple[int, ...]:
 
 
 @cache
-def _project_of(cwd: str) -> str:
-    from ..ground.paths import canonical, project_root
+def _project_of(cwd: str) -> Project:
+    from ..ground.paths import canonical
+    from ..ground.project import resolve
 
     try:
-        return project_root(canonical(cwd))
+        return resolve(canonical(cwd))
     except (OSError, ValueError):
-        return cwd
+        return Project(cwd)
 
 
 memo.on_forget(_project_of.cache_clear)  # a folder's project changes as git is set up in it
 
 
-def _folders(projects: list[str]) -> frozenset[str]:
+def _folders(projects: list[Project]) -> frozenset[str]:
     from .view import extra_cwds
 
     names = set()
     for project in projects:
-        dirs = locate(project, extra_cwds(project), claude_dirs.roots())
+        dirs = locate(project.root, extra_cwds(project), claude_dirs.roots())
         for folder, _cwd in dirs.folders:
             names.add(folder.name)
         kept = archive.usable()
@@ -147,7 +149,7 @@ def _folders(projects: list[str]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _known(projects: list[str] | None) -> dict[str, Known]:
+def _known(projects: list[Project] | None) -> dict[str, Known]:
     """The notes and tags of the sessions of these projects (None: of every registered one: a
     project is registered when a session of it is marked) from their marks' folds."""
     from ..ground.errors import C3Error
@@ -155,7 +157,7 @@ def _known(projects: list[str] | None) -> dict[str, Known]:
     from ..stores.marks import MarkBook
 
     out: dict[str, Known] = {}
-    for project in projects if projects is not None else [e.path for e in registry.entries()]:
+    for project in projects if projects is not None else [Project(e.path) for e in registry.entries()]:
         try:
             book = MarkBook(project).refresh()
             notes = book.get_many(book.note_ids())
@@ -196,7 +198,7 @@ def _fork_parents(cwds: dict[str, str | None]) -> dict[str, str]:
 def search(
     text: str,
     *,
-    projects: list[str] | None = None,
+    projects: list[Project] | None = None,
     role: str | None = None,
     since: str | None = None,
     until: str | None = None,
@@ -277,7 +279,7 @@ class _Places:
 
     def of(self, sid: str, folder: str, path: str | None, cwd: str | None, branch: str | None) -> tuple[str, str]:
         cwd = (moves.renamed(cwd) or cwd) if cwd else ""  # a folder a person moved: where it is now
-        project = _project_of(cwd) if cwd else folder
+        project = _project_of(cwd).root if cwd else folder
         gone = bool(cwd) and not os.path.isdir(cwd)
         archived = path is not None and path.startswith(self.archive_base)
         if archived and cwd:  # Claude Code deleted it: c3async puts it back first

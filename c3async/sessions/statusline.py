@@ -228,18 +228,19 @@ def _cached(entry: Any, where: str, sid: str) -> tuple[str | None, str | None] |
 def _marks_logs(where: str) -> list[str]:
     """Where the marks log of the project of ``where`` can be: its ``.c3``, or its state kept
     under ``$C3_HOME`` when the folder cannot be written."""
-    from ..ground.paths import project_root, state_slug
+    from ..ground.paths import state_slug
+    from ..ground.project import resolve
 
-    root = project_root(where)
+    root = resolve(where).root
     return [os.path.join(root, ".c3", MARKS), os.path.join(c3_folder(), "state", state_slug(root), MARKS)]
 
 
 def _read_mark(where: str, sid: str) -> tuple[str | None, str | None]:
-    from ..ground.paths import project_root
+    from ..ground.project import resolve
     from ..stores.marks import MarkBook
 
     try:
-        state = MarkBook(project_root(where)).refresh().get(sid)
+        state = MarkBook(resolve(where)).refresh().get(sid)
     except OSError:  # a marks log that is a link, or unreadable: no mark shown
         return None, None
     if state is None:

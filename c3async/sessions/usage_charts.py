@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..ground.project import Project
 from ..live.reader import live_sessions
 from ..live.running import read_registry
 from ..usage import limits, ratelimits
@@ -44,7 +45,7 @@ WINDOWS = ((limits.FIVE_HOUR, "5-hour", "window"), (limits.SEVEN_DAY, "weekly", 
 _STATES = {"waiting": 0, "busy": 1, "idle": 2}  # the burn's order, as the live board's
 
 
-def usage_charts(projects: list[str], by: str, since: str | None, now: float | None = None) -> dict[str, Any]:
+def usage_charts(projects: list[Project], by: str, since: str | None, now: float | None = None) -> dict[str, Any]:
     """The page's data for the chart ``by`` (``day`` or ``window``) from ``since`` (as ``c3async
     usage --since`` reads it; None: ``SINCE[by]``), cut at the quarter hour."""
     now = time.time() if now is None else now
@@ -70,7 +71,7 @@ def usage_charts(projects: list[str], by: str, since: str | None, now: float | N
 # minute): a timeline that moved, a sample recorded or a price changed makes a new key.
 _HOLD = 8
 _answers: dict[tuple, Any] = {}
-_timelines: dict[str, tuple[tuple | None, Timeline | None]] = {}
+_timelines: dict[Project, tuple[tuple | None, Timeline | None]] = {}
 _lock = threading.Lock()
 
 
@@ -82,7 +83,7 @@ def _stat(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _inputs(projects: list[str]) -> tuple:
+def _inputs(projects: list[Project]) -> tuple:
     return (
         tuple((p, _stat(timeline_path(p))) for p in projects),
         _stat(ratelimits.log_path()),
@@ -101,7 +102,7 @@ def _held(key: tuple, make: Callable[[], Any]) -> Any:
         return _answers[key]
 
 
-def _loaded(projects: list[str], inputs: tuple) -> list[tuple[str, Timeline]]:
+def _loaded(projects: list[Project], inputs: tuple) -> list[tuple[str, Timeline]]:
     """Each project's timeline, decoded again only when its file moved (``inputs``' stat)."""
     out = []
     for p, stat in inputs[0]:
@@ -109,13 +110,13 @@ def _loaded(projects: list[str], inputs: tuple) -> list[tuple[str, Timeline]]:
         if held is None or held[0] != stat:
             held = _timelines[p] = (stat, load_timeline(p))
         if held[1] is not None:
-            out.append((p, held[1]))
+            out.append((p.root, held[1]))
     for gone in set(_timelines) - set(projects):
         del _timelines[gone]
     return out
 
 
-def _chart(projects: list[str], by: str, start: float | None, inputs: tuple) -> dict[str, Any]:
+def _chart(projects: list[Project], by: str, start: float | None, inputs: tuple) -> dict[str, Any]:
     found = _loaded(projects, inputs)
     table = report_prices()
     refused = (f for _, t in found for f in t.refusals)
@@ -208,7 +209,7 @@ class _Drawn(NamedTuple):
     sessions: dict[str, list[tuple[str, Slot]]]  # each session's rows (the burn's)
 
 
-def _draw(projects: list[str], inputs: tuple) -> _Drawn:
+def _draw(projects: list[Project], inputs: tuple) -> _Drawn:
     found = _loaded(projects, inputs)
     table = report_prices()
     samples = limits.samples(f for _, t in found for f in t.refusals)
@@ -219,7 +220,7 @@ def _draw(projects: list[str], inputs: tuple) -> _Drawn:
     return _Drawn(found, samples, table, drawn, sessions)
 
 
-def _current(projects: list[str], inputs: tuple, now: float) -> dict[str, Any]:
+def _current(projects: list[Project], inputs: tuple, now: float) -> dict[str, Any]:
     """The current 5-hour and weekly windows and the live sessions' burn: a window's used % and
     reset where Claude Code reported one holding ``now``, else the rule's window with its used %
     unknown (never 0); the runway is filled in from the burn's calibration (``usage_charts``)."""
@@ -263,7 +264,7 @@ def _burn(d: _Drawn, window: UsageRow | None, now: float) -> list[dict[str, Any]
     registry = read_registry()
     live: dict[str, tuple[str, str | None]] = {}
     for project, _ in d.found:
-        for sid, e in live_sessions(project, registry=registry, now=now).items():
+        for sid, e in live_sessions(Project(project), registry=registry, now=now).items():
             if sid and e.live and sid not in live:
                 live[sid] = (project, e.state)
     if not live:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..ground.errors import BadArgument, C3Error
+from ..ground.project import Project
 from ..ground.term import inert_line
 from ..usage import limits
 from ..usage.account import Result, account_projects, deleted
@@ -74,12 +75,12 @@ def _slots(r: Result) -> Iterable[Slot]:
 
 
 def usage_rows(
-    projects: list[str],
+    projects: list[Project],
     by: str,
     table: PriceTable,
     *,
     since: float | None = None,
-    on_error: Callable[[str, Exception], None] | None = None,
+    on_error: Callable[[Project, Exception], None] | None = None,
     processes: bool = True,
 ) -> Bucketed | list[StatsRow]:
     """The projects' usage brought up to date and summed ``by``. By session: a stats row per
@@ -96,18 +97,20 @@ def usage_rows(
             return rows
         refused = (f for r in results if (line := r.timeline) is not None for f in line.refusals)
         return bucket(
-            [(r.project, _slots(r)) for r in results], by, table, since=since, samples=limits.samples(refused)
+            [(r.project.root, _slots(r)) for r in results], by, table, since=since, samples=limits.samples(refused)
         )
-    found = bucket([(r.project, _slots(r)) for r in results], by, table, since=since)
+    found = bucket([(r.project.root, _slots(r)) for r in results], by, table, since=since)
     titles: dict[str, str] = {}
     as_of: dict[str, float] = {}
     for r in results:
         line = r.timeline or load_timeline(r.project)
         if line is not None:
             titles.update(line.titles)
-            as_of[r.project] = line.written
+            as_of[r.project.root] = line.written
     gone = {
-        sid for r in results for sid in deleted(r.project, {u.bucket for u in found.rows if u.project == r.project})
+        sid
+        for r in results
+        for sid in deleted(r.project, {u.bucket for u in found.rows if u.project == r.project.root})
     }
     out = [_stats_row(u, titles.get(u.bucket), as_of.get(u.project or "", 0.0), u.bucket in gone) for u in found.rows]
     out.sort(key=lambda r: r.last_ts or "", reverse=True)
@@ -212,7 +215,7 @@ def usage_table(found: Bucketed, by: str) -> str:
 # ------------------------------------------------------------------------- c3_status(view='usage')
 
 
-def usage_view(project: str, now: float | None = None) -> str:
+def usage_view(project: Project, now: float | None = None) -> str:
     """The current 5-hour and weekly windows: their totals, and each project's and session's
     share of them (this project accounted now; the others as their last pass left them)."""
     from ..usage.prices import current_prices
@@ -222,7 +225,7 @@ def usage_view(project: str, now: float | None = None) -> str:
     table = current_prices()
     here = account_projects([project], only_changed=True, processes=False)
     others = [p for p in listed_projects() if p != project]
-    lines_of: list[tuple[str, Iterable[Slot]]] = [(r.project, _slots(r)) for r in here]
+    lines_of: list[tuple[str, Iterable[Slot]]] = [(r.project.root, _slots(r)) for r in here]
     titles: dict[str, str] = {}
     for r in here:
         line = r.timeline or load_timeline(r.project)
@@ -230,7 +233,7 @@ def usage_view(project: str, now: float | None = None) -> str:
     for other in others:
         line = load_timeline(other)
         if line is not None:
-            lines_of.append((other, line.slots))
+            lines_of.append((other.root, line.slots))
             titles.update(line.titles)
     report = burn_report([project], now, account=False)
     samples = limits.samples(f for _, f in report.refusals)
@@ -268,7 +271,7 @@ def _epoch(iso: str) -> float:
 def _window_lines(
     name: str,
     current: tuple[UsageRow | None, list[tuple[str, Slot]]],
-    project: str,
+    project: Project,
     titles: dict[str, str],
     table: PriceTable,
     samples: list,
@@ -294,7 +297,7 @@ def _window_lines(
             share = f"{100 * u.cost_usd / total:.0f}%" if total else "-"
             if by == "project":
                 who = inert_line(os.path.basename(u.bucket.rstrip("/")) or u.bucket)
-                who += " (this project)" if u.bucket == project else ""
+                who += " (this project)" if u.bucket == project.root else ""
             else:
                 title = titles.get(u.bucket)
                 where = os.path.basename((u.project or "").rstrip("/"))
@@ -336,7 +339,7 @@ class BurnReport(NamedTuple):
 
 
 def burn_report(
-    projects: list[str],
+    projects: list[Project],
     now: float | None = None,
     *,
     account: bool = True,
@@ -363,17 +366,17 @@ def burn_report(
         for r in account_projects(projects, only_changed=True, processes=processes, on_error=_ignored):
             line = r.timeline or load_timeline(r.project)
             if line is not None:
-                lines[r.project] = line.slots
+                lines[r.project.root] = line.slots
                 titles.update(line.titles)
-                refusals += [(r.project, f) for f in line.refusals]
+                refusals += [(r.project.root, f) for f in line.refusals]
     for other in dict.fromkeys([*projects, *listed_projects()]):
-        if other in lines:
+        if other.root in lines:
             continue
-        line = loaded[other] if loaded and other in loaded else load_timeline(other)
+        line = loaded[other.root] if loaded and other.root in loaded else load_timeline(other)
         if line is not None:
-            lines[other] = line.slots
+            lines[other.root] = line.slots
             titles.update(line.titles)
-            refusals += [(other, f) for f in line.refusals]
+            refusals += [(other.root, f) for f in line.refusals]
     if live is None:
         live = _running()
     samples = limits.samples(f for _, f in refusals)
@@ -391,7 +394,7 @@ def burn_report(
     return BurnReport(windows, runways, refusals, titles, now)
 
 
-def _ignored(project: str, exc: Exception) -> None:
+def _ignored(project: Project, exc: Exception) -> None:
     """A project that cannot be accounted now is shown as its last pass left it."""
 
 
@@ -401,7 +404,7 @@ def _running() -> set[str]:
     return {r.session_id for r in read_registry().running}
 
 
-def refresh_runway(projects: list[str]) -> None:
+def refresh_runway(projects: list[Project]) -> None:
     """The runways worked out again for the status line (a door that stays up, after its
     accounting: the projects are as it left them). Nothing when no rate limit was recorded."""
     from ..usage.ratelimits import log_path
@@ -535,7 +538,7 @@ def burn_json(report: BurnReport) -> dict:
     return {"now": report.now, "pace_s": burn_pace_minutes() * 60, "windows": windows, "refusals": refusals}
 
 
-def usage_page(projects: list[str], now: float | None = None, loaded: dict[str, Timeline] | None = None) -> dict:
+def usage_page(projects: list[Project], now: float | None = None, loaded: dict[str, Timeline] | None = None) -> dict:
     """The Hub's Usage page's part of the burn: the current windows Claude Code reports, with
     their used percent, reset, runway and the samples it rests on, and each project's and
     session's burn in them; the refusals (``burn_json``). A window by its rule is left empty
@@ -544,7 +547,7 @@ def usage_page(projects: list[str], now: float | None = None, loaded: dict[str, 
     return burn_json(burn_report(projects, now, account=False, live=_live(projects), loaded=loaded, rules=False))
 
 
-def _live(projects: list[str]) -> set[str]:
+def _live(projects: list[Project]) -> set[str]:
     """The sessions live now: Claude Code's running ones, and those c3async's servers serve."""
     from ..live.reader import live_sessions
     from ..live.running import read_registry

@@ -30,7 +30,7 @@ from ..catalog.scan import (
 )
 from ..ground import safefs
 from ..ground.errors import C3Error, PricesError
-from ..ground.paths import project_root
+from ..ground.project import Project, resolve
 from ..live.reader import live_sessions
 from ..stores import activity, archive, checkouts, claude_dirs, config, records, registry
 from ..stores.marks import MarkBook
@@ -84,7 +84,7 @@ def _usable_cwd(cwd: object) -> bool:
     )
 
 
-def extra_cwds(project: str, facts: activity.Facts | None = None) -> tuple[str, ...]:
+def extra_cwds(project: Project, facts: activity.Facts | None = None) -> tuple[str, ...]:
     """Folders sessions of this project ran in that git no longer lists (a removed worktree),
     whose transcripts are still Claude Code's: the worktrees c3async saw git list for it
     (``checkouts``), and the cwds C3 records and hook rows name inside the project's own
@@ -93,12 +93,12 @@ def extra_cwds(project: str, facts: activity.Facts | None = None) -> tuple[str, 
     project's folder, is never looked in); at most MAX_EXTRA_CWDS, the most recent first."""
     from ..catalog.locate import worktrees
 
-    root = project_root(project)
+    root = project.root
     live = [w for w in worktrees(root) if w != root]
     known = checkouts.remembered(root)
     if any(w not in known for w in live):
         checkouts.remember(root, live)
-    kept = [w for w in known if w not in live and (not os.path.isdir(w) or project_root(w) == root)]
+    kept = [w for w in known if w not in live and (not os.path.isdir(w) or resolve(w) == project)]
     bases = (root, *live, *kept)
     out: dict[str, None] = dict.fromkeys(kept)
     logged = [rec.cwd for rec in reversed(records.load_all(project)) if rec.cwd]
@@ -119,7 +119,7 @@ def join_scan(
 ) -> list[Row]:
     """Rows of one project with their marks, liveness, links, hints and chain. ``facts``: the
     activity log's fold, when the caller has it already."""
-    project = scan.dirs.project
+    project = scan.project
     places = Places()
     rows = [to_row(s, places) for s in scan.sessions]
     if not rows:
@@ -157,7 +157,7 @@ def join_scan(
         HintContext(
             now=time.time() if now is None else now,
             idle_days=cfg.idle_days,
-            branches=branches(project),
+            branches=branches(project.root),
             cleared=cleared | set(timed),
         ),
     )
@@ -179,7 +179,7 @@ def join_scan(
     return rows
 
 
-def whole_chain(project: str, rows: list[Row], sid: str) -> Chain:
+def whole_chain(project: Project, rows: list[Row], sid: str) -> Chain:
     """Every session before and after ``sid``, nearest first: over the rows' neighbours and the
     links that reach past the listed rows (the /clear pairs the hooks recorded, every stale
     mark's successor), so a detail has the whole chain however long it is."""
@@ -207,12 +207,12 @@ def _follow_moves(rows: list[Row]) -> None:
             row.resume = resume_command(new, row.id, config_dir=_elsewhere(row.root))
 
 
-def _mark_gone(project: str, rows: list[Row]) -> None:
+def _mark_gone(project: Project, rows: list[Row]) -> None:
     """Rows whose folder no longer exists (a removed worktree): flagged, and resumed by a
     command that recreates the worktree first. One stat per distinct folder."""
     gone: dict[str, bool] = {}
     for row in rows:
-        if row.cwd == project:
+        if row.cwd == project.root:
             continue
         if row.cwd not in gone:
             gone[row.cwd] = not os.path.isdir(row.cwd)
@@ -236,7 +236,7 @@ def _session_of(ref: str, by_id: dict[str, Row], ids: list[str]) -> Row | None:
     return by_id[found[0]] if len(found) == 1 else None
 
 
-def _join_links(project: str, rows: list[Row]) -> None:
+def _join_links(project: Project, rows: list[Row]) -> None:
     """Tasks and decisions linked to each session (pm.json), and its last snapshot (C3 records)."""
     by_id = {row.id: row for row in rows}
     ids = sorted(by_id)
@@ -264,7 +264,7 @@ def _join_links(project: str, rows: list[Row]) -> None:
                 row.links.snapshot = SnapshotLink(snap.summary, snap.ts)
 
 
-def _join_usage(project: str, rows: list[Row]) -> None:
+def _join_usage(project: Project, rows: list[Row]) -> None:
     """Tokens as the accountant last wrote them (never run here: a listing shows what it
     found), priced with the table of the moment. The stats log is folded, so a warm listing
     reads only rows appended since."""
@@ -308,7 +308,7 @@ class ProjectUsage(msgspec.Struct):
     unpriced_models: list[str] = msgspec.field(default_factory=list)
 
 
-def project_usage(project: str) -> ProjectUsage:
+def project_usage(project: Project) -> ProjectUsage:
     try:
         latest = usage_totals.latest(project)
     except OSError as exc:
@@ -349,18 +349,22 @@ def filter_rows(
 
 
 def _finish(
-    scans: list[ProjectScan], which: str, search: str | None, logs: dict[str, activity.Facts], tag: str | None = None
+    scans: list[ProjectScan],
+    which: str,
+    search: str | None,
+    logs: dict[Project, activity.Facts],
+    tag: str | None = None,
 ) -> list[Row]:
     rows: list[Row] = []
     seen: set[str] = set()
     several = len(scans) > 1
     for scan in scans:
         try:
-            joined = join_scan(scan, facts=logs.get(scan.dirs.project))
+            joined = join_scan(scan, facts=logs.get(scan.project))
         except Exception as exc:
             if not several:
                 raise
-            _left_out(scan.dirs.project, exc)
+            _left_out(scan.project, exc)
             continue
         for row in joined:
             if row.id not in seen:  # each session once, whatever projects were asked for
@@ -371,16 +375,16 @@ def _finish(
     return rows
 
 
-def _left_out(project: str, exc: Exception) -> None:
+def _left_out(project: Project, exc: Exception) -> None:
     """One project of several that could not be listed: said once; the others are listed."""
     log.debug("listing %s failed", project, exc_info=exc)
     safefs.warn_once(f"{project} is left out of this listing: {exc}")
 
 
-def _logs(projects: list[str]) -> dict[str, activity.Facts]:
+def _logs(projects: list[Project]) -> dict[Project, activity.Facts]:
     """Each project's activity facts, folded once per listing (the scan and the join use them).
     Of several projects, one whose state cannot be read is left out (said once)."""
-    out: dict[str, activity.Facts] = {}
+    out: dict[Project, activity.Facts] = {}
     for p in projects:
         try:
             out[p] = activity.facts(p)
@@ -391,8 +395,8 @@ def _logs(projects: list[str]) -> dict[str, activity.Facts]:
     return out
 
 
-def _extras(logs: dict[str, activity.Facts]) -> dict[str, tuple[str, ...]]:
-    out: dict[str, tuple[str, ...]] = {}
+def _extras(logs: dict[Project, activity.Facts]) -> dict[Project, tuple[str, ...]]:
+    out: dict[Project, tuple[str, ...]] = {}
     for p, facts in logs.items():
         try:
             out[p] = extra_cwds(p, facts)
@@ -404,7 +408,7 @@ def _extras(logs: dict[str, activity.Facts]) -> dict[str, tuple[str, ...]]:
 
 
 async def list_rows(
-    projects: list[str],
+    projects: list[Project],
     *,
     which: str = "all",
     search: str | None = None,
@@ -428,7 +432,7 @@ async def list_rows(
 
 
 def list_rows_sync(
-    projects: list[str],
+    projects: list[Project],
     *,
     which: str = "all",
     search: str | None = None,
@@ -463,19 +467,19 @@ def remember_roots(scans: list[ProjectScan]) -> None:
         held.discard(str(default))
         if held:
             try:
-                registry.remember_roots(scan.dirs.project, sorted(held))
+                registry.remember_roots(scan.project, sorted(held))
             except Exception as exc:  # remembering is a help, never a failure of the listing
                 log.debug("roots of %s not remembered: %s", scan.dirs.project, exc)
 
 
-def row_for(project: str, session_id: str) -> Row | None:
+def row_for(project: Project, session_id: str) -> Row | None:
     """One session's row, joined, whether or not it is among the newest listed."""
     from ..catalog.listing import candidates
     from ..catalog.locate import folders_under, locate
     from ..catalog.resolve import session_record
     from ..catalog.scan import Session
 
-    dirs = locate(project, extra_cwds(project), claude_dirs.roots())
+    dirs = locate(project.root, extra_cwds(project), claude_dirs.roots())
     cand = next((c for c in candidates([f for f, _ in dirs.folders]) if c.session_id == session_id), None)
     if cand is None:  # deleted by Claude Code, kept in the archive
         usable = archive.usable()
@@ -484,5 +488,5 @@ def row_for(project: str, session_id: str) -> Row | None:
     rec = session_record(cand, dirs.cwds) if cand is not None else None
     if cand is None or rec is None:
         return None
-    rows = join_scan(ProjectScan(dirs=dirs, sessions=[Session(cand, rec, dirs.project)]))
+    rows = join_scan(ProjectScan(project, dirs=dirs, sessions=[Session(cand, rec, dirs.project)]))
     return rows[0] if rows else None

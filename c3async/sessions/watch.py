@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..catalog.watch import SLACK_S, TranscriptWatch
 from ..ground import safefs
+from ..ground.project import Project
 from ..ground.safefs import stamp
-from ..ground.stateroot import project_state
 from ..live.heartbeat import ttl
 from ..live.running import Snapshot, read_registry
 from ..stores import claude_dirs
@@ -39,9 +39,9 @@ WATCHED = ("session_marks.jsonl", "activity.jsonl", "session_stats.jsonl", "pm/p
 class ProjectWatch:
     """One project's position, kept current by ``position`` (a poll)."""
 
-    def __init__(self, project: str) -> None:
-        self.transcripts = TranscriptWatch(project, claude_dirs.roots)
-        state = project_state(project)
+    def __init__(self, project: Project) -> None:
+        self.transcripts = TranscriptWatch(project.root, claude_dirs.roots)
+        state = project.state
         self.logs = tuple(str(state / name) for name in WATCHED)
         self.live = str(state / "live")
         self._live_sig: tuple | bool | None = False  # the live folder's stat when last listed
@@ -99,6 +99,6 @@ def _beats(live: Path) -> tuple[tuple[str, int], ...]:
         return ()
 
 
-def position(project: str) -> tuple:
+def position(project: Project) -> tuple:
     """A project's position taken afresh: every folder scanned, every file stat'ed."""
     return ProjectWatch(project).poll(full=True)

@@ -13,7 +13,7 @@ import msgspec
 from ..ground import clock, jsonl
 from ..ground.errors import clip
 from ..ground.folds import LogFold, fold_for
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 
 MAX_LOGGED = 4096  # characters of one string field of a row (a path fits)
 OPEN_KEPT_S = 7 * 86400  # a started session with no activity for this long is dropped from the fold
@@ -21,8 +21,8 @@ OPEN_KEPT_S = 7 * 86400  # a started session with no activity for this long is d
 __all__ = ("ActivityRow", "Facts", "activity_path", "facts", "log_fold", "read_rows", "record", "record_once")
 
 
-def activity_path(project: str) -> Path:
-    return project_state(project) / "activity.jsonl"
+def activity_path(project: Project) -> Path:
+    return project.state / "activity.jsonl"
 
 
 class ActivityRow(msgspec.Struct, kw_only=True):
@@ -41,7 +41,7 @@ class ActivityRow(msgspec.Struct, kw_only=True):
     cwd: str | None = None  # session_start: the folder the session runs in (a worktree, maybe)
 
 
-def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:
+def record(project: Project, kind: str, **fields: Any) -> dict[str, Any]:
     """Append one activity row; fields that are None are left out."""
     row: dict[str, Any] = {"ts": round(time.time(), 3), "kind": kind}
     # Strings are bounded (a log is a record of what happened, not a store of what was said).
@@ -53,7 +53,9 @@ def record(project: str, kind: str, **fields: Any) -> dict[str, Any]:
 SAME_EVENT_BYTES = 64 * 1024  # how far back ``record_once`` looks for the same event
 
 
-def record_once(project: str, kind: str, within: float, same: tuple[str, ...], **fields: Any) -> dict[str, Any] | None:
+def record_once(
+    project: Project, kind: str, within: float, same: tuple[str, ...], **fields: Any
+) -> dict[str, Any] | None:
     """``record``, unless a row of the same ``kind`` whose ``same`` fields are equal was written
     in the last ``within`` seconds (None then). Checked and appended under the log's lock, so two
     writers of one event (the plugin's hook and a hook installed by hand) leave one row."""
@@ -79,7 +81,7 @@ def record_once(project: str, kind: str, within: float, same: tuple[str, ...], *
     return row
 
 
-def read_rows(project: str) -> jsonl.Batch[ActivityRow]:
+def read_rows(project: Project) -> jsonl.Batch[ActivityRow]:
     return jsonl.read_all(activity_path(project), ActivityRow)
 
 
@@ -147,9 +149,9 @@ def _apply(old: Facts, rows: list[ActivityRow], path: Path | None = None) -> Fac
     return facts
 
 
-def log_fold(project: str) -> LogFold[ActivityRow, Facts]:
+def log_fold(project: Project) -> LogFold[ActivityRow, Facts]:
     path = activity_path(project)
-    checkpoint = project_state(project) / "cache" / "activity.fold"
+    checkpoint = project.state / "cache" / "activity.fold"
     return fold_for(
         ("activity", str(path)),
         lambda: LogFold(
@@ -165,7 +167,7 @@ def log_fold(project: str) -> LogFold[ActivityRow, Facts]:
     )
 
 
-def facts(project: str) -> Facts:
+def facts(project: Project) -> Facts:
     """The activity log's facts as of now: read from the checkpoint, or from memory in a long
     running process, plus only the rows appended since."""
     return log_fold(project).refresh()

@@ -23,7 +23,7 @@ import msgspec
 from ..ground import safefs
 from ..ground.errors import DECODE_ERRORS, ConfigError, UnsafeState, unknown_keys
 from ..ground.home import c3_home
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 
 MAX_BYTES = 1 << 20
 MAX_IDLE_DAYS = 36_500  # a hundred years
@@ -134,11 +134,11 @@ def keep_value(path: Path, value: Any) -> str:
     return DEFAULT_KEEP
 
 
-def keep_policy(project: str | None = None) -> str:
+def keep_policy(project: Project | None = None) -> str:
     """The keep policy alone, never an error: a background pass preserving sessions must not
     stop at a wrong value of another setting."""
     policy = DEFAULT_KEEP
-    files = [c3_home() / "config.json"] + ([project_state(project) / "config.json"] if project else [])
+    files = [c3_home() / "config.json"] + ([project.state / "config.json"] if project else [])
     for path in files:
         data = _read(path)
         if "keep" in data:
@@ -146,11 +146,11 @@ def keep_policy(project: str | None = None) -> str:
     return policy
 
 
-def load(project: str | None = None) -> Config:
+def load(project: Project | None = None) -> Config:
     home = c3_home() / "config.json"
     merged = _checked(home, _read(home))
     if project:
-        own = project_state(project) / "config.json"
+        own = project.state / "config.json"
         theirs = _checked(own, _read(own))
         for key in HOME_ONLY:
             if key in theirs:

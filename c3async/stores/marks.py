@@ -30,7 +30,7 @@ from ..catalog.listing import is_session_id
 from ..ground import clock, jsonl, safefs
 from ..ground.errors import DECODE_ERRORS, BadArgument, check_text, clip
 from ..ground.folds import LogFold, fold_for
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 from . import activity
 
 __all__ = (
@@ -131,8 +131,8 @@ class MarkState:
     keep: Keep | None = None
 
 
-def marks_path(project: str) -> Path:
-    return project_state(project) / "session_marks.jsonl"
+def marks_path(project: Project) -> Path:
+    return project.state / "session_marks.jsonl"
 
 
 Span = tuple[float, int, int]  # a mark's ts, and where its line is: (ts, offset, length)
@@ -221,9 +221,9 @@ def clean_tags(words: list[str]) -> list[str]:
     return list(out)
 
 
-def log_fold(project: str) -> LogFold[_Line, Folded]:
+def log_fold(project: Project) -> LogFold[_Line, Folded]:
     path = marks_path(project)
-    checkpoint = project_state(project) / "cache" / "marks.fold"
+    checkpoint = project.state / "cache" / "marks.fold"
     return fold_for(
         ("marks", str(path)),
         lambda: LogFold(
@@ -245,7 +245,7 @@ class MarkBook:
     about (``get_many``: one open, one ``pread`` a line).
     """
 
-    def __init__(self, project: str) -> None:
+    def __init__(self, project: Project) -> None:
         self.project = project
         self.fold = log_fold(project)
         self._state = Folded()
@@ -336,7 +336,7 @@ class MarkBook:
 
 
 def write_mark(
-    project: str,
+    project: Project,
     session_id: str,
     op: str,
     *,
@@ -423,7 +423,7 @@ def write_mark(
 
 
 def write_keeps(
-    project: str, session_ids: list[str], *, reason: str | None, by: str = "user", by_session: str | None = None
+    project: Project, session_ids: list[str], *, reason: str | None, by: str = "user", by_session: str | None = None
 ) -> list[Mark]:
     """A keep mark on each of ``session_ids`` (full ids), all in one append, and their activity
     rows in one more: ``keep --expiring`` keeps thousands at once without a write each."""
@@ -457,7 +457,7 @@ def write_keeps(
     return marks
 
 
-def check_tags(project: str, session_id: str, adding: list[str]) -> None:
+def check_tags(project: Project, session_id: str, adding: list[str]) -> None:
     """Refuse tags that would give the session more than ``MAX_TAGS`` (two writers at once may
     pass it by a few: a listing shows the first ``MAX_TAGS``)."""
     held = MarkBook(project).refresh().tags(session_id)

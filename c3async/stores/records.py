@@ -16,7 +16,7 @@ import msgspec
 from ..ground import clock, safefs
 from ..ground.errors import DECODE_ERRORS, UnsafeState
 from ..ground.jsondoc import write_atomic
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 
 __all__ = ("Event", "SessionRecord", "Snapshot", "load_all", "record_path", "save")
 
@@ -57,20 +57,20 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             self.host_session_ids.append(host_session_id)
 
 
-def record_path(project: str, c3_session_id: str) -> Path:
-    return project_state(project) / "sessions" / f"{c3_session_id}.json"
+def record_path(project: Project, c3_session_id: str) -> Path:
+    return project.state / "sessions" / f"{c3_session_id}.json"
 
 
-def save(project: str, record: SessionRecord) -> None:
+def save(project: Project, record: SessionRecord) -> None:
     write_atomic(record_path(project, record.c3_session_id), msgspec.json.encode(record), fsync=False)
 
 
 _decoder = msgspec.json.Decoder(SessionRecord)
 
 
-def load_all(project: str) -> list[SessionRecord]:
+def load_all(project: Project) -> list[SessionRecord]:
     """Every readable record of the project, oldest first; unreadable ones are skipped."""
-    folder = project_state(project) / "sessions"
+    folder = project.state / "sessions"
     try:
         names = [n for n in safefs.listdir(folder) if n.endswith(".json") and not n.startswith(".")]
     except UnsafeState as exc:

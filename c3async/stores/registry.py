@@ -18,9 +18,10 @@ import time
 import msgspec
 
 from ..ground import clock, jsondoc, stateroot
+from ..ground import project as ground_project  # its Project: this module has its own (an entry)
 from ..ground.errors import BadArgument, NotFound
 from ..ground.home import c3_home
-from ..ground.paths import canonical, project_root
+from ..ground.paths import canonical
 
 __all__ = (
     "Project",
@@ -79,7 +80,7 @@ def _folded(entries: list[Project]) -> list[Project]:
     range (``ground.clock``) reads as unknown (0), said once."""
     out: dict[str, Project] = {}
     for entry in entries:
-        root = project_root(entry.path)
+        root = ground_project.resolve(entry.path).root  # a hand-edited entry may name a worktree
         added = clock.event(entry.added, "a registered project's time", _path()) or 0.0
         seen = clock.event(entry.last_seen, "a registered project's time", _path()) or 0.0
         held = out.get(root)
@@ -96,10 +97,10 @@ def _folded(entries: list[Project]) -> list[Project]:
 MAX_REMEMBERED = 16  # roots one project remembers
 
 
-def remember_roots(project: str, roots: list[str]) -> None:
+def remember_roots(project: ground_project.Project, roots: list[str]) -> None:
     """Note that a registered project's sessions were found in these Claude Code roots (a no-op
     when it knows them all, or is not registered)."""
-    root = project_root(project)
+    root = project.root
     held = next((p for p in entries() if p.path == root), None)
     if held is None or all(r in held.roots for r in roots):
         return
@@ -121,12 +122,12 @@ def remembered_roots() -> list[str]:
     return list(out)
 
 
-def register(project: str) -> None:
+def register(project: ground_project.Project) -> None:
     """Add the root of ``project`` to the registry (a no-op when it is there, seen within the
-    last hour). A change stores the registry folded (one entry per root). A path that is not an
-    existing directory is refused (BadArgument)."""
+    last hour). A change stores the registry folded (one entry per root). A project whose folder
+    is not an existing directory is refused (BadArgument)."""
     now = time.time()
-    root = project_root(project)
+    root = project.root
     if missing(root):
         raise BadArgument(f"{root} is not a directory: it is not registered")
     stateroot.adopt(root)  # its state is its own .c3 from now on
@@ -150,7 +151,7 @@ def rename(old: str, new: str) -> bool:
     """A project's folder moved: the entry of ``old`` (as stored) becomes ``new``'s, keeping when
     it was added and the roots it remembers (folded into ``new``'s entry when both have one).
     False when ``old`` has no entry (nothing changed)."""
-    root, gone = project_root(new), _key(old)
+    root, gone = ground_project.resolve(new).root, _key(old)
 
     def change(reg: Registry) -> bool:
         reg.projects = _folded(reg.projects)
@@ -171,7 +172,7 @@ def _key(path: str) -> str:
     """What an entry for ``path`` is stored as: its root when the folder exists, else the path
     made absolute and canonical as far as it goes (a gone folder has no root left)."""
     try:
-        return project_root(path) if not missing(path) else canonical(os.path.abspath(path))
+        return ground_project.resolve(path).root if not missing(path) else canonical(os.path.abspath(path))
     except ValueError:
         return path
 

@@ -32,6 +32,7 @@ from ..ground.errors import (
     TaskNotFound,
     clip,
 )
+from ..ground.project import Project
 from ..ground.schema import UNSET, name_of
 from . import schema, store
 from .schema import (
@@ -133,13 +134,15 @@ def validate(action: str, **args: str) -> str:
 
 
 # The operation of each action: fn(project, who, call)
-_DO: dict[type[schema.Action], Callable[[str, Who, Any], dict]] = {}
+_DO: dict[type[schema.Action], Callable[[Project, Who, Any], dict]] = {}
 
 
-def _does(action: type[schema.Action]) -> Callable[[Callable[[str, Who, Any], dict]], Callable[[str, Who, Any], dict]]:
+def _does(
+    action: type[schema.Action],
+) -> Callable[[Callable[[Project, Who, Any], dict]], Callable[[Project, Who, Any], dict]]:
     """Make the decorated function the operation of ``action``."""
 
-    def register(fn: Callable[[str, Who, Any], dict]) -> Callable[[str, Who, Any], dict]:
+    def register(fn: Callable[[Project, Who, Any], dict]) -> Callable[[Project, Who, Any], dict]:
         _DO[action] = fn
         return fn
 
@@ -178,7 +181,7 @@ def _view(task: Task) -> dict[str, Any]:
 
 
 @_does(schema.Add)
-def add(project: str, who: Who, call: schema.Add) -> dict:
+def add(project: Project, who: Who, call: schema.Add) -> dict:
     def fn(doc: TaskFile) -> dict:
         task = Task(
             id=_new_id(),
@@ -202,7 +205,7 @@ def add(project: str, who: Who, call: schema.Add) -> dict:
 
 
 @_does(schema.Update)
-def update(project: str, who: Who, call: schema.Update) -> dict:
+def update(project: Project, who: Who, call: schema.Update) -> dict:
     """Change what the call gives (``UPDATABLE``); a milestone or blockers of ``none`` clear them."""
 
     def fn(doc: TaskFile) -> dict:
@@ -232,7 +235,7 @@ def update(project: str, who: Who, call: schema.Update) -> dict:
 
 
 @_does(schema.Link)
-def link(project: str, who: Who, call: schema.Link) -> dict:
+def link(project: Project, who: Who, call: schema.Link) -> dict:
     if call.ref is UNSET:  # the session acting
         if not who.session:
             raise TaskArgError("{arg}='current' needs a current session; give a session id", arg=Arg("ref"))
@@ -256,7 +259,7 @@ def link(project: str, who: Who, call: schema.Link) -> dict:
 
 
 @_does(schema.Decide)
-def decide(project: str, who: Who, call: schema.Decide) -> dict:
+def decide(project: Project, who: Who, call: schema.Decide) -> dict:
     def fn(doc: TaskFile) -> dict:
         task = _task(doc, call.task_id).id if call.task_id is not None else None
         d = Decision(
@@ -270,7 +273,7 @@ def decide(project: str, who: Who, call: schema.Decide) -> dict:
 
 
 @_does(schema.MilestoneAdd)
-def milestone_add(project: str, who: Who, call: schema.MilestoneAdd) -> dict:
+def milestone_add(project: Project, who: Who, call: schema.MilestoneAdd) -> dict:
     """A new open milestone named by ``milestone`` or ``title`` (what a task is named by)."""
     if call.milestone and call.title and call.milestone != call.title:
         raise TaskArgError(
@@ -294,7 +297,7 @@ def milestone_add(project: str, who: Who, call: schema.MilestoneAdd) -> dict:
 
 
 @_does(schema.MilestoneComplete)
-def milestone_complete(project: str, who: Who, call: schema.MilestoneComplete) -> dict:
+def milestone_complete(project: Project, who: Who, call: schema.MilestoneComplete) -> dict:
     def fn(doc: TaskFile) -> dict:
         m = _milestone(doc, call.milestone)
         if m.status != "open":
@@ -314,7 +317,7 @@ def milestone_complete(project: str, who: Who, call: schema.MilestoneComplete) -
 
 
 @_does(schema.MilestoneReopen)
-def milestone_reopen(project: str, who: Who, call: schema.MilestoneReopen) -> dict:
+def milestone_reopen(project: Project, who: Who, call: schema.MilestoneReopen) -> dict:
     def fn(doc: TaskFile) -> dict:
         m = _milestone(doc, call.milestone)
         if m.status != "completed":
@@ -327,7 +330,7 @@ def milestone_reopen(project: str, who: Who, call: schema.MilestoneReopen) -> di
 
 
 @_does(schema.MilestoneArchive)
-def milestone_archive(project: str, who: Who, call: schema.MilestoneArchive) -> dict:
+def milestone_archive(project: Project, who: Who, call: schema.MilestoneArchive) -> dict:
     """Archive a milestone and detach its tasks (what shipped under it survives only in the
     event log: `milestone_complete` keeps the links)."""
 
@@ -346,7 +349,7 @@ def milestone_archive(project: str, who: Who, call: schema.MilestoneArchive) -> 
 
 
 @_does(schema.TimeStart)
-def time_start(project: str, who: Who, call: schema.TimeStart) -> dict:
+def time_start(project: Project, who: Who, call: schema.TimeStart) -> dict:
     def fn(doc: TaskFile) -> dict:
         task = _task(doc, call.task_id)
         if any(e.end is None for e in task.time):
@@ -360,7 +363,7 @@ def time_start(project: str, who: Who, call: schema.TimeStart) -> dict:
 
 
 @_does(schema.TimeStop)
-def time_stop(project: str, who: Who, call: schema.TimeStop) -> dict:
+def time_stop(project: Project, who: Who, call: schema.TimeStop) -> dict:
     def fn(doc: TaskFile) -> dict:
         task = _task(doc, call.task_id)
         entry = next((e for e in task.time if e.end is None), None)
@@ -375,7 +378,7 @@ def time_stop(project: str, who: Who, call: schema.TimeStop) -> dict:
 
 
 @_does(schema.Delete)
-def delete(project: str, who: Who, call: schema.Delete) -> dict:
+def delete(project: Project, who: Who, call: schema.Delete) -> dict:
     """Remove a task and every link to it: other tasks' ``blocked_by`` lose it, decisions about
     it keep their text and lose the task. The event keeps the whole task, so what was deleted
     can still be read in the log."""
@@ -398,7 +401,7 @@ def delete(project: str, who: Who, call: schema.Delete) -> dict:
 
 
 @_does(schema.MilestoneDelete)
-def milestone_delete(project: str, who: Who, call: schema.MilestoneDelete) -> dict:
+def milestone_delete(project: Project, who: Who, call: schema.MilestoneDelete) -> dict:
     """Remove a milestone, whatever its status, and detach its tasks (they stay)."""
 
     def fn(doc: TaskFile) -> dict:
@@ -416,7 +419,7 @@ def milestone_delete(project: str, who: Who, call: schema.MilestoneDelete) -> di
 
 
 @_does(schema.DecisionDelete)
-def decision_delete(project: str, who: Who, call: schema.DecisionDelete) -> dict:
+def decision_delete(project: Project, who: Who, call: schema.DecisionDelete) -> dict:
     """Remove a decision note (``ref``: its id or a unique prefix); the event keeps its text."""
 
     def fn(doc: TaskFile) -> dict:
@@ -433,7 +436,7 @@ def decision_delete(project: str, who: Who, call: schema.DecisionDelete) -> dict
 
 
 @_does(schema.Get)
-def get(project: str, who: Who, call: schema.Get) -> dict:
+def get(project: Project, who: Who, call: schema.Get) -> dict:
     doc = store.load(project)
     task = _task(doc, call.task_id)
     out = _view(task)
@@ -455,7 +458,7 @@ def _shown_by_default(doc: TaskFile) -> list[Task]:
 
 
 @_does(schema.List)
-def list_(project: str, who: Who, call: schema.List) -> dict:
+def list_(project: Project, who: Who, call: schema.List) -> dict:
     """Tasks, filtered. Without ``milestone`` or ``status``, the done tasks of completed and
     archived milestones are left out; ``status='all'`` (or any status, or the milestone named)
     brings them back."""
@@ -487,7 +490,7 @@ def _milestone_order(m: Milestone) -> tuple:
 
 
 @_does(schema.Board)
-def board(project: str, who: Who, call: schema.Board) -> dict:
+def board(project: Project, who: Who, call: schema.Board) -> dict:
     """``columns``: status -> tasks, every task a default `list` shows (the done tasks of
     completed and archived milestones leave the board). ``milestones``: each open milestone,
     in `milestones` order, with its own tasks in the same columns."""
@@ -507,7 +510,7 @@ def board(project: str, who: Who, call: schema.Board) -> dict:
 
 
 @_does(schema.Report)
-def report(project: str, who: Who, call: schema.Report) -> dict:
+def report(project: Project, who: Who, call: schema.Report) -> dict:
     """What is blocking (open tasks others wait on), and what is ready to unblock (blocked
     tasks whose blockers are all done)."""
     doc = store.load(project)
@@ -544,19 +547,19 @@ def _for_task(doc: TaskFile, task_id: str | None, items: list, field: str) -> li
 
 
 @_does(schema.History)
-def history(project: str, who: Who, call: schema.History) -> dict:
+def history(project: Project, who: Who, call: schema.History) -> dict:
     doc = store.load(project)
     return {"events": [msgspec.to_builtins(e) for e in _for_task(doc, call.task_id, doc.events, "target")[-200:]]}
 
 
 @_does(schema.Decisions)
-def decisions(project: str, who: Who, call: schema.Decisions) -> dict:
+def decisions(project: Project, who: Who, call: schema.Decisions) -> dict:
     doc = store.load(project)
     return {"decisions": [msgspec.to_builtins(d) for d in _for_task(doc, call.task_id, doc.decisions, "task")[-100:]]}
 
 
 @_does(schema.TimeReport)
-def time_report(project: str, who: Who, call: schema.TimeReport) -> dict:
+def time_report(project: Project, who: Who, call: schema.TimeReport) -> dict:
     doc = store.load(project)
     tasks = [_task(doc, call.task_id)] if call.task_id is not None else doc.tasks
     rows = [
@@ -573,7 +576,7 @@ def time_report(project: str, who: Who, call: schema.TimeReport) -> dict:
 
 
 @_does(schema.Milestones)
-def milestones(project: str, who: Who, call: schema.Milestones) -> dict:
+def milestones(project: Project, who: Who, call: schema.Milestones) -> dict:
     """Milestones with their task counts: open ones by default; ``status`` takes open,
     completed, archived (comma-separated) or all. Sorted by due date (none last), then name.
     An archived milestone's tasks were detached when it was archived, so its counts are 0."""
@@ -605,7 +608,7 @@ ACTIONS = tuple(schema.BY_NAME)
 READ_ACTIONS = schema.READS
 
 
-def run(project: str, who: Who, action: str, **args: str) -> dict:
+def run(project: Project, who: Who, action: str, **args: str) -> dict:
     """The call of ``action`` with the text ``args``, read (``schema.read``) and done. Raises
     C3Error; a TaskError says which action failed (``action``) for a door to word."""
     call = schema.read(action, **args)

@@ -20,7 +20,7 @@ import msgspec
 
 from ..ground import clock, jsondoc
 from ..ground.errors import CorruptDocument
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 
 __all__ = (
     "Decision",
@@ -107,17 +107,17 @@ class TaskFile(msgspec.Struct, kw_only=True):
 TaskFileCorrupt = CorruptDocument
 
 
-def file_path(project: str) -> Path:
-    return project_state(project) / "pm" / "pm.json"
+def file_path(project: Project) -> Path:
+    return project.state / "pm" / "pm.json"
 
 
-def load(project: str) -> TaskFile:
+def load(project: Project) -> TaskFile:
     """The current state, for reading (no lock: a replace is atomic; raises TaskFileCorrupt)."""
     path = file_path(project)
     return checked(jsondoc.read(path, TaskFile, TaskFile), path)
 
 
-def change(project: str, fn: Callable[[TaskFile], T]) -> T:
+def change(project: Project, fn: Callable[[TaskFile], T]) -> T:
     """Apply ``fn`` to the state under the lock and store the result, keeping the previous file
     as ``pm.json.bak``; ``fn``'s return value is returned. If ``fn`` raises, nothing is written."""
     path = file_path(project)

@@ -58,7 +58,7 @@ from ..ground import clock, jsonl, memo, safefs, workers
 from ..ground.errors import DECODE_ERRORS, C3Error
 from ..ground.jsondoc import write_atomic
 from ..ground.paths import warn_once
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 from ..stores import archive, claude_dirs
 from . import timeline
 from .prices import TIER_TOKENS, current_prices
@@ -132,6 +132,9 @@ class _State(msgspec.Struct):
     refusals: list[Refusal] = msgspec.field(default_factory=list)  # the newest MAX_REFUSALS, oldest first
 
 
+_NO_PROJECT = Project("")
+
+
 @dataclass
 class Result:
     """One project's pass. ``totals``: each session's row as written (tokens, no cost: see
@@ -146,7 +149,7 @@ class Result:
     workers: int = 0  # worker processes that read (0: this process did)
     bytes_decoded: int = 0  # bytes of the lines holding usage, the only ones decoded
     lines_skipped: int = 0  # lines holding the marker that did not decode (torn, hostile)
-    project: str = ""
+    project: Project = _NO_PROJECT  # set by every pass
     settled: bool = False  # nothing moved since the last pass: not read (``only_changed``)
     timeline: timeline.Timeline | None = None  # the usage over time the pass wrote (or found)
 
@@ -157,21 +160,21 @@ class Result:
         return {sid: priced(t, table) for sid, t in self.totals.items()}
 
 
-def _state_path(project: str) -> Path:
-    return project_state(project) / "cache" / "usage.json"
+def _state_path(project: Project) -> Path:
+    return project.state / "cache" / "usage.json"
 
 
-def _files(project: str) -> Iterator[tuple[str, str | None, os.stat_result]]:
+def _files(project: Project) -> Iterator[tuple[str, str | None, os.stat_result]]:
     """(transcript, the session it counts toward (None: read it from its lines), its lstat)."""
-    for folder, _cwd in locate(project, roots=claude_dirs.roots()).folders:
+    for folder, _cwd in locate(project.root, roots=claude_dirs.roots()).folders:
         yield from transcript_files(folder)
 
 
-def deleted(project: str, sessions: Iterable[str]) -> set[str]:
+def deleted(project: Project, sessions: Iterable[str]) -> set[str]:
     """Of ``sessions``, those whose transcript is in none of the project's transcript folders
     and not in the archive of kept sessions: Claude Code deleted it, and nothing kept it. A
     listing of the folders, no file read."""
-    dirs = locate(project)
+    dirs = locate(project.root)
     folders = [folder for folder, _cwd in dirs.folders]
     kept = archive.usable()
     if kept is not None:
@@ -180,7 +183,7 @@ def deleted(project: str, sessions: Iterable[str]) -> set[str]:
     return {sid for sid in sessions if sid not in present}
 
 
-def session_titles(project: str) -> dict[str, str]:
+def session_titles(project: Project) -> dict[str, str]:
     """Session titles from the catalog's cache (no transcript is read for them)."""
     return _titles(catalog_cache.load(catalog_cache_path(project)))
 
@@ -312,7 +315,7 @@ def _same(old: SessionTotals, new: SessionTotals) -> bool:
 class _Pass:
     """One project's part of a pass: its state, and the files with new bytes to read."""
 
-    project: str
+    project: Project
     state_file: Path
     state: _State
     present: int = 0
@@ -321,7 +324,7 @@ class _Pass:
     inputs: tuple = ()  # what ``_stamp`` is made of, as the listing found it
 
 
-def account(project: str, *, write: bool = True, processes: bool = True) -> Result:
+def account(project: Project, *, write: bool = True, processes: bool = True) -> Result:
     """Bring the project's usage up to date; append a stats row for each session that changed.
 
     A big pass reads in worker processes when ``processes`` allows it (the CLI); a process
@@ -331,10 +334,10 @@ def account(project: str, *, write: bool = True, processes: bool = True) -> Resu
 
 
 # project -> the stamp of what its last pass (or check) in this process found settled
-_settled: dict[str, str] = memo.kept({})
+_settled: dict[Project, str] = memo.kept({})
 
 
-def _stamp(project: str, inputs: tuple) -> str:
+def _stamp(project: Project, inputs: tuple) -> str:
     """What a pass read (``inputs``: every transcript's identity, size and time, and the
     catalog's cache, as they were before it) and the state and stats files as they are now, in
     a few bytes: the same stamp, nothing new to count (``timeline.Timeline.stamp``)."""
@@ -343,7 +346,7 @@ def _stamp(project: str, inputs: tuple) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def account_if_changed(project: str, *, processes: bool = True) -> Result | None:
+def account_if_changed(project: Project, *, processes: bool = True) -> Result | None:
     """``account``, unless nothing it reads has moved since the last pass over ``project`` (None
     then): no transcript grew or appeared, and the catalog's cache, the usage state and the
     stats log are as that pass left them. A stat per transcript, where a pass reads its state
@@ -354,12 +357,12 @@ def account_if_changed(project: str, *, processes: bool = True) -> Result | None
 
 
 def account_projects(
-    projects: list[str],
+    projects: list[Project],
     *,
     write: bool = True,
     processes: bool = True,
     only_changed: bool = False,
-    on_error: Callable[[str, Exception], None] | None = None,
+    on_error: Callable[[Project, Exception], None] | None = None,
 ) -> list[Result]:
     """``account`` for several projects, their new bytes read in one pass (see the module's
     docstring). ``on_error``: told of a project that cannot be accounted (its state refused, a
@@ -369,7 +372,7 @@ def account_projects(
     the ``timeline`` that pass wrote."""
     started = time.perf_counter()
     passes: list[_Pass] = []
-    settled: dict[str, Result] = {}
+    settled: dict[Project, Result] = {}
     for project in projects:
         try:
             planned = _plan(project, only_changed)
@@ -384,7 +387,7 @@ def account_projects(
             passes.append(planned)
     jobs = [job for p in passes for _, job in p.todo]
     scans, n = _read(jobs, processes)
-    done: dict[str, Result] = {}
+    done: dict[Project, Result] = {}
     at = 0
     for p in passes:
         mine = scans[at : at + len(p.todo)]
@@ -398,7 +401,7 @@ def account_projects(
     return [r for project in projects if (r := settled.get(project) or done.get(project)) is not None]
 
 
-def _plan(project: str, only_changed: bool = False) -> _Pass | Result:
+def _plan(project: Project, only_changed: bool = False) -> _Pass | Result:
     """The project's state, and what each of its files has to read since; with
     ``only_changed``, a settled Result instead when nothing moved since the last pass."""
     listing = list(_files(project))

@@ -31,7 +31,7 @@ import msgspec
 from ..ground import safefs
 from ..ground.errors import DECODE_ERRORS
 from ..ground.jsondoc import write_atomic
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 from .reader import Refusal
 from .totals import NO_TOKENS, USD, Kinds, ModelTokens, Total
 
@@ -86,11 +86,11 @@ _decoder = msgspec.msgpack.Decoder(Timeline)
 _encoder = msgspec.msgpack.Encoder()
 
 
-def path(project: str) -> Path:
-    return project_state(project) / "cache" / "usage_timeline.msgpack"
+def path(project: Project) -> Path:
+    return project.state / "cache" / "usage_timeline.msgpack"
 
 
-def load(project: str) -> Timeline | None:
+def load(project: Project) -> Timeline | None:
     """The project's timeline as the last pass wrote it; None when there is none to trust (never
     written, another version, damaged, not a regular file: the next pass writes it again)."""
     try:
@@ -101,7 +101,7 @@ def load(project: str) -> Timeline | None:
     return found if found.version == VERSION else None
 
 
-def save(project: str, timeline: Timeline) -> None:
+def save(project: Project, timeline: Timeline) -> None:
     """Write it in place of the last (a cache: a failure costs the next report a pass)."""
     try:
         write_atomic(path(project), _encoder.encode(timeline), fsync=False)

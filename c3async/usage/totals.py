@@ -25,7 +25,7 @@ import msgspec
 
 from ..ground import clock, jsonl
 from ..ground.folds import LogFold, fold_for
-from ..ground.stateroot import project_state
+from ..ground.project import Project
 from .prices import PriceTable, current_prices
 
 __all__ = (
@@ -141,7 +141,7 @@ class StatsRow(msgspec.Struct):
     price (``prices.json`` gives them one); ``as_of``: when the accountant counted these."""
 
     id: str
-    project: str
+    project: str  # the root, as every listing prints it
     title: str | None
     input: int
     output: int
@@ -162,7 +162,7 @@ class StatsRow(msgspec.Struct):
 
 
 def stats_rows(
-    project: str, totals: Mapping[str, SessionTotals], table: PriceTable, gone: Collection[str] = ()
+    project: Project, totals: Mapping[str, SessionTotals], table: PriceTable, gone: Collection[str] = ()
 ) -> list[StatsRow]:
     """``totals`` as report rows, priced with ``table``, the most recently active first;
     ``gone``: the sessions whose transcripts are deleted (``account.deleted``)."""
@@ -172,7 +172,7 @@ def stats_rows(
         rows.append(
             StatsRow(
                 t.session_id,
-                project,
+                project.root,
                 t.title,
                 t.input,
                 t.output,
@@ -200,8 +200,8 @@ class Latest(msgspec.Struct):
     sessions: dict[str, SessionTotals] = msgspec.field(default_factory=dict)
 
 
-def stats_path(project: str) -> Path:
-    return project_state(project) / "session_stats.jsonl"
+def stats_path(project: Project) -> Path:
+    return project.state / "session_stats.jsonl"
 
 
 def _apply(old: Latest, batch: jsonl.Batch[SessionTotals], path: Path | None = None) -> Latest:
@@ -228,9 +228,9 @@ def _apply(old: Latest, batch: jsonl.Batch[SessionTotals], path: Path | None = N
     return Latest(latest)
 
 
-def stats_fold(project: str) -> LogFold[SessionTotals, Latest]:
+def stats_fold(project: Project) -> LogFold[SessionTotals, Latest]:
     path = stats_path(project)
-    checkpoint = project_state(project) / "cache" / "session_stats.fold"
+    checkpoint = project.state / "cache" / "session_stats.fold"
     return fold_for(
         ("session_stats", str(path)),
         lambda: LogFold(
@@ -246,12 +246,12 @@ def stats_fold(project: str) -> LogFold[SessionTotals, Latest]:
     )
 
 
-def latest(project: str) -> Mapping[str, SessionTotals]:
+def latest(project: Project) -> Mapping[str, SessionTotals]:
     """Each session's newest row, as of now, shared with other readers: do not change it."""
     return stats_fold(project).refresh().sessions
 
 
-def latest_totals(project: str) -> dict[str, SessionTotals]:
+def latest_totals(project: Project) -> dict[str, SessionTotals]:
     """Each session's newest row, priced with the price table as it is now, as copies the
     caller may change. Raises PricesError for a ``prices.json`` that is not a price table."""
     table = current_prices()
