@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from c3async.ground.errors import BadArgument
+from c3async.ground.project import resolve
 from c3async.sessions import act
 from c3async.stores import marks
 from stress.transcripts import Conversation, text, tool_use, write_session
@@ -79,8 +80,8 @@ def test_tag_untag_fold_per_word_and_filter(world, claude) -> None:
     proj, ids = world
     done = claude.run("mark", "tag", ids["older"][:8], "Auth", "release-2.1", "auth", "--project", proj)
     assert done.returncode == 0 and done.stdout.split()[2:] == ["auth", "release-2.1"], done.stdout
-    act.mark(proj, ids["newer"], "tag", tags=["auth"])
-    act.mark(proj, ids["older"], "untag", tags=["release-2.1"])
+    act.mark(resolve(proj), ids["newer"], "tag", tags=["auth"])
+    act.mark(resolve(proj), ids["older"], "untag", tags=["release-2.1"])
     rows = {r["id"]: r for r in claude.sessions(proj)}
     assert rows[ids["older"]]["tags"] == ["auth"] and rows[ids["newer"]]["tags"] == ["auth"]
     assert rows[ids["other"]]["tags"] == []
@@ -94,23 +95,23 @@ def test_tags_are_validated_before_anything_is_written(world) -> None:
     proj, ids = world
     for bad in (["two words"], ["-lead"], ["x" * 41], ["tab\there"], ["a\x00"], []):
         with pytest.raises(BadArgument):
-            act.mark(proj, ids["older"], "tag", tags=bad)
+            act.mark(resolve(proj), ids["older"], "tag", tags=bad)
     with pytest.raises(BadArgument, match="too many tags at once"):
-        act.mark(proj, ids["older"], "tag", tags=[f"t{i}" for i in range(17)])
+        act.mark(resolve(proj), ids["older"], "tag", tags=[f"t{i}" for i in range(17)])
     with pytest.raises(BadArgument, match="tag or untag"):
-        act.mark(proj, ids["older"], "note", summary="x", tags=["auth"])
-    assert not marks.marks_path(proj).exists()
-    act.mark(proj, ids["older"], "tag", tags=[f"t{i}" for i in range(16)])
-    act.mark(proj, ids["older"], "tag", tags=[f"u{i}" for i in range(16)])
+        act.mark(resolve(proj), ids["older"], "note", summary="x", tags=["auth"])
+    assert not marks.marks_path(resolve(proj)).exists()
+    act.mark(resolve(proj), ids["older"], "tag", tags=[f"t{i}" for i in range(16)])
+    act.mark(resolve(proj), ids["older"], "tag", tags=[f"u{i}" for i in range(16)])
     with pytest.raises(BadArgument, match="limit is 32"):
-        act.mark(proj, ids["older"], "tag", tags=["one-more"])
-    act.mark(proj, ids["older"], "tag", tags=["t0"])  # one it has already: no more than before
+        act.mark(resolve(proj), ids["older"], "tag", tags=["one-more"])
+    act.mark(resolve(proj), ids["older"], "tag", tags=["t0"])  # one it has already: no more than before
 
 
 def test_tag_fold_is_last_wins_by_time_whatever_the_order(world) -> None:
     proj, ids = world
     sid = ids["older"]
-    path = marks.marks_path(proj)
+    path = marks.marks_path(resolve(proj))
     path.parent.mkdir(parents=True, exist_ok=True)
 
     def line(ts, op, tags):
@@ -126,7 +127,7 @@ def test_tag_fold_is_last_wins_by_time_whatever_the_order(world) -> None:
         + line(1_700_000_200, "tag", [f"w{i}" for i in range(17)])
         + line(1_700_000_400, "tag", "not a list")
     )
-    assert marks.MarkBook(proj).refresh().tags(sid) == ["b"]
+    assert marks.MarkBook(resolve(proj)).refresh().tags(sid) == ["b"]
 
 
 @pytest.mark.process
@@ -135,11 +136,12 @@ def test_tags_from_many_processes_at_once_are_all_kept(world, claude) -> None:
     script = textwrap.dedent(
         f"""
         import sys
+        from c3async.ground.project import resolve
         from c3async.stores import marks
         for i in range(20):
-            marks.write_mark({proj!r}, {ids["older"]!r}, "tag", tags=[f"p{{sys.argv[1]}}"])
-            marks.write_mark({proj!r}, {ids["older"]!r}, "untag", tags=[f"p{{sys.argv[1]}}"])
-        marks.write_mark({proj!r}, {ids["older"]!r}, "tag", tags=[f"p{{sys.argv[1]}}"])
+            marks.write_mark(resolve({proj!r}), {ids["older"]!r}, "tag", tags=[f"p{{sys.argv[1]}}"])
+            marks.write_mark(resolve({proj!r}), {ids["older"]!r}, "untag", tags=[f"p{{sys.argv[1]}}"])
+        marks.write_mark(resolve({proj!r}), {ids["older"]!r}, "tag", tags=[f"p{{sys.argv[1]}}"])
         """
     )
     procs = [
@@ -149,9 +151,9 @@ def test_tags_from_many_processes_at_once_are_all_kept(world, claude) -> None:
     for p in procs:
         _out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
-    lines = marks.marks_path(proj).read_text().splitlines()
+    lines = marks.marks_path(resolve(proj)).read_text().splitlines()
     assert len(lines) == 8 * 41 and all(json.loads(x)["op"] in ("tag", "untag") for x in lines)
-    assert marks.MarkBook(proj).refresh().tags(ids["older"]) == sorted(f"p{n}" for n in range(8))
+    assert marks.MarkBook(resolve(proj)).refresh().tags(ids["older"]) == sorted(f"p{n}" for n in range(8))
 
 
 # ------------------------------------------------------------------ search
@@ -163,8 +165,8 @@ def test_search_matches_titles_names_notes_and_tags_above_the_conversation(world
     order = [(r["id"], r["fields"]) for r in found["results"]]
     assert order == [(ids["older"], ["title"]), (ids["newer"], ["conversation"])]
     assert found["results"][0]["title_source"] == "custom"
-    act.mark(proj, ids["other"], "note", summary="handed the Ubersicht work over")
-    act.mark(proj, ids["newer"], "tag", tags=["übersicht"])
+    act.mark(resolve(proj), ids["other"], "note", summary="handed the Ubersicht work over")
+    act.mark(resolve(proj), ids["newer"], "tag", tags=["übersicht"])
     found = _json(claude, "search", "Übersicht", "--project", proj)
     fields = {r["id"]: r["fields"] for r in found["results"]}
     assert fields == {ids["older"]: ["title"], ids["newer"]: ["tags", "conversation"], ids["other"]: ["note"]}
@@ -186,7 +188,7 @@ def test_search_matches_titles_names_notes_and_tags_above_the_conversation(world
 
 def test_search_fields_keep_query_syntax_and_attacker_text_inert(world, claude) -> None:
     proj, ids = world
-    act.mark(proj, ids["other"], "note", summary='") OR * NEAR(a b) <script>alert(1)</script> \x1b[31m')
+    act.mark(resolve(proj), ids["other"], "note", summary='") OR * NEAR(a b) <script>alert(1)</script> \x1b[31m')
     assert [r["id"] for r in _json(claude, "search", "script", "--project", proj)["results"]] == [ids["other"]]
     # OR, NOT and phrases mean what they mean in the conversation
     both = _json(claude, "search", "parser OR docs", "--project", proj)["results"]

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from c3async.ground.project import resolve
 from c3async.sessions.launch import open_terminal
 from stress.transcripts import simple_session
 
@@ -21,4 +22,4 @@ def test_a_terminal_opens_in_the_folder_checked_not_through_the_link_the_transcr
     link = claude.root / "via"
     link.symlink_to(project)
     sid = simple_session(claude.folder(project), str(link), "the one to open")
-    assert open_terminal(project, sid) == project == os.path.realpath(link)
+    assert open_terminal(resolve(project), sid) == project == os.path.realpath(link)

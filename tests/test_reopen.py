@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from c3async.ground.errors import CorruptDocument
+from c3async.ground.project import resolve
 from c3async.live import hooks, waslive
 from c3async.live.registry_file import proc_start_ticks
 from c3async.sessions.reopen import gone
@@ -229,7 +230,7 @@ def test_a_servers_beat_remembers_the_window_it_serves_and_not_a_print_run(world
         )
         identity = HostIdentity(parent_pid=me, env={})
         HeartbeatWriter(
-            project,
+            resolve(project),
             str(uuid.uuid4()),
             "cli",
             identity.current,
