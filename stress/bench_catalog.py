@@ -67,15 +67,20 @@ with open(report, "w") as f:
 """
 
 
-def run_child(argv: list[str], env: dict[str, str]) -> Run:
-    """Run a command to completion: its wall time (spawn to exit) and its own peak RSS."""
+def run_child(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Run:
+    """Run a command to completion (in ``cwd``): its wall time (spawn to exit) and its own peak RSS."""
     with (
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
         tempfile.NamedTemporaryFile("r", suffix=".txt") as report,
     ):
         wrapper = subprocess.run(
-            [sys.executable, "-S", "-c", _WRAPPER, report.name, *argv], stdout=out, stderr=err, env=env, check=False
+            [sys.executable, "-S", "-c", _WRAPPER, report.name, *argv],
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+            check=False,
         )
         out.seek(0)
         err.seek(0)

@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from stress.bench_catalog import run_child
 from stress.figures import Table, add_json_option
 from stress.transcripts import Conversation, claude_slug, encode, text, tool_use, write_session
 
@@ -61,25 +60,18 @@ def write_big(folder: Path, cwd: str, size: int) -> tuple[str, int]:
 def export_once(env: dict[str, str], sid: str, fmt: str, out: Path) -> tuple[int, float, int]:
     """(peak RSS in bytes, wall seconds, output bytes) of one ``c3async export`` process."""
     out.unlink(missing_ok=True)
-    with tempfile.TemporaryFile() as err:
-        return _export(env, sid, fmt, out, err)
+    return _export(env, sid, fmt, out)
 
 
-def _export(env: dict[str, str], sid: str, fmt: str, out: Path, err) -> tuple[int, float, int]:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "c3async", "export", sid, f"--{fmt}", "-o", str(out)],
-        env=env,
-        cwd=env["C3_PROJECT"],
-        stderr=err,
+def _export(env: dict[str, str], sid: str, fmt: str, out: Path) -> tuple[int, float, int]:
+    # run_child: the peak of the export itself, not of the process that started it (a child's
+    # ru_maxrss starts from its parent's high-water mark)
+    run = run_child(
+        [sys.executable, "-m", "c3async", "export", sid, f"--{fmt}", "-o", str(out)], env, env["C3_PROJECT"]
     )
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, from the kernel
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        err.seek(0)
-        raise SystemExit(f"c3async export failed ({proc.returncode}): {err.read().decode(errors='replace')[-500:]}")
-    return usage.ru_maxrss * 1024, wall, out.stat().st_size
+    if run.rc != 0:
+        raise SystemExit(f"c3async export failed ({run.rc}): {run.err.decode(errors='replace')[-500:]}")
+    return run.maxrss, run.wall, out.stat().st_size
 
 
 def main() -> int:

@@ -32,6 +32,8 @@ class Sandbox:
 
     def env(self, **overrides: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
+        for size in ("COLUMNS", "LINES"):  # a table as a pipe gets it (pytest-xdist's workers set 80)
+            env.pop(size, None)
         env.update(
             CLAUDE_CONFIG_DIR=str(self.config), C3_HOME=str(self.c3home), PYTHONPATH=str(REPO)
         )  # the checkout under test, whatever copy is installed

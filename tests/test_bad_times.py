@@ -52,12 +52,14 @@ def project(claude) -> str:
 def said(caplog):
     """The warnings said in this process (``paths.warn_once`` forgets nothing between tests: the
     keys used here are emptied first)."""
-    from c3async.ground import paths, safefs
+    from c3async.ground import memo, paths, safefs
 
+    memo.forget()  # what earlier tests of this process left remembered (a price table, its warnings)
     paths._warned.clear()
     safefs._warned.clear()
     with caplog.at_level(logging.WARNING, logger="c3async"):
         yield lambda: [r.getMessage() for r in caplog.records]
+    memo.forget()
     paths._warned.clear()
     safefs._warned.clear()
 

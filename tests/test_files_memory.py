@@ -5,13 +5,12 @@ process) stays far below what holding every row with its session's titles took (
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
 import sys
 
 import pytest
 
+from stress.bench_catalog import run_child
 from stress.transcripts import Conversation, tool_use, write_session
 
 pytestmark = pytest.mark.process  # the command's own process, for its peak RSS
@@ -37,20 +36,11 @@ def test_files_over_a_folder_of_100000_changed_files_stays_small(claude, tmp_pat
                     for i in range(ROWS)
                 )
                 conn.executemany("INSERT INTO edits VALUES (?,?,?,?,?,?)", rows)
-    out, err = tmp_path / "out.json", tmp_path / "err.txt"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "c3async", "files", proj, "--json"],
-            env=claude.env(),
-            cwd=proj,
-            stdout=stdout,
-            stderr=stderr,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, from the kernel
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, err.read_text()
-    found = json.loads(out.read_text())
+    # run_child: the command's own peak (a child's ru_maxrss starts from its parent's high-water mark)
+    run = run_child([sys.executable, "-m", "c3async", "files", proj, "--json"], claude.env(), proj)
+    assert run.rc == 0, run.err.decode(errors="replace")
+    found = json.loads(run.out)
     assert found["sessions"][0]["id"] == conv.id and found["sessions"][0]["more_files"] == ROWS + 1 - 20
     assert found["sessions"][0]["files"][0]["path"] == f"{proj}/gen/{ROWS - 1:06d}/{'n' * 150}.py"  # the newest
-    rss = usage.ru_maxrss * 1024
+    rss = run.maxrss
     assert rss < 150 * MiB, f"peak RSS {rss / MiB:.0f} MiB listing {ROWS:,} changed files"

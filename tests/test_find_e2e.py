@@ -116,7 +116,8 @@ def test_files_and_names_of_real_sessions_and_a_fork_in_every_door(claude, tmp_p
     relative = _json(claude, "files", "rel.txt", cwd=project)
     assert relative["paths"][0] == f"{project}/rel.txt" and {s["id"] for s in relative["sessions"]} == {parent, fork}
     folder = _json(claude, "files", f"{project}/src")
-    assert folder["sessions"][0]["id"] == fork  # its own Write is the newest change
+    newest = by_id_of(folder)
+    assert set(newest) == {parent, fork} and newest[fork]["last_ts"] >= newest[parent]["last_ts"]  # its own Write
     assert {c["path"] for c in by_id_of(folder)[fork]["files"]} == {a, f"{project}/src/forked.py"}
     assert {c["path"] for c in by_id_of(folder)[parent]["files"]} == {a}
     refused = claude.run("files", "nb.ipynb", "--project", project)

@@ -1457,6 +1457,7 @@ SEARCH_KEYS = {"query", "total", "seconds", "problems", "index", "results"}
 INDEX_KEYS = {"files", "updating", "done_bytes", "total_bytes", "pending_bytes", "indexed_now", "seconds"}
 RESULT_KEYS = {
     "id",
+    "fields",
     "project",
     "folder",
     "path",

@@ -9,6 +9,7 @@ from browser import WAIT_MS, expect, hub_page, needs_chromium
 from hubproc import Hub
 from test_find import START, _session
 
+from c3async.ground.project import resolve
 from c3async.sessions import act
 
 pytestmark = needs_chromium
@@ -25,8 +26,8 @@ def test_tag_row_and_changed_files(claude, browser, monkeypatch):
     )
     third = _session(folder, proj, "docs", start=START + timedelta(days=2))
     claude.activate(monkeypatch)
-    act.mark(proj, first, "tag", tags=["auth"])
-    act.mark(proj, third, "tag", tags=["auth", "docs"])
+    act.mark(resolve(proj), first, "tag", tags=["auth"])
+    act.mark(resolve(proj), third, "tag", tags=["auth", "docs"])
     assert claude.run("index").returncode == 0  # built before: the Hub answers from it at once
     with Hub(claude) as hub:
         with hub.client() as c:

@@ -7,6 +7,7 @@ Imports happen inside each command so that ``c3async sessions`` does not pay for
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from typing import TYPE_CHECKING
 
@@ -72,14 +73,14 @@ def cmd_sessions(args: argparse.Namespace, screen: Screen) -> int:
                 )
     finally:
         progress.close()
-    if args.filter == "all" and not args.search:  # a full listing: the ids the shell completes
+    if args.filter == "all" and not args.search and rows:  # a full listing: the ids the shell completes
         from ..ground.errors import C3Error
         from ..sessions.completion import remember
 
         try:
             remember([s.dirs.project for s in scans], rows)
-        except (OSError, C3Error) as exc:  # the shell's completion is a convenience: never fail a listing
-            screen.say(f"c3async: could not save the ids for the shell's completion: {exc}")
+        except (OSError, C3Error) as exc:  # a cache for the shell (a full disk is said by what matters)
+            logging.getLogger(__name__).debug("the ids for the shell's completion were not saved: %s", exc)
     if not args.all and scans:
         if scans[0].sessions:  # a folder with sessions: the Hub and `--all` list it from now on
             try:
