@@ -442,7 +442,7 @@ def test_the_first_session_has_the_tools_while_the_build_is_held_past_claude_cod
     (start, end), call = hooked(), next(r for r in fresh.activity(proj) if r["kind"] == "tool_call")
     assert (start["kind"], start["session_id"], end["kind"]) == ("session_start", row["id"], "session_end")
     assert start["ts"] < opened[0] < call["ts"] < end["ts"]  # saved during the build, replayed with its time
-    assert not list((fresh.data / "pending-hooks").iterdir())
+    wait_for("the replayed events removed", lambda: not list((fresh.data / "pending-hooks").iterdir()))
     print(f"connect: {_connected_after(fresh)}")
 
 
