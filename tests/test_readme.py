@@ -201,7 +201,7 @@ def test_the_quick_start_is_two_commands_and_ci_runs_the_second():
     commands = [line for line in quick[0].group(2).splitlines() if line.strip()]
     assert len(commands) == 2, commands  # one installs and runs the main job, one runs the tests
     assert "pip install ." in commands[0] and commands[0].endswith("c3async sessions --all")
-    assert "pip install '.[test]'" in commands[1] and commands[1].endswith("-m pytest -q")
+    assert "pip install '.[test]'" in commands[1] and commands[1].endswith("-m pytest -q -n 2 --dist loadfile")
     ci = REPO / ".ci" / "run"
     lines = [line for line in ci.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert lines[-1] == commands[1]  # CI ends with the README's test command, and exits with its status
