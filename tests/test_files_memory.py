@@ -4,6 +4,7 @@ process) stays far below what holding every row with its session's titles took (
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import sys
@@ -28,7 +29,7 @@ def test_files_over_a_folder_of_100000_changed_files_stays_small(claude, tmp_pat
     write_session(claude.folder(proj), conv.id, lines)
     assert claude.run("files", "x.py", "--project", proj).returncode == 0  # the index is built
     for shard in claude.c3home.joinpath("search").glob("*.db"):
-        with sqlite3.connect(shard) as conn:
+        with contextlib.closing(sqlite3.connect(shard)) as conn, conn:
             own = conn.execute("SELECT id FROM files WHERE session IS NOT NULL AND sidechain=0").fetchone()
             if own:  # as many changed files as a generated tree's: a path each
                 rows = (

@@ -4,6 +4,7 @@ folded per word), ``search`` over titles, names, notes and tags ranked above wha
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -241,7 +242,7 @@ def test_files_reads_the_indexs_edit_rows_as_untrusted(world, claude) -> None:
     proj, ids = world
     assert len(_json(claude, "files", "parser.py", "--project", proj)["sessions"]) == 2
     for shard in claude.c3home.joinpath("search").glob("*.db"):
-        with sqlite3.connect(shard) as conn:
+        with contextlib.closing(sqlite3.connect(shard)) as conn, conn:
             conn.execute("UPDATE edits SET last_ts=10000000000000000000, first_ts='soon' WHERE tools=2")
             conn.execute("UPDATE edits SET count='many' WHERE tools=5")  # Edit and Write
     found = _json(claude, "files", "parser.py", "--project", proj)
