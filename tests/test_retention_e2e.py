@@ -127,7 +127,9 @@ def _trigger_cleanup(world: World) -> None:
         [_claude(), "-p", f"{_marker('trigger')} hi", "--output-format", "json"],
         world.proj,
         world.env,
-        until=lambda: not any(world.transcript(k).exists() for k in OLD),
+        # the sweep's end: the old transcripts gone and the sentinel written (2.1.337 writes it
+        # after the deletions; released at the first, claude could exit before the second)
+        until=lambda: not any(world.transcript(k).exists() for k in OLD) and sentinel.exists(),
         release=release,
         wait=SWEEP_WAIT,
     )
