@@ -15,7 +15,6 @@ newest ids (``OFFERED`` of them; what more is typed narrows among all).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import statistics
@@ -23,34 +22,19 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from c3async.completion import command
 from c3async.sessions.completion import OFFERED
 from stress.figures import Table, add_json_option
+from stress.transcripts import claude_slug, recent_sessions
 
 
 def _world(root: Path, n: int) -> tuple[dict[str, str], Path, list[str]]:
     config, home, project = root / "config", root / "c3home", root / "work" / "app"
     project.mkdir(parents=True)
-    folder = config / "projects" / "".join(c if c.isalnum() else "-" for c in str(project))
-    folder.mkdir(parents=True)
-    now = time.time()
-    ids = []
-    for i in range(n):
-        sid = str(uuid.UUID(int=i + 1, version=4))
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - i * 60))
-        line = {
-            "type": "user",
-            "sessionId": sid,
-            "cwd": str(project),
-            "timestamp": ts,
-            "uuid": str(uuid.uuid4()),
-            "message": {"role": "user", "content": f"task {i}: wire the billing webhook, part {i}"},
-        }
-        (folder / f"{sid}.jsonl").write_text(json.dumps(line, separators=(",", ":")) + "\n")
-        ids.append(sid)
+    folder = config / "projects" / claude_slug(str(project))
+    ids = recent_sessions(folder, str(project), n, "task {i}: wire the billing webhook, part {i}")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
     env.update(CLAUDE_CONFIG_DIR=str(config), C3_HOME=str(home), HOME=str(root))
     return env, project, ids

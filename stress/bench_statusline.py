@@ -25,55 +25,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 from c3async.live.statusline import statusline_command
 from stress.figures import Table, add_json_option
+from stress.transcripts import claude_slug, recent_sessions
 
 REPO = Path(__file__).resolve().parent.parent
 CCUSAGE = os.environ.get("C3_CCUSAGE") or shutil.which("ccusage")
 
 
 def _transcripts(config: Path, cwd: Path, n: int) -> list[str]:
-    folder = config / "projects" / "".join(c if c.isalnum() else "-" for c in str(cwd))
-    folder.mkdir(parents=True)
-    ids = []
-    now = time.time()
-    for i in range(n):
-        sid = str(uuid.UUID(int=i + 1, version=4))
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - i * 60))
-        user = {
-            "type": "user",
-            "sessionId": sid,
-            "cwd": str(cwd),
-            "timestamp": ts,
-            "uuid": str(uuid.uuid4()),
-            "message": {"role": "user", "content": f"task {i}"},
-        }
-        reply = {
-            "type": "assistant",
-            "sessionId": sid,
-            "cwd": str(cwd),
-            "timestamp": ts,
-            "uuid": str(uuid.uuid4()),
-            "requestId": f"req_{i}",
-            "message": {
-                "id": f"msg_{i}",
-                "role": "assistant",
-                "model": "claude-sonnet-4-5",
-                "content": [{"type": "text", "text": "done"}],
-                "usage": {
-                    "input_tokens": 100 + i % 50,
-                    "output_tokens": 20,
-                    "cache_read_input_tokens": 1000,
-                    "cache_creation_input_tokens": 0,
-                },
-            },
-        }
-        (folder / f"{sid}.jsonl").write_text(json.dumps(user) + "\n" + json.dumps(reply) + "\n")
-        ids.append(sid)
-    return ids
+    return recent_sessions(config / "projects" / claude_slug(str(cwd)), str(cwd), n)
 
 
 def _live(config: Path, work: Path, ids: list[str], waiting: int) -> list[subprocess.Popen]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid as uuidlib
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -510,6 +511,27 @@ def simple_session(
     conv = Conversation(cwd, session_id, **conversation)
     write_session(folder, conv.id, [conv.permission_mode(), *conv.exchange(prompt)], mtime=mtime)
     return conv.id
+
+
+def recent_sessions(folder: Path, cwd: str, n: int, prompt: str = "task {i}") -> list[str]:
+    """``n`` small sessions of ``cwd``, the newest now and each a minute older than the one before,
+    with the ids ``uuid(int=1..n)`` (a benchmark's sessions, the same from run to run); their
+    ids, newest first. ``prompt`` is formatted with ``i``."""
+    now = time.time()
+    ids = []
+    for i in range(n):
+        then = now - i * 60
+        ids.append(
+            simple_session(
+                folder,
+                cwd,
+                prompt.format(i=i),
+                mtime=then,
+                session_id=str(uuidlib.UUID(int=i + 1, version=4)),
+                start=datetime.fromtimestamp(then - 2, UTC),
+            )
+        )
+    return ids
 
 
 def cleared_chain(folder: Path, cwd: str, links: int, *, start: datetime | None = None) -> list[str]:
