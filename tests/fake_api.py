@@ -56,12 +56,20 @@ class FakeAPI:
     it (offline: no telemetry, no updates, no other traffic)."""
 
     def __init__(self, script: Path, log: Path) -> None:
+        self.script, self.log = script, log
         self.port = free_port()
         self.proc = subprocess.Popen(
             [sys.executable, str(HERE / "fake_anthropic.py"), str(self.port), str(script), str(log)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+
+    @classmethod
+    def started(cls, folder: Path, script: str = "[]") -> FakeAPI:
+        """The stand-in running with ``folder/script.json`` (written from ``script``: what it
+        answers, rewritten by a test as it goes) and ``folder/api.jsonl`` (what it was asked)."""
+        (folder / "script.json").write_text(script)
+        return cls(folder / "script.json", folder / "api.jsonl").wait_ready()
 
     def wait_ready(self, timeout: float = 20.0) -> FakeAPI:
         deadline = time.time() + timeout

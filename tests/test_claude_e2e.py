@@ -26,9 +26,8 @@ def world(claude, tmp_path):
     """A git project, our server registered with Claude Code, and a scripted fake API."""
     proj = claude.project("e2e")
     subprocess.run(["git", "init", "-q", proj], check=True)
-    script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
-    script.write_text("[]")
-    api = FakeAPI(script, log).wait_ready()
+    api = FakeAPI.started(tmp_path)
+    script = api.script
     env = api.env(claude)
 
     def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -26,9 +26,7 @@ pytestmark = needs_claude
 @pytest.fixture
 def offline(claude, tmp_path):
     """(env, project): the stand-in API running, a git project the CLI trusts."""
-    script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
-    script.write_text("[]")
-    api = FakeAPI(script, log).wait_ready()
+    api = FakeAPI.started(tmp_path)
     try:
         env = api.env(claude)
         project = claude.project("forky")

@@ -25,9 +25,8 @@ def world(claude, tmp_path):
     """(run, env, project, log): our server added to a trusted git project, the API stand-in."""
     proj = claude.project("menu")
     subprocess.run(["git", "init", "-q", proj], check=True)
-    script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
-    script.write_text("[]")
-    api = FakeAPI(script, log).wait_ready()
+    api = FakeAPI.started(tmp_path)
+    log = api.log
     env = api.env(claude)
     trust(claude.config, proj, env["ANTHROPIC_API_KEY"])
 

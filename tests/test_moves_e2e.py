@@ -24,9 +24,8 @@ def test_a_moved_folder_resumes_its_session_in_the_new_folder(claude, tmp_path):
     cli = claude_cli()
     old = claude.project("shop")
     subprocess.run(["git", "init", "-q", old], check=True)
-    script, log = tmp_path / "script.json", tmp_path / "api.jsonl"
-    script.write_text("[]")
-    api = FakeAPI(script, log).wait_ready()
+    api = FakeAPI.started(tmp_path)
+    log = api.log
     env = api.env(claude)
     try:
 

@@ -147,9 +147,8 @@ def world(module_claude, tmp_path_factory):
     sandbox = module_claude
     tmp = tmp_path_factory.mktemp("retention")
     proj = sandbox.project("retention")
-    script, log = tmp / "script.json", tmp / "api.jsonl"
-    script.write_text("[]")
-    api = FakeAPI(script, log).wait_ready()
+    api = FakeAPI.started(tmp)
+    script = api.script
     env = api.env(sandbox)
     # c3async resume runs `claude` from PATH: a folder holding just a `claude` naming the binary
     # under test (C3_CLAUDE may name a file called otherwise), first on PATH.
