@@ -14,6 +14,7 @@ from .render import Screen
 
 if TYPE_CHECKING:
     from ..ground.project import Project
+    from ..sessions.search import IndexState
 
 
 def cmd_usage(args: argparse.Namespace, screen: Screen) -> int:
@@ -90,11 +91,7 @@ def cmd_search(args: argparse.Namespace, screen: Screen) -> int:
         )
     finally:
         progress.close()
-    for problem in found.problems:
-        screen.say(f"c3async: warning: {problem}")
-    if found.index.updating:
-        pct = f" ({100 * found.index.done_bytes // found.index.total_bytes}%)" if found.index.total_bytes else ""
-        screen.say(f"c3async: the index is being built by another process{pct}; results cover what it has indexed")
+    _say_index(found.problems, found.index, screen)
     if args.json:
         screen.json(msgspec.json.encode(found))
         return 0
@@ -104,6 +101,15 @@ def cmd_search(args: argparse.Namespace, screen: Screen) -> int:
     for line in render.search_lines(found, screen.styled()):
         screen.print(line)
     return 0
+
+
+def _say_index(problems: list[str], index: IndexState, screen: Screen) -> None:
+    """What an answer from the search index warns of: its problems, and an index still being built."""
+    for problem in problems:
+        screen.say(f"c3async: warning: {problem}")
+    if index.updating:
+        pct = f" ({100 * index.done_bytes // index.total_bytes}%)" if index.total_bytes else ""
+        screen.say(f"c3async: the index is being built by another process{pct}; results cover what it has indexed")
 
 
 def cmd_files(args: argparse.Namespace, screen: Screen) -> int:
@@ -122,10 +128,7 @@ def cmd_files(args: argparse.Namespace, screen: Screen) -> int:
         )
     finally:
         progress.close()
-    for problem in found.problems:
-        screen.say(f"c3async: warning: {problem}")
-    if found.index.updating:
-        screen.say("c3async: the index is being built by another process; results cover what it has indexed")
+    _say_index(found.problems, found.index, screen)
     if args.json:
         screen.json(msgspec.json.encode(found))
         return 0
