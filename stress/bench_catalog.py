@@ -47,6 +47,9 @@ class Run:
     rc: int
     out: bytes
     err: bytes
+    rchar: int = -1  # bytes the command read() (page cache or disk), -1 if unknown
+    started: float = 0.0  # wall clock, for a correctness check's "now"
+    ended: float = 0.0
 
 
 # Peak RSS needs care: on Linux a child's ru_maxrss includes the high-water mark of the address
@@ -55,15 +58,26 @@ class Run:
 # as the benchmark. So each command runs under a fresh minimal Python (`-S`, only `os` imported)
 # that spawns it, times it and reports wait4's rusage: that parent's ~10 MB is below any real
 # figure, so it cannot inflate one.
+# It also reads the child's /proc/<pid>/io before reaping it: rchar counts every byte the
+# process read(), so what a file costs a command is the difference of two runs.
 _WRAPPER = """
 import os, sys, time
 report, argv = sys.argv[1], sys.argv[2:]
 started = time.perf_counter()
 pid = os.posix_spawnp(argv[0], argv, os.environ)
-_, status, usage = os.wait4(pid, 0)
+os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 wall = time.perf_counter() - started
+rchar = -1
+try:
+    with open(f"/proc/{pid}/io") as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                rchar = int(line.split()[1])
+except OSError:
+    pass
+_, status, usage = os.wait4(pid, 0)
 with open(report, "w") as f:
-    f.write(f"{wall!r} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}")
+    f.write(f"{wall!r} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)} {rchar}")
 """
 
 
@@ -74,6 +88,7 @@ def run_child(argv: list[str], env: dict[str, str], cwd: str | None = None) -> R
         tempfile.TemporaryFile() as err,
         tempfile.NamedTemporaryFile("r", suffix=".txt") as report,
     ):
+        t0 = time.time()
         wrapper = subprocess.run(
             [sys.executable, "-S", "-c", _WRAPPER, report.name, *argv],
             stdout=out,
@@ -82,13 +97,14 @@ def run_child(argv: list[str], env: dict[str, str], cwd: str | None = None) -> R
             cwd=cwd,
             check=False,
         )
+        t1 = time.time()
         out.seek(0)
         err.seek(0)
         try:
-            wall, maxrss, rc = report.read().split()
+            wall, maxrss, rc, rchar = report.read().split()
         except ValueError:  # the wrapper itself failed (the command could not be spawned)
-            return Run(0.0, 0, wrapper.returncode or 1, out.read(), err.read())
-        return Run(float(wall), int(maxrss) * 1024, int(rc), out.read(), err.read())
+            return Run(0.0, 0, wrapper.returncode or 1, out.read(), err.read(), -1, t0, t1)
+        return Run(float(wall), int(maxrss) * 1024, int(rc), out.read(), err.read(), int(rchar), t0, t1)
 
 
 def json_rows(run, what: str, failures: list[str], want: int | None = None) -> list[dict] | None:

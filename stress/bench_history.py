@@ -46,7 +46,6 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,11 +56,13 @@ from pathlib import Path
 
 from c3async.ground.project import resolve
 from stress.bench_catalog import (
+    Run,
     c3async_command,
     installed_copy_differs,
     json_rows,
     median_range,
     report_failures,
+    run_child,
 )
 from stress.corpus import Corpus, MiB, generate
 from stress.figures import Table, add_json_option
@@ -90,66 +91,6 @@ APPEND_ROWS, APPEND_MARKS = 1000, 100
 
 
 # ----------------------------------------------------------------------------- whole processes
-
-# Like stress.bench_catalog.run_child (a minimal `python -S` parent, so the child's peak RSS is
-# its own), and it also reads the child's /proc/<pid>/io before reaping it: rchar counts every
-# byte the process read() (page cache or disk), so full minus empty is what the logs cost it.
-_WRAPPER = """
-import os, sys, time
-report, argv = sys.argv[1], sys.argv[2:]
-started = time.perf_counter()
-pid = os.posix_spawnp(argv[0], argv, os.environ)
-os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-wall = time.perf_counter() - started
-rchar = -1
-try:
-    with open(f"/proc/{pid}/io") as f:
-        for line in f:
-            if line.startswith("rchar:"):
-                rchar = int(line.split()[1])
-except OSError:
-    pass
-_, status, usage = os.wait4(pid, 0)
-with open(report, "w") as f:
-    f.write(f"{wall!r} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)} {rchar}")
-"""
-
-
-@dataclass
-class Run:
-    wall: float
-    maxrss: int  # bytes
-    rc: int
-    rchar: int  # bytes read, -1 if unknown
-    out: bytes
-    err: bytes
-    started: float = 0.0  # wall clock, for the correctness check's "now"
-    ended: float = 0.0
-
-
-def run_child(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Run:
-    with (
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-        tempfile.NamedTemporaryFile("r", suffix=".txt") as report,
-    ):
-        t0 = time.time()
-        wrapper = subprocess.run(
-            [sys.executable, "-S", "-c", _WRAPPER, report.name, *argv],
-            stdout=out,
-            stderr=err,
-            env=env,
-            cwd=cwd,
-            check=False,
-        )
-        t1 = time.time()
-        out.seek(0)
-        err.seek(0)
-        try:
-            wall, maxrss, rc, rchar = report.read().split()
-        except ValueError:
-            return Run(0.0, 0, wrapper.returncode or 1, -1, out.read(), err.read(), t0, t1)
-        return Run(float(wall), int(maxrss) * 1024, int(rc), int(rchar), out.read(), err.read(), t0, t1)
 
 
 def rchar_self() -> int:
