@@ -30,11 +30,26 @@ from ..ground.safefs import stamp
 from .listing import Candidate, folder_candidates, newest_first
 from .locate import ClaudeRoot, claude_roots, locate
 
-__all__ = ("FULL_S", "HOT_S", "SLACK_S", "TranscriptWatch")
+__all__ = ("FULL_S", "HOT_S", "SLACK_S", "Tops", "TranscriptWatch")
 
 HOT_S = 600.0  # a transcript modified this recently is stat'ed at every pass
 FULL_S = 30.0  # a full pass (every folder scanned) at least this often
 SLACK_S = 2.0  # a folder modified this close to its scan is scanned again
+
+
+@dataclass(frozen=True, slots=True)
+class Tops:
+    """The Claude Code roots and the stat of each one's projects folder, taken once for a pass
+    over many projects (each project's watch compares them with what its ``locate`` read)."""
+
+    roots: tuple[ClaudeRoot, ...]
+    folders: tuple[Path, ...]
+    sigs: tuple
+
+    @classmethod
+    def now(cls, roots: tuple[ClaudeRoot, ...]) -> Tops:
+        folders = tuple(r.projects for r in roots)
+        return cls(roots, folders, tuple(stamp(top, follow=True) for top in folders))
 
 
 @dataclass(slots=True)
@@ -67,14 +82,9 @@ class TranscriptWatch:
     def _git_sigs(self) -> tuple:
         return tuple(stamp(path) for path in self._git)
 
-    def _tops_sigs(self) -> tuple:
-        return tuple(stamp(top, follow=True) for top in self._tops)
-
-    def _locate(self) -> None:
-        roots = self.roots()
-        self._tops = tuple(r.projects for r in roots)
-        self._tops_sig = self._tops_sigs()
-        dirs = locate(self.project, roots=roots)
+    def _locate(self, tops: Tops) -> None:
+        self._tops, self._tops_sig = tops.folders, tops.sigs  # taken before: a change meanwhile locates again
+        dirs = locate(self.project, roots=tops.roots)
         self.project = dirs.project
         common = git_common_dir(dirs.project)
         self._git = (os.path.join(dirs.project, ".git"), *([os.path.join(common, "worktrees")] if common else []))
@@ -83,23 +93,31 @@ class TranscriptWatch:
         self._folders = [held.get(folder) or _Folder(folder) for folder, _ in dirs.folders]
         self._located = True
 
-    def poll(self, full: bool | None = None, running: Collection[str] = (), now: float | None = None) -> bool:
+    def poll(
+        self,
+        full: bool | None = None,
+        running: Collection[str] = (),
+        now: float | None = None,
+        tops: Tops | None = None,
+    ) -> bool:
         """Bring ``files`` up to date; True when it changed. ``full``: True for a full pass,
         False for none, None for one when ``FULL_S`` has passed since the last; ``running``:
-        the session ids whose transcripts may grow now, whatever their age."""
+        the session ids whose transcripts may grow now, whatever their age; ``tops``: the
+        Claude Code roots as the caller just took them (a watcher of many projects takes them once)."""
         mono = time.monotonic()
         if full is None:
             full = mono - self._full_at >= FULL_S
         if full:
             self._full_at = mono
         folders = self._folders
+        tops = Tops.now(self.roots()) if tops is None else tops
         if (
             not self._located
-            or self._tops_sigs() != self._tops_sig
-            or tuple(r.projects for r in self.roots()) != self._tops
+            or tops.sigs != self._tops_sig
+            or tops.folders != self._tops
             or (full and self._git_sigs() != self._git_at)
         ):
-            self._locate()
+            self._locate(tops)
         now = time.time() if now is None else now
         hot_after = int((now - HOT_S) * 1e9)
         unsettled = int((now - SLACK_S) * 1e9)

@@ -50,10 +50,11 @@ SETTLE_S = 2.0  # a file or folder written this recently may be written again in
 # found (``_Held``): a file found ended or no registry file stays so until it is written again (a
 # process once gone never comes back; a claude that reuses its pid writes its own file), so it is
 # not read again while its stat holds; the folder is listed again only when its own stat moves.
-# Each read stats the files of running processes and a slice of the settled ones (a RECHECK_PARTS-th,
-# in turn): every settled file is stat'ed again over RECHECK_PARTS reads (15 s at four reads a
-# second), at an even cost per read. Thousands of files that killed claudes left behind cost a
-# slice of stats per read, and no read pays for all of them at once.
+# Each read stats the files of running processes and, unless told not to (``recheck``), a slice of
+# the settled ones (a RECHECK_PARTS-th, in turn): every settled file is stat'ed again over
+# RECHECK_PARTS such reads (a minute at the Hub's whole polls, one a second), at an even cost per read.
+# Thousands of files that killed claudes left behind cost a slice of stats a second, and no read
+# pays for all of them at once.
 RECHECK_PARTS = 60
 _held: dict[str, _Held] = memo.kept({})
 
@@ -83,22 +84,23 @@ def running(folder: Path | None = None) -> list[Running]:
     return read_registry(folder).running
 
 
-def read_registry(folder: Path | None = None) -> Snapshot:
+def read_registry(folder: Path | None = None, *, recheck: bool = True) -> Snapshot:
     """What the registries say now (``folder``'s, else those of every Claude Code root): who
-    runs, and who was left behind by a killed process."""
+    runs, and who was left behind by a killed process. ``recheck=False``: a poll between two
+    that check the settled files (the running ones are read each time)."""
     if folder is None:
         from ..stores.claude_dirs import roots
 
-        snaps = [_read_folder(r.sessions) for r in roots()]
+        snaps = [_read_folder(r.sessions, recheck) for r in roots()]
         if len(snaps) == 1:
             return snaps[0]
         running = [r for snap in snaps for r in snap.running]
         held = {r.session_id for r in running}
         return Snapshot(running, frozenset(s for snap in snaps for s in snap.ended) - held)
-    return _read_folder(folder)
+    return _read_folder(folder, recheck)
 
 
-def _read_folder(folder: Path) -> Snapshot:
+def _read_folder(folder: Path, recheck: bool) -> Snapshot:
     def known(st: os.stat_result) -> list[str] | None:
         """The names the last read listed, while the folder's stat holds and is settled."""
         held = _held.get(str(folder))
@@ -111,7 +113,7 @@ def _read_folder(folder: Path) -> Snapshot:
             return Snapshot([], frozenset())
         dfd, st, names = found
         try:
-            return _collect(dfd, folder, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns), names)
+            return _collect(dfd, folder, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns), names, recheck)
         except OSError:
             return Snapshot([], frozenset())
 
@@ -128,19 +130,21 @@ class _Held:
     turn: int = 0  # the slice of ``names`` the next read stats again
 
 
-def _collect(dfd: int | None, folder: Path, sig: tuple, listed: list[str]) -> Snapshot:
+def _collect(dfd: int | None, folder: Path, sig: tuple, listed: list[str], recheck: bool) -> Snapshot:
     key = str(folder)
     held = _held.get(key)
     settle_ns = time.time_ns() - int(SETTLE_S * 1e9)
     if held is not None and held.sig == sig and sig[2] < settle_ns:
         # The folder as listed before: its active files, and a slice of the settled ones, again.
-        part = -(-len(held.names) // RECHECK_PARTS)
-        start = held.turn * part
-        held.turn = (held.turn + 1) % RECHECK_PARTS
-        again = [n for n in held.names[start : start + part] if n in held.settled]
+        again: list[str] = []
+        if recheck:
+            part = -(-len(held.names) // RECHECK_PARTS)
+            start = held.turn * part
+            held.turn = (held.turn + 1) % RECHECK_PARTS
+            again = [n for n in held.names[start : start + part] if n in held.settled]
         out, left, settled = _judge(dfd, folder, [*held.active, *again], held.settled, settle_ns)
         if all(settled.get(n) is held.settled[n] for n in again):  # the settled files as they were
-            ended = held.left | left if left else held.left
+            ended = held.left if left <= held.left else held.left | left  # no set of thousands built a poll
             return Snapshot(out, ended - {r.session_id for r in out} if out else ended)
         names = held.names  # a settled file was written again: the folder judged anew
     else:

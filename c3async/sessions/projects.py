@@ -19,9 +19,18 @@ from ..catalog.scan import ProjectScan, scan_projects_sync
 from ..ground import memo, stateroot
 from ..ground.paths import canonical
 from ..ground.project import Project, resolve
+from ..ground.safefs import stamp
 from ..stores import checkouts, claude_dirs, registry
 
-__all__ = ("KnownProject", "ProjectOverview", "known_projects", "learn_from", "listed_projects", "project_overview")
+__all__ = (
+    "KnownProject",
+    "ProjectOverview",
+    "known_projects",
+    "learn_from",
+    "listed_projects",
+    "project_overview",
+    "projects_signature",
+)
 
 
 class KnownProject(msgspec.Struct):
@@ -73,6 +82,19 @@ def known_projects(roots: tuple[ClaudeRoot, ...] | None = None, *, save: bool = 
                 held.folders.append(str(folder))
     stateroot.found_only(p.path for p in found.values())
     return [*out.values(), *sorted(found.values(), key=lambda p: p.path)]
+
+
+def projects_signature() -> tuple:
+    """What moves when a project is registered, forgotten or moved, or Claude Code makes a
+    folder for a new cwd, cheaply (a few stats): a watcher lists the projects again when it
+    moved. It misses what listings learn on the way (a remembered worktree, a cwd discovered in
+    a folder that already existed): a watcher lists again now and then for those."""
+    roots = claude_dirs.roots()
+    return (
+        stamp(registry.path()),
+        stamp(moves.path()),
+        tuple((str(r.path), stamp(r.projects, follow=True)) for r in roots),
+    )
 
 
 def _names_a_folder(path: str) -> bool:

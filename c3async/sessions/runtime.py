@@ -4,8 +4,9 @@ of intervals, started by both over their projects (the server's one, the Hub's e
 Jobs, each supervised (a failure is logged, said once if it is ours, and the job starts again after
 a growing pause):
 
-- ``watch``: one watcher (``Feed``) for every project, however many readers wait on it. Four
-  times a second it reads Claude Code's registry and ``prices.json``'s stat once and stats each
+- ``watch``: one watcher (``Feed``) for every project, however many readers wait on it, polling
+  in a thread of its own (the event loop wakes only when a project moved). Four times a second it
+  reads Claude Code's registry and ``prices.json``'s stat once and stats each
   project's marks and activity log; once a second each project's whole position
   (``sessions.watch``: the files folded into rows, the live folder, the transcript folders and
   hot transcripts; every ``catalog.watch.FULL_S`` a full pass). No transcript is read. A project
@@ -25,6 +26,7 @@ a growing pause):
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -45,6 +47,7 @@ log = logging.getLogger("c3async.runtime")
 
 POLL_S = 0.25  # the marks, the activity log and the registry: a mark reaches its row within this
 WHOLE_EVERY = 4  # polls between two looks at a project's whole position (a new session: ~1 s)
+PROJECTS_S = 10.0  # the projects listed again at least this often (else when their signature moves)
 ACCOUNT_S = 60.0  # token totals brought up to date (each pass reads only bytes appended since)
 KEEP_S = 3600.0  # the keep pass: a kept session nears the cut-off as time passes, not as files move
 WARM_WAITS_S = 30.0  # the first accounting waits for the warm scan, at most this long
@@ -76,7 +79,8 @@ class Feed:
         self.positions: dict[Project, tuple] = {}
         self.versions: dict[Project, int] = {}
         self.watches: dict[Project, ProjectWatch] = {}
-        self._projects: list[Project] | None = None  # the projects, as the last whole poll read them
+        self._projects: list[Project] | None = None  # the projects, as last listed...
+        self._projects_at: tuple[float, tuple] = (0.0, ())  # ...when, and at what signature
         self.polls = 0
         self.primed = anyio.Event()  # set after the first poll: the baseline a reader starts from
         self._changed = anyio.Event()
@@ -99,16 +103,23 @@ class Feed:
         activity log and Claude Code's registry alone (``ProjectWatch.position``)."""
         # Imported by the first poll, in its worker thread: a door's start (the server's
         # ``initialize``) does not wait for them.
+        from ..catalog.watch import Tops
         from ..live.running import read_registry
+        from ..stores.claude_dirs import roots
         from ..usage.prices import prices_signature
+        from .projects import projects_signature
         from .watch import ProjectWatch
 
         moved = []
         self.polls += 1
-        registry = read_registry()  # once a poll, for every project
+        registry = read_registry(recheck=not quick)  # once a poll, for every project
         prices = prices_signature() or ()
+        tops = None if quick else Tops.now(roots())  # once for every project's transcripts
         if not quick or self._projects is None:
-            self._projects = self.projects()
+            # Listing the projects reads a file per project: only when what they come from moved.
+            sig, (at, before) = projects_signature(), self._projects_at
+            if self._projects is None or sig != before or time.monotonic() - at >= PROJECTS_S:
+                self._projects, self._projects_at = self.projects(), (time.monotonic(), sig)
             for gone in self.watches.keys() - set(self._projects):
                 del self.watches[gone]
         for project in self._projects:
@@ -116,7 +127,7 @@ class Feed:
                 watch = self.watches.get(project)
                 if watch is None:
                     watch = self.watches[project] = ProjectWatch(project)
-                now = watch.position(registry, prices, full, quick=quick)
+                now = watch.position(registry, prices, full, quick=quick, tops=tops)
             except Exception as exc:
                 safefs.warn_once(exc)
                 continue
@@ -129,15 +140,34 @@ class Feed:
         return moved
 
     async def run(self) -> None:
-        while True:
-            moved = await anyio.to_thread.run_sync(self.poll, None, self.polls % WHOLE_EVERY != 0)
-            if moved:
-                for project in moved:
-                    self.versions[project] = self.versions.get(project, 0) + 1
-                event, self._changed = self._changed, anyio.Event()
-                event.set()
-            self.primed.set()
-            await anyio.sleep(POLL_S)
+        """Poll in a thread of its own until cancelled; the event loop wakes only when a
+        project moved (an idle door's loop then sleeps: each wake-up costs, on a busy or
+        virtual machine more than the poll itself)."""
+        stop = threading.Event()
+
+        def polls() -> None:
+            while not stop.is_set():
+                moved = self.poll(None, self.polls % WHOLE_EVERY != 0)
+                if moved or not self.primed.is_set():
+                    try:
+                        anyio.from_thread.run_sync(self._moved, moved)
+                    except RuntimeError:  # the event loop is gone: the door is stopping
+                        return
+                stop.wait(POLL_S)
+
+        try:
+            await anyio.to_thread.run_sync(polls, abandon_on_cancel=True)
+        finally:
+            stop.set()  # an abandoned thread ends after the poll under way
+
+    def _moved(self, moved: list[Project]) -> None:
+        """In the event loop: the moved projects' versions bumped, their readers woken."""
+        if moved:
+            for project in moved:
+                self.versions[project] = self.versions.get(project, 0) + 1
+            event, self._changed = self._changed, anyio.Event()
+            event.set()
+        self.primed.set()
 
 
 def _fold(project: Project) -> None:

@@ -19,7 +19,7 @@ import os
 import time
 from pathlib import Path
 
-from ..catalog.watch import SLACK_S, TranscriptWatch
+from ..catalog.watch import SLACK_S, Tops, TranscriptWatch
 from ..ground import safefs
 from ..ground.project import Project
 from ..ground.safefs import stamp
@@ -48,15 +48,24 @@ class ProjectWatch:
         self._beats: tuple[tuple[str, int], ...] = ()  # each heartbeat's name and mtime, as listed
         self._rest: tuple | None = None  # what a quick poll takes from the last whole one
 
-    def position(self, registry: Snapshot, prices: tuple, full: bool | None = None, *, quick: bool = False) -> tuple:
+    def position(
+        self,
+        registry: Snapshot,
+        prices: tuple,
+        full: bool | None = None,
+        *,
+        quick: bool = False,
+        tops: Tops | None = None,
+    ) -> tuple:
         """The position now. ``registry``: Claude Code's registry as read for this poll;
         ``prices``: ``prices.json``'s signature then; ``full``: as ``TranscriptWatch.poll``;
+        ``tops``: the Claude Code roots as taken for this poll;
         ``quick``: the marks, the activity log and the registry alone, the rest as the last poll
         found it (a watcher that wants a mark in a quarter of a second, a new session within a
         second)."""
         watch = self.transcripts
         if not quick or self._rest is None:
-            watch.poll(full, {r.session_id for r in registry.running})
+            watch.poll(full, {r.session_id for r in registry.running}, tops=tops)
             self._rest = (tuple(stamp(path) for path in self.logs[QUICK:]), self._heartbeats(full is True), watch.files)
         ids = watch.ids
         return (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import msgspec
 
@@ -52,14 +53,14 @@ class Registry(msgspec.Struct):
     projects: list[Project] = msgspec.field(default_factory=list)
 
 
-def _path():
+def path() -> Path:
     return c3_home() / "projects.json"
 
 
 def entries() -> list[Project]:
     """Every registered project, each once by its root, in the order they were added. A
     corrupt registry raises."""
-    return _folded(jsondoc.read(_path(), Registry, Registry).projects)
+    return _folded(jsondoc.read(path(), Registry, Registry).projects)
 
 
 def projects() -> list[str]:
@@ -81,8 +82,8 @@ def _folded(entries: list[Project]) -> list[Project]:
     out: dict[str, Project] = {}
     for entry in entries:
         root = ground_project.resolve(entry.path).root  # a hand-edited entry may name a worktree
-        added = clock.event(entry.added, "a registered project's time", _path()) or 0.0
-        seen = clock.event(entry.last_seen, "a registered project's time", _path()) or 0.0
+        added = clock.event(entry.added, "a registered project's time", path()) or 0.0
+        seen = clock.event(entry.last_seen, "a registered project's time", path()) or 0.0
         held = out.get(root)
         roots = [r for r in entry.roots if isinstance(r, str)][:MAX_REMEMBERED]
         if held is None:
@@ -111,7 +112,7 @@ def remember_roots(project: ground_project.Project, roots: list[str]) -> None:
             if entry.path == root:
                 entry.roots = (entry.roots + [r for r in roots if r not in entry.roots])[-MAX_REMEMBERED:]
 
-    jsondoc.update(_path(), Registry, Registry, change)
+    jsondoc.update(path(), Registry, Registry, change)
 
 
 def remembered_roots() -> list[str]:
@@ -141,10 +142,10 @@ def register(project: ground_project.Project) -> None:
                 return
         reg.projects.append(Project(path=root, added=now, last_seen=now))
 
-    current = jsondoc.read(_path(), Registry, Registry)
+    current = jsondoc.read(path(), Registry, Registry)
     if any(p.path == root and now - p.last_seen <= 3600 for p in current.projects):
         return  # the common case costs one read, no lock
-    jsondoc.update(_path(), Registry, Registry, change)
+    jsondoc.update(path(), Registry, Registry, change)
 
 
 def rename(old: str, new: str) -> bool:
@@ -165,7 +166,7 @@ def rename(old: str, new: str) -> bool:
     if missing(root):
         raise BadArgument(f"{root} is not a directory: it is not registered")
     stateroot.adopt(root)
-    return jsondoc.update(_path(), Registry, Registry, change)
+    return jsondoc.update(path(), Registry, Registry, change)
 
 
 def _key(path: str) -> str:
@@ -192,7 +193,7 @@ def forget(paths: list[str]) -> list[str]:
         reg.projects = [e for e in reg.projects if e.path not in gone]
         return gone
 
-    return jsondoc.update(_path(), Registry, Registry, change)
+    return jsondoc.update(path(), Registry, Registry, change)
 
 
 def prune() -> list[str]:
@@ -206,4 +207,4 @@ def prune() -> list[str]:
 
     if not any(missing(e.path) for e in entries()):
         return []
-    return jsondoc.update(_path(), Registry, Registry, change)
+    return jsondoc.update(path(), Registry, Registry, change)
