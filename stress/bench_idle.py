@@ -76,6 +76,18 @@ def measure(proc: psutil.Process, seconds: float) -> float:
     return (cpu_seconds(proc) - cpu0) / (time.monotonic() - wall0) * 100
 
 
+def waking_floor(seconds: float) -> float:
+    """The CPU of a process that does nothing but wake four times a second (the watcher's
+    cadence), as % of one core: what any poller pays here before its first stat."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.25)"])
+    try:
+        time.sleep(1.0)
+        return measure(psutil.Process(proc.pid), seconds)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def base_env(corpus: Corpus, c3home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_"))}
     env.update(CLAUDE_CONFIG_DIR=corpus.config_dir, C3_HOME=str(c3home), PYTHONPATH=str(REPO))
@@ -266,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             big_rates: list[float] = []
             if big is not None:
                 big_rates, _ = servers(big, big.project_dirs[0], c3home, args.runs, args.seconds, failures, errlog)
+            floor = waking_floor(args.seconds)
             errlog.seek(0)
             stderr = errlog.read()
 
@@ -292,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         if big is not None:
             t.add(f"c3async serve, a project of {big.files} sessions (resources listed)", *pct_range(big_rates))
         t.section("notes")
+        t.add(
+            "this machine's floor: a Python process that only wakes four times a second",
+            f"{floor:.2f} %",
+            "(what the watcher's polls cost before any work: a wake-up costs most on a shared or virtual machine)",
+        )
         t.add(
             "machine",
             f"{os.cpu_count()} cores",

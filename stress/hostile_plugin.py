@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .harness import PY, REPO, Result, Sandbox
 from .probe import initialize
+from .venvs import sharing
 
 CLASS = "the plugin's folders"
 NOBODY = 65534
@@ -178,14 +179,9 @@ def _ready_env(w: World, data: Path, quick: bool) -> bool:
     marked ready as a build marks it; full, built by the launcher itself (pip)."""
     if quick:
         env = data / f"env-{w.key}"
-        made = subprocess.run(
-            [PY, "-m", "venv", "--without-pip", "--system-site-packages", str(env)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-        )
+        made = sharing(env)
         (env / ".c3async-ready").write_text(w.key + "\n")
-        return made.returncode == 0
+        return made == 0
     out = w.launch("build", data, timeout=BUILD_TIMEOUT_S)
     return out is not None and out.returncode == 0
 

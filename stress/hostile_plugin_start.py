@@ -71,7 +71,7 @@ class World:
             f": > {gate}.held\n"
             f'[ "$(cat {gate})" = go ] || exit 1\n'
             "for dest; do :; done\n"
-            f'exec {shlex.quote(PY)} -m venv --without-pip --system-site-packages "$dest"\n'
+            f'PYTHONPATH={shlex.quote(str(REPO))} exec {shlex.quote(PY)} -m stress.venvs "$dest"\n'
         )
         shim.chmod(0o755)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "C3_", "PYTHON"))}

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def wait_for(what: str, ready: Callable[[], object], timeout: float = 120) -> None:
     """Wait for another process's doing (a file appears): ``ready()`` true within ``timeout``."""
@@ -18,37 +20,33 @@ def wait_for(what: str, ready: Callable[[], object], timeout: float = 120) -> No
 
 
 class Gate:
-    """A ``uv`` first on PATH that builds the environment from this Python's packages (a venv
-    with its site-packages: no download), its ``venv`` held until the test opens the gate (a
-    FIFO) when there is one: ``held`` appears when it waits; ``open("fail")`` fails the build."""
+    """A ``uv`` first on PATH that builds the environment from this Python's packages
+    (``stress.venvs``: no download), its ``venv`` held until the test opens the gate (a FIFO) when
+    there is one: ``held`` appears when it waits; ``open("fail")`` fails the build. A ``python3``
+    beside it is this Python: the one Claude Code runs the launcher with, so the environment the
+    launcher asks for is of this Python's version."""
 
     def __init__(self, tmp: Path, held: bool = True) -> None:
         self.bin = tmp / "uv-bin"
         self.bin.mkdir()
+        (self.bin / "python3").symlink_to(sys.executable)
         self.fifo, self.held = tmp / "gate", tmp / "gate.held"
         if held:
             os.mkfifo(self.fifo)
         shim = self.bin / "uv"
         shim.write_text(
             f"#!{sys.executable}\n"
-            "import os, subprocess, sys\n"
+            "import os, sys\n"
+            f"sys.path.insert(0, {str(REPO)!r})\n"
+            "from pathlib import Path\n"
+            "from stress.venvs import sharing\n"
             "if sys.argv[1] == 'venv':\n"
             f"    if os.path.exists({str(self.fifo)!r}):\n"
             f"        open({str(self.held)!r}, 'w').close()\n"
             f"        with open({str(self.fifo)!r}) as gate:\n"
             "            if gate.read() == 'fail':\n"
             "                sys.exit(1)\n"
-            "    python = sys.argv[sys.argv.index('--python') + 1]\n"
-            "    cmd = [python, '-m', 'venv', '--without-pip', '--system-site-packages', sys.argv[-1]]\n"
-            "    code = subprocess.call(cmd)\n"
-            # When this Python is itself a venv, --system-site-packages gives its base's packages:
-            # this Python's are added by a .pth file (the launcher builds for this same Python).
-            "    if code == 0 and sys.prefix != sys.base_prefix:\n"
-            "        import site\n"
-            "        lib = os.path.join(sys.argv[-1], 'lib', f'python{sys.version_info[0]}.{sys.version_info[1]}')\n"
-            "        with open(os.path.join(lib, 'site-packages', 'this-pythons.pth'), 'w') as pth:\n"
-            "            pth.write(''.join(f'import site; site.addsitedir({d!r})\\n' for d in site.getsitepackages()))\n"
-            "    sys.exit(code)\n"
+            "    sys.exit(sharing(Path(sys.argv[-1]), sys.argv[sys.argv.index('--python') + 1]))\n"
             "sys.exit(0)  # pip install: the packages are this Python's own\n"
         )
         shim.chmod(0o755)

@@ -223,3 +223,19 @@ def test_an_empty_filter_says_so_on_stderr(claude):
     assert "no sessions match --filter waiting (of 1 listed)" in proc.stderr
     proc = claude.run("sessions", "--project", proj, "--filter", "waiting", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout) == []
+
+
+def test_a_registry_of_projects_that_does_not_parse_leaves_one_projects_live_listing_whole(claude, sleeper):
+    """``live --project P`` works out each live session's share of the account's window from the
+    other projects too; a ``projects.json`` that does not parse leaves those out and says so,
+    and P's live sessions are still listed (not an error about a file P does not need)."""
+    proj = claude.project("app")
+    sid = simple_session(claude.folder(proj), proj, "still running")
+    registry_file(claude.config, sleeper.pid, sid, proj, status="busy")
+    claude.c3home.mkdir(parents=True, exist_ok=True)
+    (claude.c3home / "projects.json").write_text('{"version":1,"projects":[[[]]]}')
+    proc = claude.run("live", "--project", proj, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [e["id"] for e in json.loads(proc.stdout)] == [sid]
+    assert "projects.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert (claude.c3home / "projects.json").read_text() == '{"version":1,"projects":[[[]]]}'

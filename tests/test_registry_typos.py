@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,9 +68,13 @@ def test_a_project_env_that_is_no_directory_is_a_usage_error(claude):
     assert proc.returncode == 2 and "CLAUDE_PROJECT_DIR" in proc.stderr, proc.stderr
 
 
+@pytest.mark.skipif(
+    (3, 13, 0) <= sys.version_info[:3] < (3, 13, 3),
+    reason="CPython 3.13.0-3.13.2 raise SystemError on a module attribute missed while the current "
+    "folder is gone (python/cpython#130932), before c3async can say anything",
+)
 def test_a_deleted_current_directory_is_a_usage_error(claude):
     import subprocess
-    import sys
 
     gone = claude.root / "work" / "gone"
     gone.mkdir(parents=True)

@@ -16,7 +16,8 @@ import msgspec
 from ..catalog import discover, moves
 from ..catalog.locate import ClaudeRoot
 from ..catalog.scan import ProjectScan, scan_projects_sync
-from ..ground import memo, stateroot
+from ..ground import memo, safefs, stateroot
+from ..ground.errors import C3Error
 from ..ground.paths import canonical
 from ..ground.project import Project, resolve
 from ..ground.safefs import stamp
@@ -28,6 +29,7 @@ __all__ = (
     "known_projects",
     "learn_from",
     "listed_projects",
+    "other_projects",
     "project_overview",
     "projects_signature",
 )
@@ -106,6 +108,17 @@ def listed_projects() -> list[Project]:
     """What ``--all`` and the Hub list: every known project, missing ones included (their
     sessions stay), but not a registry entry whose path can name no folder."""
     return [Project(p.path) for p in known_projects() if _names_a_folder(p.path)]
+
+
+def other_projects(project: Project | None = None) -> list[Project]:
+    """The listed projects but ``project``, for a command about one project that looks at the
+    others too (its burn's share of the account's window, an id searched elsewhere): a registry
+    that cannot be read is said once and leaves the others out, never failing that command."""
+    try:
+        return [p for p in listed_projects() if p != project]
+    except C3Error as exc:
+        safefs.warn_once(exc)
+        return []
 
 
 def learn_from(scans: list[ProjectScan]) -> None:

@@ -23,7 +23,7 @@ from ..catalog.resolve import resolve as resolve_session
 from ..ground.errors import AmbiguousSession, BadArgument, UnknownSession
 from ..ground.project import Project, resolve
 from ..stores import archive, claude_dirs, records
-from .projects import listed_projects
+from .projects import other_projects
 from .view import extra_cwds
 
 __all__ = ("CURRENT", "Found", "find", "resolve_ref")
@@ -58,9 +58,7 @@ def _elsewhere(project: Project, ref: str, anywhere: bool) -> tuple[list[Found],
     found: dict[str, Found] = {}
     searched = []
     roots = claude_dirs.roots()
-    for other in listed_projects():
-        if other == project:
-            continue
+    for other in other_projects(project):
         where, cands = matches(other.root, ref, extra_cwds(other), archive.usable(), roots)
         searched.append(where)
         for c in cands:

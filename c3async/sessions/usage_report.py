@@ -219,12 +219,12 @@ def usage_view(project: Project, now: float | None = None) -> str:
     """The current 5-hour and weekly windows: their totals, and each project's and session's
     share of them (this project accounted now; the others as their last pass left them)."""
     from ..usage.prices import current_prices
-    from .projects import listed_projects
+    from .projects import other_projects
 
     now = time.time() if now is None else now
     table = current_prices()
     here = account_projects([project], only_changed=True, processes=False)
-    others = [p for p in listed_projects() if p != project]
+    others = other_projects(project)
     lines_of: list[tuple[str, Iterable[Slot]]] = [(r.project.root, _slots(r)) for r in here]
     titles: dict[str, str] = {}
     for r in here:
@@ -355,7 +355,7 @@ def burn_report(
     status line (``runway.save``)."""
     from ..usage import burn, runway
     from ..usage.prices import current_prices
-    from .projects import listed_projects
+    from .projects import other_projects
 
     now = time.time() if now is None else now
     table = current_prices()
@@ -369,7 +369,7 @@ def burn_report(
                 lines[r.project.root] = line.slots
                 titles.update(line.titles)
                 refusals += [(r.project.root, f) for f in line.refusals]
-    for other in dict.fromkeys([*projects, *listed_projects()]):
+    for other in dict.fromkeys([*projects, *other_projects()]):
         if other.root in lines:
             continue
         line = loaded[other.root] if loaded and other.root in loaded else load_timeline(other)
