@@ -95,6 +95,13 @@ def test_the_usage_page(hub, browser, width):
 
         pg.reload()  # the fragment keeps the page
         expect(pg.locator("#chart-day svg .bar")).to_have_count(4, timeout=WAIT_MS)
+        # a chart is as wide as its box, and follows it when the window is resized
+        fits = "[...document.querySelectorAll('.usage-chart .chart')].every(b => b.firstChild && b.firstChild.getAttribute('width') == Math.max(280, Math.round(b.getBoundingClientRect().width)))"
+        assert pg.evaluate(f"() => {fits}")
+        pg.set_viewport_size({"width": width + 150, "height": 900})
+        pg.wait_for_function(f"() => {fits}", timeout=WAIT_MS)
+        pg.set_viewport_size({"width": width, "height": 900})
+        pg.wait_for_function(f"() => {fits}", timeout=WAIT_MS)
         pg.locator('#views a[data-view="sessions"]').click()
         expect(pg.locator("#rows li.row")).to_have_count(2, timeout=WAIT_MS)
         expect(pg.locator("#usage")).to_be_hidden()

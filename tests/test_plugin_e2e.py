@@ -337,7 +337,10 @@ def test_beside_a_server_added_by_hand_one_row_one_mcp_count_one_hook_row(world,
                     "two servers were expected to run (the plugin's and the hand-added one)"
                 )
                 time.sleep(0.1)
-            rows = module_claude.sessions(proj)
+            deadline = time.monotonic() + 30
+            while not (rows := module_claude.sessions(proj)):  # Claude Code writes its transcript a moment later
+                assert time.monotonic() < deadline, "the session's transcript never appeared"
+                time.sleep(0.2)
             assert len(rows) == 1, rows
             assert rows[0]["live"] and rows[0]["mcp_count"] == 1, rows[0]
         finally:

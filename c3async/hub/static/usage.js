@@ -8,7 +8,8 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const CHART_H = 240;
 const PAD = { left: 64, right: 10, top: 12, bottom: 40 };
 const REFRESH_MS = 60_000;  // the Hub's accountant brings the timelines up to date every minute
-const usage = { data: {}, metric: "cost", timer: 0, gen: 0 };
+// widths: each chart box's width as a ResizeObserver last reported it (drawing reads no layout)
+const usage = { data: {}, metric: "cost", timer: 0, gen: 0, widths: {} };
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -59,7 +60,7 @@ function colour(data, project) {
 function drawChart(by) {
   const data = usage.data[by], fig = $(`#chart-${by}`), box = $(".chart", fig);
   if (!data) return;
-  const width = Math.max(280, box.clientWidth);
+  const width = usage.widths[by] ?? Math.max(280, box.clientWidth);
   const plotW = width - PAD.left - PAD.right, plotH = CHART_H - PAD.top - PAD.bottom;
   const bars = data.buckets, what = usage.metric === "cost" ? "cost (USD)" : "tokens";
   const per = by === "day" ? "day" : "5-hour window";
@@ -278,12 +279,19 @@ document.addEventListener("DOMContentLoaded", () => {
     box.addEventListener("focusout", hideTip);
   }
   document.addEventListener("keydown", e => { if (e.key === "Escape") hideTip(); });
-  let queued = false;
-  window.addEventListener("resize", () => {
-    if (queued || !showingUsage()) return;
-    queued = true;
-    requestAnimationFrame(() => { queued = false; drawChart("day"); drawChart("window"); });
-  }, { passive: true });
+  // A chart is drawn again when its box's width changes (the window resized, a scrollbar came),
+  // after layout and before paint: drawing then never forces a layout of its own.
+  const sized = new ResizeObserver(entries => {
+    for (const e of entries) {
+      const by = e.target.closest(".usage-chart").dataset.by;
+      if (!e.contentRect.width) { delete usage.widths[by]; continue; }  // hidden: measured when shown
+      const width = Math.max(280, Math.round(e.contentRect.width));
+      if (width === usage.widths[by]) continue;
+      usage.widths[by] = width;
+      if (showingUsage()) drawChart(by);
+    }
+  });
+  for (const box of document.querySelectorAll(".usage-chart .chart")) sized.observe(box);
   window.addEventListener("hashchange", showView);
   showView();
 });
