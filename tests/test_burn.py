@@ -327,3 +327,39 @@ def test_the_5_hour_rule_read_from_the_last_gap_places_now_as_over_every_row():
         walked = {k for k in buckets._keys(buckets._chain(rows, now), "window", samples) if k[1] <= now < k[2]}
         assert walked == every
         assert (buckets.period_at(rows, "window", samples, now) in every) if every else True
+
+
+def test_the_window_and_week_holding_now_are_those_of_every_row_summed_from_their_own():
+    """``buckets.current`` (the Usage page's current windows) sums only the rows of the window
+    or week holding now: the same row, figures and all, as ``bucket`` over every row gives."""
+    import random
+
+    from c3async.usage import buckets
+    from c3async.usage.limits import Sample
+
+    rng = random.Random(33)
+    for _ in range(200):
+        rows, t = [], NOW - 10 * 86_400
+        for _ in range(rng.randint(1, 60)):
+            t += rng.choice([60, 900, 3600, 4 * 3600, 5 * 3600, 6 * 3600, 86_400])
+            last = t + rng.choice([0, 300, 800])
+            slot = Slot(int(t // SLOT_S), rng.choice([SID, OTHER]), SONNET, tokens=(1, rng.randint(1, 9), 0, 0, 0),
+                        responses=1, first=t, last=last)  # fmt: skip
+            rows.append((rng.choice(["/p", "/q"]), slot))
+        now = rng.choice([t, t + rng.uniform(0, 6 * 3600), t + rng.uniform(0, 8 * 86_400)])
+        samples = []
+        if rng.random() < 0.4:
+            samples.append(Sample(now - 60, "five_hour", 40.0, now + rng.uniform(60, 5 * 3600)))
+        if rng.random() < 0.4:
+            samples.append(Sample(now - 60, "seven_day", 20.0, now + rng.uniform(60, 7 * 86_400)))
+        timelines = [(p, [s for q, s in rows if q == p]) for p in ("/p", "/q")]
+        for by in ("window", "week"):
+            every = buckets.bucket(timelines, by, TABLE, samples=samples).rows
+            holding = [r for r in every if _epoch(r.start) <= now < _epoch(r.end)]
+            assert buckets.current(timelines, by, TABLE, samples, now) == (holding[0] if holding else None)
+
+
+def _epoch(iso: str | None) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso or "").timestamp()

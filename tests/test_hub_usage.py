@@ -196,3 +196,38 @@ def test_the_hub_works_out_the_pages_first_asks_at_start(world):
     usage()  # the first visit, by day: a lookup of what start worked out
     usage(by="window")
     assert set(usage_charts._answers) == held
+
+
+def test_the_runways_are_held_while_their_files_hold_and_the_hub_works_them_out_after_each_pass(world):
+    """The runways and refusals (the burn's part of the page) are worked out once for both charts
+    and held while nothing they rest on moves, ``BURN_HOLD_S`` at most (the pace moves with time);
+    the Hub's accounting chore works them out again and keeps them for the status line. Each
+    working-out writes the runways' file with its time (``runway.save``)."""
+    from c3async.hub import app
+    from c3async.sessions import runtime, usage_charts
+    from c3async.sessions.projects import listed_projects
+    from c3async.usage import runway
+
+    def computed() -> float:
+        return json.loads(runway.path().read_text())["computed"]
+
+    resets = NOW + 4.5 * HOUR
+    assert ratelimits.record([ratelimits.Sample(NOW - 60, "five_hour", 30.0, resets)], now=NOW - 60) == 1
+    projects = listed_projects()
+    t = NOW + 1
+    usage_charts.usage_charts(projects, "day", None, now=t)
+    assert computed() == pytest.approx(t)
+    usage_charts.usage_charts(projects, "window", None, now=t + 30)
+    assert computed() == pytest.approx(t), "held: the second chart of the page shares it"
+    usage_charts.usage_charts(projects, "day", None, now=t + usage_charts.BURN_HOLD_S + 1)
+    assert computed() == pytest.approx(t + usage_charts.BURN_HOLD_S + 1), "past the hold: worked out again"
+    later = t + usage_charts.BURN_HOLD_S + 2
+    assert ratelimits.record([ratelimits.Sample(later, "five_hour", 42.0, resets)], now=later) == 1
+    five = usage_charts.usage_charts(projects, "day", None, now=later)["windows"][0]
+    assert computed() == pytest.approx(later) and five["samples"] == 2, "a sample recorded: worked out again"
+    before = time.time()
+    runtime._runway(projects, app._runways)  # the Hub's chore after an accounting pass
+    assert before - 1 <= computed() <= time.time() + 1  # not `later`'s, 90 s ahead
+    runway.path().unlink()
+    usage_charts.usage_charts(projects, "day", None, now=time.time())
+    assert not runway.path().exists(), "the chore's working-out is what the page shows"

@@ -587,14 +587,18 @@ async def api_usage(request: Request) -> Response:
 def _warm_usage() -> None:
     """The Usage page's two first asks answered once, held for the first visit (a background
     chore: a failure is logged, and the visit works it out itself)."""
-    from ..sessions.usage_charts import BY, usage_charts
-
     try:
-        projects = _projects()
-        for by in BY:
-            usage_charts(projects, by, None)
+        _runways(_projects())
     except Exception as exc:
         log.warning("could not work out the Usage page at start: %s", exc)
+
+
+def _runways(projects: list[Project]) -> None:
+    """After each accounting pass (and at start): the runways worked out again, and the Usage
+    page's first asks, held for a visit."""
+    from ..sessions.usage_charts import refresh
+
+    refresh(projects)
 
 
 async def api_search(request: Request) -> Response:
@@ -801,7 +805,8 @@ def create_app(token: str | None = None) -> Guard:
     token every ``/api`` request needs (a fresh one unless given)."""
     token = token or secrets.token_urlsafe(32)
     static = str(resources.files("c3async.hub").joinpath("static"))
-    runtime = Runtime(_projects, index=True)  # the watcher, the warm scan, token totals, the keep pass
+    # the watcher, the warm scan, token totals (and the runways, held for the Usage page), the keep pass
+    runtime = Runtime(_projects, index=True, runway=_runways)
     table = Table(_projects, runtime.feed.version)
 
     async def warm() -> None:

@@ -16,7 +16,8 @@ a growing pause):
   catalog read once, so the first listing is a cache hit.
 - ``account``: every ``ACCOUNT_S``, the token totals of each project whose inputs moved
   (``usage.account.account_if_changed``), then the runway the status line shows
-  (``usage_report.refresh_runway``, when a rate limit was ever recorded); and every ``KEEP_S``, the keep pass (a listing:
+  (``usage_report.refresh_runway``, when a rate limit was ever recorded; the Hub's also holds it
+  for its Usage page); and every ``KEEP_S``, the keep pass (a listing:
   ``sessions.keep`` preserves what the policy covers before Claude Code's cleanup). The first
   pass waits for the warm scan: the first listing matters more.
 - ``index`` (the Hub's): the search index brought up to date at start (a first build runs as a
@@ -188,12 +189,14 @@ class Runtime:
     """The jobs above over ``projects``. ``after``: set once the door has answered its first
     request (the server's ``initialize``); the warm scan waits for it (at most ``ANSWER_WAITS_S``).
     ``index``: keep the search index current too (the Hub). ``release``: called after a job
-    that read a lot (the server hands memory back to the OS)."""
+    that read a lot (the server hands memory back to the OS). ``runway``: works out the runways
+    after each accounting pass (default ``usage_report.refresh_runway``)."""
 
     projects: Callable[[], list[Project]]
     after: anyio.Event | None = None
     index: bool = False
     release: Callable[[bool], None] | None = None
+    runway: Callable[[list[Project]], None] | None = None
     ANSWER_WAITS_S = 5.0
 
     def __post_init__(self) -> None:
@@ -234,7 +237,7 @@ class Runtime:
             worked = False
             for project in await anyio.to_thread.run_sync(self.projects):
                 worked |= await anyio.to_thread.run_sync(self.account_once, project, abandon_on_cancel=True)
-            await anyio.to_thread.run_sync(_runway, self.projects(), abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(_runway, self.projects(), self.runway, abandon_on_cancel=True)
             if worked and self.release is not None:
                 await anyio.to_thread.run_sync(self.release, False)
             await anyio.sleep(ACCOUNT_S)
@@ -258,13 +261,14 @@ class Runtime:
         return worked
 
 
-def _runway(projects: list[Project]) -> None:
+def _runway(projects: list[Project], chore: Callable[[list[Project]], None] | None) -> None:
     """The runway the status line shows, worked out again from the accounting just done (the
-    pace of the last quarter hour moves even when nothing is written)."""
+    pace of the last quarter hour moves even when nothing is written): by ``chore`` when the
+    door has one (the Hub's holds it for its Usage page too)."""
     from .usage_report import refresh_runway
 
     try:
-        refresh_runway(projects)
+        (chore or refresh_runway)(projects)
     except Exception as exc:  # a background chore: logged, never fatal
         log.warning("could not work out the runway: %s", exc)
 

@@ -23,11 +23,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..ground.errors import C3Error
 from ..ground.project import Project
 from ..live.reader import live_sessions
 from ..live.running import read_registry
 from ..usage import limits, ratelimits
-from ..usage.buckets import WINDOW_S, UsageRow, bucket
+from ..usage.buckets import WINDOW_S, UsageRow, bucket, current
 from ..usage.prices import PriceTable, prices_signature
 from ..usage.timeline import SLOT_S, Slot, Timeline
 from ..usage.timeline import load as load_timeline
@@ -41,6 +42,9 @@ BY = ("day", "window")  # the page's two charts
 SINCE = {"day": "30d", "window": "7d"}  # each chart's period when none is asked for
 TOP = 9  # projects drawn in colours of their own; the rest are one part
 BURN_S = 900.0  # a live session's pace: its usage of the last quarter hour, per hour
+# The runways and refusals are held while the files they rest on hold, this long at most (the
+# pace moves with time); the Hub works them out again after each accounting pass (``refresh``).
+BURN_HOLD_S = 90.0
 WINDOWS = ((limits.FIVE_HOUR, "5-hour", "window"), (limits.SEVEN_DAY, "weekly", "week"))
 _STATES = {"waiting": 0, "busy": 1, "idle": 2}  # the burn's order, as the live board's
 
@@ -52,11 +56,11 @@ def usage_charts(projects: list[Project], by: str, since: str | None, now: float
     start = usage_report.since_of(since or SINCE[by], now, what="since")
     start = None if start is None else start - start % SLOT_S
     inputs = _inputs(projects)
-    out = dict(_held(("chart", by, start, inputs), lambda: _chart(projects, by, start, inputs)))
+    rests = inputs if by == "window" else (inputs[0], None, inputs[2])  # days: not on the samples
+    out = dict(_held(("chart", by, start, rests), lambda: _chart(projects, by, start, inputs)))
     out["now"] = _local(now)
-    out.update(_current(projects, inputs, now))
-    loaded = dict(_loaded(projects, inputs))  # decoded once, while their files hold
-    page = usage_report.usage_page(projects, now, loaded)  # the runways and refusals: the burn's
+    out.update(_current(projects, inputs, _live(projects, now), now))
+    page = _burn_part(projects, inputs, now)
     runways = {w["name"]: w for w in page["windows"]}
     for w in out["windows"]:
         found = runways.get(w["window"])
@@ -66,11 +70,55 @@ def usage_charts(projects: list[Project], by: str, since: str | None, now: float
     return out
 
 
+def refresh(projects: list[Project]) -> None:
+    """The page's first asks worked out where what they rest on moved, and held, so that a
+    visit is a lookup; the runways worked out again and kept for the status line too (as
+    ``usage_report.refresh_runway`` does, when a rate limit was ever recorded). The Hub's chore
+    at its start and after each accounting pass."""
+    now = time.time()
+    if os.path.isfile(ratelimits.log_path()):
+        _burn_part(projects, _inputs(projects), now, again=True)
+    for by in BY:
+        usage_charts(projects, by, None, now)
+
+
+def _burn_part(projects: list[Project], inputs: tuple, now: float, again: bool = False) -> dict[str, Any]:
+    """The runways and refusals (``usage_report.usage_page``: the burn's), held for the same
+    ``inputs`` up to ``BURN_HOLD_S``; ``again``: worked out afresh. They do not depend on which
+    sessions are live (that is ``_current``'s)."""
+    global _burned
+    with _lock:
+        if not again and _burned is not None and _burned[0] == inputs and abs(now - _burned[1]) < BURN_HOLD_S:
+            return _burned[2]
+        loaded = dict(_loaded(projects, inputs))  # decoded once, while their files hold
+        part = usage_report.usage_page(projects, now, loaded, live=set())
+        _burned = (inputs, now, part)
+        return part
+
+
+def _live(projects: list[Project], now: float) -> dict[str, tuple[str, str | None]]:
+    """The sessions live now, each with its project and state (waiting, busy, idle), as
+    c3async's servers and Claude Code's registry say (read once for every project). A project
+    whose heartbeats cannot be read has none."""
+    registry = read_registry()
+    live: dict[str, tuple[str, str | None]] = {}
+    for p in projects:
+        try:
+            found = live_sessions(p, registry=registry, now=now)
+        except (OSError, C3Error):
+            continue
+        for sid, e in found.items():
+            if sid and e.live and sid not in live:
+                live[sid] = (p.root, e.state)
+    return live
+
+
 # What the page is made of, as of the files it reads: each project's timeline, the rate-limit
 # log and prices.json. A few answers are held by it (the page asks twice, and again every
 # minute): a timeline that moved, a sample recorded or a price changed makes a new key.
 _HOLD = 8
 _answers: dict[tuple, Any] = {}
+_burned: tuple[tuple, float, dict[str, Any]] | None = None  # the runways and refusals: for what, when
 _timelines: dict[Project, tuple[tuple | None, Timeline | None]] = {}
 _lock = threading.Lock()
 
@@ -91,15 +139,18 @@ def _inputs(projects: list[Project]) -> tuple:
     )
 
 
-def _held(key: tuple, make: Callable[[], Any]) -> Any:
-    """The answer held for ``key``, else ``make()``'s, held (one maker at a time: the page's
-    two requests do the shared work once)."""
+def _held(key: tuple, make: Callable[[], Any], fresh: Callable[[Any], bool] | None = None) -> Any:
+    """The answer held for ``key`` (and ``fresh``, when given), else ``make()``'s, held; the
+    least lately used goes first (one maker at a time: the page's two requests do the shared
+    work once)."""
     with _lock:
-        if key not in _answers:
-            _answers[key] = make()
-            while len(_answers) > _HOLD:
-                del _answers[next(iter(_answers))]
-        return _answers[key]
+        found = _answers.pop(key, None)
+        if found is None or (fresh is not None and not fresh(found)):
+            found = make()
+        _answers[key] = found  # the newest last
+        while len(_answers) > _HOLD:
+            del _answers[next(iter(_answers))]
+        return found
 
 
 def _loaded(projects: list[Project], inputs: tuple) -> list[tuple[str, Timeline]]:
@@ -119,10 +170,8 @@ def _loaded(projects: list[Project], inputs: tuple) -> list[tuple[str, Timeline]
 def _chart(projects: list[Project], by: str, start: float | None, inputs: tuple) -> dict[str, Any]:
     found = _loaded(projects, inputs)
     table = report_prices()
-    refused = (f for _, t in found for f in t.refusals)
-    parts = bucket(
-        [(p, t.slots) for p, t in found], by, table, since=start, samples=limits.samples(refused), per_project=True
-    )
+    samples = limits.samples(f for _, t in found for f in t.refusals) if by == "window" else None
+    parts = bucket([(p, t.slots) for p, t in found], by, table, since=start, samples=samples, per_project=True)
     top = _top(parts.rows)
     return {
         "by": by,
@@ -199,38 +248,46 @@ def _local(seconds: float) -> str:
 
 
 class _Drawn(NamedTuple):
-    """The windows as the timelines and samples draw them (as ``c3async usage --by window``:
-    from the first response, since ccusage's rule chains its windows from there)."""
+    """The current windows as the timelines and samples draw them at ``now`` (as ``c3async usage
+    --by window`` and ``--by week`` draw the ones holding it), and each session's rows."""
 
     found: list[tuple[str, Timeline]]
     samples: list[limits.Sample]
     table: PriceTable
-    drawn: dict[str, list[UsageRow]]  # by 'window' and 'week': each window's usage
+    now: float
+    here: dict[str, UsageRow | None]  # by 'window' and 'week': the one holding now (None: no usage in one)
     sessions: dict[str, list[tuple[str, Slot]]]  # each session's rows (the burn's)
 
+    def holds(self, now: float) -> bool:
+        """Whether the windows drawn still hold ``now`` (one that ended draws them again; none
+        holding: only a new row, a moved timeline, starts one)."""
+        return all(u is None or _epoch(u.start or "") <= now < _epoch(u.end or "") for u in self.here.values())
 
-def _draw(projects: list[Project], inputs: tuple) -> _Drawn:
+
+def _draw(projects: list[Project], inputs: tuple, now: float) -> _Drawn:
     found = _loaded(projects, inputs)
     table = report_prices()
     samples = limits.samples(f for _, t in found for f in t.refusals)
-    drawn = {by: bucket([(p, t.slots) for p, t in found], by, table, samples=samples).rows for _, _, by in WINDOWS}
+    here = {by: current([(p, t.slots) for p, t in found], by, table, samples, now) for _, _, by in WINDOWS}
     sessions: dict[str, list[tuple[str, Slot]]] = {}
     for p, s in ((p, s) for p, t in found for s in t.slots if s.slot >= 0):
         sessions.setdefault(s.session, []).append((p, s))
-    return _Drawn(found, samples, table, drawn, sessions)
+    return _Drawn(found, samples, table, now, here, sessions)
 
 
-def _current(projects: list[Project], inputs: tuple, now: float) -> dict[str, Any]:
+def _current(
+    projects: list[Project], inputs: tuple, live: dict[str, tuple[str, str | None]], now: float
+) -> dict[str, Any]:
     """The current 5-hour and weekly windows and the live sessions' burn: a window's used % and
     reset where Claude Code reported one holding ``now``, else the rule's window with its used %
     unknown (never 0); the runway is filled in from the burn's calibration (``usage_charts``)."""
-    d = _held(("drawn", inputs), lambda: _draw(projects, inputs))
+    d = _held(("drawn", inputs), lambda: _draw(projects, inputs, now), fresh=lambda d: d.holds(now))
     windows = []
     five_hour: UsageRow | None = None
     for key, name, by in WINDOWS:
         reported = [w for w in limits.windows(key, d.samples) if w.start <= now < w.end]
         w = reported[-1] if reported else None
-        here = next((u for u in d.drawn[by] if u.start and u.end and _epoch(u.start) <= now < _epoch(u.end)), None)
+        here = d.here[by]
         if key == limits.FIVE_HOUR:
             five_hour = here
         windows.append(
@@ -247,7 +304,7 @@ def _current(projects: list[Project], inputs: tuple, now: float) -> dict[str, An
                 **_figures([here] if here else []),
             }
         )
-    return {"windows": windows, "live": _burn(d, five_hour, now)}
+    return {"windows": windows, "live": _burn(d, live, five_hour, now)}
 
 
 def _by_project(rows: Iterable[tuple[str, Slot]]) -> list[tuple[str, list[Slot]]]:
@@ -257,16 +314,14 @@ def _by_project(rows: Iterable[tuple[str, Slot]]) -> list[tuple[str, list[Slot]]
     return list(of.items())
 
 
-def _burn(d: _Drawn, window: UsageRow | None, now: float) -> list[dict[str, Any]]:
+def _burn(
+    d: _Drawn, live_now: dict[str, tuple[str, str | None]], window: UsageRow | None, now: float
+) -> list[dict[str, Any]]:
     """Each live session's tokens and cost per hour now (its last ``BURN_S``, per hour) and in
     the current 5-hour window, with its share of the window's cost; waiting ones first, then
-    busy, idle, unknown."""
-    registry = read_registry()
-    live: dict[str, tuple[str, str | None]] = {}
-    for project, _ in d.found:
-        for sid, e in live_sessions(Project(project), registry=registry, now=now).items():
-            if sid and e.live and sid not in live:
-                live[sid] = (project, e.state)
+    busy, idle, unknown. The sessions of the projects with a timeline (``live_now``: ``_live``'s)."""
+    accounted = {p for p, _ in d.found}
+    live = {sid: found for sid, found in live_now.items() if found[0] in accounted}
     if not live:
         return []
     start, end = (_epoch(window.start or ""), _epoch(window.end or "")) if window else (now - WINDOW_S, now)

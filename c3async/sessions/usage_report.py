@@ -347,11 +347,13 @@ def burn_report(
     processes: bool = True,
     loaded: dict[str, Timeline] | None = None,
     rules: bool = True,
+    others: bool = True,
 ) -> BurnReport:
     """Every listed project's part of the current windows (the window is the account's):
     ``projects`` brought up to date first when ``account`` (the others as their last pass left
     them, or as ``loaded`` holds them); ``live``: the live sessions' ids (None: Claude Code's
-    registry of running ones); ``rules``: as ``burn.burn``'s. The runways are kept for the
+    registry of running ones); ``rules``: as ``burn.burn``'s; ``others``: the other listed
+    projects counted too (False: ``projects`` are all of them). The runways are kept for the
     status line (``runway.save``)."""
     from ..usage import burn, runway
     from ..usage.prices import current_prices
@@ -369,7 +371,7 @@ def burn_report(
                 lines[r.project.root] = line.slots
                 titles.update(line.titles)
                 refusals += [(r.project.root, f) for f in line.refusals]
-    for other in dict.fromkeys([*projects, *other_projects()]):
+    for other in dict.fromkeys([*projects, *(other_projects() if others else ())]):
         if other.root in lines:
             continue
         line = loaded[other.root] if loaded and other.root in loaded else load_timeline(other)
@@ -382,14 +384,16 @@ def burn_report(
     samples = limits.samples(f for _, f in refusals)
     timelines = list(lines.items())
     windows = burn.burn(timelines, samples, table, now, live, rules)
-    # what the calibration and the runways ask of it: from the first sample, or the pace's start
-    spend = burn.Spend.of(timelines, table, since=min([s.t for s in samples] + [now - burn.PACE_S]))
     runways = {}
-    for w in windows:
-        found = runway.runway(w, runway.calibrate(samples, w.name, spend), spend, now)
-        if found is not None:
-            runways[w.name] = found
-    runway.save(list(runways.values()), now)
+    if any(w.rule == "reported" for w in windows):  # only a window Claude Code reports has one
+        # what the calibration and the runways ask of it: from the first sample, or the pace's start
+        spend = burn.Spend.of(timelines, table, since=min([s.t for s in samples] + [now - burn.PACE_S]))
+        for w in windows:
+            found = runway.runway(w, runway.calibrate(samples, w.name, spend), spend, now)
+            if found is not None:
+                runways[w.name] = found
+    if samples:  # nothing recorded: nothing for the status line to keep
+        runway.save(list(runways.values()), now)
     refusals.sort(key=lambda pr: -pr[1].t)
     return BurnReport(windows, runways, refusals, titles, now)
 
@@ -538,13 +542,21 @@ def burn_json(report: BurnReport) -> dict:
     return {"now": report.now, "pace_s": burn_pace_minutes() * 60, "windows": windows, "refusals": refusals}
 
 
-def usage_page(projects: list[Project], now: float | None = None, loaded: dict[str, Timeline] | None = None) -> dict:
+def usage_page(
+    projects: list[Project],
+    now: float | None = None,
+    loaded: dict[str, Timeline] | None = None,
+    live: set[str] | None = None,
+) -> dict:
     """The Hub's Usage page's part of the burn: the current windows Claude Code reports, with
     their used percent, reset, runway and the samples it rests on, and each project's and
     session's burn in them; the refusals (``burn_json``). A window by its rule is left empty
     (the page draws its own: ``usage_charts``). The timelines as the accounting last left them
-    (or as ``loaded`` holds them): nothing is read from a transcript."""
-    return burn_json(burn_report(projects, now, account=False, live=_live(projects), loaded=loaded, rules=False))
+    (or as ``loaded`` holds them): nothing is read from a transcript. ``projects``: every listed
+    one; ``live``: the live sessions' ids, when the caller has them."""
+    if live is None:
+        live = _live(projects)
+    return burn_json(burn_report(projects, now, account=False, live=live, loaded=loaded, rules=False, others=False))
 
 
 def _live(projects: list[Project]) -> set[str]:

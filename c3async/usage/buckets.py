@@ -27,7 +27,7 @@ from .prices import PriceTable
 from .timeline import SLOT_S, Slot
 from .totals import NO_TOKENS, ModelTokens, price_models
 
-__all__ = ("BY", "TIMED", "Bucketed", "UsageRow", "bucket", "period_at")
+__all__ = ("BY", "TIMED", "Bucketed", "UsageRow", "bucket", "current", "period_at")
 
 TIMED = ("day", "week", "month", "window")
 WINDOW_S = limits.LENGTH_S[limits.FIVE_HOUR]
@@ -179,8 +179,7 @@ def bucket(
     for key, acc in sums.items():
         row = acc.row(by, key[0], table)
         if by in TIMED:
-            row.start, row.end = _local(key[1]), _local(key[2])
-            row.rule = key[3]
+            _dated(row, key)
         elif by == "session":
             row.project = key[1]
             if acc.last:
@@ -193,6 +192,33 @@ def bucket(
     else:
         out.sort(key=lambda r: (-r.cost_usd, -sum(r.tokens_by_model.values()), r.bucket))
     return Bucketed(out, undated, len(whole))
+
+
+def _dated(row: UsageRow, key: tuple) -> UsageRow:
+    row.start, row.end = _local(key[1]), _local(key[2])
+    row.rule = key[3]
+    return row
+
+
+def current(
+    timelines: Iterable[tuple[str, Iterable[Slot]]],
+    by: str,
+    table: PriceTable,
+    samples: list[limits.Sample],
+    now: float,
+) -> UsageRow | None:
+    """The 5-hour window (``by`` 'window') or week holding ``now``, as ``bucket`` draws it over
+    all of ``timelines``, summed from its own rows alone (``period_at``); None when no row falls
+    in one that holds ``now``."""
+    rows = [(p, s) for p, slots in timelines for s in slots if s.slot >= 0]
+    key = period_at(rows, by, samples, now)
+    if key is None:
+        return None
+    acc = _Sum()
+    for _, s in rows:
+        if key[1] <= s.first < key[2]:  # windows and weeks do not overlap: a row is in the one its first is
+            acc.add(s)
+    return _dated(acc.row(by, key[0], table), key)
 
 
 def _keys(rows: list[tuple[str, Slot]], by: str, samples: list[limits.Sample]) -> list[tuple]:
@@ -226,8 +252,15 @@ def period_at(rows: list[tuple[str, Slot]], by: str, samples: list[limits.Sample
     ``rows`` (the reported one, else the rule's): (label, start, end, rule); None when no row
     falls in one that holds ``now`` (no usage in it yet)."""
     dated = [r for r in rows if r[1].slot >= 0]
-    if by == "window":
-        dated = _chain(dated, now)
+    said = [w for w in limits.windows(limits.FIVE_HOUR if by == "window" else limits.SEVEN_DAY, samples)
+            if w.start <= now < w.end]  # fmt: skip
+    if said:  # reported: no rule to follow back
+        w = said[-1]
+        found = any(w.start <= s.first < w.end for _, s in dated)
+        return (_label(w.start, by), w.start, w.end, "reported") if found else None
+    # a week holding now began in the last 7 days (a calendar one: an hour more across a DST change)
+    week_start = now - WEEK_S - 2 * 3600
+    dated = _chain(dated, now) if by == "window" else [r for r in dated if r[1].first >= week_start]
     for key in set(_keys(dated, by, samples)):
         if key[1] <= now < key[2]:
             return key

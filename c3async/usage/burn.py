@@ -19,6 +19,7 @@ holds are those whose first response falls in it, as ``buckets`` counts them.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable
 
 import msgspec
@@ -143,16 +144,23 @@ def burn(
     first, then by cost) and the rate now. ``rules`` False: a window Claude Code does not report
     now is left empty, its rule's window not drawn (for a caller that needs only the runways,
     which only a reported window has)."""
-    rows = [(p, s) for p, slots in timelines for s in slots if s.slot >= 0]
-    # No current window starts before the week's reach: the rows priced and summed are those
-    # after it (ccusage's 5-hour rule reads further back: ``period_at`` takes what it needs).
-    recent = [(p, s) for p, s in rows if s.last >= now - HORIZON_S]
+    said = {name: [w for w in limits.windows(name, samples) if w.start <= now < w.end] for name in NAMES}
+    if rules:
+        rows = [(p, s) for p, slots in timelines for s in slots if s.slot >= 0]
+        # No current window starts before the week's reach: the rows priced and summed are those
+        # after it (ccusage's 5-hour rule reads further back: ``period_at`` takes what it needs).
+        recent = [(p, s) for p, s in rows if s.last >= now - HORIZON_S]
+    else:  # only the reported windows are drawn: the rows from the first one's start (none: none)
+        rows = []
+        low = min((w[-1].start for w in said.values() if w), default=math.inf)
+        recent = [(p, s) for p, slots in timelines for s in slots if s.slot >= 0 and s.last >= low]
     costs = {id(s): slot_usd(s, table) for _, s in recent}
-    return [_window(name, rows, recent, costs, samples, now, live, rules) for name in NAMES]
+    return [_window(name, said[name], rows, recent, costs, samples, now, live, rules) for name in NAMES]
 
 
 def _window(
     name: str,
+    said: list[limits.Window],
     rows: list[tuple[str, Slot]],
     recent: list[tuple[str, Slot]],
     costs: dict[int, float | None],
@@ -161,7 +169,6 @@ def _window(
     live: set[str] | frozenset[str],
     rules: bool = True,
 ) -> WindowBurn:
-    said = [w for w in limits.windows(name, samples) if w.start <= now < w.end]
     used: float | None = None
     seen: float | None = None
     start: float | None

@@ -139,10 +139,14 @@ async function follow(path, on) {
 }
 
 // Times come from the API in UTC (ISO 8601 or epoch seconds); the page shows them in the
-// browser's own time zone and locale, with one formatter made once.
-const LOCAL_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+// browser's own time zone and locale, with one formatter made at its first use (a page's first
+// Intl formatter costs 15-30 ms, loading ICU's data: not while the page is parsed).
+let localTime = null;
 function localMs(ms) {
-  try { return LOCAL_TIME.format(ms); } catch (e) { return ""; }  // out of the Date range
+  try {
+    localTime ??= new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+    return localTime.format(ms);
+  } catch (e) { return ""; }  // out of the Date range
 }
 function local(iso) {
   const t = Date.parse(iso || "");
@@ -158,10 +162,15 @@ function age(iso) {
 }
 
 
-// One formatter for every figure: toLocaleString with a locale builds a new one each call,
-// which costs a frame when a scroll draws fifty rows.
-const NUMBER = new Intl.NumberFormat("en-US");
-function num(n) { return NUMBER.format(n); }
+// Every figure as en-US writes it (1,234,567.125: grouped in threes, up to three decimals),
+// written out: Intl.NumberFormat would cost the Usage page's first paint ICU's 15-30 ms.
+function num(n) {
+  if (typeof n !== "number" || !Number.isFinite(n) || Math.abs(n) >= 1e21) return String(n);
+  const [whole, frac] = Math.abs(n).toFixed(3).replace(/\.?0+$/, "").split(".");
+  let grouped = whole.slice(0, (whole.length - 1) % 3 + 1);
+  for (let i = grouped.length; i < whole.length; i += 3) grouped += `,${whole.slice(i, i + 3)}`;
+  return `${n < 0 && (whole !== "0" || frac) ? "-" : ""}${grouped}${frac ? `.${frac}` : ""}`;
+}
 
 // Tokens and cost, as the accountant last wrote them (null: not accounted yet).
 function compact(n) {
@@ -408,7 +417,9 @@ function nodeFor(row) {
 // padding that stands for the rest is set from the heights.
 function draw() {
   const box = $("#rows");
-  if (!box.offsetParent) return;  // hidden (the search in conversations is shown): nothing to measure
+  // hidden (the Usage page, or the search in conversations, is shown): nothing to measure; the
+  // class is checked first, as reading offsetParent would lay out the page
+  if (document.body.classList.contains("view-usage") || !box.offsetParent) return;
   const n = list.rows.length;
   const origin = box.getBoundingClientRect().top + scrollY;  // the list's y = 0, on the page
   // a fast scroll (more than a window since the last frame) draws only what is in view, and

@@ -8,7 +8,8 @@ const SVG_NS = "http://www.w3.org/2000/svg";
 const CHART_H = 240;
 const PAD = { left: 64, right: 10, top: 12, bottom: 40 };
 const REFRESH_MS = 60_000;  // the Hub's accountant brings the timelines up to date every minute
-// widths: each chart box's width as a ResizeObserver last reported it (drawing reads no layout)
+// widths: each chart box's width as a ResizeObserver last reported it (drawing reads no layout:
+// a chart is first drawn in the observer's first report, after layout and before the paint)
 const usage = { data: {}, metric: "cost", timer: 0, gen: 0, widths: {} };
 
 function svg(tag, attrs = {}, text) {
@@ -58,9 +59,9 @@ function colour(data, project) {
 }
 
 function drawChart(by) {
-  const data = usage.data[by], fig = $(`#chart-${by}`), box = $(".chart", fig);
-  if (!data) return;
-  const width = usage.widths[by] ?? Math.max(280, box.clientWidth);
+  // drawn once both its data and its box's width (the ResizeObserver's first report) are in
+  const data = usage.data[by], width = usage.widths[by], fig = $(`#chart-${by}`), box = $(".chart", fig);
+  if (!data || width == null) return;
   const plotW = width - PAD.left - PAD.right, plotH = CHART_H - PAD.top - PAD.bottom;
   const bars = data.buckets, what = usage.metric === "cost" ? "cost (USD)" : "tokens";
   const per = by === "day" ? "day" : "5-hour window";
@@ -155,9 +156,14 @@ function until(iso) {
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
   return h >= 48 ? ` (in ${Math.floor(h / 24)}d ${h % 24}h)` : ` (in ${h ? `${h}h` : ""}${m}m)`;
 }
+// "Mon 17:42", local time, on the 24-hour clock as the charts' labels and the status line
+// (written out: no Intl formatter, whose first costs the page ICU's 15-30 ms before it paints)
+const WEEKDAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 function clock(iso) {
   const t = Date.parse(iso || "");
-  return t ? new Date(t).toLocaleString([], { weekday: "short", hour: "2-digit", minute: "2-digit" }) : "";
+  if (!t) return "";
+  const d = new Date(t), two = v => String(v).padStart(2, "0");
+  return `${WEEKDAYS[d.getDay()]} ${two(d.getHours())}:${two(d.getMinutes())}`;
 }
 const RULES = { reported: "as Claude Code reported it", ccusage: "no reset recorded: ccusage's rule",
                 calendar: "no reset recorded: the calendar week" };
