@@ -55,6 +55,7 @@ const FIRST_ROWS = "/api/rows?filter=all&cursor=0&limit=100";
 const USAGE_VIEW = "#usage";
 const FIRST_USAGE = ["/api/usage?by=day&since=30d", "/api/usage?by=window&since=7d"];
 const early = new Map();
+document.documentElement.classList.toggle("view-usage", location.hash === USAGE_VIEW);  // usage.js's showView
 if (token()) {
   for (const path of location.hash === USAGE_VIEW ? FIRST_USAGE : [FIRST_ROWS]) {
     const asked = request(path);
@@ -419,7 +420,7 @@ function draw() {
   const box = $("#rows");
   // hidden (the Usage page, or the search in conversations, is shown): nothing to measure; the
   // class is checked first, as reading offsetParent would lay out the page
-  if (document.body.classList.contains("view-usage") || !box.offsetParent) return;
+  if (document.documentElement.classList.contains("view-usage") || !box.offsetParent) return;
   const n = list.rows.length;
   const origin = box.getBoundingClientRect().top + scrollY;  // the list's y = 0, on the page
   // a fast scroll (more than a window since the last frame) draws only what is in view, and
@@ -683,7 +684,7 @@ function focusRow(i) {
   if (li) { list.focused = list.rows[i].id; $(".title", li).focus({ preventScroll: true }); }
 }
 function onKey(e) {
-  if (document.body.classList.contains("view-usage")) return;  // the list's keys, not the Usage page's
+  if (document.documentElement.classList.contains("view-usage")) return;  // the list's keys, not the Usage page's
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
   if (e.key === "/" && !typing) { e.preventDefault(); $("#search").focus(); $("#search").select(); return; }
   if (e.key === "Escape" && typing) { document.activeElement.blur(); return; }

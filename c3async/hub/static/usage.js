@@ -252,7 +252,7 @@ function showingUsage() { return location.hash === USAGE_VIEW; }
 // The view follows the URL's fragment (#usage), so a reload keeps it.
 function showView() {
   const on = showingUsage();
-  document.body.classList.toggle("view-usage", on);
+  document.documentElement.classList.toggle("view-usage", on);
   $("#usage").hidden = !on;
   $("#main").hidden = on;
   $("h1").textContent = on ? "Usage" : "Sessions";
