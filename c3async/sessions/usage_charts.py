@@ -254,7 +254,6 @@ class _Drawn(NamedTuple):
     found: list[tuple[str, Timeline]]
     samples: list[limits.Sample]
     table: PriceTable
-    now: float
     here: dict[str, UsageRow | None]  # by 'window' and 'week': the one holding now (None: no usage in one)
     sessions: dict[str, list[tuple[str, Slot]]]  # each session's rows (the burn's)
 
@@ -272,7 +271,7 @@ def _draw(projects: list[Project], inputs: tuple, now: float) -> _Drawn:
     sessions: dict[str, list[tuple[str, Slot]]] = {}
     for p, s in ((p, s) for p, t in found for s in t.slots if s.slot >= 0):
         sessions.setdefault(s.session, []).append((p, s))
-    return _Drawn(found, samples, table, now, here, sessions)
+    return _Drawn(found, samples, table, here, sessions)
 
 
 def _current(
